@@ -1,0 +1,286 @@
+//! Parse and emit errors.
+//!
+//! A parse error names the field that was wrong, the byte offset of that field from the start of
+//! the structure handed to the parser (the frame for frame-level errors, the DATA payload for
+//! network-header and transaction errors), the requirement of `docs/spec/wire.md` it violates, and
+//! what the receiver must do about it ([`Action`]). That makes the behaviour on bad input testable:
+//! a test asserts the action, not a message.
+
+use core::fmt;
+
+use crate::types::Status;
+
+/// The field of a frame or transaction an error is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Field {
+    /// The frame as a whole (its length).
+    Frame,
+    /// The Ethernet EtherType (after an optional 802.1Q tag).
+    EtherType,
+    /// The frame check sequence.
+    Fcs,
+    /// Bytes between the end of the body and the FCS.
+    Padding,
+    /// The link header's version nibble.
+    Version,
+    /// The link header's kind nibble.
+    Kind,
+    /// A control frame's body.
+    ControlBody,
+    /// INIT: number of VCs.
+    InitVcs,
+    /// INIT: credit size.
+    InitCreditSize,
+    /// INIT: maximum frame size.
+    InitMfs,
+    /// INIT: LLR window.
+    InitWindow,
+    /// INIT: credit grant of a VC.
+    InitCredits,
+    /// The network header as a whole.
+    NetworkHeader,
+    /// Network header: destination GPU id.
+    DstGpu,
+    /// Network header: source GPU id.
+    SrcGpu,
+    /// Network header: transaction count.
+    TxnCount,
+    /// Network header: payload length.
+    PayloadLength,
+    /// A transaction's common prefix.
+    TxnPrefix,
+    /// A transaction's `hlen`.
+    Hlen,
+    /// A transaction's `dlen`.
+    Dlen,
+    /// LOAD: length.
+    LoadLength,
+    /// RDMA: offset and segment length against the total length.
+    RdmaOffset,
+    /// RDMA: total length.
+    RdmaTotal,
+    /// A response's status.
+    Status,
+    /// A transaction's opcode.
+    Opcode,
+}
+
+impl Field {
+    /// Short dotted name of the field, as the decode tools print it.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Field::Frame => "frame.length",
+            Field::EtherType => "eth.ethertype",
+            Field::Fcs => "eth.fcs",
+            Field::Padding => "eth.padding",
+            Field::Version => "link.version",
+            Field::Kind => "link.kind",
+            Field::ControlBody => "control.body",
+            Field::InitVcs => "init.vcs",
+            Field::InitCreditSize => "init.credit_size",
+            Field::InitMfs => "init.mfs",
+            Field::InitWindow => "init.llr_window",
+            Field::InitCredits => "init.credits",
+            Field::NetworkHeader => "net.header",
+            Field::DstGpu => "net.dst_gpu",
+            Field::SrcGpu => "net.src_gpu",
+            Field::TxnCount => "net.txn_count",
+            Field::PayloadLength => "net.payload_length",
+            Field::TxnPrefix => "txn.prefix",
+            Field::Hlen => "txn.hlen",
+            Field::Dlen => "txn.dlen",
+            Field::LoadLength => "txn.length",
+            Field::RdmaOffset => "txn.offset",
+            Field::RdmaTotal => "txn.total_length",
+            Field::Status => "txn.status",
+            Field::Opcode => "txn.opcode",
+        }
+    }
+}
+
+impl fmt::Display for Field {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What a receiver must do with input that failed to parse (docs/spec/wire.md §7).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Action {
+    /// The frame was damaged on the link (bad FCS, runt, oversize): discard it without reading any
+    /// field, count an FCS error, and let the link layer NACK.
+    DiscardDamaged,
+    /// The frame is not EthLink (EtherType): discard and count as foreign; no NACK.
+    DiscardForeign,
+    /// The frame has a good FCS but is not acceptable (version, kind, body): discard and count as
+    /// malformed; no NACK.
+    DiscardMalformed,
+    /// A transaction's structure cannot be walked: discard it and the rest of the frame, count one
+    /// malformed frame; the transactions before it stand.
+    DiscardRest,
+    /// A response that cannot be matched or is invalid: discard this transaction and count it, then
+    /// go on with the next one.
+    DiscardTxn,
+    /// A request that must not be executed: answer it with `opcode` (the response opcode), the
+    /// request's `tag` and `status`, then go on with the next transaction.
+    Respond {
+        /// The response opcode, `request opcode | 0x80`.
+        opcode: u8,
+        /// The request's tag, echoed.
+        tag: u16,
+        /// The status to answer with.
+        status: Status,
+    },
+}
+
+impl Action {
+    /// Whether the link layer must answer this with a NACK.
+    pub const fn nacks(self) -> bool {
+        matches!(self, Action::DiscardDamaged)
+    }
+
+    /// Whether the parser can go on with the next transaction of the same frame.
+    pub const fn continues(self) -> bool {
+        matches!(self, Action::DiscardTxn | Action::Respond { .. })
+    }
+}
+
+impl fmt::Display for Action {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Action::DiscardDamaged => f.write_str("discard as damaged, count FCS error, NACK"),
+            Action::DiscardForeign => f.write_str("discard as foreign, count"),
+            Action::DiscardMalformed => f.write_str("discard as malformed, count"),
+            Action::DiscardRest => f.write_str("discard the rest of the frame, count"),
+            Action::DiscardTxn => f.write_str("discard the transaction, count"),
+            Action::Respond {
+                opcode,
+                tag,
+                status,
+            } => write!(
+                f,
+                "respond with opcode {opcode:#04x} tag {tag} status {}",
+                status.name()
+            ),
+        }
+    }
+}
+
+/// What was wrong, in a word.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// The input ended before the field.
+    Truncated,
+    /// The value is outside the field's range.
+    OutOfRange,
+    /// The value is a code this version does not define.
+    Unknown,
+    /// The value disagrees with another field or with the frame's length.
+    Inconsistent,
+    /// The frame check sequence does not match.
+    BadFcs,
+}
+
+impl ErrorKind {
+    const fn describe(self) -> &'static str {
+        match self {
+            ErrorKind::Truncated => "truncated",
+            ErrorKind::OutOfRange => "out of range",
+            ErrorKind::Unknown => "unknown value",
+            ErrorKind::Inconsistent => "inconsistent",
+            ErrorKind::BadFcs => "FCS mismatch",
+        }
+    }
+}
+
+/// A parse error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Error {
+    /// What was wrong.
+    pub kind: ErrorKind,
+    /// The field it was wrong in.
+    pub field: Field,
+    /// Byte offset of the field (frame-relative or payload-relative, see the module docs).
+    pub offset: usize,
+    /// The requirement of docs/spec/wire.md violated, for example `"WIRE-2.5-3"`.
+    pub spec: &'static str,
+    /// What the receiver must do.
+    pub action: Action,
+}
+
+impl Error {
+    pub(crate) const fn new(
+        kind: ErrorKind,
+        field: Field,
+        offset: usize,
+        spec: &'static str,
+        action: Action,
+    ) -> Self {
+        Error {
+            kind,
+            field,
+            offset,
+            spec,
+            action,
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} {} at offset {} ({}): {}",
+            self.field,
+            self.kind.describe(),
+            self.offset,
+            self.spec,
+            self.action
+        )
+    }
+}
+
+impl core::error::Error for Error {}
+
+/// Why a representation could not be emitted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum EmitError {
+    /// The output buffer is shorter than `buffer_len()`.
+    BufferTooSmall {
+        /// Bytes needed.
+        needed: usize,
+        /// Bytes available.
+        available: usize,
+    },
+    /// The representation holds a value the wire format cannot carry (the field is named).
+    Invalid(Field),
+    /// The frame would exceed the maximum frame size.
+    TooLong {
+        /// Frame length the representation needs.
+        len: usize,
+        /// The maximum frame size.
+        mfs: usize,
+    },
+}
+
+impl fmt::Display for EmitError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            EmitError::BufferTooSmall { needed, available } => {
+                write!(f, "buffer too small: need {needed} bytes, have {available}")
+            }
+            EmitError::Invalid(field) => write!(f, "value of {field} cannot be encoded"),
+            EmitError::TooLong { len, mfs } => {
+                write!(
+                    f,
+                    "frame of {len} bytes exceeds the maximum frame size {mfs}"
+                )
+            }
+        }
+    }
+}
+
+impl core::error::Error for EmitError {}

@@ -1,0 +1,92 @@
+//! The Ethernet frame check sequence (WIRE-2.5-1, WIRE-2.5-2).
+//!
+//! CRC-32/ISO-HDLC as IEEE 802.3 defines it, computed with `crc-fast`, which folds with
+//! carry-less multiplication (PCLMULQDQ / VPCLMULQDQ / PMULL) where the CPU has it. With the `std`
+//! feature the fastest kernel is picked at run time; without it, at compile time from the target
+//! features.
+
+use crc_fast::CrcAlgorithm;
+
+/// Length of the FCS in bytes.
+pub const FCS_LEN: usize = 4;
+
+//= docs/spec/wire.md#25-frame-check-sequence
+//# WIRE-2.5-1 The FCS MUST be the CRC-32 of IEEE 802.3 clause 3.2.9 [...] computed over every
+//# byte from the destination MAC address to the last padding byte.
+/// The CRC-32 of `bytes` as Ethernet computes its FCS.
+pub fn crc32(bytes: &[u8]) -> u32 {
+    // crc-fast returns the 32-bit CRC in the low half of a u64; the high half is always zero.
+    (crc_fast::checksum(CrcAlgorithm::Crc32IsoHdlc, bytes) & 0xFFFF_FFFF) as u32
+}
+
+//= docs/spec/wire.md#25-frame-check-sequence
+//# WIRE-2.5-2 The 32-bit CRC value MUST be appended least significant byte first.
+/// The four FCS bytes, in the order they follow the frame.
+pub fn fcs_bytes(frame_without_fcs: &[u8]) -> [u8; FCS_LEN] {
+    crc32(frame_without_fcs).to_le_bytes()
+}
+
+/// Whether the last four bytes of `frame` are the FCS of the bytes before them.
+/// A frame shorter than four bytes never checks.
+pub fn check(frame: &[u8]) -> bool {
+    match frame.split_last_chunk::<FCS_LEN>() {
+        Some((body, fcs)) => fcs_bytes(body) == *fcs,
+        None => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    //= type=test
+    // WIRE-2.5-1: the catalogue check value of CRC-32/ISO-HDLC.
+    #[test]
+    fn check_value() {
+        assert_eq!(crc32(b"123456789"), 0xCBF4_3926);
+        assert_eq!(crc32(b""), 0);
+    }
+
+    //= type=test
+    // WIRE-2.5-2: least significant byte first, and the residue property of a good frame.
+    #[test]
+    fn appended_lsb_first() {
+        let mut frame = [0u8; 64];
+        for (i, b) in frame.iter_mut().enumerate() {
+            *b = i as u8;
+        }
+        let fcs = fcs_bytes(&frame[..60]);
+        assert_eq!(fcs, crc32(&frame[..60]).to_le_bytes());
+        frame[60..].copy_from_slice(&fcs);
+        assert!(check(&frame));
+        // The CRC of a frame followed by its FCS is the fixed residue of CRC-32.
+        assert_eq!(crc32(&frame), 0x2144_DF1C);
+        frame[10] ^= 0x01;
+        assert!(!check(&frame));
+        assert!(!check(&[1, 2, 3]));
+    }
+
+    #[test]
+    fn large_buffers_agree_with_bitwise_reference() {
+        fn reference(bytes: &[u8]) -> u32 {
+            let mut crc = 0xFFFF_FFFFu32;
+            for &b in bytes {
+                crc ^= u32::from(b);
+                for _ in 0..8 {
+                    crc = if crc & 1 != 0 {
+                        (crc >> 1) ^ 0xEDB8_8320
+                    } else {
+                        crc >> 1
+                    };
+                }
+            }
+            !crc
+        }
+        let data: [u8; 9216] = core::array::from_fn(|i| (i.wrapping_mul(31) ^ (i >> 3)) as u8);
+        for len in [
+            0usize, 1, 15, 16, 17, 63, 64, 255, 256, 1500, 4097, 9212, 9216,
+        ] {
+            assert_eq!(crc32(&data[..len]), reference(&data[..len]), "len {len}");
+        }
+    }
+}
