@@ -1,11 +1,8 @@
 //! The Ethernet frame check sequence (WIRE-2.5-1, WIRE-2.5-2).
 //!
-//! CRC-32/ISO-HDLC as IEEE 802.3 defines it, computed with `crc-fast`, which folds with
-//! carry-less multiplication (PCLMULQDQ / VPCLMULQDQ / PMULL) where the CPU has it. With the `std`
-//! feature the fastest kernel is picked at run time; without it, at compile time from the target
-//! features.
-
-use crc_fast::CrcAlgorithm;
+//! CRC-32/ISO-HDLC as IEEE 802.3 defines it. With the `std` feature it is computed by `crc-fast`,
+//! which folds with carry-less multiplication (PCLMULQDQ / VPCLMULQDQ / PMULL) and picks the
+//! fastest kernel the CPU has at run time; without `std`, by the table-driven `crc` crate.
 
 /// Length of the FCS in bytes.
 pub const FCS_LEN: usize = 4;
@@ -14,9 +11,18 @@ pub const FCS_LEN: usize = 4;
 //# WIRE-2.5-1 The FCS MUST be the CRC-32 of IEEE 802.3 clause 3.2.9 [...] computed over every
 //# byte from the destination MAC address to the last padding byte.
 /// The CRC-32 of `bytes` as Ethernet computes its FCS.
+#[cfg(feature = "std")]
 pub fn crc32(bytes: &[u8]) -> u32 {
     // crc-fast returns the 32-bit CRC in the low half of a u64; the high half is always zero.
-    (crc_fast::checksum(CrcAlgorithm::Crc32IsoHdlc, bytes) & 0xFFFF_FFFF) as u32
+    (crc_fast::checksum(crc_fast::CrcAlgorithm::Crc32IsoHdlc, bytes) & 0xFFFF_FFFF) as u32
+}
+
+/// The CRC-32 of `bytes` as Ethernet computes its FCS.
+#[cfg(not(feature = "std"))]
+pub fn crc32(bytes: &[u8]) -> u32 {
+    const CRC: crc::Crc<u32, crc::Table<16>> =
+        crc::Crc::<u32, crc::Table<16>>::new(&crc::CRC_32_ISO_HDLC);
+    CRC.checksum(bytes)
 }
 
 //= docs/spec/wire.md#25-frame-check-sequence
