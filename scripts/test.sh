@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Runs every test of the workspace on a fresh machine: installs what the tests need and is
+# missing (tshark from Debian's packages, cargo-fuzz), then formatting, lints, the test suites,
+# a bounded fuzz run and the traceability check.
+#
+# Environment:
+#   PROPTEST_CASES   property-test cases per property (default 256)
+#   FUZZ_SECONDS     length of the bounded fuzz run (default 30; 0 skips it)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+log() { printf '\n==> %s\n' "$*"; }
+
+as_root() {
+  if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else "$@"; fi
+}
+
+if ! command -v tshark >/dev/null 2>&1; then
+  log "installing tshark (Debian package)"
+  export DEBIAN_FRONTEND=noninteractive
+  echo "wireshark-common wireshark-common/install-setuid boolean false" | as_root debconf-set-selections || true
+  as_root apt-get update -qq
+  as_root apt-get install -y -qq tshark >/dev/null
+fi
+tshark --version | head -1
+
+export PROPTEST_CASES="${PROPTEST_CASES:-256}"
+export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
+
+log "cargo fmt --check"
+cargo fmt --all -- --check
+
+log "cargo clippy"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+log "cargo test (PROPTEST_CASES=$PROPTEST_CASES)"
+cargo test --workspace --locked
+
+log "golden vectors are what the code generates"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cargo run --quiet --locked -p ethlink-cli -- vectors --out "$tmp"
+for f in vectors.json vectors.pcapng; do
+  if ! cmp -s "$tmp/$f" "conformance/vectors/$f"; then
+    echo "conformance/vectors/$f differs from what the code generates;" \
+         "run: cargo run -p ethlink-cli -- vectors --out conformance/vectors" >&2
+    exit 1
+  fi
+done
+echo "vectors.json and vectors.pcapng match"
+
+log "requirement traceability"
+python3 scripts/traceability.py --check
+
+FUZZ_SECONDS="${FUZZ_SECONDS:-30}"
+if [ "$FUZZ_SECONDS" != 0 ] && [ -d fuzz ]; then
+  log "bounded fuzz run (${FUZZ_SECONDS}s per target)"
+  if ! command -v cargo-fuzz >/dev/null 2>&1; then
+    cargo install cargo-fuzz --locked --quiet
+  fi
+  (cd fuzz && for t in $(cargo fuzz list); do
+     seeds=()
+     [ -d "seeds/$t" ] && seeds=("seeds/$t")
+     mkdir -p "corpus/$t"
+     cargo fuzz run "$t" --sanitizer none "corpus/$t" "${seeds[@]}" -- -max_total_time="$FUZZ_SECONDS" 2>&1 | tail -3
+   done)
+fi
+
+log "all tests passed"

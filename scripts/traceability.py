@@ -1,0 +1,167 @@
+#!/usr/bin/env python3
+"""Requirement traceability for docs/spec/.
+
+Every requirement in docs/spec/*.md is a bullet that starts with its id in bold, for example
+`- **WIRE-2.5-3** A receiver MUST ...`. This script finds them all, then looks for their ids in
+the Rust sources and in the golden vectors, and reports for each requirement where it is
+implemented (cited in non-test code) and where it is checked (cited in test code or exercised by a
+golden vector that the test suite replays).
+
+Test code is: a file under a `tests/` directory, or any line at or after the first `#[cfg(test)]`
+of a source file (test modules sit at the end of their file).
+
+Usage:
+  scripts/traceability.py                 print the report
+  scripts/traceability.py --check         also exit 1 if a MUST-level requirement lacks code or
+                                          a test and is not listed in docs/spec/deferred.txt
+  scripts/traceability.py --json          print the report as JSON
+  scripts/traceability.py --markdown F    also write the report as a Markdown table to F
+"""
+
+import argparse
+import json
+import pathlib
+import re
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+SPEC_DIR = ROOT / "docs" / "spec"
+DEFERRED = SPEC_DIR / "deferred.txt"
+ID_RE = re.compile(r"\b([A-Z]{2,}-\d+(?:\.\d+)*-\d+)\b")
+REQ_RE = re.compile(r"^\s*[-*]\s+\*\*([A-Z]{2,}-\d+(?:\.\d+)*-\d+)\*\*\s*(.*)$")
+LEVELS = ["MUST NOT", "MUST", "REQUIRED", "SHALL NOT", "SHALL", "SHOULD NOT", "SHOULD",
+          "RECOMMENDED", "MAY", "OPTIONAL"]
+SKIP_DIRS = {"target", ".git", "corpus", "artifacts"}
+
+
+def spec_requirements():
+    reqs = {}
+    for md in sorted(SPEC_DIR.glob("*.md")):
+        lines = md.read_text(encoding="utf-8").splitlines()
+        i = 0
+        while i < len(lines):
+            m = REQ_RE.match(lines[i])
+            if not m:
+                i += 1
+                continue
+            rid, text = m.group(1), [m.group(2)]
+            i += 1
+            # Continuation lines: indented, not a new bullet, not blank.
+            while i < len(lines) and lines[i].startswith("  ") and not REQ_RE.match(lines[i]):
+                text.append(lines[i].strip())
+                i += 1
+            body = " ".join(text)
+            if "Withdrawn" in body[:20]:
+                continue
+            level = next((lv for lv in LEVELS if re.search(r"\b%s\b" % lv, body)), "informative")
+            if rid in reqs:
+                sys.exit(f"duplicate requirement id {rid} in {md.name}")
+            reqs[rid] = {"id": rid, "doc": md.name, "level": level, "text": body,
+                         "code": [], "tests": []}
+    return reqs
+
+
+def rust_files():
+    for path in ROOT.rglob("*.rs"):
+        if any(part in SKIP_DIRS for part in path.relative_to(ROOT).parts):
+            continue
+        yield path
+
+
+def scan(reqs):
+    for path in rust_files():
+        rel = path.relative_to(ROOT).as_posix()
+        in_tests_dir = "/tests/" in f"/{rel}"
+        in_test = in_tests_dir
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if "#[cfg(test)]" in line:
+                in_test = True
+            if "//" not in line and '"' not in line:
+                continue
+            for rid in ID_RE.findall(line):
+                if rid in reqs:
+                    where = f"{rel}:{n}"
+                    (reqs[rid]["tests"] if in_test else reqs[rid]["code"]).append(where)
+    vectors = ROOT / "conformance" / "vectors" / "vectors.json"
+    if vectors.exists():
+        data = json.loads(vectors.read_text(encoding="utf-8"))
+        items = data.get("vectors", data) if isinstance(data, dict) else data
+        for v in items:
+            ids = set(v.get("spec", []) or v.get("spec_ids", []))
+            err = v.get("expected_error") or {}
+            if isinstance(err, dict) and err.get("spec"):
+                ids.add(err["spec"])
+            for rid in ids:
+                if rid in reqs:
+                    reqs[rid]["tests"].append(f"vector:{v.get('name')}")
+
+
+def deferred():
+    out = {}
+    if DEFERRED.exists():
+        for line in DEFERRED.read_text(encoding="utf-8").splitlines():
+            line = line.strip()
+            if line and not line.startswith("#"):
+                rid, _, why = line.partition(" ")
+                out[rid] = why.strip()
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--check", action="store_true")
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--markdown", metavar="FILE")
+    args = ap.parse_args()
+
+    reqs = spec_requirements()
+    scan(reqs)
+    later = deferred()
+    for rid in later:
+        if rid not in reqs:
+            sys.exit(f"docs/spec/deferred.txt names {rid}, which no spec defines")
+
+    rows = sorted(reqs.values(), key=lambda r: [int(x) if x.isdigit() else x
+                                                 for x in re.split(r"[-.]", r["id"])])
+    failures = []
+    for r in rows:
+        r["status"] = ("complete" if r["code"] and r["tests"] else
+                       "deferred" if r["id"] in later else
+                       "untested" if r["code"] else
+                       "unimplemented" if r["tests"] else "missing")
+        must = r["level"] in ("MUST", "MUST NOT", "REQUIRED", "SHALL", "SHALL NOT")
+        if must and r["status"] not in ("complete", "deferred"):
+            failures.append(r)
+
+    if args.json:
+        print(json.dumps({"requirements": rows, "deferred": later}, indent=2))
+    else:
+        width = max((len(r["id"]) for r in rows), default=10)
+        for r in rows:
+            note = f"  ({later[r['id']]})" if r["status"] == "deferred" else ""
+            print(f"{r['id']:<{width}}  {r['level']:<11} {r['status']:<13} "
+                  f"code:{len(r['code']):<3} tests:{len(r['tests']):<3}{note}")
+        counts = {}
+        for r in rows:
+            counts[r["status"]] = counts.get(r["status"], 0) + 1
+        print(f"\n{len(rows)} requirements: " +
+              ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
+
+    if args.markdown:
+        lines = ["# Requirement traceability", "",
+                 "Generated by `scripts/traceability.py --markdown`.", "",
+                 "| id | level | status | implemented in | checked by |", "|---|---|---|---|---|"]
+        for r in rows:
+            lines.append(f"| {r['id']} | {r['level']} | {r['status']} | "
+                         f"{'<br>'.join(r['code'][:3])} | {'<br>'.join(r['tests'][:3])} |")
+        pathlib.Path(args.markdown).write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+    if args.check and failures:
+        for r in failures:
+            print(f"error: {r['id']} ({r['level']}) is {r['status']}: "
+                  f"cite it where it is implemented and in a test that checks it", file=sys.stderr)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
