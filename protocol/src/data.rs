@@ -186,7 +186,7 @@ impl<'a> Iterator for TxnIter<'a> {
             return Some(Err(Error::new(
                 ErrorKind::OutOfRange,
                 Field::Hlen,
-                at + 4,
+                at.saturating_add(4),
                 "WIRE-6.1-3",
                 Action::DiscardRest,
             )));
@@ -199,7 +199,7 @@ impl<'a> Iterator for TxnIter<'a> {
             return Some(Err(Error::new(
                 ErrorKind::Inconsistent,
                 Field::Dlen,
-                at + 6,
+                at.saturating_add(6),
                 "WIRE-6.1-3",
                 Action::DiscardRest,
             )));
@@ -209,7 +209,7 @@ impl<'a> Iterator for TxnIter<'a> {
             return Some(Err(Error::new(
                 ErrorKind::Inconsistent,
                 Field::Dlen,
-                at + 6,
+                at.saturating_add(6),
                 "WIRE-6.1-3",
                 Action::DiscardRest,
             )));
@@ -244,7 +244,13 @@ impl<'a> DataRepr<'a> {
     /// (for example the offset of the payload in its frame).
     pub fn parse_at(payload: &'a [u8], base: usize) -> Result<Self, Error> {
         let malformed = |kind, field, at: usize| {
-            Error::new(kind, field, base + at, "WIRE-5-3", Action::DiscardMalformed)
+            Error::new(
+                kind,
+                field,
+                base.saturating_add(at),
+                "WIRE-5-3",
+                Action::DiscardMalformed,
+            )
         };
         //= docs/spec/wire.md#5-data-frames-the-network-header
         //# WIRE-5-3 A receiver MUST discard, and count as malformed, a DATA frame whose network
@@ -271,7 +277,7 @@ impl<'a> DataRepr<'a> {
             txns: Txns::Wire {
                 count: hdr.count(),
                 bytes,
-                base: base + NETWORK_HEADER_LEN,
+                base: base.saturating_add(NETWORK_HEADER_LEN),
             },
         })
     }
@@ -360,4 +366,715 @@ pub fn emit_data_frame(
     let n = data.emit(rest)?;
     frame::finish_frame(out, eth_len + LINK_HEADER_LEN + n)?;
     Ok(len)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::frame::{DataFlags, Frame, FrameRepr, LinkFrame, MAX_FRAME_LEN};
+    use crate::txn::tests::{SHARED, TARGET, vectors};
+    use crate::types::{MacAddr, Opcode, Seq, Status, Vc};
+    use std::vec;
+    use std::vec::Vec;
+
+    /// A payload written out from wire.md §5 and §6: a LOAD, a 4-byte STORE and a FENCE.
+    #[rustfmt::skip]
+    const PAYLOAD: [u8; 64] = [
+        0x00, 0x05, 0x00, 0x09, // dst GPU 5, src GPU 9
+        0x31,                   // path: stack 3, port 1
+        0x03,                   // transaction count 3
+        0x00, 0x38,             // payload length 56 = 24 + 24 + 8
+        // LOAD, global, tag 1, hlen 6, dlen 0, key, address, length 8
+        0x01, 0x00, 0x00, 0x01, 0x06, 0x00, 0x00, 0x00,
+        0x11, 0x22, 0x33, 0x44, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x10, 0x00,
+        0x00, 0x08, 0x00, 0x00,
+        // STORE, shared, tag 2, hlen 5, dlen 4, key, address, data
+        0x02, 0x01, 0x00, 0x02, 0x05, 0x00, 0x00, 0x04,
+        0x11, 0x22, 0x33, 0x44, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x10, 0x00,
+        0x0a, 0x0b, 0x0c, 0x0d,
+        // FENCE, tag 3
+        0x06, 0x00, 0x00, 0x03, 0x02, 0x00, 0x00, 0x00,
+    ];
+
+    fn payload_txns() -> [TxnRepr<'static>; 3] {
+        [
+            TxnRepr::Load {
+                tag: 1,
+                target: TARGET,
+                len: 8,
+            },
+            TxnRepr::Store {
+                tag: 2,
+                target: SHARED,
+                data: &PAYLOAD[52..56],
+            },
+            TxnRepr::Fence { tag: 3 },
+        ]
+    }
+
+    fn gpu(v: u16) -> GpuId {
+        GpuId::new(v).unwrap()
+    }
+
+    /// A payload of `txns` behind a network header from GPU 9 to GPU 5, as bytes.
+    fn payload_of(txns: &[TxnRepr<'_>]) -> Vec<u8> {
+        let repr = DataRepr {
+            dst: gpu(5),
+            src: gpu(9),
+            path: PathId(0x31),
+            txns: Txns::Slice(txns),
+        };
+        let mut buf = vec![0xa5; repr.buffer_len()];
+        assert_eq!(repr.emit(&mut buf), Ok(buf.len()));
+        buf
+    }
+
+    /// The network header for `count` transactions in `len` bytes, followed by `txns`.
+    fn raw_payload(count: u8, len: u16, txns: &[u8]) -> Vec<u8> {
+        let mut v = vec![0x00, 0x05, 0x00, 0x09, 0x31, count];
+        v.extend_from_slice(&len.to_be_bytes());
+        v.extend_from_slice(txns);
+        v
+    }
+
+    fn err_of(r: Option<Result<TxnRepr<'_>, Error>>) -> Error {
+        r.expect("an item").expect_err("an error")
+    }
+
+    //= type=test
+    //# WIRE-5-1 A DATA frame MUST carry at least one transaction. [...]
+    //# WIRE-5-2 The payload length MUST equal the sum of the sizes of the transactions (§6.1) and
+    //# the transaction count MUST equal their number.
+    #[test]
+    fn construct_payload() {
+        let txns = payload_txns();
+        let repr = DataRepr {
+            dst: gpu(5),
+            src: gpu(9),
+            path: PathId::from_parts(3, 1),
+            txns: Txns::Slice(&txns),
+        };
+        assert_eq!(repr.buffer_len(), PAYLOAD.len());
+        let mut buf = [0xa5u8; 68];
+        assert_eq!(repr.emit(&mut buf), Ok(64));
+        assert_eq!(buf[..64], PAYLOAD);
+        assert_eq!(buf[64..], [0xa5; 4]);
+        // No transactions, or more than 255: nothing is written.
+        let none = DataRepr {
+            txns: Txns::Slice(&[]),
+            ..repr
+        };
+        assert_eq!(
+            none.emit(&mut buf),
+            Err(EmitError::Invalid(Field::TxnCount))
+        );
+        let many = [TxnRepr::Fence { tag: 0 }; 256];
+        let too_many = DataRepr {
+            txns: Txns::Slice(&many),
+            ..repr
+        };
+        let mut big = vec![0u8; too_many.buffer_len()];
+        assert_eq!(
+            too_many.emit(&mut big),
+            Err(EmitError::Invalid(Field::TxnCount))
+        );
+        let most = DataRepr {
+            txns: Txns::Slice(&many[..255]),
+            ..repr
+        };
+        assert_eq!(most.emit(&mut big), Ok(8 + 255 * 8));
+        assert_eq!(big[5], 255);
+        assert_eq!(big[6..8], (255u16 * 8).to_be_bytes());
+        let mut short = [0u8; 63];
+        assert_eq!(
+            repr.emit(&mut short),
+            Err(EmitError::BufferTooSmall {
+                needed: 64,
+                available: 63
+            })
+        );
+    }
+
+    #[test]
+    fn parse_payload() {
+        let data = DataRepr::parse(&PAYLOAD).unwrap();
+        assert_eq!(
+            (data.dst, data.src, data.path),
+            (gpu(5), gpu(9), PathId(0x31))
+        );
+        assert_eq!((data.path.stack(), data.path.port()), (3, 1));
+        assert_eq!(data.txns.count(), 3);
+        let got: Vec<_> = data.txns.iter().collect();
+        let want: Vec<_> = payload_txns().into_iter().map(Ok).collect();
+        assert_eq!(got, want);
+        // Wire and slice forms compare by their transactions.
+        let txns = payload_txns();
+        assert_eq!(
+            data,
+            DataRepr {
+                txns: Txns::Slice(&txns),
+                ..data
+            }
+        );
+        assert_ne!(
+            data,
+            DataRepr {
+                txns: Txns::Slice(&txns[..2]),
+                ..data
+            }
+        );
+        // The network header view.
+        let (h, _) = NetworkHeader::ref_from_prefix(&PAYLOAD[..]).unwrap();
+        assert_eq!(
+            (h.dst_raw(), h.src_raw(), h.count(), h.payload_len()),
+            (5, 9, 3, 56)
+        );
+    }
+
+    //= type=test
+    //# WIRE-6.1-1 [...] MUST pad the data with zero bytes to a multiple of 4.
+    //# WIRE-6.1-3 [...] every transaction starts 4-byte aligned relative to the start of the payload.
+    #[test]
+    fn every_transaction_packed_in_one_payload() {
+        let all: Vec<TxnRepr<'static>> = vectors().into_iter().map(|v| v.2).collect();
+        let bytes = payload_of(&all);
+        let want: usize = vectors().iter().map(|v| v.1.len()).sum();
+        assert_eq!(bytes.len(), 8 + want);
+        // The static bytes follow each other, each at a multiple of 4.
+        let mut at = 8;
+        for (name, b, _) in vectors() {
+            assert_eq!(at % 4, 0);
+            assert_eq!(&bytes[at..at + b.len()], b, "{name}");
+            at += b.len();
+        }
+        let data = DataRepr::parse(&bytes).unwrap();
+        let got: Vec<_> = data.txns.iter().map(Result::unwrap).collect();
+        assert_eq!(got, all);
+    }
+
+    //= type=test
+    //# WIRE-5-3 A receiver MUST discard, and count as malformed, a DATA frame whose network header
+    //# is incomplete, whose destination or source GPU id is 0xFFFF, whose transaction count is
+    //# zero, or whose payload length runs past the end of the frame (before the FCS). Discarding
+    //# it MUST NOT cause a NACK (WIRE-2.4-3).
+    #[test]
+    fn network_header_errors() {
+        let cases: [(Vec<u8>, ErrorKind, Field, usize); 5] = [
+            (
+                PAYLOAD[..7].to_vec(),
+                ErrorKind::Truncated,
+                Field::NetworkHeader,
+                0,
+            ),
+            (
+                raw_payload(1, 8, &PAYLOAD[56..])
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &b)| if i < 2 { 0xFF } else { b })
+                    .collect(),
+                ErrorKind::OutOfRange,
+                Field::DstGpu,
+                0,
+            ),
+            (
+                {
+                    let mut v = PAYLOAD.to_vec();
+                    v[2] = 0xFF;
+                    v[3] = 0xFF;
+                    v
+                },
+                ErrorKind::OutOfRange,
+                Field::SrcGpu,
+                2,
+            ),
+            (
+                {
+                    let mut v = PAYLOAD.to_vec();
+                    v[5] = 0;
+                    v
+                },
+                ErrorKind::OutOfRange,
+                Field::TxnCount,
+                5,
+            ),
+            (
+                {
+                    let mut v = PAYLOAD.to_vec();
+                    v[7] = 57;
+                    v
+                },
+                ErrorKind::Inconsistent,
+                Field::PayloadLength,
+                6,
+            ),
+        ];
+        for (bytes, kind, field, offset) in cases {
+            for base in [0, 20] {
+                let e = DataRepr::parse_at(&bytes, base).unwrap_err();
+                assert_eq!(
+                    (e.kind, e.field, e.offset, e.spec, e.action),
+                    (
+                        kind,
+                        field,
+                        base + offset,
+                        "WIRE-5-3",
+                        Action::DiscardMalformed
+                    )
+                );
+                assert!(!e.action.nacks());
+            }
+        }
+        // GPU 0xFFFE is a valid id; an 8-byte header alone is complete.
+        let v = raw_payload(1, 8, &PAYLOAD[56..]);
+        let mut edge = v.clone();
+        edge[..4].copy_from_slice(&[0xFF, 0xFE, 0xFF, 0xFE]);
+        assert!(DataRepr::parse(&edge).is_ok());
+        assert!(DataRepr::parse(&v[..8]).is_err());
+        assert!(DataRepr::parse(&raw_payload(1, 0, &[])).is_ok());
+    }
+
+    //= type=test
+    //# WIRE-6.1-3 (structural error) If fewer than 8 bytes of payload remain where a transaction
+    //# should start, if `hlen` is less than 2, or if `4*hlen + roundup4(dlen)` runs past the end
+    //# of the payload, the receiver cannot find the next transaction. It MUST discard this
+    //# transaction and every later transaction of the frame, count one malformed frame, and MUST
+    //# process normally every transaction of the frame that came before it.
+    #[test]
+    fn structural_errors_end_the_walk() {
+        let fence = &PAYLOAD[56..64];
+        let rest = |kind, field, offset, spec| (kind, field, offset, spec, Action::DiscardRest);
+        let tuple = |e: Error| (e.kind, e.field, e.offset, e.spec, e.action);
+        // Each case: the transactions after a good FENCE, and the error expected at offset 16.
+        type Want = (ErrorKind, Field, usize, &'static str, Action);
+        let cases: [(Vec<u8>, Want); 6] = [
+            // Fewer than 8 bytes left.
+            (
+                fence[..7].to_vec(),
+                rest(ErrorKind::Truncated, Field::TxnPrefix, 16, "WIRE-6.1-3"),
+            ),
+            // hlen 0 and 1.
+            (
+                vec![0x06, 0, 0, 1, 0, 0, 0, 0],
+                rest(ErrorKind::OutOfRange, Field::Hlen, 20, "WIRE-6.1-3"),
+            ),
+            (
+                vec![0x06, 0, 0, 1, 1, 0, 0, 0],
+                rest(ErrorKind::OutOfRange, Field::Hlen, 20, "WIRE-6.1-3"),
+            ),
+            // The header runs past the end.
+            (
+                vec![0x06, 0, 0, 1, 3, 0, 0, 0],
+                rest(ErrorKind::Inconsistent, Field::Dlen, 22, "WIRE-6.1-3"),
+            ),
+            // The data runs past the end.
+            (
+                vec![0x81, 0, 0, 1, 2, 0, 0, 1],
+                rest(ErrorKind::Inconsistent, Field::Dlen, 22, "WIRE-6.1-3"),
+            ),
+            // The data fits but its padding does not.
+            (
+                vec![0x81, 0, 0, 1, 2, 0, 0, 1, 0xAB],
+                rest(ErrorKind::Inconsistent, Field::Dlen, 22, "WIRE-6.1-3"),
+            ),
+        ];
+        for (tail, want) in cases {
+            let mut txns = fence.to_vec();
+            txns.extend_from_slice(&tail);
+            // Count 3: the FENCE, the broken transaction, and one that is never reached.
+            let bytes = raw_payload(3, u16::try_from(txns.len()).unwrap(), &txns);
+            let data = DataRepr::parse(&bytes).unwrap();
+            let mut it = data.txns.iter();
+            assert_eq!(it.next(), Some(Ok(TxnRepr::Fence { tag: 3 })));
+            let e = err_of(it.next());
+            assert_eq!(tuple(e), want);
+            assert!(!e.action.continues());
+            assert!(!e.action.nacks());
+            assert_eq!(it.next(), None);
+            assert_eq!(it.next(), None);
+        }
+    }
+
+    //= type=test
+    //# WIRE-6.1-4 If the transactions end before the payload length, or the payload holds more
+    //# transactions than the transaction count, the receiver MUST discard the transactions past
+    //# the count or the end as in WIRE-6.1-3.
+    #[test]
+    fn count_and_length_disagree() {
+        // Count 2, three transactions: the third is discarded.
+        let mut v = PAYLOAD.to_vec();
+        v[5] = 2;
+        let data = DataRepr::parse(&v).unwrap();
+        let items: Vec<_> = data.txns.iter().collect();
+        assert_eq!(items.len(), 3);
+        assert!(items[0].is_ok() && items[1].is_ok());
+        let e = items[2].unwrap_err();
+        assert_eq!(
+            (e.kind, e.field, e.offset, e.spec, e.action),
+            (
+                ErrorKind::Inconsistent,
+                Field::TxnCount,
+                56,
+                "WIRE-6.1-4",
+                Action::DiscardRest
+            )
+        );
+        // Count 4, three transactions: the walk reports the missing one at the end.
+        v[5] = 4;
+        let data = DataRepr::parse(&v).unwrap();
+        let items: Vec<_> = data.txns.iter().collect();
+        assert_eq!(items.len(), 4);
+        let e = items[3].unwrap_err();
+        assert_eq!(
+            (e.kind, e.field, e.offset, e.spec, e.action),
+            (
+                ErrorKind::Truncated,
+                Field::TxnCount,
+                64,
+                "WIRE-6.1-4",
+                Action::DiscardRest
+            )
+        );
+        // One extra byte after the last transaction, inside the payload length.
+        let mut extra = raw_payload(1, 9, &PAYLOAD[56..64]);
+        extra.push(0);
+        let data = DataRepr::parse(&extra).unwrap();
+        let items: Vec<_> = data.txns.iter().collect();
+        assert_eq!(items[0], Ok(TxnRepr::Fence { tag: 3 }));
+        assert_eq!(items[1].unwrap_err().field, Field::TxnCount);
+        assert_eq!(items[1].unwrap_err().offset, 16);
+        // Bytes after the payload length belong to no transaction and are not read here.
+        let mut after = raw_payload(1, 8, &PAYLOAD[56..64]);
+        after.extend_from_slice(&[0xFF; 4]);
+        let data = DataRepr::parse(&after).unwrap();
+        assert_eq!(
+            data.txns.iter().collect::<Vec<_>>(),
+            [Ok(TxnRepr::Fence { tag: 3 })]
+        );
+        assert_eq!(data.buffer_len(), 16);
+    }
+
+    //= type=test
+    //# WIRE-6.1-3 [...] if `4*hlen + roundup4(dlen)` runs past the end of the payload [...]
+    //# Every static transaction truncated by one byte ends the walk; one extra byte after it is
+    //# reported by WIRE-6.1-4.
+    #[test]
+    fn every_transaction_truncated_or_extended() {
+        for (name, b, repr) in vectors() {
+            let short = raw_payload(1, u16::try_from(b.len() - 1).unwrap(), &b[..b.len() - 1]);
+            let data = DataRepr::parse_at(&short, 20).unwrap();
+            let mut it = data.txns.iter();
+            let e = err_of(it.next());
+            let (field, offset) = if b.len() - 1 < PREFIX_LEN {
+                (Field::TxnPrefix, 28)
+            } else {
+                (Field::Dlen, 28 + 6)
+            };
+            assert_eq!(
+                (e.field, e.offset, e.spec, e.action),
+                (field, offset, "WIRE-6.1-3", Action::DiscardRest),
+                "{name}"
+            );
+            assert_eq!(it.next(), None, "{name}");
+
+            let mut long_bytes = b.to_vec();
+            long_bytes.push(0);
+            let long = raw_payload(1, u16::try_from(b.len() + 1).unwrap(), &long_bytes);
+            let data = DataRepr::parse_at(&long, 20).unwrap();
+            let mut it = data.txns.iter();
+            assert_eq!(it.next(), Some(Ok(repr)), "{name}");
+            let e = err_of(it.next());
+            assert_eq!(
+                (e.field, e.offset, e.spec, e.action),
+                (
+                    Field::TxnCount,
+                    28 + b.len(),
+                    "WIRE-6.1-4",
+                    Action::DiscardRest
+                ),
+                "{name}"
+            );
+            assert_eq!(it.next(), None, "{name}");
+        }
+    }
+
+    //= type=test
+    //# WIRE-6.1-5 [...] and go on with the next transaction.
+    //# WIRE-6.1-6 [...] and go on with the next transaction.
+    //# WIRE-6.1-7 [...] the receiver goes on with the next transaction.
+    #[test]
+    fn bad_transactions_do_not_stop_the_walk() {
+        let load_len0: Vec<u8> = {
+            let mut v = PAYLOAD[8..32].to_vec();
+            v[20..22].fill(0);
+            v
+        };
+        let unknown_req = [0x7F, 0, 0, 0x44, 2, 0, 0, 0];
+        let bad_resp = [0x82, 0, 0, 0x45, 2, 0, 0, 4, 1, 2, 3, 4];
+        let mut txns = Vec::new();
+        for part in [&load_len0[..], &unknown_req, &bad_resp, &PAYLOAD[56..64]] {
+            txns.extend_from_slice(part);
+        }
+        let bytes = raw_payload(4, u16::try_from(txns.len()).unwrap(), &txns);
+        let data = DataRepr::parse(&bytes).unwrap();
+        let items: Vec<_> = data.txns.iter().collect();
+        assert_eq!(items.len(), 4);
+        let e = items[0].unwrap_err();
+        assert_eq!(
+            (e.field, e.offset, e.action),
+            (
+                Field::LoadLength,
+                8 + 20,
+                Action::Respond {
+                    opcode: 0x81,
+                    tag: 1,
+                    status: Status::Malformed
+                }
+            )
+        );
+        let TxnRepr::Unknown { opcode, tag, .. } = items[1].unwrap() else {
+            panic!("not unknown")
+        };
+        assert_eq!((opcode, tag), (0x7F, 0x44));
+        let e = items[2].unwrap_err();
+        assert_eq!(
+            (e.field, e.offset, e.action),
+            (Field::Dlen, 8 + 32 + 6, Action::DiscardTxn)
+        );
+        assert_eq!(items[3], Ok(TxnRepr::Fence { tag: 3 }));
+        assert_eq!(Opcode::from_u8(0x7F).hlen(), None);
+    }
+
+    fn eth() -> EthernetRepr {
+        EthernetRepr {
+            dst: MacAddr::LINK_LOCAL,
+            src: MacAddr([2, 0, 0, 0, 0, 1]),
+            vlan: None,
+        }
+    }
+
+    /// A whole DATA frame carrying four 64 B STOREs, written from the spec: 14 + 6 + 8 + 4 * 84
+    /// + 4 = 368 B.
+    #[test]
+    fn four_stores_frame() {
+        let data = [0x3Cu8; 64];
+        let store = |tag| TxnRepr::Store {
+            tag,
+            target: TARGET,
+            data: &data,
+        };
+        let txns = [store(1), store(2), store(3), store(4)];
+        let repr = DataRepr {
+            dst: gpu(1),
+            src: gpu(2),
+            path: PathId(0),
+            txns: Txns::Slice(&txns),
+        };
+        let header = DataHeader {
+            vc: Vc::new(1).unwrap(),
+            flags: DataFlags::default(),
+            seq: Seq::new(10),
+        };
+        assert_eq!(data_frame_len(&eth(), &repr), 368);
+        let mut buf = vec![0xa5u8; 400];
+        assert_eq!(emit_data_frame(&eth(), header, &repr, &mut buf), Ok(368));
+        let frame = &buf[..368];
+        assert_eq!(frame[12..14], [0x88, 0xB5]);
+        assert_eq!(frame[14..20], [0x10, 0x20, 0, 0, 0, 10]);
+        assert_eq!(frame[20..28], [0, 1, 0, 2, 0, 4, 0x01, 0x50]);
+        for i in 0..4 {
+            let t = &frame[28 + 84 * i..28 + 84 * (i + 1)];
+            assert_eq!(
+                t[..8],
+                [0x02, 0x00, 0x00, (i + 1) as u8, 0x05, 0x00, 0x00, 0x40]
+            );
+            assert_eq!(
+                t[8..20],
+                [0x11, 0x22, 0x33, 0x44, 0, 0, 0, 1, 0, 0, 0x10, 0]
+            );
+            assert!(t[20..].iter().all(|&b| b == 0x3C));
+        }
+        assert!(buf[368..].iter().all(|&b| b == 0xa5));
+        // It parses back to the same representations.
+        let parsed = FrameRepr::parse_bytes(frame, MAX_FRAME_LEN).unwrap();
+        let LinkFrame::Data { header: h, payload } = parsed.link else {
+            panic!("not DATA")
+        };
+        assert_eq!(h, header);
+        assert_eq!(DataRepr::parse(payload).unwrap(), repr);
+        // The same frame via FrameRepr with the payload bytes.
+        let via_repr = FrameRepr {
+            eth: eth(),
+            link: LinkFrame::Data { header, payload },
+        };
+        let mut again = vec![0u8; 368];
+        assert_eq!(via_repr.emit(&mut again), Ok(368));
+        assert_eq!(again, frame);
+    }
+
+    //= type=test
+    //# WIRE-2.4-1 A transmitter MUST pad a frame whose content [...] is shorter than 60 B with
+    //# zero bytes so that the frame with its FCS is exactly 64 B.
+    #[test]
+    fn small_data_frame_is_padded_with_zeros() {
+        let txns = [TxnRepr::Fence { tag: 3 }];
+        let repr = DataRepr {
+            dst: gpu(5),
+            src: gpu(9),
+            path: PathId(0x31),
+            txns: Txns::Slice(&txns),
+        };
+        let mut buf = [0xa5u8; 64];
+        assert_eq!(
+            emit_data_frame(&eth(), DataHeader::default(), &repr, &mut buf),
+            Ok(64)
+        );
+        assert_eq!(buf[36..60], [0u8; 24]);
+        assert!(Frame::new_checked(&buf[..], MAX_FRAME_LEN).is_ok());
+    }
+
+    //= type=test
+    //# WIRE-2.4-2 [...] any frame shorter than 64 B or longer than the link's MFS.
+    // The largest frame: 9216 B, one RDMA_WRITE segment of 9156 bytes, untagged; and 9212 tagged.
+    #[test]
+    fn largest_frame() {
+        let data = vec![0x77u8; 9160];
+        for (vlan, seg) in [
+            (None, 9156usize),
+            (Some(crate::frame::VlanTag::default()), 9152),
+        ] {
+            let eth = EthernetRepr { vlan, ..eth() };
+            let write = |n: usize| {
+                [TxnRepr::RdmaWrite {
+                    tag: 1,
+                    target: TARGET,
+                    offset: 0,
+                    total: 1 << 20,
+                    data: &data[..n],
+                }]
+            };
+            let txns = write(seg);
+            let repr = DataRepr {
+                dst: gpu(1),
+                src: gpu(2),
+                path: PathId(0),
+                txns: Txns::Slice(&txns),
+            };
+            assert_eq!(data_frame_len(&eth, &repr), MAX_FRAME_LEN);
+            let mut buf = vec![0u8; MAX_FRAME_LEN];
+            assert_eq!(
+                emit_data_frame(&eth, DataHeader::default(), &repr, &mut buf),
+                Ok(MAX_FRAME_LEN)
+            );
+            let parsed = FrameRepr::parse_bytes(&buf, MAX_FRAME_LEN).unwrap();
+            let LinkFrame::Data { payload, .. } = parsed.link else {
+                panic!("not DATA")
+            };
+            assert_eq!(DataRepr::parse(payload).unwrap(), repr);
+            // On a link with a smaller MFS the same frame is damaged.
+            let e = Frame::new_checked(&buf[..], 9000).unwrap_err();
+            assert_eq!((e.field, e.action), (Field::Frame, Action::DiscardDamaged));
+            // One byte more of data makes a frame of 9220 B that cannot be sent.
+            let txns = write(seg + 1);
+            let repr = DataRepr {
+                txns: Txns::Slice(&txns),
+                ..repr
+            };
+            assert_eq!(
+                emit_data_frame(&eth, DataHeader::default(), &repr, &mut buf),
+                Err(EmitError::TooLong {
+                    len: MAX_FRAME_LEN + 4,
+                    mfs: MAX_FRAME_LEN
+                })
+            );
+        }
+        // A buffer one byte short.
+        let txns = [TxnRepr::Fence { tag: 0 }];
+        let repr = DataRepr {
+            dst: gpu(1),
+            src: gpu(2),
+            path: PathId(0),
+            txns: Txns::Slice(&txns),
+        };
+        let mut buf = [0u8; 63];
+        assert_eq!(
+            emit_data_frame(&eth(), DataHeader::default(), &repr, &mut buf),
+            Err(EmitError::BufferTooSmall {
+                needed: 64,
+                available: 63
+            })
+        );
+    }
+
+    //= type=test
+    //# WIRE-5-4 A switch MUST forward a DATA frame on its destination GPU id, path id and VC only,
+    //# and MUST NOT change the network header or the transactions.
+    #[test]
+    fn forwarding_keeps_the_payload() {
+        // A switch parses the frame, rewrites the per-hop link header and re-emits: the payload
+        // bytes are carried unchanged, whatever their transactions hold.
+        let mut odd = PAYLOAD.to_vec();
+        odd[13] = 0xEE; // a reserved prefix byte a switch must not clean
+        let wire = DataRepr::parse(&odd).unwrap();
+        let hop = DataHeader {
+            vc: Vc::new(6).unwrap(),
+            flags: DataFlags {
+                replay: true,
+                ack_req: false,
+            },
+            seq: Seq::new(77),
+        };
+        let mut out = vec![0u8; data_frame_len(&eth(), &wire)];
+        let n = emit_data_frame(&eth(), hop, &wire, &mut out).unwrap();
+        assert_eq!(n, 14 + 6 + 64 + 4);
+        assert_eq!(out[20..84], odd[..]);
+        let parsed = FrameRepr::parse_bytes(&out, MAX_FRAME_LEN).unwrap();
+        assert_eq!(
+            parsed.link,
+            LinkFrame::Data {
+                header: hop,
+                payload: &odd
+            }
+        );
+        let fwd = DataRepr::parse(&odd).unwrap();
+        assert_eq!((fwd.dst, fwd.path), (gpu(5), PathId(0x31)));
+    }
+
+    //= type=test
+    //# WIRE-6.1-3 ... the receiver cannot find the next transaction.
+    // The crate contract: no function panics on any input, including an error-offset base near
+    // `usize::MAX` (found by the fuzz target: the offset arithmetic overflowed).
+    #[test]
+    fn parse_at_with_huge_base_does_not_overflow() {
+        // Network header (dst 1, src 2, path 0, count 2, payload 16), a FENCE with hlen 9.
+        let payload = [
+            0x00, 0x01, 0x00, 0x02, 0x00, 0x02, 0x00, 0x10, //
+            0x06, 0x00, 0x00, 0x01, 0x09, 0x00, 0x00, 0x00, //
+            0x06, 0x00, 0x00, 0x02, 0x02, 0x00, 0x00, 0x00,
+        ];
+        for base in [usize::MAX, usize::MAX - 8, usize::MAX - 16] {
+            let data = DataRepr::parse_at(&payload, base).unwrap();
+            let errs: Vec<_> = data.txns.iter().collect();
+            assert_eq!(errs.len(), 1);
+            let e = errs[0].unwrap_err();
+            assert_eq!(
+                (e.field, e.spec, e.action),
+                (Field::Dlen, "WIRE-6.1-3", Action::DiscardRest)
+            );
+            assert_eq!(e.offset, base.saturating_add(8 + 6));
+            // A header error of the network header too.
+            let mut bad = payload;
+            bad[2..4].copy_from_slice(&[0xFF, 0xFF]);
+            let e = DataRepr::parse_at(&bad, base).unwrap_err();
+            assert_eq!((e.field, e.offset), (Field::SrcGpu, base.saturating_add(2)));
+        }
+        // A transaction-level error (LOAD with length 0) at a huge base.
+        let load = [
+            0x00, 0x01, 0x00, 0x02, 0x00, 0x01, 0x00, 0x18, //
+            0x01, 0x00, 0x00, 0x07, 0x06, 0x00, 0x00, 0x00, //
+            0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0x10, 0, 0x00, 0x00, 0, 0,
+        ];
+        let data = DataRepr::parse_at(&load, usize::MAX - 4).unwrap();
+        let e = data.txns.iter().next().unwrap().unwrap_err();
+        assert_eq!((e.field, e.offset), (Field::LoadLength, usize::MAX));
+    }
 }

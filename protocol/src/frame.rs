@@ -908,3 +908,1083 @@ pub(crate) fn finish_frame(frame: &mut [u8], content_end: usize) -> Result<(), E
     fcs_out.copy_from_slice(&fcs::fcs_bytes(content));
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::MacAddr;
+    use std::vec;
+    use std::vec::Vec;
+
+    // Frames written out byte by byte from the diagrams of wire.md §2, §3 and §4. The FCS of each
+    // was computed with an independent CRC-32 implementation (zlib) over the bytes before it.
+
+    /// DATA, untagged, VC 3, REPLAY and ACK_REQ, seq 0xABCDE, one 5-byte STORE, padded to 64 B.
+    #[rustfmt::skip]
+    const DATA_STORE: [u8; 64] = [
+        0x01, 0x80, 0xc2, 0x00, 0x00, 0x0e,             // destination MAC
+        0x02, 0x00, 0x00, 0x00, 0x00, 0x01,             // source MAC
+        0x88, 0xb5,                                     // EtherType
+        0x10,                                           // version 1, kind 0 (DATA)
+        0x63,                                           // VC 3, flags ACK_REQ | REPLAY
+        0x00, 0x0a, 0xbc, 0xde,                         // reserved (12 bits), sequence 0xABCDE
+        0x01, 0x02, 0x03, 0x04,                         // dst GPU 0x0102, src GPU 0x0304
+        0x21, 0x01, 0x00, 0x1c,                         // path 0x21, count 1, payload length 28
+        0x02, 0x01, 0x12, 0x34, 0x05, 0x00, 0x00, 0x05, // STORE, SHARED, tag 0x1234, hlen 5, dlen 5
+        0x11, 0x22, 0x33, 0x44,                         // key
+        0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x10, 0x00, // address
+        0xde, 0xad, 0xbe, 0xef, 0x01, 0x00, 0x00, 0x00, // data, 3 bytes of data padding
+        0x00, 0x00, 0x00, 0x00,                         // frame padding to 60 B
+        0xf9, 0xc5, 0x3a, 0xf2,                         // FCS
+    ];
+
+    /// DATA with an 802.1Q tag (PCP 5, VID 5), VC 5, no flags, seq 0xFFFFF, one FENCE.
+    #[rustfmt::skip]
+    const DATA_FENCE_TAGGED: [u8; 64] = [
+        0x02, 0x00, 0x00, 0x00, 0x00, 0x02,             // destination MAC
+        0x02, 0x00, 0x00, 0x00, 0x00, 0x01,             // source MAC
+        0x81, 0x00, 0xa0, 0x05,                         // TPID, TCI: PCP 5, DEI 0, VID 5
+        0x88, 0xb5,                                     // EtherType
+        0x10, 0xa0, 0x00, 0x0f, 0xff, 0xff,             // DATA, VC 5, seq 0xFFFFF
+        0x00, 0x01, 0x00, 0x02, 0x00, 0x01, 0x00, 0x08, // dst 1, src 2, path 0, count 1, length 8
+        0x06, 0x00, 0x00, 0x07, 0x02, 0x00, 0x00, 0x00, // FENCE, tag 7, hlen 2, dlen 0
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, // padding
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+        0x00, 0x00, 0x00, 0x00,
+        0x91, 0x1d, 0xc8, 0x10,                         // FCS
+    ];
+
+    /// ACK of seq 0xABCDE.
+    #[rustfmt::skip]
+    const ACK: [u8; 64] = [
+        0x01, 0x80, 0xc2, 0x00, 0x00, 0x0e, 0x02, 0x00, 0x00, 0x00, 0x00, 0x01, 0x88, 0xb5,
+        0x11, 0x00, 0x00, 0x0a, 0xbc, 0xde,             // version 1, kind 1 (ACK), seq 0xABCDE
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, // padding: 40 bytes
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+        0x1f, 0x2d, 0xc5, 0x42,                         // FCS
+    ];
+
+    /// NACK with last good 0xFFFFF (the value before a first sequence number of 0).
+    #[rustfmt::skip]
+    const NACK: [u8; 64] = [
+        0x01, 0x80, 0xc2, 0x00, 0x00, 0x0e, 0x02, 0x00, 0x00, 0x00, 0x00, 0x01, 0x88, 0xb5,
+        0x12, 0x00, 0x00, 0x0f, 0xff, 0xff,             // version 1, kind 2 (NACK), seq 0xFFFFF
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+        0xa6, 0x64, 0xa5, 0x6b,                         // FCS
+    ];
+
+    /// ACK of seq 7 with an 802.1Q tag.
+    #[rustfmt::skip]
+    const ACK_TAGGED: [u8; 64] = [
+        0x02, 0x00, 0x00, 0x00, 0x00, 0x02, 0x02, 0x00, 0x00, 0x00, 0x00, 0x01,
+        0x81, 0x00, 0xa0, 0x05, 0x88, 0xb5,
+        0x11, 0x00, 0x00, 0x00, 0x00, 0x07,             // ACK, seq 7
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, // padding: 36 bytes
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+        0x00, 0x00, 0x00, 0x00,
+        0x9f, 0xeb, 0xee, 0xb9,                         // FCS
+    ];
+
+    /// CF: VCs 0, 2 and 7 with counters 16, 0xFFFFF and 0x10000.
+    #[rustfmt::skip]
+    const CF: [u8; 64] = [
+        0x01, 0x80, 0xc2, 0x00, 0x00, 0x0e, 0x02, 0x00, 0x00, 0x00, 0x00, 0x01, 0x88, 0xb5,
+        0x13, 0x00, 0x00, 0x00, 0x00, 0x00,             // version 1, kind 3 (CF), seq reserved
+        0x85, 0x00, 0x00, 0x00,                         // VC mask 0b1000_0101, reserved
+        0x00, 0x00, 0x00, 0x10,                         // VC 0: 16
+        0x00, 0x00, 0x00, 0x00,                         // VC 1: not in the mask
+        0x00, 0x0f, 0xff, 0xff,                         // VC 2: 0xFFFFF
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, // VCs 3..6
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+        0x00, 0x01, 0x00, 0x00,                         // VC 7: 0x10000
+        0x00, 0x00, 0x00, 0x00,                         // padding
+        0x1f, 0x87, 0x7b, 0xb2,                         // FCS
+    ];
+
+    /// CC: VC 1 with counter 1000.
+    #[rustfmt::skip]
+    const CC: [u8; 64] = [
+        0x01, 0x80, 0xc2, 0x00, 0x00, 0x0e, 0x02, 0x00, 0x00, 0x00, 0x00, 0x01, 0x88, 0xb5,
+        0x14, 0x00, 0x00, 0x00, 0x00, 0x00,             // version 1, kind 4 (CC)
+        0x02, 0x00, 0x00, 0x00,                         // VC mask: VC 1
+        0x00, 0x00, 0x00, 0x00,                         // VC 0
+        0x00, 0x00, 0x03, 0xe8,                         // VC 1: 1000
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, // VCs 2..7
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+        0x00, 0x00, 0x00, 0x00,                         // padding
+        0x16, 0x2f, 0x05, 0xcc,                         // FCS
+    ];
+
+    /// INIT: nonce 0xDEADBEEF, 2 VCs, 256 B credits, MFS 9216, window 512, grants 64 and 32.
+    #[rustfmt::skip]
+    const INIT: [u8; 76] = [
+        0x01, 0x80, 0xc2, 0x00, 0x00, 0x0e, 0x02, 0x00, 0x00, 0x00, 0x00, 0x01, 0x88, 0xb5,
+        0x15, 0x00, 0x00, 0x00, 0x00, 0x00,             // version 1, kind 5 (INIT)
+        0xde, 0xad, 0xbe, 0xef,                         // nonce
+        0x00, 0x00, 0x00, 0x00,                         // echo nonce (reserved in INIT)
+        0x02, 0x00, 0x01, 0x00,                         // 2 VCs, reserved, credit size 256
+        0x24, 0x00, 0x00, 0x00,                         // MFS 9216, reserved
+        0x00, 0x00, 0x02, 0x00,                         // LLR window 512
+        0x00, 0x00, 0x00, 0x40,                         // VC 0: 64 credits
+        0x00, 0x00, 0x00, 0x20,                         // VC 1: 32 credits
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, // VCs 2..7
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+        0x51, 0x4e, 0x2b, 0x39,                         // FCS
+    ];
+
+    /// INIT_ECHO answering INIT: 8 VCs, 32 B credits, MFS 320, window 2^19, grants 2^19 - 1.
+    #[rustfmt::skip]
+    const INIT_ECHO: [u8; 76] = [
+        0x01, 0x80, 0xc2, 0x00, 0x00, 0x0e, 0x02, 0x00, 0x00, 0x00, 0x00, 0x01, 0x88, 0xb5,
+        0x16, 0x00, 0x00, 0x00, 0x00, 0x00,             // version 1, kind 6 (INIT_ECHO)
+        0x01, 0x02, 0x03, 0x04,                         // nonce
+        0xde, 0xad, 0xbe, 0xef,                         // echo nonce: the INIT's nonce
+        0x08, 0x00, 0x00, 0x20,                         // 8 VCs, reserved, credit size 32
+        0x01, 0x40, 0x00, 0x00,                         // MFS 320, reserved
+        0x00, 0x08, 0x00, 0x00,                         // LLR window 2^19
+        0x00, 0x07, 0xff, 0xff, 0x00, 0x07, 0xff, 0xff, // 8 grants of 2^19 - 1
+        0x00, 0x07, 0xff, 0xff, 0x00, 0x07, 0xff, 0xff,
+        0x00, 0x07, 0xff, 0xff, 0x00, 0x07, 0xff, 0xff,
+        0x00, 0x07, 0xff, 0xff, 0x00, 0x07, 0xff, 0xff,
+        0x70, 0x0b, 0x86, 0x37,                         // FCS
+    ];
+
+    const SRC: MacAddr = MacAddr([0x02, 0, 0, 0, 0, 0x01]);
+
+    fn eth_untagged() -> EthernetRepr {
+        EthernetRepr {
+            dst: MacAddr::LINK_LOCAL,
+            src: SRC,
+            vlan: None,
+        }
+    }
+
+    fn eth_tagged() -> EthernetRepr {
+        EthernetRepr {
+            dst: MacAddr([0x02, 0, 0, 0, 0, 0x02]),
+            src: SRC,
+            vlan: Some(VlanTag {
+                pcp: 5,
+                dei: false,
+                vid: 5,
+            }),
+        }
+    }
+
+    fn init_repr() -> InitRepr {
+        InitRepr {
+            nonce: 0xDEAD_BEEF,
+            vcs: 2,
+            credit_size: 256,
+            mfs: 9216,
+            window: 512,
+            credits: [64, 32, 0, 0, 0, 0, 0, 0],
+        }
+    }
+
+    fn init_echo_init() -> InitRepr {
+        InitRepr {
+            nonce: 0x0102_0304,
+            vcs: 8,
+            credit_size: 32,
+            mfs: 320,
+            window: 1 << 19,
+            credits: [(1 << 19) - 1; 8],
+        }
+    }
+
+    /// The representation of every static frame.
+    fn vectors() -> Vec<(&'static str, &'static [u8], FrameRepr<'static>)> {
+        let vc = |v| Vc::new(v).unwrap();
+        vec![
+            (
+                "DATA",
+                &DATA_STORE,
+                FrameRepr {
+                    eth: eth_untagged(),
+                    link: LinkFrame::Data {
+                        header: DataHeader {
+                            vc: vc(3),
+                            flags: DataFlags {
+                                replay: true,
+                                ack_req: true,
+                            },
+                            seq: Seq::new(0xABCDE),
+                        },
+                        payload: &DATA_STORE[20..56],
+                    },
+                },
+            ),
+            (
+                "DATA tagged",
+                &DATA_FENCE_TAGGED,
+                FrameRepr {
+                    eth: eth_tagged(),
+                    link: LinkFrame::Data {
+                        header: DataHeader {
+                            vc: vc(5),
+                            flags: DataFlags::default(),
+                            seq: Seq::new(0xFFFFF),
+                        },
+                        payload: &DATA_FENCE_TAGGED[24..40],
+                    },
+                },
+            ),
+            (
+                "ACK",
+                &ACK,
+                FrameRepr {
+                    eth: eth_untagged(),
+                    link: LinkFrame::Ack(Seq::new(0xABCDE)),
+                },
+            ),
+            (
+                "NACK",
+                &NACK,
+                FrameRepr {
+                    eth: eth_untagged(),
+                    link: LinkFrame::Nack(Seq::new(0xFFFFF)),
+                },
+            ),
+            (
+                "ACK tagged",
+                &ACK_TAGGED,
+                FrameRepr {
+                    eth: eth_tagged(),
+                    link: LinkFrame::Ack(Seq::new(7)),
+                },
+            ),
+            (
+                "CF",
+                &CF,
+                FrameRepr {
+                    eth: eth_untagged(),
+                    link: LinkFrame::CreditUpdate(CreditRepr {
+                        counters: [
+                            Some(16),
+                            None,
+                            Some(0xFFFFF),
+                            None,
+                            None,
+                            None,
+                            None,
+                            Some(0x10000),
+                        ],
+                    }),
+                },
+            ),
+            (
+                "CC",
+                &CC,
+                FrameRepr {
+                    eth: eth_untagged(),
+                    link: LinkFrame::CreditResync(CreditRepr {
+                        counters: [None, Some(1000), None, None, None, None, None, None],
+                    }),
+                },
+            ),
+            (
+                "INIT",
+                &INIT,
+                FrameRepr {
+                    eth: eth_untagged(),
+                    link: LinkFrame::Init(init_repr()),
+                },
+            ),
+            (
+                "INIT_ECHO",
+                &INIT_ECHO,
+                FrameRepr {
+                    eth: eth_untagged(),
+                    link: LinkFrame::InitEcho {
+                        echo_nonce: 0xDEAD_BEEF,
+                        init: init_echo_init(),
+                    },
+                },
+            ),
+        ]
+    }
+
+    /// Recomputes the FCS of a frame edited by a test.
+    fn refcs(frame: &mut [u8]) {
+        let n = frame.len() - FCS_LEN;
+        let f = fcs::fcs_bytes(&frame[..n]);
+        frame[n..].copy_from_slice(&f);
+    }
+
+    fn edited(frame: &[u8], edit: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
+        let mut v = frame.to_vec();
+        edit(&mut v);
+        refcs(&mut v);
+        v
+    }
+
+    fn parse_err(bytes: &[u8]) -> Error {
+        FrameRepr::parse_bytes(bytes, MAX_FRAME_LEN).unwrap_err()
+    }
+
+    //= type=test
+    //# WIRE-1.1-1 All multi-byte header fields MUST be transmitted in network byte order.
+    //# WIRE-1.2-1 A transmitter MUST set every reserved bit and byte to zero.
+    //# WIRE-2.1-1 An EthLink frame MUST carry the EtherType 0x88B5 [...] directly after the source
+    //# MAC address or directly after one 802.1Q tag.
+    //# WIRE-2.3-1 The source MAC address MUST be the transmitting port's own unicast address.
+    //# WIRE-2.4-1 A transmitter MUST pad a frame [...] so that the frame with its FCS is exactly 64 B.
+    //# WIRE-2.5-2 The 32-bit CRC value MUST be appended least significant byte first.
+    //# WIRE-3-1 A transmitter MUST set the version to 1.
+    //# WIRE-3-7 Control frames [...] their VC and flags fields are reserved.
+    #[test]
+    fn construct_every_kind() {
+        for (name, bytes, repr) in vectors() {
+            assert_eq!(repr.buffer_len(), bytes.len(), "{name}");
+            // Pre-filled so that any byte emit forgets to write shows.
+            let mut buf = vec![0xa5; bytes.len() + 8];
+            assert_eq!(repr.emit(&mut buf), Ok(bytes.len()), "{name}");
+            assert_eq!(&buf[..bytes.len()], bytes, "{name}");
+            assert!(buf[bytes.len()..].iter().all(|&b| b == 0xa5), "{name}");
+        }
+    }
+
+    //= type=test
+    //# WIRE-2.2-1 A receiver MUST accept frames with and without the tag on the same link.
+    //# WIRE-3-5 The REPLAY flag [...] WIRE-3-6 The ACK_REQ flag [...]
+    //# WIRE-4.3-1 [...] a receiver MUST ignore them.
+    //# WIRE-4.5-2 In an INIT frame the echo nonce is reserved.
+    #[test]
+    fn parse_every_kind() {
+        for (name, bytes, repr) in vectors() {
+            let frame = Frame::new_checked(bytes, MAX_FRAME_LEN).unwrap();
+            assert_eq!(frame.kind(), repr.link.kind(), "{name}");
+            assert_eq!(frame.len(), bytes.len());
+            assert_eq!(frame.ethernet(), repr.eth, "{name}");
+            assert_eq!(frame.fcs(), bytes[bytes.len() - 4..], "{name}");
+            assert_eq!(FrameRepr::parse(&frame), Ok(repr), "{name}");
+            // Also at the smallest MFS: every static frame is below 320 B.
+            assert_eq!(FrameRepr::parse_bytes(bytes, MIN_MFS), Ok(repr), "{name}");
+        }
+    }
+
+    //= type=test
+    //# WIRE-2.1-1 [...] the EtherType 0x88B5 [...]
+    //# WIRE-3-4 Sequence numbers are 20-bit values [...] the value following 0xFFFFF is 0x00000.
+    #[test]
+    fn deconstruct_link_header() {
+        let frame = Frame::new_checked(&DATA_STORE[..], MAX_FRAME_LEN).unwrap();
+        assert_eq!(frame.ethernet_header_len(), 14);
+        let h = frame.link_header();
+        assert_eq!(
+            (h.version(), h.kind_raw(), h.vc().value(), h.flags()),
+            (1, 0, 3, FLAG_REPLAY | FLAG_ACK_REQ)
+        );
+        assert_eq!(h.seq(), Seq::new(0xABCDE));
+        assert_eq!(frame.body(), &DATA_STORE[20..60]);
+
+        let tagged = Frame::new_checked(&DATA_FENCE_TAGGED[..], MAX_FRAME_LEN).unwrap();
+        assert_eq!(tagged.ethernet_header_len(), 18);
+        assert_eq!(tagged.link_header().seq().value(), 0xFFFFF);
+        assert_eq!(tagged.link_header().seq().next(), Seq::new(0));
+        assert_eq!(tagged.body_slice(), &DATA_FENCE_TAGGED[24..60]);
+    }
+
+    //= type=test
+    //# WIRE-3-4 [...] the value following 0xFFFFF is 0x00000.
+    #[test]
+    fn sequence_wraps_in_data_and_ack() {
+        let payload = &DATA_STORE[20..56];
+        let mut seq = Seq::new(0xFFFFE);
+        let mut seen = Vec::new();
+        for _ in 0..4 {
+            let repr = FrameRepr {
+                eth: eth_untagged(),
+                link: LinkFrame::Data {
+                    header: DataHeader {
+                        seq,
+                        ..DataHeader::default()
+                    },
+                    payload,
+                },
+            };
+            let mut buf = [0u8; 64];
+            repr.emit(&mut buf).unwrap();
+            // Reserved upper 12 bits stay zero across the wrap.
+            assert_eq!(buf[16], 0);
+            assert_eq!(buf[17] & 0xF0, 0);
+            let parsed = FrameRepr::parse_bytes(&buf, MAX_FRAME_LEN).unwrap();
+            let LinkFrame::Data { header, .. } = parsed.link else {
+                panic!("not DATA")
+            };
+            seen.push(header.seq.value());
+            seq = seq.next();
+        }
+        assert_eq!(seen, [0xFFFFE, 0xFFFFF, 0, 1]);
+        // A sequence number given out of range is taken modulo 2^20 on the wire.
+        let ack = FrameRepr {
+            eth: eth_untagged(),
+            link: LinkFrame::Ack(Seq::new(0x1_00005)),
+        };
+        let mut buf = [0u8; 64];
+        ack.emit(&mut buf).unwrap();
+        assert_eq!(buf[16..20], [0, 0, 0, 5]);
+    }
+
+    //= type=test
+    //# WIRE-4.2-1 Before any DATA frame has been received after link initialisation, the "last
+    //# good" sequence number is [...] `(first - 1) mod 2^20`.
+    #[test]
+    fn nack_before_first_frame_carries_first_minus_one() {
+        let first = Seq::new(0);
+        let repr = FrameRepr {
+            eth: eth_untagged(),
+            link: LinkFrame::Nack(first.sub(1)),
+        };
+        let mut buf = [0xa5u8; 64];
+        repr.emit(&mut buf).unwrap();
+        assert_eq!(buf, NACK);
+    }
+
+    //= type=test
+    //# WIRE-2.4-1 A transmitter MUST pad a frame whose content [...] is shorter than 60 B [...]
+    //# It MUST NOT add any other bytes after the body.
+    #[test]
+    fn padding_only_below_64_bytes() {
+        assert_eq!(frame_len(14, 0), 64);
+        assert_eq!(frame_len(14, 40), 64);
+        assert_eq!(frame_len(14, 41), 65);
+        assert_eq!(frame_len(18, 36), 64);
+        assert_eq!(frame_len(18, 37), 65);
+        // A DATA payload of 40 bytes needs no padding: the FCS follows the body directly.
+        let mut payload = [0u8; 40];
+        payload[..16].copy_from_slice(&DATA_FENCE_TAGGED[24..40]);
+        payload[7] = 32; // payload length: FENCE + 24 bytes of an unknown request
+        payload[5] = 2;
+        payload[16..24].copy_from_slice(&[0x20, 0, 0, 1, 6, 0, 0, 0]);
+        let repr = FrameRepr {
+            eth: eth_untagged(),
+            link: LinkFrame::Data {
+                header: DataHeader::default(),
+                payload: &payload,
+            },
+        };
+        let mut buf = [0xa5u8; 65];
+        assert_eq!(repr.emit(&mut buf), Ok(64));
+        assert_eq!(buf[20..60], payload);
+        assert_eq!(buf[60..64], fcs::fcs_bytes(&buf[..60]));
+        assert_eq!(buf[64], 0xa5);
+    }
+
+    //= type=test
+    //# WIRE-2.4-2 A receiver MUST discard as a damaged frame (equivalent to an FCS error, §2.5)
+    //# any frame shorter than 64 B or longer than the link's MFS.
+    #[test]
+    fn runt_and_oversize_are_damaged() {
+        let e = Frame::new_checked(&ACK[..63], MAX_FRAME_LEN).unwrap_err();
+        assert_eq!(
+            (e.kind, e.field, e.offset, e.spec, e.action),
+            (
+                ErrorKind::Truncated,
+                Field::Frame,
+                63,
+                "WIRE-2.4-2",
+                Action::DiscardDamaged
+            )
+        );
+        assert!(e.action.nacks());
+        // A CF whose body would be one byte short cannot be a 64 B frame: it is a runt.
+        let short_cf = edited(&CF[..59], |_| {});
+        assert_eq!(parse_err(&short_cf).spec, "WIRE-2.4-2");
+        assert_eq!(Frame::new_checked(&[][..], 9216).unwrap_err().offset, 0);
+
+        // Longer than the link's MFS: a 321 B frame on a 320 B link, a 9217 B frame anywhere.
+        let long = edited(&[0u8; 325][..], |v| v[..60].copy_from_slice(&ACK[..60]));
+        for (len, mfs) in [(321, 320), (9217, 9216), (9217, 20000)] {
+            let mut big = vec![0u8; len];
+            big[..60].copy_from_slice(&ACK[..60]);
+            refcs(&mut big);
+            let e = Frame::new_checked(&big[..], mfs).unwrap_err();
+            assert_eq!(
+                (e.kind, e.field, e.offset, e.spec, e.action),
+                (
+                    ErrorKind::OutOfRange,
+                    Field::Frame,
+                    len,
+                    "WIRE-2.4-2",
+                    Action::DiscardDamaged
+                )
+            );
+        }
+        // At an MFS of 325 the same bytes pass the size check and fail as malformed instead.
+        let e = Frame::new_checked(&long[..], 325).map(|_| ());
+        assert_eq!(e, Ok(()));
+        assert_eq!(
+            FrameRepr::parse_bytes(&long, 325).unwrap_err().spec,
+            "WIRE-4-1"
+        );
+    }
+
+    //= type=test
+    //# WIRE-2.5-3 A receiver MUST check the FCS before it interprets any other field. A frame
+    //# with a bad FCS MUST be discarded without interpreting any of its fields and counted as an
+    //# FCS error; the link layer then reacts as link.md specifies (a NACK).
+    #[test]
+    fn bad_fcs_is_checked_first() {
+        for (name, bytes, _) in vectors() {
+            for at in [0, 13, 14, bytes.len() - 5, bytes.len() - 1] {
+                let mut bad = bytes.to_vec();
+                bad[at] ^= 0x40;
+                let e = Frame::new_checked(&bad[..], MAX_FRAME_LEN).unwrap_err();
+                assert_eq!(
+                    (e.kind, e.field, e.offset, e.spec, e.action),
+                    (
+                        ErrorKind::BadFcs,
+                        Field::Fcs,
+                        bytes.len() - 4,
+                        "WIRE-2.5-3",
+                        Action::DiscardDamaged
+                    ),
+                    "{name} byte {at}"
+                );
+                assert!(e.action.nacks());
+            }
+        }
+        // Foreign EtherType, bad version and bad kind all lose to a bad FCS.
+        for at in [12, 14] {
+            let mut bad = ACK.to_vec();
+            bad[at] = 0x08;
+            assert_eq!(parse_err(&bad).field, Field::Fcs);
+        }
+        // The FCS is the CRC-32 of everything before it, least significant byte first.
+        let crc = fcs::crc32(&ACK[..60]);
+        assert_eq!(ACK[60..], crc.to_le_bytes());
+    }
+
+    //= type=test
+    //# WIRE-2.1-2 A receiver MUST discard, and count as foreign, a frame whose EtherType (after at
+    //# most one 802.1Q tag) is not 0x88B5. A foreign frame is not a link error: it MUST NOT cause
+    //# a NACK.
+    #[test]
+    fn foreign_ethertypes() {
+        let cases: [(&[u8], usize, [u8; 2], usize); 4] = [
+            (&ACK, 12, [0x08, 0x00], 12),        // IPv4
+            (&ACK_TAGGED, 16, [0x08, 0x00], 16), // IPv4 behind a tag
+            (&ACK_TAGGED, 16, [0x81, 0x00], 16), // a second 802.1Q tag
+            (&ACK_TAGGED, 12, [0x88, 0xa8], 12), // an 802.1ad tag
+        ];
+        for (frame, at, value, offset) in cases {
+            let bad = edited(frame, |v| v[at..at + 2].copy_from_slice(&value));
+            let e = parse_err(&bad);
+            assert_eq!(
+                (e.kind, e.field, e.offset, e.spec, e.action),
+                (
+                    ErrorKind::Unknown,
+                    Field::EtherType,
+                    offset,
+                    "WIRE-2.1-2",
+                    Action::DiscardForeign
+                )
+            );
+            assert!(!e.action.nacks());
+        }
+    }
+
+    //= type=test
+    //# WIRE-3-2 A receiver MUST discard, and count, a frame whose version is not 1. Such a frame
+    //# MUST NOT cause a NACK.
+    #[test]
+    fn wrong_version() {
+        for (frame, at) in [(&ACK[..], 14), (&DATA_FENCE_TAGGED[..], 18)] {
+            for version in [0u8, 2, 0xF] {
+                let bad = edited(frame, |v| v[at] = (version << 4) | (v[at] & 0x0F));
+                let e = parse_err(&bad);
+                assert_eq!(
+                    (e.kind, e.field, e.offset, e.spec, e.action),
+                    (
+                        ErrorKind::Unknown,
+                        Field::Version,
+                        at,
+                        "WIRE-3-2",
+                        Action::DiscardMalformed
+                    )
+                );
+                assert!(!e.action.nacks());
+            }
+        }
+    }
+
+    //= type=test
+    //# WIRE-3-3 A receiver MUST discard, and count as an unknown kind, a frame whose kind is
+    //# 0x7..0xF. Such a frame MUST NOT cause a NACK.
+    #[test]
+    fn unknown_kinds() {
+        for kind in 0x7..=0xF {
+            let bad = edited(&ACK, |v| v[14] = 0x10 | kind);
+            let e = parse_err(&bad);
+            assert_eq!(
+                (e.kind, e.field, e.offset, e.spec, e.action),
+                (
+                    ErrorKind::Unknown,
+                    Field::Kind,
+                    14,
+                    "WIRE-3-3",
+                    Action::DiscardMalformed
+                )
+            );
+            assert!(!e.action.nacks());
+            assert_eq!(FrameKind::from_u8(kind), None);
+        }
+        for kind in 0..7 {
+            assert_eq!(FrameKind::from_u8(kind).map(FrameKind::to_u8), Some(kind));
+        }
+    }
+
+    //= type=test
+    //# WIRE-4-1 A control frame's body MUST have exactly the size given for its kind below,
+    //# followed only by the padding of WIRE-2.4-1. A receiver MUST discard, and count as
+    //# malformed, a control frame whose body is shorter than its size, or that carries more bytes
+    //# than that size plus the padding.
+    #[test]
+    fn control_body_lengths() {
+        // INIT and INIT_ECHO (76 B, unpadded): one byte short, one byte long.
+        for frame in [&INIT[..], &INIT_ECHO[..]] {
+            let short = edited(&frame[..75], |_| {});
+            let e = parse_err(&short);
+            assert_eq!(
+                (e.kind, e.field, e.offset, e.spec, e.action),
+                (
+                    ErrorKind::Truncated,
+                    Field::ControlBody,
+                    20 + 51,
+                    "WIRE-4-1",
+                    Action::DiscardMalformed
+                )
+            );
+            let long = edited(frame, |v| v.insert(72, 0));
+            let e = parse_err(&long);
+            assert_eq!(
+                (e.kind, e.field, e.offset, e.spec, e.action),
+                (
+                    ErrorKind::OutOfRange,
+                    Field::ControlBody,
+                    20 + 52,
+                    "WIRE-4-1",
+                    Action::DiscardMalformed
+                )
+            );
+        }
+        // ACK, NACK, CF and CC (64 B, padded): one byte more than the padding.
+        for (frame, eth, body) in [
+            (&ACK[..], 14, 0),
+            (&NACK[..], 14, 0),
+            (&ACK_TAGGED[..], 18, 0),
+            (&CF[..], 14, 36),
+            (&CC[..], 14, 36),
+        ] {
+            let long = edited(frame, |v| v.insert(60, 0));
+            let e = parse_err(&long);
+            assert_eq!(
+                (e.kind, e.field, e.offset, e.spec, e.action),
+                (
+                    ErrorKind::OutOfRange,
+                    Field::ControlBody,
+                    eth + 6 + body,
+                    "WIRE-4-1",
+                    Action::DiscardMalformed
+                )
+            );
+            assert!(!e.action.nacks());
+        }
+    }
+
+    //= type=test
+    //# WIRE-2.4-3 A receiver MUST discard as malformed, and count, a frame that carries more
+    //# bytes between the end of its body and the FCS than the padding WIRE-2.4-1 requires. [...]
+    //# they MUST NOT cause a NACK.
+    //# WIRE-5-3 [...] whose payload length runs past the end of the frame (before the FCS).
+    #[test]
+    fn data_frame_lengths() {
+        // One byte beyond the padding.
+        let long = edited(&DATA_STORE, |v| v.insert(60, 0));
+        let e = parse_err(&long);
+        assert_eq!(
+            (e.kind, e.field, e.offset, e.spec, e.action),
+            (
+                ErrorKind::Inconsistent,
+                Field::Padding,
+                20 + 36,
+                "WIRE-2.4-3",
+                Action::DiscardMalformed
+            )
+        );
+        assert!(!e.action.nacks());
+        // A payload length one beyond the frame: the 40 B body of a padded 64 B frame holds a
+        // payload of at most 32 bytes after the network header.
+        let past = edited(&DATA_STORE, |v| v[27] = 33);
+        let e = parse_err(&past);
+        assert_eq!(
+            (e.kind, e.field, e.offset, e.spec, e.action),
+            (
+                ErrorKind::Inconsistent,
+                Field::PayloadLength,
+                20 + 6,
+                "WIRE-5-3",
+                Action::DiscardMalformed
+            )
+        );
+        // A payload length of 32 reaches exactly the end of the body: the frame parses (the
+        // transaction walk then reports the extra bytes, DataRepr's business).
+        let exact = edited(&DATA_STORE, |v| v[27] = 32);
+        let repr = FrameRepr::parse_bytes(&exact, MAX_FRAME_LEN).unwrap();
+        let LinkFrame::Data { payload, .. } = repr.link else {
+            panic!("not DATA")
+        };
+        assert_eq!(payload.len(), 40);
+        // Truncated by one byte in a frame that needs no padding.
+        let mut big = vec![0u8; 100];
+        big[..20].copy_from_slice(&DATA_STORE[..20]);
+        big[20..28].copy_from_slice(&[0, 1, 0, 2, 0, 1, 0, 68]);
+        refcs(&mut big);
+        assert!(FrameRepr::parse_bytes(&big, MAX_FRAME_LEN).is_ok());
+        let mut short = big[..99].to_vec();
+        refcs(&mut short);
+        let e = parse_err(&short);
+        assert_eq!(
+            (e.field, e.offset, e.spec),
+            (Field::PayloadLength, 26, "WIRE-5-3")
+        );
+        let mut long = big.clone();
+        long.insert(96, 0);
+        refcs(&mut long);
+        let e = parse_err(&long);
+        assert_eq!(
+            (e.field, e.offset, e.spec),
+            (Field::Padding, 20 + 8 + 68, "WIRE-2.4-3")
+        );
+    }
+
+    //= type=test
+    //# WIRE-1.2-2 A receiver MUST ignore the value of every reserved bit and byte; it MUST NOT
+    //# reject a frame or transaction because a reserved field is non-zero.
+    //# WIRE-3-7 Control frames [...] carry no sequence number of their own; their VC and flags
+    //# fields are reserved.
+    //# WIRE-4.3-1 A transmitter MUST set the entries of VCs not in the mask to zero (they are
+    //# reserved); a receiver MUST ignore them.
+    //# WIRE-4.5-2 In an INIT frame the echo nonce is reserved (zero on transmit, ignored on
+    //# receipt).
+    #[test]
+    fn reserved_bits_are_ignored() {
+        let reprs = vectors();
+        let repr_of = |name: &str| reprs.iter().find(|v| v.0 == name).unwrap().2;
+        let cases: Vec<(&str, Vec<u8>)> = vec![
+            // DATA: flag bits 4..2, the upper 12 bits of the sequence field.
+            (
+                "DATA",
+                edited(&DATA_STORE, |v| {
+                    v[15] |= 0x1C;
+                    v[16] = 0xFF;
+                    v[17] |= 0xF0;
+                }),
+            ),
+            // ACK / NACK: VC and flags, upper sequence bits.
+            (
+                "ACK",
+                edited(&ACK, |v| {
+                    v[15] = 0xFF;
+                    v[16] = 0xAB;
+                    v[17] |= 0xC0;
+                }),
+            ),
+            ("ACK tagged", edited(&ACK_TAGGED, |v| v[19] = 0x3F)),
+            // CF: VC/flags, the whole sequence field, reserved bytes, entries out of the mask,
+            // upper 12 bits of every entry.
+            (
+                "CF",
+                edited(&CF, |v| {
+                    v[15] = 0xFF;
+                    v[16..20].copy_from_slice(&[0xFF; 4]);
+                    v[21..24].copy_from_slice(&[1, 2, 3]);
+                    v[28..32].copy_from_slice(&[9, 9, 9, 9]);
+                    v[24] = 0xFF;
+                    v[25] |= 0xF0;
+                }),
+            ),
+            ("CC", edited(&CC, |v| v[24..28].copy_from_slice(&[0xFF; 4]))),
+            // INIT: echo nonce, reserved bytes 9 and 14..15, upper window and grant bits.
+            (
+                "INIT",
+                edited(&INIT, |v| {
+                    v[16..20].copy_from_slice(&[0x12; 4]);
+                    v[24..28].copy_from_slice(&[0xFF; 4]);
+                    v[29] = 0xFF;
+                    v[34..36].copy_from_slice(&[0xFF, 0xFF]);
+                    v[36] = 0xFF;
+                    v[37] |= 0xF0;
+                    v[40] = 0xFF;
+                    v[41] |= 0xF0;
+                }),
+            ),
+            ("INIT_ECHO", edited(&INIT_ECHO, |v| v[29] = 0x77)),
+        ];
+        for (name, bytes) in cases {
+            assert_eq!(
+                FrameRepr::parse_bytes(&bytes, MAX_FRAME_LEN),
+                Ok(repr_of(name)),
+                "{name}"
+            );
+        }
+    }
+
+    //= type=test
+    //# WIRE-2.2-1 A frame MAY carry one 802.1Q tag (TPID 0x8100). A receiver MUST accept frames
+    //# with and without the tag on the same link.
+    //# WIRE-2.2-2 The receiver MUST NOT derive the virtual channel from the PCP; the VC field of
+    //# the link header (§3) is authoritative.
+    #[test]
+    fn vlan_tag_and_vc() {
+        // PCP 5 in the tag, VC 2 in the link header: the VC is 2.
+        let bytes = edited(&DATA_FENCE_TAGGED, |v| v[19] = 2 << 5);
+        let repr = FrameRepr::parse_bytes(&bytes, MAX_FRAME_LEN).unwrap();
+        assert_eq!(repr.eth.vlan.map(|t| t.pcp), Some(5));
+        let LinkFrame::Data { header, .. } = repr.link else {
+            panic!("not DATA")
+        };
+        assert_eq!(header.vc.value(), 2);
+        // Every TCI value round-trips: PCP, DEI and VID.
+        for tci in [0x0000u16, 0xFFFF, 0x1001, 0xE000, 0x0FFF] {
+            let tag = VlanTag::from_tci(tci);
+            assert_eq!(tag.tci(), tci);
+            let bytes = edited(&ACK_TAGGED, |v| {
+                v[14..16].copy_from_slice(&tci.to_be_bytes())
+            });
+            let repr = FrameRepr::parse_bytes(&bytes, MAX_FRAME_LEN).unwrap();
+            assert_eq!(repr.eth.vlan, Some(tag));
+            let mut out = [0xa5u8; 64];
+            repr.emit(&mut out).unwrap();
+            assert_eq!(out[..], bytes[..]);
+        }
+        assert_eq!(eth_tagged().header_len(), 18);
+        assert_eq!(eth_untagged().header_len(), 14);
+    }
+
+    //= type=test
+    //# WIRE-2.3-2 A receiver MUST accept a frame whatever its destination MAC address.
+    #[test]
+    fn any_destination_mac() {
+        for dst in [
+            [0xFF; 6],
+            [0; 6],
+            [0x33, 0x33, 0, 0, 0, 1],
+            [0x02, 9, 8, 7, 6, 5],
+        ] {
+            let bytes = edited(&ACK, |v| v[..6].copy_from_slice(&dst));
+            let repr = FrameRepr::parse_bytes(&bytes, MAX_FRAME_LEN).unwrap();
+            assert_eq!(repr.eth.dst, MacAddr(dst));
+            assert_eq!(repr.link, LinkFrame::Ack(Seq::new(0xABCDE)));
+        }
+        assert_eq!(MacAddr::LINK_LOCAL.0, [0x01, 0x80, 0xC2, 0x00, 0x00, 0x0E]);
+    }
+
+    //= type=test
+    //# WIRE-4.3-2 A CF or CC frame whose VC mask is zero carries no information; a receiver MUST
+    //# accept and ignore it.
+    #[test]
+    fn credit_mask_zero_is_accepted() {
+        for kind in [3u8, 4] {
+            let bytes = edited(&CF, |v| {
+                v[14] = 0x10 | kind;
+                v[20] = 0;
+            });
+            let repr = FrameRepr::parse_bytes(&bytes, MAX_FRAME_LEN).unwrap();
+            let empty = CreditRepr::default();
+            let want = if kind == 3 {
+                LinkFrame::CreditUpdate(empty)
+            } else {
+                LinkFrame::CreditResync(empty)
+            };
+            assert_eq!(repr.link, want);
+            // Emitted, the unused entries are zero.
+            let mut out = [0xa5u8; 64];
+            repr.emit(&mut out).unwrap();
+            assert!(out[15..60].iter().all(|&b| b == 0));
+        }
+    }
+
+    //= type=test
+    //# WIRE-4.5-1 The number of VCs MUST be 1..8, the credit size a power of two in 32..2048, the
+    //# MFS in 320..9216, the LLR window in 1..2^19, and each credit grant at most 2^19 - 1 [...] A
+    //# receiver MUST discard, and count as malformed, an INIT or INIT_ECHO whose fields are out of
+    //# these ranges; it MUST NOT bring the link up on it.
+    #[test]
+    fn init_ranges() {
+        // (body offset, bytes, field): each a value just outside its range.
+        let bad: [(usize, &[u8], Field); 12] = [
+            (8, &[0], Field::InitVcs),
+            (8, &[9], Field::InitVcs),
+            (10, &[0x00, 0x10], Field::InitCreditSize),
+            (10, &[0x10, 0x00], Field::InitCreditSize),
+            (10, &[0x00, 0x30], Field::InitCreditSize),
+            (10, &[0x00, 0x00], Field::InitCreditSize),
+            (12, &[0x01, 0x3f], Field::InitMfs),
+            (12, &[0x24, 0x01], Field::InitMfs),
+            (16, &[0, 0, 0, 0], Field::InitWindow),
+            (16, &[0, 8, 0, 1], Field::InitWindow),
+            (20, &[0, 8, 0, 0], Field::InitCredits),
+            (24, &[0, 0x0F, 0xFF, 0xFF], Field::InitCredits),
+        ];
+        for frame in [&INIT[..], &INIT_ECHO[..]] {
+            for (at, value, field) in bad {
+                let bytes = edited(frame, |v| {
+                    v[20 + at..20 + at + value.len()].copy_from_slice(value)
+                });
+                let e = parse_err(&bytes);
+                assert_eq!(
+                    (e.kind, e.field, e.offset, e.spec, e.action),
+                    (
+                        ErrorKind::OutOfRange,
+                        field,
+                        20 + at,
+                        "WIRE-4.5-1",
+                        Action::DiscardMalformed
+                    ),
+                    "{field:?} {value:?}"
+                );
+                assert!(!e.action.nacks());
+            }
+        }
+        // The edges of every range are accepted.
+        let good: [(usize, &[u8]); 7] = [
+            (8, &[1]),
+            (8, &[8]),
+            (10, &[0x00, 0x20]),
+            (10, &[0x08, 0x00]),
+            (12, &[0x01, 0x40]),
+            (16, &[0, 0, 0, 1]),
+            (16, &[0, 8, 0, 0]),
+        ];
+        for (at, value) in good {
+            let bytes = edited(&INIT_ECHO, |v| {
+                v[20 + at..20 + at + value.len()].copy_from_slice(value)
+            });
+            assert!(
+                FrameRepr::parse_bytes(&bytes, MAX_FRAME_LEN).is_ok(),
+                "{at} {value:?}"
+            );
+        }
+        // Grants of VCs at or above the number of VCs are not read.
+        let bytes = edited(&INIT, |v| {
+            v[20 + 28..20 + 32].copy_from_slice(&[0, 0x0F, 0xFF, 0xFF])
+        });
+        assert_eq!(
+            FrameRepr::parse_bytes(&bytes, MAX_FRAME_LEN).unwrap().link,
+            LinkFrame::Init(init_repr())
+        );
+    }
+
+    #[test]
+    fn init_emit_validates() {
+        let ok = init_repr();
+        let mut buf = [0u8; 76];
+        let emit = |init: InitRepr, buf: &mut [u8]| {
+            FrameRepr {
+                eth: eth_untagged(),
+                link: LinkFrame::Init(init),
+            }
+            .emit(buf)
+        };
+        assert_eq!(emit(ok, &mut buf), Ok(76));
+        for bad in [
+            InitRepr { vcs: 0, ..ok },
+            InitRepr { vcs: 9, ..ok },
+            InitRepr {
+                credit_size: 48,
+                ..ok
+            },
+            InitRepr {
+                credit_size: 4096,
+                ..ok
+            },
+            InitRepr { mfs: 319, ..ok },
+            InitRepr { window: 0, ..ok },
+            InitRepr {
+                window: (1 << 19) + 1,
+                ..ok
+            },
+        ] {
+            assert_eq!(
+                emit(bad, &mut buf),
+                Err(EmitError::Invalid(Field::ControlBody))
+            );
+        }
+        let mut credits = ok.credits;
+        credits[1] = 1 << 19;
+        assert_eq!(
+            emit(InitRepr { credits, ..ok }, &mut buf),
+            Err(EmitError::Invalid(Field::InitCredits))
+        );
+        let mut credits = ok.credits;
+        credits[2] = 1;
+        assert_eq!(
+            emit(InitRepr { credits, ..ok }, &mut buf),
+            Err(EmitError::Invalid(Field::InitCredits))
+        );
+    }
+
+    #[test]
+    fn emit_buffer_too_small_and_too_long() {
+        for (name, bytes, repr) in vectors() {
+            let mut buf = vec![0u8; bytes.len() - 1];
+            assert_eq!(
+                repr.emit(&mut buf),
+                Err(EmitError::BufferTooSmall {
+                    needed: bytes.len(),
+                    available: bytes.len() - 1
+                }),
+                "{name}"
+            );
+        }
+        let payload = [0u8; MAX_FRAME_LEN];
+        let repr = FrameRepr {
+            eth: eth_untagged(),
+            link: LinkFrame::Data {
+                header: DataHeader::default(),
+                payload: &payload[..MAX_FRAME_LEN - 23],
+            },
+        };
+        let mut buf = vec![0u8; MAX_FRAME_LEN + 1];
+        assert_eq!(
+            repr.emit(&mut buf),
+            Err(EmitError::TooLong {
+                len: MAX_FRAME_LEN + 1,
+                mfs: MAX_FRAME_LEN
+            })
+        );
+    }
+
+    #[test]
+    fn kind_names_and_body_sizes() {
+        let kinds = [
+            (FrameKind::Data, "DATA", None),
+            (FrameKind::Ack, "ACK", Some(0)),
+            (FrameKind::Nack, "NACK", Some(0)),
+            (FrameKind::CreditUpdate, "CF", Some(36)),
+            (FrameKind::CreditResync, "CC", Some(36)),
+            (FrameKind::Init, "INIT", Some(52)),
+            (FrameKind::InitEcho, "INIT_ECHO", Some(52)),
+        ];
+        for (kind, name, len) in kinds {
+            assert_eq!((kind.name(), kind.control_body_len()), (name, len));
+        }
+        assert_eq!(core::mem::size_of::<LinkHeader>(), LINK_HEADER_LEN);
+        assert_eq!(core::mem::size_of::<CreditBody>(), CREDIT_BODY_LEN);
+        assert_eq!(core::mem::size_of::<InitBody>(), INIT_BODY_LEN);
+    }
+}

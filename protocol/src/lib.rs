@@ -34,7 +34,7 @@
     )
 )]
 
-#[cfg(feature = "std")]
+#[cfg(any(feature = "std", test))]
 extern crate std;
 
 mod data;

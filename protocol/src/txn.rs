@@ -678,7 +678,13 @@ impl<'a> TxnRepr<'a> {
             } else {
                 Action::DiscardTxn
             };
-            Error::new(ErrorKind::OutOfRange, field, offset + at, spec, action)
+            Error::new(
+                ErrorKind::OutOfRange,
+                field,
+                offset.saturating_add(at),
+                spec,
+                action,
+            )
         };
         let (malformed_spec, malformed) = if is_request {
             ("WIRE-6.1-6", Status::Malformed)
@@ -939,4 +945,1049 @@ fn get_le(data: &[u8], at: usize, width: usize) -> u64 {
         *dst = *src;
     }
     u64::from_le_bytes(b)
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use std::vec;
+    use std::vec::Vec;
+
+    // Transactions written out byte by byte from the diagrams of wire.md §6. Every request
+    // addresses key 0x11223344, address 0x0000_0001_0000_1000.
+
+    #[rustfmt::skip]
+    const LOAD: [u8; 24] = [
+        0x01, 0x01, 0x00, 0x2a, // LOAD, SHARED, tag 42
+        0x06, 0x00, 0x00, 0x00, // hlen 6, reserved, dlen 0
+        0x11, 0x22, 0x33, 0x44, // key
+        0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x10, 0x00, // address
+        0x00, 0x40, 0x00, 0x00, // length 64, reserved
+    ];
+    #[rustfmt::skip]
+    const STORE: [u8; 28] = [
+        0x02, 0x00, 0x12, 0x34, // STORE, global, tag 0x1234
+        0x05, 0x00, 0x00, 0x05, // hlen 5, dlen 5
+        0x11, 0x22, 0x33, 0x44,
+        0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x10, 0x00,
+        0xde, 0xad, 0xbe, 0xef, 0x01, 0x00, 0x00, 0x00, // data in memory order, zero padding
+    ];
+    #[rustfmt::skip]
+    const FADD4: [u8; 24] = [
+        0x03, 0x00, 0x00, 0x01, 0x05, 0x00, 0x00, 0x04,
+        0x11, 0x22, 0x33, 0x44, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x10, 0x00,
+        0x04, 0x03, 0x02, 0x01, // addend 0x01020304, little-endian
+    ];
+    #[rustfmt::skip]
+    const FADD8: [u8; 28] = [
+        0x03, 0x01, 0x00, 0x02, 0x05, 0x00, 0x00, 0x08,
+        0x11, 0x22, 0x33, 0x44, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x10, 0x00,
+        0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01, // addend 0x0102030405060708
+    ];
+    #[rustfmt::skip]
+    const SWAP4: [u8; 24] = [
+        0x04, 0x00, 0x00, 0x03, 0x05, 0x00, 0x00, 0x04,
+        0x11, 0x22, 0x33, 0x44, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x10, 0x00,
+        0xdd, 0xcc, 0xbb, 0xaa, // value 0xAABBCCDD
+    ];
+    #[rustfmt::skip]
+    const SWAP8: [u8; 28] = [
+        0x04, 0x00, 0x00, 0x04, 0x05, 0x00, 0x00, 0x08,
+        0x11, 0x22, 0x33, 0x44, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x10, 0x00,
+        0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11, // value 0x1122334455667788
+    ];
+    #[rustfmt::skip]
+    const CAS4: [u8; 28] = [
+        0x05, 0x00, 0x00, 0x05, 0x05, 0x00, 0x00, 0x08, // dlen 8: two 4-byte operands
+        0x11, 0x22, 0x33, 0x44, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x10, 0x00,
+        0x01, 0x00, 0x00, 0x00, // compare 1
+        0x02, 0x00, 0x00, 0x00, // new value 2
+    ];
+    #[rustfmt::skip]
+    const CAS8: [u8; 36] = [
+        0x05, 0x01, 0x00, 0x06, 0x05, 0x00, 0x00, 0x10, // dlen 16: two 8-byte operands
+        0x11, 0x22, 0x33, 0x44, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x10, 0x00,
+        0xef, 0xcd, 0xab, 0x89, 0x67, 0x45, 0x23, 0x01, // compare 0x0123456789ABCDEF
+        0x10, 0x32, 0x54, 0x76, 0x98, 0xba, 0xdc, 0xfe, // new value 0xFEDCBA9876543210
+    ];
+    #[rustfmt::skip]
+    const FENCE: [u8; 8] = [0x06, 0x00, 0x00, 0x07, 0x02, 0x00, 0x00, 0x00];
+    #[rustfmt::skip]
+    const RDMA_WRITE: [u8; 32] = [
+        0x10, 0x01, 0x00, 0x08, 0x07, 0x00, 0x00, 0x03, // RDMA_WRITE, SHARED, tag 8, hlen 7, dlen 3
+        0x11, 0x22, 0x33, 0x44, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x10, 0x00,
+        0x00, 0x00, 0x01, 0x00, // offset 256
+        0x00, 0x00, 0x10, 0x00, // total length 4096
+        0xaa, 0xbb, 0xcc, 0x00, // segment, padding
+    ];
+    #[rustfmt::skip]
+    const RDMA_READ: [u8; 24] = [
+        0x11, 0x00, 0x00, 0x09, 0x06, 0x00, 0x00, 0x00,
+        0x11, 0x22, 0x33, 0x44, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x10, 0x00,
+        0x00, 0x01, 0x00, 0x00, // total length 65536
+    ];
+    #[rustfmt::skip]
+    const LOAD_RESP: [u8; 12] = [
+        0x81, 0x00, 0x00, 0x2a, 0x02, 0x00, 0x00, 0x03, // OK, tag 42, hlen 2, dlen 3
+        0x01, 0x02, 0x03, 0x00,
+    ];
+    #[rustfmt::skip]
+    const LOAD_RESP_ERR: [u8; 8] = [0x81, 0x02, 0x00, 0x2a, 0x02, 0x00, 0x00, 0x00];
+    #[rustfmt::skip]
+    const STORE_RESP: [u8; 8] = [0x82, 0x00, 0x12, 0x34, 0x02, 0x00, 0x00, 0x00];
+    #[rustfmt::skip]
+    const STORE_RESP_UNKNOWN_STATUS: [u8; 8] = [0x82, 0x42, 0x12, 0x34, 0x02, 0x00, 0x00, 0x00];
+    #[rustfmt::skip]
+    const FADD_RESP: [u8; 12] = [
+        0x83, 0x00, 0x00, 0x01, 0x02, 0x00, 0x00, 0x04,
+        0x04, 0x03, 0x02, 0x01, // old value 0x01020304
+    ];
+    #[rustfmt::skip]
+    const SWAP_RESP: [u8; 16] = [
+        0x84, 0x00, 0x00, 0x04, 0x02, 0x00, 0x00, 0x08,
+        0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11,
+    ];
+    #[rustfmt::skip]
+    const CAS_RESP_MISALIGNED: [u8; 8] = [0x85, 0x06, 0x00, 0x05, 0x02, 0x00, 0x00, 0x00];
+    #[rustfmt::skip]
+    const FENCE_RESP: [u8; 8] = [0x86, 0x00, 0x00, 0x07, 0x02, 0x00, 0x00, 0x00];
+    #[rustfmt::skip]
+    const RDMA_COMPLETION: [u8; 16] = [
+        0x90, 0x00, 0x00, 0x08, 0x04, 0x00, 0x00, 0x00,
+        0x00, 0x00, 0x10, 0x00, // total length 4096
+        0x00, 0x00, 0x00, 0x00, // reserved
+    ];
+    #[rustfmt::skip]
+    const RDMA_READ_RESP: [u8; 24] = [
+        0x91, 0x00, 0x00, 0x09, 0x04, 0x00, 0x00, 0x05, // OK, tag 9, hlen 4, dlen 5
+        0x00, 0x00, 0x00, 0x10, // offset 16
+        0x00, 0x00, 0x00, 0x40, // total 64
+        0x01, 0x02, 0x03, 0x04, 0x05, 0x00, 0x00, 0x00,
+    ];
+    #[rustfmt::skip]
+    const RDMA_READ_RESP_ERR: [u8; 16] = [
+        0x91, 0x01, 0x00, 0x09, 0x04, 0x00, 0x00, 0x00, // ACCESS_VIOLATION, dlen 0
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x40,
+    ];
+    #[rustfmt::skip]
+    const UNKNOWN_REQUEST: [u8; 16] = [
+        0x20, 0x05, 0x00, 0x0b, 0x03, 0x00, 0x00, 0x02, // opcode 0x20, flags 5, hlen 3, dlen 2
+        0xde, 0xad, 0xbe, 0xef, // header word after the prefix
+        0x11, 0x22, 0x00, 0x00,
+    ];
+    #[rustfmt::skip]
+    const UNKNOWN_RESPONSE: [u8; 8] = [0xa0, 0x03, 0x00, 0x0c, 0x02, 0x00, 0x00, 0x00];
+
+    pub(crate) const TARGET: MemTarget = MemTarget {
+        space: Space::Global,
+        key: 0x1122_3344,
+        addr: 0x0000_0001_0000_1000,
+    };
+    pub(crate) const SHARED: MemTarget = MemTarget {
+        space: Space::Shared,
+        ..TARGET
+    };
+
+    /// Every static transaction with its representation.
+    pub(crate) fn vectors() -> Vec<(&'static str, &'static [u8], TxnRepr<'static>)> {
+        vec![
+            (
+                "LOAD",
+                &LOAD,
+                TxnRepr::Load {
+                    tag: 42,
+                    target: SHARED,
+                    len: 64,
+                },
+            ),
+            (
+                "STORE",
+                &STORE,
+                TxnRepr::Store {
+                    tag: 0x1234,
+                    target: TARGET,
+                    data: &STORE[20..25],
+                },
+            ),
+            (
+                "ATOMIC_FADD 4",
+                &FADD4,
+                TxnRepr::Atomic {
+                    tag: 1,
+                    target: TARGET,
+                    width: Width::W4,
+                    op: AtomicOp::FetchAdd {
+                        addend: 0x0102_0304,
+                    },
+                },
+            ),
+            (
+                "ATOMIC_FADD 8",
+                &FADD8,
+                TxnRepr::Atomic {
+                    tag: 2,
+                    target: SHARED,
+                    width: Width::W8,
+                    op: AtomicOp::FetchAdd {
+                        addend: 0x0102_0304_0506_0708,
+                    },
+                },
+            ),
+            (
+                "ATOMIC_SWAP 4",
+                &SWAP4,
+                TxnRepr::Atomic {
+                    tag: 3,
+                    target: TARGET,
+                    width: Width::W4,
+                    op: AtomicOp::Swap { value: 0xAABB_CCDD },
+                },
+            ),
+            (
+                "ATOMIC_SWAP 8",
+                &SWAP8,
+                TxnRepr::Atomic {
+                    tag: 4,
+                    target: TARGET,
+                    width: Width::W8,
+                    op: AtomicOp::Swap {
+                        value: 0x1122_3344_5566_7788,
+                    },
+                },
+            ),
+            (
+                "ATOMIC_CAS 4",
+                &CAS4,
+                TxnRepr::Atomic {
+                    tag: 5,
+                    target: TARGET,
+                    width: Width::W4,
+                    op: AtomicOp::CompareSwap {
+                        compare: 1,
+                        value: 2,
+                    },
+                },
+            ),
+            (
+                "ATOMIC_CAS 8",
+                &CAS8,
+                TxnRepr::Atomic {
+                    tag: 6,
+                    target: SHARED,
+                    width: Width::W8,
+                    op: AtomicOp::CompareSwap {
+                        compare: 0x0123_4567_89AB_CDEF,
+                        value: 0xFEDC_BA98_7654_3210,
+                    },
+                },
+            ),
+            ("FENCE", &FENCE, TxnRepr::Fence { tag: 7 }),
+            (
+                "RDMA_WRITE",
+                &RDMA_WRITE,
+                TxnRepr::RdmaWrite {
+                    tag: 8,
+                    target: SHARED,
+                    offset: 256,
+                    total: 4096,
+                    data: &RDMA_WRITE[28..31],
+                },
+            ),
+            (
+                "RDMA_READ",
+                &RDMA_READ,
+                TxnRepr::RdmaRead {
+                    tag: 9,
+                    target: TARGET,
+                    total: 65536,
+                },
+            ),
+            (
+                "LOAD_RESP",
+                &LOAD_RESP,
+                TxnRepr::LoadResp {
+                    tag: 42,
+                    status: Status::Ok,
+                    data: &LOAD_RESP[8..11],
+                },
+            ),
+            (
+                "LOAD_RESP error",
+                &LOAD_RESP_ERR,
+                TxnRepr::LoadResp {
+                    tag: 42,
+                    status: Status::OutOfRange,
+                    data: &[],
+                },
+            ),
+            (
+                "STORE_RESP",
+                &STORE_RESP,
+                TxnRepr::StoreResp {
+                    tag: 0x1234,
+                    status: Status::Ok,
+                },
+            ),
+            (
+                "STORE_RESP unknown status",
+                &STORE_RESP_UNKNOWN_STATUS,
+                TxnRepr::StoreResp {
+                    tag: 0x1234,
+                    status: Status::Unknown(0x42),
+                },
+            ),
+            (
+                "ATOMIC_FADD_RESP",
+                &FADD_RESP,
+                TxnRepr::AtomicResp {
+                    tag: 1,
+                    kind: AtomicKind::FetchAdd,
+                    status: Status::Ok,
+                    old: Some(AtomicValue::U32(0x0102_0304)),
+                },
+            ),
+            (
+                "ATOMIC_SWAP_RESP",
+                &SWAP_RESP,
+                TxnRepr::AtomicResp {
+                    tag: 4,
+                    kind: AtomicKind::Swap,
+                    status: Status::Ok,
+                    old: Some(AtomicValue::U64(0x1122_3344_5566_7788)),
+                },
+            ),
+            (
+                "ATOMIC_CAS_RESP",
+                &CAS_RESP_MISALIGNED,
+                TxnRepr::AtomicResp {
+                    tag: 5,
+                    kind: AtomicKind::CompareSwap,
+                    status: Status::Misaligned,
+                    old: None,
+                },
+            ),
+            (
+                "FENCE_RESP",
+                &FENCE_RESP,
+                TxnRepr::FenceResp {
+                    tag: 7,
+                    status: Status::Ok,
+                },
+            ),
+            (
+                "RDMA_COMPLETION",
+                &RDMA_COMPLETION,
+                TxnRepr::RdmaCompletion {
+                    tag: 8,
+                    status: Status::Ok,
+                    total: 4096,
+                },
+            ),
+            (
+                "RDMA_READ_RESP",
+                &RDMA_READ_RESP,
+                TxnRepr::RdmaReadResp {
+                    tag: 9,
+                    status: Status::Ok,
+                    offset: 16,
+                    total: 64,
+                    data: &RDMA_READ_RESP[16..21],
+                },
+            ),
+            (
+                "RDMA_READ_RESP error",
+                &RDMA_READ_RESP_ERR,
+                TxnRepr::RdmaReadResp {
+                    tag: 9,
+                    status: Status::AccessViolation,
+                    offset: 0,
+                    total: 64,
+                    data: &[],
+                },
+            ),
+            (
+                "unknown request",
+                &UNKNOWN_REQUEST,
+                TxnRepr::Unknown {
+                    opcode: 0x20,
+                    flags_status: 5,
+                    tag: 11,
+                    header: &UNKNOWN_REQUEST[8..12],
+                    data: &UNKNOWN_REQUEST[12..14],
+                },
+            ),
+            (
+                "unknown response",
+                &UNKNOWN_RESPONSE,
+                TxnRepr::Unknown {
+                    opcode: 0xa0,
+                    flags_status: 3,
+                    tag: 12,
+                    header: &[],
+                    data: &[],
+                },
+            ),
+        ]
+    }
+
+    /// Parses one whole transaction the way the payload walk hands it over.
+    fn parse_one(bytes: &[u8], offset: usize) -> Result<TxnRepr<'_>, Error> {
+        let hlen = usize::from(bytes[4]) * 4;
+        let dlen = usize::from(u16::from_be_bytes([bytes[6], bytes[7]]));
+        TxnRepr::parse(&bytes[..hlen], &bytes[hlen..hlen + dlen], offset)
+    }
+
+    fn edited(bytes: &[u8], edit: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
+        let mut v = bytes.to_vec();
+        edit(&mut v);
+        v
+    }
+
+    /// Sets dlen and resizes the data to it (zero-filled, padded to a multiple of 4).
+    fn with_dlen(bytes: &[u8], dlen: u16) -> Vec<u8> {
+        let hlen = usize::from(bytes[4]) * 4;
+        let mut v = bytes[..hlen].to_vec();
+        v[6..8].copy_from_slice(&dlen.to_be_bytes());
+        v.resize(hlen + round4(usize::from(dlen)), 0);
+        v
+    }
+
+    fn check(
+        r: Result<TxnRepr<'_>, Error>,
+        field: Field,
+        offset: usize,
+        spec: &str,
+        action: Action,
+    ) {
+        let e = r.unwrap_err();
+        assert_eq!(
+            (e.field, e.offset, e.spec, e.action),
+            (field, offset, spec, action),
+            "{e:?}"
+        );
+        assert!(e.action.continues());
+        assert!(!e.action.nacks());
+    }
+
+    fn respond(opcode: u8, tag: u16, status: Status) -> Action {
+        Action::Respond {
+            opcode,
+            tag,
+            status,
+        }
+    }
+
+    //= type=test
+    //# WIRE-1.1-1 All multi-byte header fields MUST be transmitted in network byte order.
+    //# WIRE-1.1-2 Data carried by transactions [...] MUST be transmitted in memory order.
+    //# WIRE-1.1-3 Atomic operands and atomic results MUST be encoded as little-endian unsigned
+    //# integers of the operand size.
+    //# WIRE-1.2-1 A transmitter MUST set every reserved bit and byte to zero.
+    //# WIRE-6.1-1 A transmitter MUST set `hlen` to the value in the table for the opcode and
+    //# `dlen` to the number of data bytes, and MUST pad the data with zero bytes to a multiple of 4.
+    #[test]
+    fn construct_every_transaction() {
+        for (name, bytes, repr) in vectors() {
+            assert_eq!(repr.buffer_len(), bytes.len(), "{name}");
+            let mut buf = vec![0xa5; bytes.len() + 4];
+            assert_eq!(repr.emit(&mut buf), Ok(bytes.len()), "{name}");
+            assert_eq!(&buf[..bytes.len()], bytes, "{name}");
+            assert!(buf[bytes.len()..].iter().all(|&b| b == 0xa5), "{name}");
+            // The header length is the table's value for every defined opcode.
+            if let Some(hlen) = repr.opcode().hlen() {
+                assert_eq!(bytes[4], hlen, "{name}");
+            }
+        }
+    }
+
+    //= type=test
+    //# WIRE-1.2-3 Implementations MUST preserve the raw value of unknown codes when they report or
+    //# re-encode them.
+    //# WIRE-6.9-2 A requester that receives an unknown status MUST complete the operation with an
+    //# error that reports the raw status value.
+    #[test]
+    fn parse_every_transaction() {
+        for (name, bytes, repr) in vectors() {
+            assert_eq!(parse_one(bytes, 0), Ok(repr), "{name}");
+            assert_eq!(
+                repr.tag(),
+                u16::from_be_bytes([bytes[2], bytes[3]]),
+                "{name}"
+            );
+            assert_eq!(repr.opcode().to_u8(), bytes[0], "{name}");
+            assert_eq!(repr.is_request(), bytes[0] < 0x80, "{name}");
+        }
+        let TxnRepr::StoreResp { status, .. } = parse_one(&STORE_RESP_UNKNOWN_STATUS, 0).unwrap()
+        else {
+            panic!("not a STORE_RESP")
+        };
+        assert_eq!((status.to_u8(), status.name()), (0x42, "UNKNOWN"));
+    }
+
+    #[test]
+    fn emit_into_short_buffer() {
+        for (name, bytes, repr) in vectors() {
+            let mut buf = vec![0u8; bytes.len() - 1];
+            assert_eq!(
+                repr.emit(&mut buf),
+                Err(EmitError::BufferTooSmall {
+                    needed: bytes.len(),
+                    available: bytes.len() - 1
+                }),
+                "{name}"
+            );
+        }
+    }
+
+    //= type=test
+    //# WIRE-1.2-2 A receiver MUST ignore the value of every reserved bit and byte.
+    //# WIRE-6.1-8 Data padding bytes are reserved (WIRE-1.2-1, WIRE-1.2-2).
+    #[test]
+    fn reserved_fields_are_ignored() {
+        let reprs = vectors();
+        for (name, bytes, repr) in &reprs {
+            let mut v = bytes.to_vec();
+            // The prefix's reserved byte.
+            v[5] = 0xFF;
+            // Reserved request flag bits 7..1 (the whole flags byte of FENCE).
+            if repr.is_request() && !matches!(repr, TxnRepr::Unknown { .. }) {
+                v[1] |= 0xFE;
+                if matches!(repr, TxnRepr::Fence { .. }) {
+                    v[1] = 0xFF;
+                }
+            }
+            // Data padding.
+            let hlen = usize::from(v[4]) * 4;
+            let dlen = usize::from(u16::from_be_bytes([v[6], v[7]]));
+            for b in &mut v[hlen + dlen..] {
+                *b = 0x5A;
+            }
+            assert_eq!(parse_one(&v, 0), Ok(*repr), "{name}");
+        }
+        // LOAD bytes 22..23 and RDMA_COMPLETION bytes 12..15.
+        let v = edited(&LOAD, |v| v[22..24].copy_from_slice(&[0xFF, 0xFF]));
+        assert_eq!(parse_one(&v, 0), Ok(reprs[0].2));
+        let v = edited(&RDMA_COMPLETION, |v| {
+            v[12..16].copy_from_slice(&[1, 2, 3, 4])
+        });
+        assert_eq!(
+            parse_one(&v, 0),
+            Ok(TxnRepr::RdmaCompletion {
+                tag: 8,
+                status: Status::Ok,
+                total: 4096
+            })
+        );
+    }
+
+    //= type=test
+    //# WIRE-6.1-5 (unknown request) A request with an opcode this document does not define, whose
+    //# prefix is structurally valid, MUST NOT be executed; the receiver MUST answer it with a
+    //# response of opcode `opcode | 0x80`, status UNSUPPORTED, the request's tag, `hlen` 2 and
+    //# `dlen` 0.
+    //# WIRE-6.1-2 [...] a responder MUST copy the tag of a request [...] unchanged.
+    #[test]
+    fn unknown_request_is_answered_unsupported() {
+        let t = parse_one(&UNKNOWN_REQUEST, 0).unwrap();
+        assert!(t.is_request());
+        assert_eq!(t.opcode(), Opcode::Unknown(0x20));
+        // The answer a receiver builds from it.
+        let answer = TxnRepr::Unknown {
+            opcode: t.opcode().to_u8() | 0x80,
+            flags_status: Status::Unsupported.to_u8(),
+            tag: t.tag(),
+            header: &[],
+            data: &[],
+        };
+        let mut buf = [0xa5u8; 8];
+        assert_eq!(answer.emit(&mut buf), Ok(8));
+        assert_eq!(buf, [0xa0, 0x03, 0x00, 0x0b, 0x02, 0x00, 0x00, 0x00]);
+        // Every undefined opcode parses as Unknown, with its raw value.
+        for op in 0..=u8::MAX {
+            if Opcode::from_u8(op).hlen().is_some() {
+                continue;
+            }
+            let v = edited(&UNKNOWN_REQUEST, |v| v[0] = op);
+            let t = parse_one(&v, 0).unwrap();
+            assert_eq!(t.opcode().to_u8(), op);
+            let mut out = [0u8; 16];
+            assert_eq!(t.emit(&mut out), Ok(16));
+            assert_eq!(out[..], v[..]);
+        }
+    }
+
+    //= type=test
+    //# WIRE-6.1-6 (malformed request) A request with a defined opcode whose `hlen` differs from
+    //# the table, or whose fields violate the ranges of its section, MUST NOT be executed; the
+    //# receiver MUST answer it with the matching response opcode, status MALFORMED, the request's
+    //# tag, and no data.
+    #[test]
+    fn malformed_requests() {
+        let m = Status::Malformed;
+        let at = 100;
+        // hlen differs from the table.
+        for (bytes, hlen) in [
+            (&LOAD[..], 5u8),
+            (&LOAD[..], 7),
+            (&STORE[..], 4),
+            (&STORE[..], 6),
+            (&FADD4[..], 4),
+            (&FENCE[..], 3),
+            (&RDMA_WRITE[..], 6),
+            (&RDMA_READ[..], 5),
+        ] {
+            let mut v = bytes.to_vec();
+            v[4] = hlen;
+            v.resize(v.len() + 8, 0);
+            let tag = u16::from_be_bytes([v[2], v[3]]);
+            check(
+                parse_one(&v, at),
+                Field::Hlen,
+                at + 4,
+                "WIRE-6.1-6",
+                respond(v[0] | 0x80, tag, m),
+            );
+        }
+        // dlen outside the opcode's range.
+        let cases: [(&[u8], u16); 8] = [
+            (&LOAD, 4),
+            (&STORE, 0),
+            (&STORE, 257),
+            (&FENCE, 1),
+            (&RDMA_WRITE, 0),
+            (&RDMA_READ, 8),
+            (&LOAD, 1),
+            (&FENCE, 4),
+        ];
+        for (bytes, dlen) in cases {
+            let v = with_dlen(bytes, dlen);
+            let tag = u16::from_be_bytes([v[2], v[3]]);
+            check(
+                parse_one(&v, at),
+                Field::Dlen,
+                at + 6,
+                "WIRE-6.1-6",
+                respond(v[0] | 0x80, tag, m),
+            );
+        }
+        // STORE at the edges of 1..=256.
+        for dlen in [1, 256] {
+            assert!(parse_one(&with_dlen(&STORE, dlen), 0).is_ok());
+        }
+        // LOAD length outside 1..=256.
+        for len in [0u16, 257, 0xFFFF] {
+            let v = edited(&LOAD, |v| v[20..22].copy_from_slice(&len.to_be_bytes()));
+            check(
+                parse_one(&v, at),
+                Field::LoadLength,
+                at + 20,
+                "WIRE-6.1-6",
+                respond(0x81, 42, m),
+            );
+        }
+        for len in [1u16, 256] {
+            let v = edited(&LOAD, |v| v[20..22].copy_from_slice(&len.to_be_bytes()));
+            assert!(parse_one(&v, 0).is_ok());
+        }
+        // RDMA totals of zero.
+        let v = edited(&RDMA_WRITE, |v| v[24..28].fill(0));
+        check(
+            parse_one(&v, at),
+            Field::RdmaTotal,
+            at + 24,
+            "WIRE-6.1-6",
+            respond(0x90, 8, m),
+        );
+        let v = edited(&RDMA_READ, |v| v[20..24].fill(0));
+        check(
+            parse_one(&v, at),
+            Field::RdmaTotal,
+            at + 20,
+            "WIRE-6.1-6",
+            respond(0x91, 9, m),
+        );
+    }
+
+    //= type=test
+    //# WIRE-6.5-1 An atomic with any other `dlen` is malformed (WIRE-6.1-6).
+    #[test]
+    fn atomic_operand_sizes() {
+        for (bytes, good) in [
+            (&FADD4[..], [4u16, 8]),
+            (&SWAP8[..], [4, 8]),
+            (&CAS4[..], [8, 16]),
+        ] {
+            for dlen in 0..=20u16 {
+                let v = with_dlen(bytes, dlen);
+                let r = parse_one(&v, 8);
+                if good.contains(&dlen) {
+                    assert!(r.is_ok(), "{:#x} dlen {dlen}", v[0]);
+                } else {
+                    let tag = u16::from_be_bytes([v[2], v[3]]);
+                    check(
+                        r,
+                        Field::Dlen,
+                        8 + 6,
+                        "WIRE-6.5-1",
+                        respond(v[0] | 0x80, tag, Status::Malformed),
+                    );
+                }
+            }
+        }
+    }
+
+    //= type=test
+    //# WIRE-6.5-2 An atomic whose address is not a multiple of its operand size MUST NOT be
+    //# executed and MUST be answered with status MISALIGNED.
+    #[test]
+    fn atomic_alignment() {
+        // (request, address low byte, aligned?)
+        let cases: [(&[u8], u8, bool); 8] = [
+            (&FADD4, 0x04, true),
+            (&FADD4, 0x02, false),
+            (&FADD8, 0x04, false),
+            (&FADD8, 0x08, true),
+            (&SWAP4, 0x01, false),
+            (&CAS4, 0x04, true),
+            (&CAS8, 0x04, false),
+            (&CAS8, 0x18, true),
+        ];
+        for (bytes, low, aligned) in cases {
+            let v = edited(bytes, |v| v[19] = low);
+            let r = parse_one(&v, 40);
+            if aligned {
+                assert!(r.is_ok());
+            } else {
+                let tag = u16::from_be_bytes([v[2], v[3]]);
+                check(
+                    r,
+                    Field::TxnPrefix,
+                    40 + 12,
+                    "WIRE-6.5-2",
+                    respond(v[0] | 0x80, tag, Status::Misaligned),
+                );
+            }
+        }
+    }
+
+    //= type=test
+    //# WIRE-6.7-1 A segment MUST satisfy `offset + dlen <= total length`; one that does not is
+    //# malformed (WIRE-6.1-6).
+    #[test]
+    fn rdma_write_segment_bounds() {
+        // offset 4093 + 3 = 4096: the last segment fits exactly.
+        let v = edited(&RDMA_WRITE, |v| {
+            v[20..24].copy_from_slice(&4093u32.to_be_bytes())
+        });
+        assert!(parse_one(&v, 0).is_ok());
+        for offset in [4094u32, 0xFFFF_FFFF] {
+            let v = edited(&RDMA_WRITE, |v| {
+                v[20..24].copy_from_slice(&offset.to_be_bytes())
+            });
+            check(
+                parse_one(&v, 0),
+                Field::RdmaOffset,
+                20,
+                "WIRE-6.7-1",
+                respond(0x90, 8, Status::Malformed),
+            );
+        }
+        let seg = |offset| TxnRepr::RdmaWrite {
+            tag: 8,
+            target: SHARED,
+            offset,
+            total: 4096,
+            data: &[1, 2, 3],
+        };
+        let mut buf = [0u8; 32];
+        assert_eq!(
+            seg(4094).emit(&mut buf),
+            Err(EmitError::Invalid(Field::RdmaOffset))
+        );
+        assert_eq!(
+            seg(u32::MAX).emit(&mut buf),
+            Err(EmitError::Invalid(Field::RdmaOffset))
+        );
+    }
+
+    //= type=test
+    //# WIRE-6.7-2 All segments of one write MUST carry the same tag, key, address, total length
+    //# and SHARED flag.
+    #[test]
+    fn rdma_write_segments_share_their_header() {
+        let data = [7u8; 10];
+        let mut emitted = Vec::new();
+        for (i, chunk) in data.chunks(4).enumerate() {
+            let seg = TxnRepr::RdmaWrite {
+                tag: 0x0808,
+                target: SHARED,
+                offset: u32::try_from(i * 4).unwrap(),
+                total: 10,
+                data: chunk,
+            };
+            let mut buf = vec![0u8; seg.buffer_len()];
+            seg.emit(&mut buf).unwrap();
+            emitted.push(buf);
+        }
+        for seg in &emitted {
+            // Opcode, flags and tag; key and address; total length.
+            assert_eq!(seg[..4], emitted[0][..4]);
+            assert_eq!(seg[8..20], emitted[0][8..20]);
+            assert_eq!(seg[24..28], emitted[0][24..28]);
+            assert!(parse_one(seg, 0).is_ok());
+        }
+        assert_eq!(emitted[2][20..24], [0, 0, 0, 8]);
+        assert_eq!(emitted[2][6..8], [0, 2]);
+    }
+
+    //= type=test
+    //# WIRE-6.1-7 (bad response) A response with an opcode this document does not define, or a
+    //# defined response whose `hlen` or fields violate its section, MUST be discarded and counted;
+    //# the receiver goes on with the next transaction.
+    //# WIRE-6.9-1 A response whose status is not OK MUST carry no data (`dlen` 0).
+    //# WIRE-6.9-3 An RDMA_READ_RESP with status OK MUST satisfy `1 <= dlen` and `offset + dlen <=
+    //# total length`. One with another status MUST have `dlen` 0 [...]
+    //# WIRE-6.9-4 A LOAD_RESP with status OK MUST carry 1..256 data bytes; an atomic response
+    //# with status OK MUST carry 4 or 8.
+    #[test]
+    fn bad_responses() {
+        let d = Action::DiscardTxn;
+        let at = 16;
+        // hlen differs from the table.
+        for (bytes, hlen) in [
+            (&LOAD_RESP[..], 3u8),
+            (&STORE_RESP[..], 3),
+            (&FADD_RESP[..], 4),
+            (&FENCE_RESP[..], 4),
+            (&RDMA_COMPLETION[..], 2),
+            (&RDMA_READ_RESP[..], 2),
+        ] {
+            let mut v = bytes.to_vec();
+            v[4] = hlen;
+            v.resize(v.len() + 16, 0);
+            check(parse_one(&v, at), Field::Hlen, at + 4, "WIRE-6.1-7", d);
+        }
+        // Data where there must be none.
+        for bytes in [&STORE_RESP[..], &FENCE_RESP[..], &RDMA_COMPLETION[..]] {
+            let v = with_dlen(bytes, 4);
+            check(parse_one(&v, at), Field::Dlen, at + 6, "WIRE-6.1-7", d);
+        }
+        // A status other than OK with data.
+        for bytes in [
+            &LOAD_RESP_ERR[..],
+            &CAS_RESP_MISALIGNED[..],
+            &RDMA_READ_RESP_ERR[..],
+            &STORE_RESP_UNKNOWN_STATUS[..],
+        ] {
+            let v = with_dlen(bytes, 4);
+            check(parse_one(&v, at), Field::Dlen, at + 6, "WIRE-6.9-1", d);
+        }
+        // LOAD_RESP OK: 1..=256 bytes.
+        for dlen in [0u16, 257] {
+            let v = with_dlen(&LOAD_RESP, dlen);
+            check(parse_one(&v, at), Field::Dlen, at + 6, "WIRE-6.9-4", d);
+        }
+        for dlen in [1u16, 256] {
+            assert!(parse_one(&with_dlen(&LOAD_RESP, dlen), 0).is_ok());
+        }
+        // Atomic responses OK: 4 or 8 bytes.
+        for op in [0x83u8, 0x84, 0x85] {
+            for dlen in 0..=12u16 {
+                let v = edited(&with_dlen(&FADD_RESP, dlen), |v| v[0] = op);
+                let r = parse_one(&v, at);
+                if dlen == 4 || dlen == 8 {
+                    assert!(r.is_ok());
+                } else {
+                    check(r, Field::Dlen, at + 6, "WIRE-6.9-4", d);
+                }
+            }
+        }
+        // RDMA_READ_RESP OK: 1 <= dlen and offset + dlen <= total; total never 0.
+        let v = with_dlen(&RDMA_READ_RESP, 0);
+        check(
+            parse_one(&v, at),
+            Field::RdmaOffset,
+            at + 8,
+            "WIRE-6.9-3",
+            d,
+        );
+        let v = edited(&RDMA_READ_RESP, |v| {
+            v[8..12].copy_from_slice(&60u32.to_be_bytes())
+        });
+        check(
+            parse_one(&v, at),
+            Field::RdmaOffset,
+            at + 8,
+            "WIRE-6.9-3",
+            d,
+        );
+        let v = edited(&RDMA_READ_RESP, |v| {
+            v[8..12].copy_from_slice(&59u32.to_be_bytes())
+        });
+        assert!(parse_one(&v, at).is_ok());
+        let v = edited(&RDMA_READ_RESP, |v| v[8..12].fill(0xFF));
+        check(
+            parse_one(&v, at),
+            Field::RdmaOffset,
+            at + 8,
+            "WIRE-6.9-3",
+            d,
+        );
+        let v = edited(&RDMA_READ_RESP_ERR, |v| v[12..16].fill(0));
+        check(
+            parse_one(&v, at),
+            Field::RdmaTotal,
+            at + 12,
+            "WIRE-6.9-3",
+            d,
+        );
+        // An unknown response is kept whole; the receiver discards it (WIRE-6.1-7).
+        let t = parse_one(&UNKNOWN_RESPONSE, 0).unwrap();
+        assert!(!t.is_request());
+        assert_eq!(t.opcode(), Opcode::Unknown(0xa0));
+    }
+
+    #[test]
+    fn emit_rejects_unencodable_values() {
+        let data = [0u8; 300];
+        let bad: [(TxnRepr<'_>, Field); 12] = [
+            (
+                TxnRepr::Load {
+                    tag: 0,
+                    target: TARGET,
+                    len: 0,
+                },
+                Field::LoadLength,
+            ),
+            (
+                TxnRepr::Load {
+                    tag: 0,
+                    target: TARGET,
+                    len: 257,
+                },
+                Field::LoadLength,
+            ),
+            (
+                TxnRepr::Store {
+                    tag: 0,
+                    target: TARGET,
+                    data: &[],
+                },
+                Field::Dlen,
+            ),
+            (
+                TxnRepr::Store {
+                    tag: 0,
+                    target: TARGET,
+                    data: &data[..257],
+                },
+                Field::Dlen,
+            ),
+            (
+                TxnRepr::Atomic {
+                    tag: 0,
+                    target: TARGET,
+                    width: Width::W4,
+                    op: AtomicOp::Swap { value: 1 << 32 },
+                },
+                Field::Dlen,
+            ),
+            (
+                TxnRepr::RdmaWrite {
+                    tag: 0,
+                    target: TARGET,
+                    offset: 0,
+                    total: 1,
+                    data: &[],
+                },
+                Field::RdmaTotal,
+            ),
+            (
+                TxnRepr::RdmaRead {
+                    tag: 0,
+                    target: TARGET,
+                    total: 0,
+                },
+                Field::RdmaTotal,
+            ),
+            (
+                TxnRepr::LoadResp {
+                    tag: 0,
+                    status: Status::Busy,
+                    data: &data[..1],
+                },
+                Field::Dlen,
+            ),
+            (
+                TxnRepr::AtomicResp {
+                    tag: 0,
+                    kind: AtomicKind::Swap,
+                    status: Status::Ok,
+                    old: None,
+                },
+                Field::Dlen,
+            ),
+            (
+                TxnRepr::RdmaReadResp {
+                    tag: 0,
+                    status: Status::Ok,
+                    offset: 0,
+                    total: 0,
+                    data: &[1],
+                },
+                Field::RdmaTotal,
+            ),
+            (
+                TxnRepr::Unknown {
+                    opcode: 0x02,
+                    flags_status: 0,
+                    tag: 0,
+                    header: &[],
+                    data: &[],
+                },
+                Field::Opcode,
+            ),
+            (
+                TxnRepr::Unknown {
+                    opcode: 0x30,
+                    flags_status: 0,
+                    tag: 0,
+                    header: &[0; 3],
+                    data: &[],
+                },
+                Field::Hlen,
+            ),
+        ];
+        let mut buf = [0u8; 512];
+        for (t, field) in bad {
+            assert_eq!(t.emit(&mut buf), Err(EmitError::Invalid(field)), "{t:?}");
+        }
+    }
+
+    #[test]
+    fn names_and_response_opcodes() {
+        for (op, name) in [
+            (AtomicOp::FetchAdd { addend: 0 }, "ATOMIC_FADD"),
+            (AtomicOp::Swap { value: 0 }, "ATOMIC_SWAP"),
+            (
+                AtomicOp::CompareSwap {
+                    compare: 0,
+                    value: 0,
+                },
+                "ATOMIC_CAS",
+            ),
+        ] {
+            assert_eq!(op.opcode().name(), name);
+        }
+        for (kind, op) in [
+            (AtomicKind::FetchAdd, 0x83),
+            (AtomicKind::Swap, 0x84),
+            (AtomicKind::CompareSwap, 0x85),
+        ] {
+            assert_eq!(kind.response_opcode().to_u8(), op);
+        }
+        assert_eq!(AtomicValue::U32(7).get(), 7);
+        assert_eq!(AtomicValue::U64(1 << 40).width(), Width::W8);
+        assert_eq!(core::mem::size_of::<TxnPrefix>(), PREFIX_LEN);
+    }
 }

@@ -1,0 +1,210 @@
+//! Reading frames from pcap and pcapng captures, and writing the vectors' pcapng file.
+//!
+//! EthLink frames are only meaningful with their FCS (WIRE-2.5-3), so a frame the capture says it
+//! holds without its FCS, or that the capture cut short, is reported as an error for that frame
+//! rather than decoded.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::time::Duration;
+
+use pcap_file::DataLink;
+use pcap_file::pcap::PcapParser;
+use pcap_file::pcapng::blocks::enhanced_packet::{EnhancedPacketBlock, EnhancedPacketOption};
+use pcap_file::pcapng::blocks::interface_description::{
+    InterfaceDescriptionBlock, InterfaceDescriptionOption,
+};
+use pcap_file::pcapng::blocks::section_header::SectionHeaderBlock;
+use pcap_file::pcapng::{Block, PcapNgParser, PcapNgWriter};
+
+/// One frame read from a capture: its bytes, or why they cannot be decoded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Captured {
+    /// Position of the frame in the capture, from 1.
+    pub index: usize,
+    /// The whole frame including its FCS, or the reason it is not available.
+    pub bytes: Result<Vec<u8>, String>,
+}
+
+/// Why a capture file could not be read at all.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CaptureError(pub String);
+
+impl fmt::Display for CaptureError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for CaptureError {}
+
+const PCAPNG_MAGIC: [u8; 4] = [0x0A, 0x0D, 0x0D, 0x0A];
+const PCAP_MAGICS: [[u8; 4]; 4] = [
+    [0xA1, 0xB2, 0xC3, 0xD4],
+    [0xD4, 0xC3, 0xB2, 0xA1],
+    [0xA1, 0xB2, 0x3C, 0x4D],
+    [0x4D, 0x3C, 0xB2, 0xA1],
+];
+
+/// Reads every packet of a pcap or pcapng capture held in `file`.
+pub fn read_capture(file: &[u8]) -> Result<Vec<Captured>, CaptureError> {
+    match file.first_chunk::<4>() {
+        Some(m) if *m == PCAPNG_MAGIC => read_pcapng(file),
+        Some(m) if PCAP_MAGICS.contains(m) => read_pcap(file),
+        _ => Err(CaptureError(
+            "not a pcap or pcapng capture (unknown magic number)".to_owned(),
+        )),
+    }
+}
+
+fn read_pcapng(file: &[u8]) -> Result<Vec<Captured>, CaptureError> {
+    let bad = |e: pcap_file::PcapError| CaptureError(format!("bad pcapng capture: {e}"));
+    let (mut rest, mut parser) = PcapNgParser::new(file).map_err(bad)?;
+    let mut frames = Vec::new();
+    while !rest.is_empty() {
+        let (next, block) = parser.next_block(rest).map_err(bad)?;
+        rest = next;
+        let (interface_id, data, original_len) = match &block {
+            Block::EnhancedPacket(p) => (Some(p.interface_id), &p.data, p.original_len),
+            Block::SimplePacket(p) => (None, &p.data, p.original_len),
+            Block::Packet(p) => (Some(u32::from(p.interface_id)), &p.data, p.original_len),
+            _ => continue,
+        };
+        let index = frames.len() + 1;
+        let interface = match interface_id {
+            Some(id) => usize::try_from(id)
+                .ok()
+                .and_then(|i| parser.interfaces().get(i)),
+            None => parser.interfaces().first(),
+        };
+        let bytes = match interface {
+            None => Err("the packet names an interface the capture does not describe".to_owned()),
+            Some(idb) => check_packet(idb_fcs_len(idb), &idb.linktype, data, original_len),
+        };
+        frames.push(Captured { index, bytes });
+    }
+    Ok(frames)
+}
+
+/// The FCS length an interface declares (`if_fcslen`), if it declares one.
+fn idb_fcs_len(idb: &InterfaceDescriptionBlock<'_>) -> Option<u8> {
+    idb.options.iter().find_map(|o| match o {
+        InterfaceDescriptionOption::IfFcsLen(n) => Some(*n),
+        _ => None,
+    })
+}
+
+fn read_pcap(file: &[u8]) -> Result<Vec<Captured>, CaptureError> {
+    let bad = |e: pcap_file::PcapError| CaptureError(format!("bad pcap capture: {e}"));
+    let (mut rest, parser) = PcapParser::new(file).map_err(bad)?;
+    let linktype = parser.header().datalink;
+    let mut frames = Vec::new();
+    while !rest.is_empty() {
+        let (next, packet) = parser.next_packet(rest).map_err(bad)?;
+        rest = next;
+        // A pcap header cannot say whether frames keep their FCS; try them as they are.
+        let bytes = check_packet(None, &linktype, &packet.data, packet.orig_len);
+        frames.push(Captured {
+            index: frames.len() + 1,
+            bytes,
+        });
+    }
+    Ok(frames)
+}
+
+fn check_packet(
+    fcs_len: Option<u8>,
+    linktype: &DataLink,
+    data: &[u8],
+    original_len: u32,
+) -> Result<Vec<u8>, String> {
+    if *linktype != DataLink::ETHERNET {
+        return Err(format!(
+            "link type {linktype:?} is not Ethernet; EthLink frames are Ethernet frames"
+        ));
+    }
+    if fcs_len == Some(0) {
+        return Err(
+            "the capture interface says if_fcslen=0: frames were stored without their FCS, \
+             which EthLink frames need (WIRE-2.5-3)"
+                .to_owned(),
+        );
+    }
+    if let Some(n) = fcs_len.filter(|&n| n != 4) {
+        return Err(format!(
+            "the capture interface says if_fcslen={n}: an Ethernet FCS is 4 bytes"
+        ));
+    }
+    let captured = data.len();
+    if usize::try_from(original_len).is_ok_and(|o| o > captured) {
+        return Err(format!(
+            "the capture kept {captured} of the frame's {original_len} bytes (snap length): \
+             the end of the frame and its FCS are missing"
+        ));
+    }
+    Ok(data.to_vec())
+}
+
+/// Writes `frames` as a pcapng capture: one section header, one Ethernet interface with
+/// nanosecond timestamps (`if_tsresol` = 9) whose frames keep their 4-byte FCS
+/// (`if_fcslen` = 4), and one enhanced packet block per frame, timestamped `index * 1000` ns and
+/// commented with its name. The output depends only on `frames`.
+pub fn write_pcapng(frames: &[(&str, &[u8])]) -> Result<Vec<u8>, CaptureError> {
+    let bad = |e: pcap_file::PcapError| CaptureError(format!("cannot write pcapng: {e}"));
+    let section = SectionHeaderBlock {
+        endianness: pcap_file::Endianness::Little,
+        major_version: 1,
+        minor_version: 0,
+        section_length: -1,
+        options: vec![],
+    };
+    let mut writer = PcapNgWriter::with_section_header(Vec::new(), section).map_err(bad)?;
+    let interface = InterfaceDescriptionBlock {
+        linktype: DataLink::ETHERNET,
+        snaplen: 0,
+        options: vec![
+            InterfaceDescriptionOption::IfName(Cow::Borrowed("ethlink-vectors")),
+            InterfaceDescriptionOption::IfTsResol(9),
+            InterfaceDescriptionOption::IfFcsLen(4),
+        ],
+    };
+    writer.write_pcapng_block(interface).map_err(bad)?;
+    for (i, (name, bytes)) in frames.iter().enumerate() {
+        let len = u32::try_from(bytes.len())
+            .map_err(|_| CaptureError(format!("frame {name} is too long for pcapng")))?;
+        let nanos = u64::try_from(i).unwrap_or(u64::MAX).saturating_mul(1000);
+        let packet = EnhancedPacketBlock {
+            interface_id: 0,
+            timestamp: Duration::from_nanos(nanos),
+            original_len: len,
+            data: Cow::Borrowed(bytes),
+            options: vec![EnhancedPacketOption::Comment(Cow::Borrowed(name))],
+        };
+        writer.write_pcapng_block(packet).map_err(bad)?;
+    }
+    Ok(writer.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_and_garbage() {
+        let a = [1u8; 64];
+        let b = [2u8; 70];
+        let file = write_pcapng(&[("a", &a), ("b", &b)]).unwrap_or_default();
+        let frames = read_capture(&file).unwrap_or_default();
+        assert_eq!(frames.len(), 2);
+        assert_eq!(
+            frames.first().map(|f| f.bytes.clone()),
+            Some(Ok(a.to_vec()))
+        );
+        assert!(read_capture(b"hello world").is_err());
+        assert!(read_capture(&[]).is_err());
+        // Every truncation of a good capture reads or fails cleanly.
+        for cut in 0..file.len() {
+            let _ = read_capture(file.get(..cut).unwrap_or_default());
+        }
+    }
+}

@@ -1,0 +1,359 @@
+//! # ethlink-cli: the `ethlink` command
+//!
+//! The tool on top of the stack for people and scripts that look at EthLink frames: it decodes
+//! frames (hex or pcap/pcapng captures) into readable text or JSON, encodes that JSON back into
+//! frames, compares EthLink's wire efficiency with RoCEv2, and writes the golden test vectors
+//! under `conformance/vectors/`. It only uses the `ethlink-protocol` crate; every wire rule it
+//! applies is that crate's, cited by requirement id of `docs/spec/wire.md`.
+//!
+//! The binary (`src/main.rs`) only parses arguments and calls [`run`]; everything else is here
+//! so that tests can call it directly.
+//!
+//! Exit status: 0 on success, 1 when a frame (or a transaction in it) is malformed, 2 when the
+//! input itself cannot be used (bad hex, unreadable file, bad JSON, bad arguments).
+
+pub mod capture;
+pub mod decode;
+pub mod efficiency;
+pub mod encode;
+pub mod hexio;
+pub mod model;
+pub mod vectors;
+
+use std::io::{Read, Write};
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+use ethlink_protocol::{MAX_FRAME_LEN, MIN_MFS};
+
+/// Exit status: success.
+pub const EXIT_OK: u8 = 0;
+/// Exit status: a frame or transaction is malformed.
+pub const EXIT_MALFORMED: u8 = 1;
+/// Exit status: unusable input or arguments.
+pub const EXIT_USAGE: u8 = 2;
+
+/// Command-line interface.
+#[derive(Debug, Parser)]
+#[command(
+    name = "ethlink",
+    version,
+    about = "Decode, encode and measure EthLink frames",
+    long_about = "Decode, encode and measure EthLink frames.\n\n\
+        EthLink carries GPU load/store and lightweight RDMA in Ethernet frames \
+        (docs/spec/wire.md). This tool decodes frames from hex or pcap/pcapng captures, encodes \
+        the JSON it prints back into frames, compares EthLink's wire efficiency with RoCEv2 and \
+        writes the golden test vectors.\n\n\
+        Exit status: 0 on success, 1 when a frame or a transaction in it is malformed, 2 when \
+        the input or the arguments cannot be used."
+)]
+pub struct Cli {
+    /// The subcommand.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Decode frames from hex or a capture.
+    #[command(
+        about = "Decode EthLink frames from hex or a pcap/pcapng capture",
+        long_about = "Decode EthLink frames from hex or a pcap/pcapng capture.\n\n\
+            Prints the Ethernet header (MACs, optional 802.1Q tag), the link header (kind, VC, \
+            flags, sequence number), the control body or the network header and every \
+            transaction. Frames must include their 4-byte FCS.\n\n\
+            The frame comes from --hex, or from --pcap (every frame of the capture), or else \
+            from hex text on standard input (the whole input is one frame).\n\n\
+            A transaction error stops the decode of that frame; the transactions before it \
+            are still shown, and with --json the frame's object carries an \"error\" object.\n\n\
+            Exit status: 0 when every frame is well-formed; 1 when a frame or a transaction in \
+            it is malformed, with one line per such frame on standard error naming the field, \
+            its offset in the frame, the requirement of docs/spec/wire.md and what a receiver \
+            must do; 2 when the input cannot be used (bad hex, unreadable file)."
+    )]
+    Decode(DecodeArgs),
+    /// Encode decode's JSON back into a frame.
+    #[command(
+        about = "Encode the JSON printed by `decode --json` into frame hex",
+        long_about = "Encode the JSON printed by `decode --json` into frame hex.\n\n\
+            Reads one frame object, or an array of them, from --json FILE or standard input, \
+            and prints each frame as hex on its own line, with its FCS computed and appended. \
+            Derived keys (length, txn_count, payload_length, dlen, frame_offset, ...) may be \
+            left out; when present they must agree with the frame. `decode --json` followed by \
+            `encode` gives back the identical frame for every well-formed frame. \
+            docs/cli-json.md describes every key.\n\n\
+            Bad JSON makes the exit status 2 with a message naming the key and what is wrong."
+    )]
+    Encode(EncodeArgs),
+    /// Compare wire efficiency with RoCEv2.
+    #[command(
+        about = "Compare the wire efficiency of EthLink and RoCEv2",
+        long_about = "Compare the wire efficiency of EthLink and RoCEv2.\n\n\
+            Efficiency is payload bytes / wire bytes, where wire bytes count each frame's \
+            headers, padding to 64 bytes and FCS plus 20 bytes of preamble, SFD and \
+            inter-frame gap. Rows are operations of 4, 8, 64, 128, 256 and 4096 bytes. Columns: \
+            EthLink with one operation per frame (a STORE up to 256 bytes, an RDMA_WRITE for \
+            4096), EthLink with as many operations packed into one frame as the MFS allows, \
+            RoCEv2 RDMA WRITE with one operation per packet, and the request plus response of a \
+            read of the same size on EthLink (LOAD or RDMA_READ) and RoCEv2 (RDMA READ). \
+            EthLink sizes are measured by emitting real frames."
+    )]
+    Efficiency(EfficiencyArgs),
+    /// Write the golden test vectors.
+    #[command(
+        about = "Write the golden test vectors (vectors.json and vectors.pcapng)",
+        long_about = "Write the golden test vectors.\n\n\
+            Writes exactly two files into the output directory: vectors.json (every vector with \
+            its hex, the requirements it exercises, and either its decode or the error a \
+            receiver must report) and vectors.pcapng (the same frames, with their FCS, in the \
+            same order). The output is the same bytes on every run. The committed copies live \
+            in conformance/vectors/; regenerate them with \
+            `cargo run -p ethlink-cli -- vectors --out conformance/vectors`."
+    )]
+    Vectors(VectorsArgs),
+}
+
+/// Arguments of `decode`.
+#[derive(Debug, Args)]
+pub struct DecodeArgs {
+    /// Hex of one whole frame, destination MAC through FCS. Spaces, colons and 0x prefixes are
+    /// ignored.
+    #[arg(long, value_name = "HEX", conflicts_with = "pcap")]
+    pub hex: Option<String>,
+    /// A pcap or pcapng capture: decode every frame in it. Frames must include their FCS
+    /// (pcapng interfaces with if_fcslen=0 are reported as errors).
+    #[arg(long, value_name = "FILE")]
+    pub pcap: Option<PathBuf>,
+    /// The link's maximum frame size in bytes (320..=9216); longer frames are rejected
+    /// (WIRE-2.4-2).
+    #[arg(long, value_name = "N", default_value_t = MAX_FRAME_LEN, value_parser = parse_mfs)]
+    pub mfs: usize,
+    /// Print JSON instead of text: one object per frame, or an array of objects for --pcap.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Arguments of `encode`.
+#[derive(Debug, Args)]
+pub struct EncodeArgs {
+    /// Read the JSON from FILE instead of standard input.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
+/// Arguments of `efficiency`.
+#[derive(Debug, Args)]
+pub struct EfficiencyArgs {
+    /// Print JSON (the parameters and a rows array) instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// The EthLink link's maximum frame size in bytes (320..=9216), which bounds packing and
+    /// RDMA segment sizes.
+    #[arg(long, value_name = "N", default_value_t = MAX_FRAME_LEN, value_parser = parse_mfs)]
+    pub mfs: usize,
+}
+
+/// Arguments of `vectors`.
+#[derive(Debug, Args)]
+pub struct VectorsArgs {
+    /// Directory to write vectors.json and vectors.pcapng into (created if missing).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+}
+
+fn parse_mfs(s: &str) -> Result<usize, String> {
+    let n: usize = s
+        .parse()
+        .map_err(|_| format!("{s:?} is not a whole number of bytes"))?;
+    if (MIN_MFS..=MAX_FRAME_LEN).contains(&n) {
+        Ok(n)
+    } else {
+        Err(format!(
+            "{n} is outside {MIN_MFS}..={MAX_FRAME_LEN}, the range of a maximum frame size"
+        ))
+    }
+}
+
+/// Where a command reads and writes.
+pub struct Io<'a> {
+    /// Standard input.
+    pub stdin: &'a mut dyn Read,
+    /// Standard output.
+    pub stdout: &'a mut dyn Write,
+    /// Standard error.
+    pub stderr: &'a mut dyn Write,
+}
+
+/// A failure that ends a command with a message on standard error.
+#[derive(Debug)]
+struct Fail {
+    status: u8,
+    message: String,
+}
+
+fn usage(message: impl Into<String>) -> Fail {
+    Fail {
+        status: EXIT_USAGE,
+        message: message.into(),
+    }
+}
+
+/// Runs a parsed command and returns its exit status.
+pub fn run(cli: Cli, io: &mut Io<'_>) -> u8 {
+    let result = match cli.command {
+        Command::Decode(args) => run_decode(&args, io),
+        Command::Encode(args) => run_encode(&args, io),
+        Command::Efficiency(args) => run_efficiency(&args, io),
+        Command::Vectors(args) => run_vectors(&args, io),
+    };
+    match result {
+        Ok(status) => status,
+        Err(fail) => {
+            let _ = writeln!(io.stderr, "error: {}", fail.message);
+            fail.status
+        }
+    }
+}
+
+fn write_out(io: &mut Io<'_>, text: &str) -> Result<(), Fail> {
+    io.stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| io.stdout.flush())
+        .map_err(|e| usage(format!("cannot write the output: {e}")))
+}
+
+fn to_json(value: &impl serde::Serialize) -> Result<String, Fail> {
+    serde_json::to_string_pretty(value)
+        .map(|mut s| {
+            s.push('\n');
+            s
+        })
+        .map_err(|e| usage(format!("cannot render JSON: {e}")))
+}
+
+fn read_stdin(io: &mut Io<'_>) -> Result<String, Fail> {
+    let mut text = String::new();
+    io.stdin
+        .read_to_string(&mut text)
+        .map_err(|e| usage(format!("cannot read standard input: {e}")))?;
+    Ok(text)
+}
+
+fn run_decode(args: &DecodeArgs, io: &mut Io<'_>) -> Result<u8, Fail> {
+    let frames: Vec<capture::Captured> = match (&args.hex, &args.pcap) {
+        (Some(hex), _) => vec![capture::Captured {
+            index: 1,
+            bytes: Ok(hexio::parse_hex(hex).map_err(|e| usage(format!("--hex: {e}")))?),
+        }],
+        (None, Some(path)) => {
+            let file = std::fs::read(path)
+                .map_err(|e| usage(format!("cannot read {}: {e}", path.display())))?;
+            capture::read_capture(&file).map_err(|e| usage(format!("{}: {e}", path.display())))?
+        }
+        (None, None) => {
+            let text = read_stdin(io)?;
+            vec![capture::Captured {
+                index: 1,
+                bytes: Ok(
+                    hexio::parse_hex(&text).map_err(|e| usage(format!("standard input: {e}")))?
+                ),
+            }]
+        }
+    };
+    let mut status = EXIT_OK;
+    let mut objects = Vec::new();
+    let mut text = String::new();
+    for captured in frames {
+        let json = match &captured.bytes {
+            Ok(bytes) => {
+                let decoded = decode::decode_frame(bytes, args.mfs);
+                if let Some(e) = &decoded.error {
+                    status = EXIT_MALFORMED;
+                    let _ = writeln!(
+                        io.stderr,
+                        "error: {}",
+                        decode::error_line(captured.index, e)
+                    );
+                }
+                decoded.json
+            }
+            Err(reason) => {
+                status = EXIT_MALFORMED;
+                let _ = writeln!(io.stderr, "error: frame {}: {reason}", captured.index);
+                model::FrameJson {
+                    capture_error: Some(reason.clone()),
+                    ..model::FrameJson::default()
+                }
+            }
+        };
+        // Frames of a capture are numbered; a single frame needs no number.
+        let json = model::FrameJson {
+            frame: args.pcap.as_ref().map(|_| captured.index),
+            ..json
+        };
+        if args.json {
+            objects.push(json);
+        } else {
+            if !text.is_empty() {
+                text.push('\n');
+            }
+            text.push_str(&decode::render_text(&json));
+        }
+    }
+    if args.json {
+        text = if args.pcap.is_some() {
+            to_json(&objects)?
+        } else {
+            match objects.first() {
+                Some(o) => to_json(o)?,
+                None => String::new(),
+            }
+        };
+    }
+    write_out(io, &text)?;
+    Ok(status)
+}
+
+fn run_encode(args: &EncodeArgs, io: &mut Io<'_>) -> Result<u8, Fail> {
+    let (source, text) = match &args.json {
+        Some(path) => (
+            path.display().to_string(),
+            std::fs::read_to_string(path)
+                .map_err(|e| usage(format!("cannot read {}: {e}", path.display())))?,
+        ),
+        None => ("standard input".to_owned(), read_stdin(io)?),
+    };
+    let frames = encode::encode_text(&text).map_err(|e| usage(format!("{source}: {e}")))?;
+    let mut out = String::new();
+    for f in frames {
+        out.push_str(&hexio::to_hex(&f));
+        out.push('\n');
+    }
+    write_out(io, &out)?;
+    Ok(EXIT_OK)
+}
+
+fn run_efficiency(args: &EfficiencyArgs, io: &mut Io<'_>) -> Result<u8, Fail> {
+    let report = efficiency::compute(args.mfs).map_err(usage)?;
+    let text = if args.json {
+        to_json(&report)?
+    } else {
+        efficiency::render_text(&report)
+    };
+    write_out(io, &text)?;
+    Ok(EXIT_OK)
+}
+
+fn run_vectors(args: &VectorsArgs, io: &mut Io<'_>) -> Result<u8, Fail> {
+    vectors::write(&args.out).map_err(usage)?;
+    write_out(
+        io,
+        &format!(
+            "wrote {} and {}\n",
+            args.out.join(vectors::JSON_FILE).display(),
+            args.out.join(vectors::PCAPNG_FILE).display()
+        ),
+    )?;
+    Ok(EXIT_OK)
+}
