@@ -481,10 +481,10 @@ impl<'a> TxnRepr<'a> {
                 data,
                 ..
             } => {
-                if *total == 0 {
-                    return bad(Field::RdmaTotal);
-                }
                 if status.is_ok() {
+                    if *total == 0 {
+                        return bad(Field::RdmaTotal);
+                    }
                     if data.is_empty() || u64::from(*offset) + data.len() as u64 > u64::from(*total)
                     {
                         return bad(Field::RdmaOffset);
@@ -893,9 +893,11 @@ impl<'a> TxnRepr<'a> {
                 let (e, _) = ReadRespExt::ref_from_prefix(ext).map_err(|_| ext_err)?;
                 let (offset, total) = (e.offset.get(), e.total.get());
                 //= docs/spec/wire.md#69-responses
-                //# WIRE-6.9-3 An RDMA_READ_RESP with status OK MUST satisfy `1 <= dlen` and
-                //# `offset + dlen <= total length`.
-                if total == 0 {
+                //# WIRE-6.9-3 An RDMA_READ_RESP with status OK MUST satisfy `1 <= total length`,
+                //# `1 <= dlen` and `offset + dlen <= total length`. One with another status MUST
+                //# have `dlen` 0 and ends the read; its offset and total length are informative
+                //# and not checked.
+                if status.is_ok() && total == 0 {
                     return Err(reject(Field::RdmaTotal, 12, "WIRE-6.9-3", malformed));
                 }
                 if status.is_ok()
@@ -1833,7 +1835,7 @@ pub(crate) mod tests {
             "WIRE-6.9-3",
             d,
         );
-        let v = edited(&RDMA_READ_RESP_ERR, |v| v[12..16].fill(0));
+        let v = edited(&RDMA_READ_RESP, |v| v[12..16].fill(0));
         check(
             parse_one(&v, at),
             Field::RdmaTotal,
@@ -1845,6 +1847,47 @@ pub(crate) mod tests {
         let t = parse_one(&UNKNOWN_RESPONSE, 0).unwrap();
         assert!(!t.is_request());
         assert_eq!(t.opcode(), Opcode::Unknown(0xa0));
+    }
+
+    //= type=test
+    //# WIRE-6.9-3 [...] One with another status MUST have `dlen` 0 and ends the read; its offset
+    //# and total length are informative and not checked.
+    #[test]
+    fn failed_rdma_read_resp_offset_and_total_are_not_checked() {
+        for (offset, total) in [
+            (0u32, 0u32),
+            (0xFFFF_FFFF, 1),
+            (100, 0),
+            (0xFFFF_FFFF, 0xFFFF_FFFF),
+        ] {
+            let v = edited(&RDMA_READ_RESP_ERR, |v| {
+                v[8..12].copy_from_slice(&offset.to_be_bytes());
+                v[12..16].copy_from_slice(&total.to_be_bytes());
+            });
+            let want = TxnRepr::RdmaReadResp {
+                tag: 9,
+                status: Status::AccessViolation,
+                offset,
+                total,
+                data: &[],
+            };
+            assert_eq!(parse_one(&v, 0), Ok(want));
+            let mut out = [0xa5u8; 16];
+            assert_eq!(want.emit(&mut out), Ok(16));
+            assert_eq!(out[..], v[..]);
+        }
+        // With status OK the total length must be at least 1.
+        let ok = TxnRepr::RdmaReadResp {
+            tag: 9,
+            status: Status::Ok,
+            offset: 0,
+            total: 0,
+            data: &[1],
+        };
+        assert_eq!(
+            ok.emit(&mut [0u8; 24]),
+            Err(EmitError::Invalid(Field::RdmaTotal))
+        );
     }
 
     #[test]

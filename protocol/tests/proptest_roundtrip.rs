@@ -343,7 +343,7 @@ fn txn() -> impl Strategy<Value = OwnedTxn> {
                 },
                 data
             )),
-        (any::<u16>(), error_status(), any::<u32>(), 1u32..=u32::MAX).prop_map(
+        (any::<u16>(), error_status(), any::<u32>(), any::<u32>()).prop_map(
             |(tag, status, offset, total)| OwnedTxn::new(TxnRepr::RdmaReadResp {
                 tag,
                 status,
