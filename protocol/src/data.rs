@@ -196,10 +196,16 @@ impl<'a> Iterator for TxnIter<'a> {
         let (Some(hdr), Some(data)) = (rest.get(..hdr_len), rest.get(hdr_len..hdr_len + dlen))
         else {
             *done = true;
+            // Blame the field that runs past the end: the header itself, or the data after it.
+            let (field, at_field) = if hdr_len > rest.len() {
+                (Field::Hlen, 4)
+            } else {
+                (Field::Dlen, 6)
+            };
             return Some(Err(Error::new(
                 ErrorKind::Inconsistent,
-                Field::Dlen,
-                at.saturating_add(6),
+                field,
+                at.saturating_add(at_field),
                 "WIRE-6.1-3",
                 Action::DiscardRest,
             )));
@@ -661,10 +667,10 @@ mod tests {
                 vec![0x06, 0, 0, 1, 1, 0, 0, 0],
                 rest(ErrorKind::OutOfRange, Field::Hlen, 20, "WIRE-6.1-3"),
             ),
-            // The header runs past the end.
+            // The header runs past the end: the error names hlen.
             (
                 vec![0x06, 0, 0, 1, 3, 0, 0, 0],
-                rest(ErrorKind::Inconsistent, Field::Dlen, 22, "WIRE-6.1-3"),
+                rest(ErrorKind::Inconsistent, Field::Hlen, 20, "WIRE-6.1-3"),
             ),
             // The data runs past the end.
             (
@@ -764,8 +770,11 @@ mod tests {
             let data = DataRepr::parse_at(&short, 20).unwrap();
             let mut it = data.txns.iter();
             let e = err_of(it.next());
+            let hdr_len = usize::from(b[4]) * 4;
             let (field, offset) = if b.len() - 1 < PREFIX_LEN {
                 (Field::TxnPrefix, 28)
+            } else if b.len() - 1 < hdr_len {
+                (Field::Hlen, 28 + 4)
             } else {
                 (Field::Dlen, 28 + 6)
             };
@@ -1058,9 +1067,9 @@ mod tests {
             let e = errs[0].unwrap_err();
             assert_eq!(
                 (e.field, e.spec, e.action),
-                (Field::Dlen, "WIRE-6.1-3", Action::DiscardRest)
+                (Field::Hlen, "WIRE-6.1-3", Action::DiscardRest)
             );
-            assert_eq!(e.offset, base.saturating_add(8 + 6));
+            assert_eq!(e.offset, base.saturating_add(8 + 4));
             // A header error of the network header too.
             let mut bad = payload;
             bad[2..4].copy_from_slice(&[0xFF, 0xFF]);

@@ -54,6 +54,10 @@ pub enum Field {
     Hlen,
     /// A transaction's `dlen`.
     Dlen,
+    /// A memory request's address.
+    Address,
+    /// The 802.1Q tag.
+    Vlan,
     /// LOAD: length.
     LoadLength,
     /// RDMA: offset and segment length against the total length.
@@ -90,6 +94,8 @@ impl Field {
             Field::TxnPrefix => "txn.prefix",
             Field::Hlen => "txn.hlen",
             Field::Dlen => "txn.dlen",
+            Field::Address => "txn.address",
+            Field::Vlan => "eth.vlan",
             Field::LoadLength => "txn.length",
             Field::RdmaOffset => "txn.offset",
             Field::RdmaTotal => "txn.total_length",
@@ -184,7 +190,8 @@ pub enum ErrorKind {
 }
 
 impl ErrorKind {
-    const fn describe(self) -> &'static str {
+    /// A short description, as error messages print it.
+    pub const fn describe(self) -> &'static str {
         match self {
             ErrorKind::Truncated => "truncated",
             ErrorKind::OutOfRange => "out of range",

@@ -114,6 +114,12 @@ impl FrameKind {
     }
 }
 
+//= docs/spec/wire.md#11-byte-and-bit-order
+//# WIRE-1.1-1 All multi-byte header fields MUST be transmitted in network byte order (most
+//# significant byte first).
+// Every multi-byte field of every header struct in this crate is a zerocopy `network_endian`
+// integer, so both reading and writing are big-endian by construction.
+
 /// Zero-copy view of the 6-byte link header.
 #[derive(FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Debug, Clone, Copy)]
 #[repr(C)]
@@ -150,6 +156,8 @@ impl LinkHeader {
         Seq::new(self.seq.get())
     }
     fn set(&mut self, kind: FrameKind, vc: Vc, flags: u8, seq: Seq) {
+        //= docs/spec/wire.md#3-link-header
+        //# WIRE-3-1 A transmitter MUST set the version to 1.
         self.ver_kind = (1 << 4) | kind.to_u8();
         self.vc_flags = (vc.value() << 5) | (flags & 0x1F);
         self.seq = U32::new(seq.value());
@@ -227,6 +235,11 @@ impl EthernetRepr {
 
     /// Writes the Ethernet header into the start of `buf`, which must hold `header_len()` bytes.
     fn emit(&self, buf: &mut [u8]) -> Result<(), EmitError> {
+        if let Some(tag) = self.vlan
+            && (tag.pcp > 7 || tag.vid > 0x0FFF)
+        {
+            return Err(EmitError::Invalid(Field::Vlan));
+        }
         let len = self.header_len();
         let available = buf.len();
         let out = buf.get_mut(..len).ok_or(EmitError::BufferTooSmall {
@@ -850,6 +863,9 @@ impl<'a> FrameRepr<'a> {
             LinkFrame::CreditUpdate(c) | LinkFrame::CreditResync(c) => {
                 let (b, _) = CreditBody::mut_from_prefix(content)
                     .map_err(|_| EmitError::Invalid(Field::ControlBody))?;
+                if c.counters.iter().flatten().any(|v| *v > Seq::MASK) {
+                    return Err(EmitError::Invalid(Field::ControlBody));
+                }
                 c.emit(b);
             }
             LinkFrame::Init(init) | LinkFrame::InitEcho { init, .. } => {
@@ -1244,6 +1260,8 @@ mod tests {
     //# WIRE-2.5-2 The 32-bit CRC value MUST be appended least significant byte first.
     //# WIRE-3-1 A transmitter MUST set the version to 1.
     //# WIRE-3-7 Control frames [...] their VC and flags fields are reserved.
+    //# WIRE-1.1-1 All multi-byte header fields MUST be transmitted in network byte order (the
+    //# static vectors spell every multi-byte field most significant byte first).
     #[test]
     fn construct_every_kind() {
         for (name, bytes, repr) in vectors() {
@@ -1254,6 +1272,43 @@ mod tests {
             assert_eq!(&buf[..bytes.len()], bytes, "{name}");
             assert!(buf[bytes.len()..].iter().all(|&b| b == 0xa5), "{name}");
         }
+    }
+
+    /// Values the wire cannot carry are refused, not silently truncated.
+    #[test]
+    fn emit_refuses_out_of_range_tag_and_credit_values() {
+        let mut buf = [0u8; 128];
+        for tag in [
+            VlanTag {
+                pcp: 8,
+                dei: false,
+                vid: 1,
+            },
+            VlanTag {
+                pcp: 0,
+                dei: false,
+                vid: 0x1000,
+            },
+        ] {
+            let r = FrameRepr {
+                eth: EthernetRepr {
+                    vlan: Some(tag),
+                    ..EthernetRepr::default()
+                },
+                link: LinkFrame::Ack(Seq::new(1)),
+            };
+            assert_eq!(r.emit(&mut buf), Err(EmitError::Invalid(Field::Vlan)));
+        }
+        let mut counters = [None; 8];
+        counters[2] = Some(Seq::MODULUS);
+        let r = FrameRepr {
+            eth: EthernetRepr::default(),
+            link: LinkFrame::CreditUpdate(CreditRepr { counters }),
+        };
+        assert_eq!(
+            r.emit(&mut buf),
+            Err(EmitError::Invalid(Field::ControlBody))
+        );
     }
 
     //= type=test

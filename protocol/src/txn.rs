@@ -771,12 +771,7 @@ impl<'a> TxnRepr<'a> {
                 //# WIRE-6.5-2 An atomic whose address is not a multiple of its operand size MUST NOT
                 //# be executed and MUST be answered with status MISALIGNED.
                 if target.addr % width.bytes() as u64 != 0 {
-                    return Err(reject(
-                        Field::TxnPrefix,
-                        12,
-                        "WIRE-6.5-2",
-                        Status::Misaligned,
-                    ));
+                    return Err(reject(Field::Address, 12, "WIRE-6.5-2", Status::Misaligned));
                 }
                 let w = width.bytes();
                 let first = get_le(data, 0, w);
@@ -1663,7 +1658,7 @@ pub(crate) mod tests {
                 let tag = u16::from_be_bytes([v[2], v[3]]);
                 check(
                     r,
-                    Field::TxnPrefix,
+                    Field::Address,
                     40 + 12,
                     "WIRE-6.5-2",
                     respond(v[0] | 0x80, tag, Status::Misaligned),
