@@ -58,7 +58,7 @@ if [ "$FUZZ_SECONDS" != 0 ] && [ -d fuzz ]; then
   if ! command -v cargo-fuzz >/dev/null 2>&1; then
     cargo install cargo-fuzz --locked --quiet
   fi
-  (cd fuzz && for t in $(cargo fuzz list); do
+  (cd fuzz && for t in $(basename -s .rs fuzz_targets/*.rs); do
      seeds=()
      [ -d "seeds/$t" ] && seeds=("seeds/$t")
      mkdir -p "corpus/$t"
