@@ -293,23 +293,17 @@ impl<'a> DataRepr<'a> {
         NETWORK_HEADER_LEN.saturating_add(self.txns.byte_len())
     }
 
-    /// Writes the payload into the start of `buf` and returns its length.
-    pub fn emit(&self, buf: &mut [u8]) -> Result<usize, EmitError> {
-        let len = self.buffer_len();
-        let available = buf.len();
-        let out = buf.get_mut(..len).ok_or(EmitError::BufferTooSmall {
-            needed: len,
-            available,
-        })?;
+    /// Writes the 8-byte network header for `payload_len` bytes of transactions into `out`.
+    fn emit_header(&self, out: &mut [u8], payload_len: usize) -> Result<(), EmitError> {
         let count = self.txns.count();
         //= docs/spec/wire.md#5-data-frames-the-network-header
         //# WIRE-5-1 A DATA frame MUST carry at least one transaction.
         if count == 0 || count > MAX_TXNS_PER_FRAME {
             return Err(EmitError::Invalid(Field::TxnCount));
         }
-        let payload_len = u16::try_from(len - NETWORK_HEADER_LEN)
-            .map_err(|_| EmitError::Invalid(Field::PayloadLength))?;
-        let (hdr, mut rest) = NetworkHeader::mut_from_prefix(out)
+        let payload_len =
+            u16::try_from(payload_len).map_err(|_| EmitError::Invalid(Field::PayloadLength))?;
+        let (hdr, _) = NetworkHeader::mut_from_prefix(out)
             .map_err(|_| EmitError::Invalid(Field::NetworkHeader))?;
         //= docs/spec/wire.md#5-data-frames-the-network-header
         //# WIRE-5-2 The payload length MUST equal the sum of the sizes of the transactions (§6.1)
@@ -321,6 +315,19 @@ impl<'a> DataRepr<'a> {
             count: u8::try_from(count).map_err(|_| EmitError::Invalid(Field::TxnCount))?,
             payload_len: U16::new(payload_len),
         };
+        Ok(())
+    }
+
+    /// Writes the payload into the start of `buf` and returns its length.
+    pub fn emit(&self, buf: &mut [u8]) -> Result<usize, EmitError> {
+        let len = self.buffer_len();
+        let available = buf.len();
+        let out = buf.get_mut(..len).ok_or(EmitError::BufferTooSmall {
+            needed: len,
+            available,
+        })?;
+        let (hdr, mut rest) = out.split_at_mut(NETWORK_HEADER_LEN);
+        self.emit_header(hdr, len - NETWORK_HEADER_LEN)?;
         match self.txns {
             Txns::Wire { bytes, .. } => rest.copy_from_slice(bytes),
             Txns::Slice(txns) => {
@@ -337,6 +344,36 @@ impl<'a> DataRepr<'a> {
 /// Length of the DATA frame that carries `data` behind `eth`.
 pub fn data_frame_len(eth: &EthernetRepr, data: &DataRepr<'_>) -> usize {
     frame::frame_len(eth.header_len(), data.buffer_len())
+}
+
+/// Writes only the headers of a DATA frame carrying `data`: the Ethernet header, the link header
+/// and the network header (count and payload length computed from `data.txns`), and returns
+/// their length. The transactions, any padding and the FCS are the caller's: this is the transmit
+/// path of a MAC that gathers the payload from elsewhere and appends padding and FCS itself.
+pub fn emit_data_headers(
+    eth: &EthernetRepr,
+    header: DataHeader,
+    data: &DataRepr<'_>,
+    buf: &mut [u8],
+) -> Result<usize, EmitError> {
+    let eth_len = eth.header_len();
+    let len = eth_len + LINK_HEADER_LEN + NETWORK_HEADER_LEN;
+    let available = buf.len();
+    let out = buf.get_mut(..len).ok_or(EmitError::BufferTooSmall {
+        needed: len,
+        available,
+    })?;
+    let (head, net) = out.split_at_mut(eth_len + LINK_HEADER_LEN);
+    frame::emit_headers(
+        eth,
+        FrameKind::Data,
+        header.vc,
+        header.flags.bits(),
+        header.seq,
+        head,
+    )?;
+    data.emit_header(net, data.txns.byte_len())?;
+    Ok(len)
 }
 
 /// Writes a whole DATA frame (Ethernet header, link header, payload, padding, FCS) into the start
@@ -382,6 +419,87 @@ mod tests {
     use crate::types::{MacAddr, Opcode, Seq, Status, Vc};
     use std::vec;
     use std::vec::Vec;
+
+    fn eth_for_tests() -> EthernetRepr {
+        EthernetRepr {
+            dst: MacAddr([0x02, 0, 0, 0, 0, 1]),
+            src: MacAddr([0x02, 0, 0, 0, 0, 2]),
+            vlan: None,
+        }
+    }
+
+    const HDR: DataHeader = DataHeader {
+        vc: match Vc::new(2) {
+            Some(v) => v,
+            None => panic!("VC 2 exists"),
+        },
+        flags: DataFlags {
+            replay: true,
+            ack_req: false,
+        },
+        seq: Seq::new(0xABCDE),
+    };
+
+    /// A MAC that strips the FCS hands up the same frame minus four bytes: it must parse to the
+    /// same representation, and sizes are still judged with the FCS counted (WIRE-2.4-2).
+    //= type=test
+    //# WIRE-2.4-2 A receiver MUST discard as a damaged frame [...] any frame shorter than 64 B
+    //# or longer than the link's MFS.
+    #[test]
+    fn frame_without_fcs_parses_like_frame_with_it() {
+        let data = DataRepr::parse(&PAYLOAD).unwrap();
+        let mut buf = vec![0u8; 256];
+        let n = emit_data_frame(&eth_for_tests(), HDR, &data, &mut buf).unwrap();
+        let full = &buf[..n];
+        let stripped = &buf[..n - 4];
+        let with = Frame::new_checked(full, MAX_FRAME_LEN).unwrap();
+        let without = Frame::new_checked_without_fcs(stripped, MAX_FRAME_LEN).unwrap();
+        assert!(with.has_fcs() && !without.has_fcs());
+        assert_eq!((with.len(), without.len()), (n, n));
+        assert_eq!(without.fcs(), [0; 4]);
+        assert_eq!(without.body(), with.body());
+        assert_eq!(FrameRepr::parse(&without), FrameRepr::parse(&with));
+        // The stripped frame's size limits count the missing FCS.
+        let e = Frame::new_checked_without_fcs(stripped, n - 1).unwrap_err();
+        assert_eq!((e.field, e.offset, e.spec), (Field::Frame, n, "WIRE-2.4-2"));
+        let runt = [0u8; 59];
+        let e = Frame::new_checked_without_fcs(&runt[..], MAX_FRAME_LEN).unwrap_err();
+        assert_eq!(
+            (e.field, e.offset, e.action),
+            (Field::Frame, 63, Action::DiscardDamaged)
+        );
+        // Without an FCS there is nothing to check: a corrupted byte goes unnoticed here, which
+        // is why this entry point is only for frames a MAC has already checked.
+        let mut corrupted = stripped.to_vec();
+        corrupted[40] ^= 0xFF;
+        assert!(Frame::new_checked_without_fcs(&corrupted[..], MAX_FRAME_LEN).is_ok());
+    }
+
+    /// `emit_data_headers` writes exactly the first bytes `emit_data_frame` writes, and nothing
+    /// after them.
+    //= type=test
+    //# WIRE-5-2 The payload length MUST equal the sum of the sizes of the transactions (§6.1) and
+    //# the transaction count MUST equal their number.
+    #[test]
+    fn data_headers_are_the_frame_prefix() {
+        let data = DataRepr::parse(&PAYLOAD).unwrap();
+        let mut frame = vec![0u8; 256];
+        let n = emit_data_frame(&eth_for_tests(), HDR, &data, &mut frame).unwrap();
+        let mut buf = vec![0xa5u8; 64];
+        let h = emit_data_headers(&eth_for_tests(), HDR, &data, &mut buf).unwrap();
+        assert_eq!(h, 14 + 6 + 8);
+        assert_eq!(&buf[..h], &frame[..h]);
+        assert!(buf[h..].iter().all(|&b| b == 0xa5));
+        assert!(n > h);
+        let small = emit_data_headers(&eth_for_tests(), HDR, &data, &mut buf[..27]);
+        assert_eq!(
+            small,
+            Err(EmitError::BufferTooSmall {
+                needed: 28,
+                available: 27
+            })
+        );
+    }
 
     /// A payload written out from wire.md §5 and §6: a LOAD, a 4-byte STORE and a FENCE.
     #[rustfmt::skip]

@@ -277,6 +277,8 @@ fn be16(bytes: &[u8], at: usize) -> Option<u16> {
 pub struct Frame<B> {
     buf: B,
     eth_len: usize,
+    /// 4 when `buf` ends with the FCS, 0 when the MAC has checked and stripped it.
+    fcs_len: usize,
 }
 
 impl<B: AsRef<[u8]>> Frame<B> {
@@ -284,8 +286,20 @@ impl<B: AsRef<[u8]>> Frame<B> {
     /// them: size (WIRE-2.4-2), FCS (WIRE-2.5-3), EtherType (WIRE-2.1-2), version (WIRE-3-2) and
     /// kind (WIRE-3-3). `mfs` is the link's maximum frame size.
     pub fn new_checked(buf: B, mfs: usize) -> Result<Self, Error> {
+        Self::check(buf, mfs, FCS_LEN)
+    }
+
+    /// As [`Frame::new_checked`] for a frame whose FCS a MAC has already checked and removed
+    /// (as NICs and most captures hand frames up): `buf` ends with the last padding byte. Sizes
+    /// are checked as if the four FCS bytes were still there; every other check is the same.
+    pub fn new_checked_without_fcs(buf: B, mfs: usize) -> Result<Self, Error> {
+        Self::check(buf, mfs, 0)
+    }
+
+    fn check(buf: B, mfs: usize, fcs_len: usize) -> Result<Self, Error> {
         let bytes = buf.as_ref();
-        let len = bytes.len();
+        // The frame's length on the wire, FCS included.
+        let len = bytes.len().saturating_add(FCS_LEN - fcs_len);
         //= docs/spec/wire.md#24-frame-size-and-padding
         //# WIRE-2.4-2 A receiver MUST discard as a damaged frame (equivalent to an FCS error, §2.5)
         //# any frame shorter than 64 B or longer than the link's MFS.
@@ -309,7 +323,7 @@ impl<B: AsRef<[u8]>> Frame<B> {
         }
         //= docs/spec/wire.md#25-frame-check-sequence
         //# WIRE-2.5-3 A receiver MUST check the FCS before it interprets any other field.
-        if !fcs::check(bytes) {
+        if fcs_len == FCS_LEN && !fcs::check(bytes) {
             return Err(Error::new(
                 ErrorKind::BadFcs,
                 Field::Fcs,
@@ -369,16 +383,26 @@ impl<B: AsRef<[u8]>> Frame<B> {
                 Action::DiscardMalformed,
             ));
         }
-        Ok(Frame { buf, eth_len })
+        Ok(Frame {
+            buf,
+            eth_len,
+            fcs_len,
+        })
     }
 
     fn bytes(&self) -> &[u8] {
         self.buf.as_ref()
     }
 
-    /// Length of the whole frame including the FCS.
+    /// Length of the whole frame including the FCS (also for a frame received without it).
     pub fn len(&self) -> usize {
-        self.bytes().len()
+        self.bytes().len() + (FCS_LEN - self.fcs_len)
+    }
+
+    /// Whether the buffer holds the FCS ([`Frame::new_checked`]) or not
+    /// ([`Frame::new_checked_without_fcs`]).
+    pub fn has_fcs(&self) -> bool {
+        self.fcs_len == FCS_LEN
     }
 
     /// Always false: a checked frame is at least 64 bytes.
@@ -435,12 +459,15 @@ impl<B: AsRef<[u8]>> Frame<B> {
 
     fn body_range(&self) -> core::ops::Range<usize> {
         let start = self.eth_len + LINK_HEADER_LEN;
-        let end = self.bytes().len().saturating_sub(FCS_LEN);
+        let end = self.bytes().len().saturating_sub(self.fcs_len);
         start..end.max(start)
     }
 
-    /// The FCS bytes as they appear on the wire.
+    /// The FCS bytes as they appear on the wire; zeros for a frame received without its FCS.
     pub fn fcs(&self) -> [u8; FCS_LEN] {
+        if !self.has_fcs() {
+            return [0; FCS_LEN];
+        }
         self.bytes()
             .last_chunk::<FCS_LEN>()
             .copied()

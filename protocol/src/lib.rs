@@ -46,7 +46,7 @@ mod types;
 
 pub use data::{
     DataRepr, MAX_TXNS_PER_FRAME, NETWORK_HEADER_LEN, NetworkHeader, TxnIter, Txns, data_frame_len,
-    emit_data_frame,
+    emit_data_frame, emit_data_headers,
 };
 pub use error::{Action, EmitError, Error, ErrorKind, Field};
 pub use frame::{
