@@ -629,20 +629,32 @@ impl InitRepr {
         })
     }
 
-    fn validate(&self) -> Result<(), EmitError> {
-        let ok = (1..=8).contains(&self.vcs)
-            && (32..=2048).contains(&self.credit_size)
-            && self.credit_size.is_power_of_two()
-            && (MIN_MFS..=MAX_FRAME_LEN).contains(&usize::from(self.mfs))
-            && (1..=Seq::MAX_WINDOW).contains(&self.window);
-        if !ok {
-            return Err(EmitError::Invalid(Field::ControlBody));
+    /// Checks the ranges of WIRE-4.5-1 and names the first field out of range.
+    //= docs/spec/wire.md#45-init-kind-0x5-and-init_echo-kind-0x6
+    //# WIRE-4.5-1 The number of VCs MUST be 1..8, the credit size a power of two in 32..2048, the
+    //# MFS in 320..9216, the LLR window in 1..2^19, and the credit grant of each VC below the
+    //# number of VCs at most 2^19 - 1.
+    pub fn validate(&self) -> Result<(), EmitError> {
+        let bad = |f| Err(EmitError::Invalid(f));
+        if !(1..=8).contains(&self.vcs) {
+            return bad(Field::InitVcs);
+        }
+        if !(32..=2048).contains(&self.credit_size) || !self.credit_size.is_power_of_two() {
+            return bad(Field::InitCreditSize);
+        }
+        if !(MIN_MFS..=MAX_FRAME_LEN).contains(&usize::from(self.mfs)) {
+            return bad(Field::InitMfs);
+        }
+        if !(1..=Seq::MAX_WINDOW).contains(&self.window) {
+            return bad(Field::InitWindow);
         }
         for (v, c) in self.credits.iter().enumerate() {
+            // Entries at or above `vcs` are reserved: emitted as given would break the round trip,
+            // so they must be zero in a representation.
             if v < usize::from(self.vcs) && *c >= Seq::MAX_WINDOW
                 || v >= usize::from(self.vcs) && *c != 0
             {
-                return Err(EmitError::Invalid(Field::InitCredits));
+                return bad(Field::InitCredits);
             }
         }
         Ok(())
@@ -1298,6 +1310,49 @@ mod tests {
             assert_eq!(repr.emit(&mut buf), Ok(bytes.len()), "{name}");
             assert_eq!(&buf[..bytes.len()], bytes, "{name}");
             assert!(buf[bytes.len()..].iter().all(|&b| b == 0xa5), "{name}");
+        }
+    }
+
+    /// `InitRepr::validate` names the first field out of range (WIRE-4.5-1).
+    #[test]
+    fn init_validate_names_the_field() {
+        let good = InitRepr {
+            nonce: 1,
+            vcs: 2,
+            credit_size: 64,
+            mfs: 9216,
+            window: 1 << 19,
+            credits: [100, 200, 0, 0, 0, 0, 0, 0],
+        };
+        assert_eq!(good.validate(), Ok(()));
+        let cases = [
+            (InitRepr { vcs: 9, ..good }, Field::InitVcs),
+            (
+                InitRepr {
+                    credit_size: 96,
+                    ..good
+                },
+                Field::InitCreditSize,
+            ),
+            (InitRepr { mfs: 319, ..good }, Field::InitMfs),
+            (InitRepr { window: 0, ..good }, Field::InitWindow),
+            (
+                InitRepr {
+                    credits: [1 << 19, 0, 0, 0, 0, 0, 0, 0],
+                    ..good
+                },
+                Field::InitCredits,
+            ),
+            (
+                InitRepr {
+                    credits: [1, 1, 1, 0, 0, 0, 0, 0],
+                    ..good
+                },
+                Field::InitCredits,
+            ),
+        ];
+        for (r, field) in cases {
+            assert_eq!(r.validate(), Err(EmitError::Invalid(field)), "{r:?}");
         }
     }
 
@@ -1983,27 +2038,37 @@ mod tests {
             .emit(buf)
         };
         assert_eq!(emit(ok, &mut buf), Ok(76));
-        for bad in [
-            InitRepr { vcs: 0, ..ok },
-            InitRepr { vcs: 9, ..ok },
-            InitRepr {
-                credit_size: 48,
-                ..ok
-            },
-            InitRepr {
-                credit_size: 4096,
-                ..ok
-            },
-            InitRepr { mfs: 319, ..ok },
-            InitRepr { window: 0, ..ok },
-            InitRepr {
-                window: (1 << 19) + 1,
-                ..ok
-            },
+        for (bad, field) in [
+            (InitRepr { vcs: 0, ..ok }, Field::InitVcs),
+            (InitRepr { vcs: 9, ..ok }, Field::InitVcs),
+            (
+                InitRepr {
+                    credit_size: 48,
+                    ..ok
+                },
+                Field::InitCreditSize,
+            ),
+            (
+                InitRepr {
+                    credit_size: 4096,
+                    ..ok
+                },
+                Field::InitCreditSize,
+            ),
+            (InitRepr { mfs: 319, ..ok }, Field::InitMfs),
+            (InitRepr { window: 0, ..ok }, Field::InitWindow),
+            (
+                InitRepr {
+                    window: (1 << 19) + 1,
+                    ..ok
+                },
+                Field::InitWindow,
+            ),
         ] {
             assert_eq!(
                 emit(bad, &mut buf),
-                Err(EmitError::Invalid(Field::ControlBody))
+                Err(EmitError::Invalid(field)),
+                "{bad:?}"
             );
         }
         let mut credits = ok.credits;
