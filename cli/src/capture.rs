@@ -1,8 +1,11 @@
 //! Reading frames from pcap and pcapng captures, and writing the vectors' pcapng file.
 //!
-//! EthLink frames are only meaningful with their FCS (WIRE-2.5-3), so a frame the capture says it
-//! holds without its FCS, or that the capture cut short, is reported as an error for that frame
-//! rather than decoded.
+//! A pcapng interface says whether its frames keep their FCS (`if_fcslen` 4) or were stored
+//! after the MAC checked and stripped it (`if_fcslen` 0); frames of the latter are decoded without
+//! FCS. A classic pcap, or a pcapng interface without `if_fcslen`, does not say: its frames are
+//! taken to end with their FCS unless the caller says otherwise. A frame the capture cut short,
+//! of another link type, or on an interface with any other `if_fcslen` is reported as an error
+//! for that frame rather than decoded.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -22,8 +25,10 @@ use pcap_file::pcapng::{Block, PcapNgParser, PcapNgWriter};
 pub struct Captured {
     /// Position of the frame in the capture, from 1.
     pub index: usize,
-    /// The whole frame including its FCS, or the reason it is not available.
+    /// The whole frame (including its FCS when `has_fcs`), or the reason it is not available.
     pub bytes: Result<Vec<u8>, String>,
+    /// Whether the frame ends with its FCS; `false` when the capture stored it without.
+    pub has_fcs: bool,
 }
 
 /// Why a capture file could not be read at all.
@@ -46,18 +51,26 @@ const PCAP_MAGICS: [[u8; 4]; 4] = [
     [0x4D, 0x3C, 0xB2, 0xA1],
 ];
 
-/// Reads every packet of a pcap or pcapng capture held in `file`.
+/// Reads every packet of a pcap or pcapng capture held in `file`. Frames whose capture does not
+/// say whether they keep their FCS are taken to end with it.
 pub fn read_capture(file: &[u8]) -> Result<Vec<Captured>, CaptureError> {
+    read_capture_with(file, true)
+}
+
+/// Reads every packet of a pcap or pcapng capture held in `file`. `undeclared_fcs` says whether
+/// the frames of a classic pcap, or of a pcapng interface without `if_fcslen`, end with their
+/// FCS; an interface's `if_fcslen` always wins over it.
+pub fn read_capture_with(file: &[u8], undeclared_fcs: bool) -> Result<Vec<Captured>, CaptureError> {
     match file.first_chunk::<4>() {
-        Some(m) if *m == PCAPNG_MAGIC => read_pcapng(file),
-        Some(m) if PCAP_MAGICS.contains(m) => read_pcap(file),
+        Some(m) if *m == PCAPNG_MAGIC => read_pcapng(file, undeclared_fcs),
+        Some(m) if PCAP_MAGICS.contains(m) => read_pcap(file, undeclared_fcs),
         _ => Err(CaptureError(
             "not a pcap or pcapng capture (unknown magic number)".to_owned(),
         )),
     }
 }
 
-fn read_pcapng(file: &[u8]) -> Result<Vec<Captured>, CaptureError> {
+fn read_pcapng(file: &[u8], undeclared_fcs: bool) -> Result<Vec<Captured>, CaptureError> {
     let bad = |e: pcap_file::PcapError| CaptureError(format!("bad pcapng capture: {e}"));
     let (mut rest, mut parser) = PcapNgParser::new(file).map_err(bad)?;
     let mut frames = Vec::new();
@@ -77,11 +90,23 @@ fn read_pcapng(file: &[u8]) -> Result<Vec<Captured>, CaptureError> {
                 .and_then(|i| parser.interfaces().get(i)),
             None => parser.interfaces().first(),
         };
-        let bytes = match interface {
-            None => Err("the packet names an interface the capture does not describe".to_owned()),
-            Some(idb) => check_packet(idb_fcs_len(idb), &idb.linktype, data, original_len),
+        let (bytes, has_fcs) = match interface {
+            None => (
+                Err("the packet names an interface the capture does not describe".to_owned()),
+                undeclared_fcs,
+            ),
+            Some(idb) => {
+                let fcs_len = idb_fcs_len(idb);
+                let has_fcs = fcs_len.map_or(undeclared_fcs, |n| n != 0);
+                let bytes = check_packet(fcs_len, has_fcs, &idb.linktype, data, original_len);
+                (bytes, has_fcs)
+            }
         };
-        frames.push(Captured { index, bytes });
+        frames.push(Captured {
+            index,
+            bytes,
+            has_fcs,
+        });
     }
     Ok(frames)
 }
@@ -94,7 +119,7 @@ fn idb_fcs_len(idb: &InterfaceDescriptionBlock<'_>) -> Option<u8> {
     })
 }
 
-fn read_pcap(file: &[u8]) -> Result<Vec<Captured>, CaptureError> {
+fn read_pcap(file: &[u8], undeclared_fcs: bool) -> Result<Vec<Captured>, CaptureError> {
     let bad = |e: pcap_file::PcapError| CaptureError(format!("bad pcap capture: {e}"));
     let (mut rest, parser) = PcapParser::new(file).map_err(bad)?;
     let linktype = parser.header().datalink;
@@ -102,11 +127,18 @@ fn read_pcap(file: &[u8]) -> Result<Vec<Captured>, CaptureError> {
     while !rest.is_empty() {
         let (next, packet) = parser.next_packet(rest).map_err(bad)?;
         rest = next;
-        // A pcap header cannot say whether frames keep their FCS; try them as they are.
-        let bytes = check_packet(None, &linktype, &packet.data, packet.orig_len);
+        // A pcap header does not say whether frames keep their FCS; the caller does.
+        let bytes = check_packet(
+            None,
+            undeclared_fcs,
+            &linktype,
+            &packet.data,
+            packet.orig_len,
+        );
         frames.push(Captured {
             index: frames.len() + 1,
             bytes,
+            has_fcs: undeclared_fcs,
         });
     }
     Ok(frames)
@@ -114,6 +146,7 @@ fn read_pcap(file: &[u8]) -> Result<Vec<Captured>, CaptureError> {
 
 fn check_packet(
     fcs_len: Option<u8>,
+    has_fcs: bool,
     linktype: &DataLink,
     data: &[u8],
     original_len: u32,
@@ -123,23 +156,22 @@ fn check_packet(
             "link type {linktype:?} is not Ethernet; EthLink frames are Ethernet frames"
         ));
     }
-    if fcs_len == Some(0) {
-        return Err(
-            "the capture interface says if_fcslen=0: frames were stored without their FCS, \
-             which EthLink frames need (WIRE-2.5-3)"
-                .to_owned(),
-        );
-    }
-    if let Some(n) = fcs_len.filter(|&n| n != 4) {
+    if let Some(n) = fcs_len.filter(|&n| n != 0 && n != 4) {
         return Err(format!(
-            "the capture interface says if_fcslen={n}: an Ethernet FCS is 4 bytes"
+            "the capture interface says if_fcslen={n}: an Ethernet FCS is 4 bytes \
+             (if_fcslen=4) or was not stored (if_fcslen=0)"
         ));
     }
     let captured = data.len();
     if usize::try_from(original_len).is_ok_and(|o| o > captured) {
+        let missing = if has_fcs {
+            "the end of the frame and its FCS are missing"
+        } else {
+            "the end of the frame is missing"
+        };
         return Err(format!(
             "the capture kept {captured} of the frame's {original_len} bytes (snap length): \
-             the end of the frame and its FCS are missing"
+             {missing}"
         ));
     }
     Ok(data.to_vec())

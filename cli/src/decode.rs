@@ -1,7 +1,8 @@
 //! Decoding a frame into its JSON form and into readable text.
 //!
 //! The decoder applies the checks of docs/spec/wire.md in the order a receiver must (§7): the
-//! frame checks of `Frame::new_checked` (WIRE-2.4-2, WIRE-2.5-3, WIRE-2.1-2, WIRE-3-2, WIRE-3-3),
+//! frame checks of `Frame::new_checked` (WIRE-2.4-2, WIRE-2.5-3, WIRE-2.1-2, WIRE-3-2, WIRE-3-3;
+//! `Frame::new_checked_without_fcs` for a frame a MAC has already checked and stripped),
 //! the body checks of `FrameRepr::parse` (WIRE-2.4-3, WIRE-4-1, WIRE-4.5-1), the network header
 //! (WIRE-5-3) and then each transaction in order (§6). A transaction error stops the decode there:
 //! the transactions before it stand, as WIRE-6.1-3 requires a receiver to process them.
@@ -95,28 +96,62 @@ pub struct Decoded {
 /// Decodes one whole frame (destination MAC through FCS) received on a link whose maximum frame
 /// size is `mfs`. Never panics; a rejected frame yields the fields decoded before the error.
 pub fn decode_frame(bytes: &[u8], mfs: usize) -> Decoded {
+    decode(bytes, mfs, true)
+}
+
+/// Decodes a frame whose FCS a MAC has already checked and removed: `bytes` ends with the last
+/// byte before the FCS. Sizes are judged as if the four FCS bytes were there (WIRE-2.4-2), the
+/// FCS is not checked, and every other check is the same as for [`decode_frame`]. In the JSON,
+/// `length` counts the missing FCS, `fcs` is `null` and `fcs_present` is `false`. Never panics.
+pub fn decode_frame_without_fcs(bytes: &[u8], mfs: usize) -> Decoded {
+    decode(bytes, mfs, false)
+}
+
+fn decode(bytes: &[u8], mfs: usize, has_fcs: bool) -> Decoded {
+    let missing = if has_fcs { 0 } else { FCS_LEN };
     let mut json = FrameJson {
-        length: Some(bytes.len()),
+        length: Some(bytes.len().saturating_add(missing)),
         ..FrameJson::default()
     };
-    let error = decode_into(bytes, mfs, &mut json).err();
+    let error = decode_into(bytes, mfs, has_fcs, &mut json).err();
     json.error = error.as_ref().map(FrameError::to_json);
+    if !has_fcs {
+        json.fcs = Some(None);
+        json.fcs_present = Some(false);
+    }
     if error.is_none() {
-        json.fcs = bytes
-            .last_chunk::<FCS_LEN>()
-            .map(|fcs| HexBytes(fcs.to_vec()));
-        json.reserved = reserved_runs(bytes, &json);
+        if has_fcs {
+            json.fcs = bytes
+                .last_chunk::<FCS_LEN>()
+                .map(|fcs| Some(HexBytes(fcs.to_vec())));
+        }
+        let content = if has_fcs {
+            bytes.get(..bytes.len().saturating_sub(FCS_LEN))
+        } else {
+            Some(bytes)
+        };
+        json.reserved = reserved_runs(content.unwrap_or(&[]), &json);
     }
     Decoded { json, error }
 }
 
-fn decode_into(bytes: &[u8], mfs: usize, json: &mut FrameJson) -> Result<(), FrameError> {
+fn decode_into(
+    bytes: &[u8],
+    mfs: usize,
+    has_fcs: bool,
+    json: &mut FrameJson,
+) -> Result<(), FrameError> {
     let frame_err = |error| FrameError {
         level: Level::Frame,
         transaction: None,
         error,
     };
-    let frame = Frame::new_checked(bytes, mfs).map_err(frame_err)?;
+    let frame = if has_fcs {
+        Frame::new_checked(bytes, mfs)
+    } else {
+        Frame::new_checked_without_fcs(bytes, mfs)
+    }
+    .map_err(frame_err)?;
     let eth = frame.ethernet();
     json.eth = Some(EthJson {
         dst: Mac(eth.dst),
@@ -474,15 +509,14 @@ fn unknown_action(opcode: u8, tag: u16) -> String {
     }
 }
 
-/// The runs of bytes where `bytes` differs from the canonical encoding of `json`: non-zero
-/// reserved bits and padding, which a receiver ignores (WIRE-1.2-2) and `encode` writes back.
-fn reserved_runs(bytes: &[u8], json: &FrameJson) -> Vec<ReservedJson> {
+/// The runs of bytes where `received` (the frame without its FCS) differs from the canonical
+/// encoding of `json`: non-zero reserved bits and padding, which a receiver ignores (WIRE-1.2-2)
+/// and `encode` writes back.
+fn reserved_runs(received: &[u8], json: &FrameJson) -> Vec<ReservedJson> {
     let Ok(canonical) = encode::emit_canonical(json) else {
         return Vec::new();
     };
-    let end = bytes.len().saturating_sub(FCS_LEN);
-    let received = bytes.get(..end).unwrap_or(&[]);
-    let canonical = canonical.get(..end).unwrap_or(&[]);
+    let canonical = canonical.get(..received.len()).unwrap_or(&[]);
     let mut runs: Vec<ReservedJson> = Vec::new();
     let mut open = false;
     for (i, (a, b)) in received.iter().zip(canonical).enumerate() {
@@ -516,11 +550,19 @@ pub fn render_text(json: &FrameJson) -> String {
     let index = json.frame.unwrap_or(1);
     let length = json.length.unwrap_or(0);
     let _ = write!(out, "frame {index}: {length} bytes");
-    match &json.fcs {
-        Some(fcs) => {
-            let _ = writeln!(out, ", FCS {} (good)", crate::hexio::to_hex(&fcs.0));
+    if json.fcs_present == Some(false) {
+        let _ = writeln!(
+            out,
+            ", FCS not present ({} bytes given without it; FCS not checked)",
+            length.saturating_sub(FCS_LEN)
+        );
+    } else {
+        match &json.fcs {
+            Some(Some(fcs)) => {
+                let _ = writeln!(out, ", FCS {} (good)", crate::hexio::to_hex(&fcs.0));
+            }
+            _ => out.push('\n'),
         }
-        None => out.push('\n'),
     }
     if let Some(eth) = &json.eth {
         let _ = write!(out, "  ethernet  dst {} src {}", eth.dst.0, eth.src.0);

@@ -4,7 +4,8 @@
 //! are zero (WIRE-1.2-1, WIRE-2.4-1); the runs listed under `reserved` are then written back and
 //! the FCS is computed last (WIRE-2.5-1, WIRE-2.5-2). Finally the frame is decoded again and
 //! every key the JSON gives, derived ones included, must agree with that decode: what `encode`
-//! prints is exactly the frame the JSON describes.
+//! prints is exactly the frame the JSON describes. A frame whose JSON says it was given without
+//! its FCS (`decode --no-fcs`) is printed without it.
 
 use std::fmt;
 
@@ -83,7 +84,8 @@ pub fn parse_json(text: &str) -> Result<Vec<FrameJson>, EncodeError> {
     Ok(frames)
 }
 
-/// Encodes JSON text (one frame object or an array of them) into frames, FCS included.
+/// Encodes JSON text (one frame object or an array of them) into frames, FCS included unless
+/// the JSON says the frame has none.
 pub fn encode_text(text: &str) -> Result<Vec<Vec<u8>>, EncodeError> {
     let frames = parse_json(text)?;
     let single = frames.len() == 1;
@@ -103,7 +105,8 @@ pub fn encode_text(text: &str) -> Result<Vec<Vec<u8>>, EncodeError> {
 }
 
 /// Encodes one frame: canonical emission, the `reserved` runs written back, the FCS, and the
-/// check that the result decodes to what the JSON says.
+/// check that the result decodes to what the JSON says. A frame whose JSON says it has no FCS
+/// (`"fcs_present": false` or `"fcs": null`) is returned without it.
 pub fn encode_frame(json: &FrameJson) -> Result<Vec<u8>, EncodeError> {
     if let Some(e) = &json.error {
         return Err(EncodeError::new(
@@ -120,6 +123,7 @@ pub fn encode_frame(json: &FrameJson) -> Result<Vec<u8>, EncodeError> {
             format!("the capture did not hold this frame whole ({reason}); it cannot be encoded"),
         ));
     }
+    let has_fcs = fcs_wanted(json)?;
     let mut frame = emit_canonical(json)?;
     let end = frame.len().saturating_sub(fcs::FCS_LEN);
     for (i, run) in json.reserved.iter().enumerate() {
@@ -143,7 +147,12 @@ pub fn encode_frame(json: &FrameJson) -> Result<Vec<u8>, EncodeError> {
         }
     }
     refresh_fcs(&mut frame);
-    let decoded = decode::decode_frame(&frame, MAX_FRAME_LEN);
+    let decoded = if has_fcs {
+        decode::decode_frame(&frame, MAX_FRAME_LEN)
+    } else {
+        frame.truncate(end);
+        decode::decode_frame_without_fcs(&frame, MAX_FRAME_LEN)
+    };
     if let Some(e) = decoded.error {
         return Err(EncodeError::new(
             "",
@@ -152,6 +161,25 @@ pub fn encode_frame(json: &FrameJson) -> Result<Vec<u8>, EncodeError> {
     }
     check_agrees(json, &decoded.json)?;
     Ok(frame)
+}
+
+/// Whether the frame is to be printed with its FCS: not when `fcs_present` is `false` or `fcs` is
+/// `null` (what `decode --no-fcs --json` prints), and the two must not contradict each other.
+fn fcs_wanted(json: &FrameJson) -> Result<bool, EncodeError> {
+    match (json.fcs_present, &json.fcs) {
+        (Some(false), Some(Some(_))) => Err(EncodeError::new(
+            "fcs",
+            "the JSON gives FCS bytes but says \"fcs_present\": false; drop one of them",
+        )),
+        (Some(true), Some(None)) => Err(EncodeError::new(
+            "fcs",
+            "null says the frame has no FCS but the JSON says \"fcs_present\": true; \
+             drop one of them",
+        )),
+        (Some(present), _) => Ok(present),
+        (None, Some(None)) => Ok(false),
+        (None, _) => Ok(true),
+    }
 }
 
 /// Recomputes the FCS over everything before the last four bytes (WIRE-2.5-1, WIRE-2.5-2).
@@ -163,7 +191,8 @@ pub fn refresh_fcs(frame: &mut [u8]) {
     }
 }
 
-/// Requires every key of `given` (except `frame` and `fcs`) to equal the same key of `decoded`.
+/// Requires every key of `given` (except `frame`, `fcs` and `fcs_present`, which
+/// [`fcs_wanted`] has read) to equal the same key of `decoded`.
 fn check_agrees(given: &FrameJson, decoded: &FrameJson) -> Result<(), EncodeError> {
     let to_value = |f: &FrameJson| {
         serde_json::to_value(f).map_err(|e| EncodeError::new("", format!("internal: {e}")))
@@ -172,6 +201,7 @@ fn check_agrees(given: &FrameJson, decoded: &FrameJson) -> Result<(), EncodeErro
     if let Some(obj) = given.as_object_mut() {
         obj.remove("frame");
         obj.remove("fcs");
+        obj.remove("fcs_present");
     }
     subset(&given, &decoded, "")
 }

@@ -1,7 +1,7 @@
 //! # ethlink-cli: the `ethlink` command
 //!
 //! The tool on top of the stack for people and scripts that look at EthLink frames: it decodes
-//! frames (hex or pcap/pcapng captures) into readable text or JSON, encodes that JSON back into
+//! frames (hex or pcap/pcapng captures, with their FCS or without it) into readable text or JSON, encodes that JSON back into
 //! frames, compares EthLink's wire efficiency with RoCEv2, and writes the golden test vectors
 //! under `conformance/vectors/`. It only uses the `ethlink-protocol` crate; every wire rule it
 //! applies is that crate's, cited by requirement id of `docs/spec/wire.md`.
@@ -62,9 +62,15 @@ pub enum Command {
         long_about = "Decode EthLink frames from hex or a pcap/pcapng capture.\n\n\
             Prints the Ethernet header (MACs, optional 802.1Q tag), the link header (kind, VC, \
             flags, sequence number), the control body or the network header and every \
-            transaction. Frames must include their 4-byte FCS.\n\n\
+            transaction. Frames include their 4-byte FCS, which is checked, unless --no-fcs says \
+            the FCS was already checked and stripped (as NICs and most captures hand frames \
+            up): then sizes are judged as if the FCS were there, the FCS is not checked and \
+            the output says so.\n\n\
             The frame comes from --hex, or from --pcap (every frame of the capture), or else \
-            from hex text on standard input (the whole input is one frame).\n\n\
+            from hex text on standard input (the whole input is one frame). A pcapng interface \
+            with if_fcslen=0 holds frames without FCS and is decoded as such; one with \
+            if_fcslen=4 holds frames with FCS; for a classic pcap or an interface without \
+            if_fcslen, --no-fcs decides.\n\n\
             A transaction error stops the decode of that frame; the transactions before it \
             are still shown, and with --json the frame's object carries an \"error\" object.\n\n\
             Exit status: 0 when every frame is well-formed; 1 when a frame or a transaction in \
@@ -78,7 +84,9 @@ pub enum Command {
         about = "Encode the JSON printed by `decode --json` into frame hex",
         long_about = "Encode the JSON printed by `decode --json` into frame hex.\n\n\
             Reads one frame object, or an array of them, from --json FILE or standard input, \
-            and prints each frame as hex on its own line, with its FCS computed and appended. \
+            and prints each frame as hex on its own line, with its FCS computed and appended \
+            (without it when the JSON says \"fcs_present\": false, as `decode --no-fcs --json` \
+            prints). \
             Derived keys (length, txn_count, payload_length, dlen, frame_offset, ...) may be \
             left out; when present they must agree with the frame. `decode --json` followed by \
             `encode` gives back the identical frame for every well-formed frame. \
@@ -117,14 +125,20 @@ pub enum Command {
 /// Arguments of `decode`.
 #[derive(Debug, Args)]
 pub struct DecodeArgs {
-    /// Hex of one whole frame, destination MAC through FCS. Spaces, colons and 0x prefixes are
-    /// ignored.
+    /// Hex of one whole frame, destination MAC through FCS (through the last byte before it with
+    /// --no-fcs). Spaces, colons and 0x prefixes are ignored.
     #[arg(long, value_name = "HEX", conflicts_with = "pcap")]
     pub hex: Option<String>,
-    /// A pcap or pcapng capture: decode every frame in it. Frames must include their FCS
-    /// (pcapng interfaces with if_fcslen=0 are reported as errors).
+    /// A pcap or pcapng capture: decode every frame in it. Frames of a pcapng interface with
+    /// if_fcslen=0 are decoded without FCS, with if_fcslen=4 with it; other frames as --no-fcs
+    /// says.
     #[arg(long, value_name = "FILE")]
     pub pcap: Option<PathBuf>,
+    /// The frames come without their FCS (a MAC checked and stripped it): judge sizes as if the
+    /// 4 FCS bytes were there and do not check the FCS. With --pcap, applies to a classic pcap
+    /// and to pcapng interfaces without if_fcslen.
+    #[arg(long)]
+    pub no_fcs: bool,
     /// The link's maximum frame size in bytes (320..=9216); longer frames are rejected
     /// (WIRE-2.4-2).
     #[arg(long, value_name = "N", default_value_t = MAX_FRAME_LEN, value_parser = parse_mfs)]
@@ -241,15 +255,18 @@ fn read_stdin(io: &mut Io<'_>) -> Result<String, Fail> {
 }
 
 fn run_decode(args: &DecodeArgs, io: &mut Io<'_>) -> Result<u8, Fail> {
+    let has_fcs = !args.no_fcs;
     let frames: Vec<capture::Captured> = match (&args.hex, &args.pcap) {
         (Some(hex), _) => vec![capture::Captured {
             index: 1,
             bytes: Ok(hexio::parse_hex(hex).map_err(|e| usage(format!("--hex: {e}")))?),
+            has_fcs,
         }],
         (None, Some(path)) => {
             let file = std::fs::read(path)
                 .map_err(|e| usage(format!("cannot read {}: {e}", path.display())))?;
-            capture::read_capture(&file).map_err(|e| usage(format!("{}: {e}", path.display())))?
+            capture::read_capture_with(&file, has_fcs)
+                .map_err(|e| usage(format!("{}: {e}", path.display())))?
         }
         (None, None) => {
             let text = read_stdin(io)?;
@@ -258,6 +275,7 @@ fn run_decode(args: &DecodeArgs, io: &mut Io<'_>) -> Result<u8, Fail> {
                 bytes: Ok(
                     hexio::parse_hex(&text).map_err(|e| usage(format!("standard input: {e}")))?
                 ),
+                has_fcs,
             }]
         }
     };
@@ -267,7 +285,11 @@ fn run_decode(args: &DecodeArgs, io: &mut Io<'_>) -> Result<u8, Fail> {
     for captured in frames {
         let json = match &captured.bytes {
             Ok(bytes) => {
-                let decoded = decode::decode_frame(bytes, args.mfs);
+                let decoded = if captured.has_fcs {
+                    decode::decode_frame(bytes, args.mfs)
+                } else {
+                    decode::decode_frame_without_fcs(bytes, args.mfs)
+                };
                 if let Some(e) = &decoded.error {
                     status = EXIT_MALFORMED;
                     let _ = writeln!(

@@ -19,7 +19,8 @@ pub struct FrameJson {
     /// Position of the frame in its input, from 1 (derived).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub frame: Option<usize>,
-    /// Frame length in bytes, destination MAC through FCS (derived).
+    /// Frame length in bytes, destination MAC through FCS, also for a frame given without its
+    /// FCS (derived).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub length: Option<usize>,
     /// The Ethernet header.
@@ -43,15 +44,34 @@ pub struct FrameJson {
     /// Runs of non-zero bytes in reserved fields and padding (WIRE-1.2-2), as they were received.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reserved: Vec<ReservedJson>,
-    /// The four FCS bytes in wire order (derived; encode always recomputes it).
+    /// The four FCS bytes in wire order (derived; encode always recomputes it). Absent (`None`)
+    /// for a rejected frame, `null` (`Some(None)`) for a frame given without its FCS.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present_or_null"
+    )]
+    pub fcs: Option<Option<HexBytes>>,
+    /// `false` when the frame was given without its FCS (`decode --no-fcs`, a capture interface
+    /// with `if_fcslen` 0); absent when the frame ends with its FCS.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fcs: Option<HexBytes>,
+    pub fcs_present: Option<bool>,
     /// Why the frame, its payload or one of its transactions was rejected.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<ErrorJson>,
     /// Why a frame of a capture could not be decoded at all (no FCS, cut short, not Ethernet).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capture_error: Option<String>,
+}
+
+/// Reads a key that may be absent (`None`, by `#[serde(default)]`), `null` (`Some(None)`) or a
+/// value (`Some(Some(_))`).
+fn present_or_null<'de, D, T>(d: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(d).map(Some)
 }
 
 /// The Ethernet header.

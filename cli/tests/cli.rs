@@ -343,7 +343,7 @@ fn pcapng_with(
 }
 
 #[test]
-fn captures_without_fcs_are_reported() {
+fn captures_say_whether_frames_keep_their_fcs() {
     let frame = hex::decode(vector_hex("ack")).unwrap_or_default();
     let no_fcs = frame.get(..frame.len() - 4).unwrap_or_default();
     let len = u32::try_from(no_fcs.len()).unwrap_or(0);
@@ -351,9 +351,15 @@ fn captures_without_fcs_are_reported() {
     let file = pcapng_with(vec![InterfaceDescriptionOption::IfFcsLen(0)], no_fcs, len);
     let path = temp_file("nofcs.pcapng", &file);
     let out = ethlink(&["decode", "--pcap", &path.to_string_lossy()], "");
+    assert_eq!(status(&out), 0, "{}", stderr(&out));
+    assert!(stdout(&out).contains("FCS not present"), "{}", stdout(&out));
+
+    let file = pcapng_with(vec![InterfaceDescriptionOption::IfFcsLen(3)], no_fcs, len);
+    let path = temp_file("fcs3.pcapng", &file);
+    let out = ethlink(&["decode", "--pcap", &path.to_string_lossy()], "");
     assert_eq!(status(&out), 1);
     assert!(
-        stderr(&out).starts_with("error: frame 1: the capture interface says if_fcslen=0"),
+        stderr(&out).starts_with("error: frame 1: the capture interface says if_fcslen=3"),
         "{}",
         stderr(&out)
     );
@@ -369,6 +375,26 @@ fn captures_without_fcs_are_reported() {
     let out = ethlink(&["decode", "--pcap", &path.to_string_lossy()], "");
     assert_eq!(status(&out), 1);
     assert!(stderr(&out).contains("snap length"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("its FCS are missing"),
+        "{}",
+        stderr(&out)
+    );
+    let cut = pcapng_with(
+        vec![InterfaceDescriptionOption::IfFcsLen(0)],
+        no_fcs.get(..50).unwrap_or_default(),
+        len,
+    );
+    let path = temp_file("snap0.pcapng", &cut);
+    let out = ethlink(&["decode", "--pcap", &path.to_string_lossy()], "");
+    assert_eq!(status(&out), 1);
+    assert!(
+        stderr(&out).contains(
+            "kept 50 of the frame's 60 bytes (snap length): the end of the frame is missing"
+        ),
+        "{}",
+        stderr(&out)
+    );
 
     let good = pcapng_with(
         vec![InterfaceDescriptionOption::IfFcsLen(4)],
@@ -448,6 +474,7 @@ fn help_documents_every_option() {
                 "--pcap <FILE>",
                 "--mfs <N>",
                 "--json",
+                "--no-fcs",
                 "standard input",
                 "Exit status",
             ],

@@ -4,7 +4,7 @@
 mod common;
 
 use common::committed_vectors;
-use ethlink_cli::decode::decode_frame;
+use ethlink_cli::decode::{decode_frame, decode_frame_without_fcs};
 use ethlink_cli::encode::{encode_frame, refresh_fcs};
 use ethlink_cli::hexio::{parse_hex, to_hex};
 
@@ -80,6 +80,7 @@ fn arbitrary_bytes_never_panic() {
             if let Some(head) = frame.get_mut(12..15) {
                 head.copy_from_slice(&[0x88, 0xB5, 0x10]);
             }
+            let _ = decode_frame_without_fcs(&frame, 9216);
             refresh_fcs(&mut frame);
             let _ = decode_frame(&frame, 9216);
         }
@@ -100,7 +101,9 @@ fn damaged_captures_never_panic() {
                 *b = value;
             }
             let _ = ethlink_cli::capture::read_capture(&m);
+            let _ = ethlink_cli::capture::read_capture_with(&m, false);
         }
         let _ = ethlink_cli::capture::read_capture(head.get(..at).unwrap_or_default());
+        let _ = ethlink_cli::capture::read_capture_with(head.get(..at).unwrap_or_default(), false);
     }
 }
