@@ -10,9 +10,8 @@
 use std::fmt::Write as _;
 
 use ethlink_protocol::{
-    Action, AtomicKind, AtomicOp, AtomicValue, DataRepr, Error, ErrorKind, Frame, FrameRepr,
-    LINK_HEADER_LEN, LinkFrame, NETWORK_HEADER_LEN, PREFIX_LEN, Space, Status, TxnRepr, Width,
-    fcs::FCS_LEN,
+    Action, AtomicKind, AtomicOp, AtomicValue, DataRepr, Error, Frame, FrameRepr, LINK_HEADER_LEN,
+    LinkFrame, NETWORK_HEADER_LEN, PREFIX_LEN, Space, Status, TxnRepr, Width, fcs::FCS_LEN,
 };
 
 use crate::encode;
@@ -62,25 +61,13 @@ impl FrameError {
             level: self.level.name().to_owned(),
             transaction: self.transaction,
             field: e.field.name().to_owned(),
-            kind: kind_name(e.kind).to_owned(),
+            kind: e.kind.name().to_owned(),
             offset: e.offset,
             spec: e.spec.to_owned(),
             action: e.action.to_string(),
             nack: e.action.nacks(),
             message: e.to_string(),
         }
-    }
-}
-
-/// Snake-case name of an error kind.
-pub fn kind_name(kind: ErrorKind) -> &'static str {
-    match kind {
-        ErrorKind::Truncated => "truncated",
-        ErrorKind::OutOfRange => "out_of_range",
-        ErrorKind::Unknown => "unknown",
-        ErrorKind::Inconsistent => "inconsistent",
-        ErrorKind::BadFcs => "bad_fcs",
-        _ => "other",
     }
 }
 

@@ -161,60 +161,53 @@ fn header_len(t: &TxnRepr<'_>) -> usize {
     usize::from(t.opcode().hlen().unwrap_or(2)) * 4
 }
 
-/// Frames of one RDMA_WRITE of `size` bytes cut into segments that fit the MFS.
-fn rdma_write_frames(mfs: usize, size: usize, zeros: &[u8]) -> Result<Vec<usize>, String> {
-    let probe = TxnRepr::RdmaWrite {
-        tag: 0,
-        target: target(),
-        offset: 0,
-        total: 1,
-        data: &[0],
-    };
-    let seg = max_segment(mfs, header_len(&probe)).max(4);
+/// Frames of `size` bytes of RDMA data cut into segments that fit the MFS; `segment` builds the
+/// transaction carrying `data` at `offset` of a transfer of `total` bytes.
+fn segmented_frames<'z>(
+    mfs: usize,
+    size: usize,
+    zeros: &'z [u8],
+    segment: impl Fn(u32, u32, &'z [u8]) -> TxnRepr<'z>,
+) -> Result<Vec<usize>, String> {
+    let seg = max_segment(mfs, header_len(&segment(0, 1, &[0]))).max(4);
     let total = u32::try_from(size).map_err(|e| e.to_string())?;
     let mut frames = Vec::new();
     let mut offset = 0;
     while offset < size {
         let n = seg.min(size - offset);
-        let txn = TxnRepr::RdmaWrite {
-            tag: 1,
-            target: target(),
-            offset: u32::try_from(offset).map_err(|e| e.to_string())?,
+        let at = u32::try_from(offset).map_err(|e| e.to_string())?;
+        frames.push(frame_len(&[segment(
+            at,
             total,
-            data: zeros.get(..n).unwrap_or_default(),
-        };
-        frames.push(frame_len(&[txn])?);
+            zeros.get(..n).unwrap_or_default(),
+        )])?);
         offset += n;
     }
     Ok(frames)
 }
 
+/// Frames of one RDMA_WRITE of `size` bytes.
+fn rdma_write_frames(mfs: usize, size: usize, zeros: &[u8]) -> Result<Vec<usize>, String> {
+    segmented_frames(mfs, size, zeros, |offset, total, data| TxnRepr::RdmaWrite {
+        tag: 1,
+        target: target(),
+        offset,
+        total,
+        data,
+    })
+}
+
 /// Frames of the response to one RDMA_READ of `size` bytes.
 fn rdma_read_resp_frames(mfs: usize, size: usize, zeros: &[u8]) -> Result<Vec<usize>, String> {
-    let probe = TxnRepr::RdmaReadResp {
-        tag: 0,
-        status: Status::Ok,
-        offset: 0,
-        total: 1,
-        data: &[0],
-    };
-    let seg = max_segment(mfs, header_len(&probe)).max(4);
-    let total = u32::try_from(size).map_err(|e| e.to_string())?;
-    let mut frames = Vec::new();
-    let mut offset = 0;
-    while offset < size {
-        let n = seg.min(size - offset);
-        let txn = TxnRepr::RdmaReadResp {
+    segmented_frames(mfs, size, zeros, |offset, total, data| {
+        TxnRepr::RdmaReadResp {
             tag: 1,
             status: Status::Ok,
-            offset: u32::try_from(offset).map_err(|e| e.to_string())?,
+            offset,
             total,
-            data: zeros.get(..n).unwrap_or_default(),
-        };
-        frames.push(frame_len(&[txn])?);
-        offset += n;
-    }
-    Ok(frames)
+            data,
+        }
+    })
 }
 
 fn rocev2_frame(headers: usize, payload: usize) -> usize {

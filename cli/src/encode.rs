@@ -394,8 +394,10 @@ fn credit_repr(credits: &CreditsJson) -> Result<CreditRepr, EncodeError> {
 fn init_repr(init: &InitJson) -> Result<InitRepr, EncodeError> {
     //= docs/spec/wire.md#45-init-kind-0x5-and-init_echo-kind-0x6
     //# WIRE-4.5-1 The number of VCs MUST be 1..8, the credit size a power of two in 32..2048, the
-    //# MFS in 320..9216, the LLR window in 1..2^19, and each credit grant at most 2^19 - 1;
-    //# entries of VCs at or above the number of VCs MUST be zero (they are reserved).
+    //# MFS in 320..9216, the LLR window in 1..2^19, and the credit grant of each VC below the
+    //# number of VCs at most 2^19 - 1.
+    // Entries at or above the number of VCs are reserved; the JSON must give them as zero so that
+    // the frame round-trips (InitRepr::validate enforces the same).
     in_range("init.vcs", u64::from(init.vcs), 1, 8)?;
     in_range("init.credit_size", u64::from(init.credit_size), 32, 2048)?;
     if !init.credit_size.is_power_of_two() {

@@ -190,6 +190,17 @@ pub enum ErrorKind {
 }
 
 impl ErrorKind {
+    /// Snake-case name, as machine-readable reports give it.
+    pub const fn name(self) -> &'static str {
+        match self {
+            ErrorKind::Truncated => "truncated",
+            ErrorKind::OutOfRange => "out_of_range",
+            ErrorKind::Unknown => "unknown",
+            ErrorKind::Inconsistent => "inconsistent",
+            ErrorKind::BadFcs => "bad_fcs",
+        }
+    }
+
     /// A short description, as error messages print it.
     pub const fn describe(self) -> &'static str {
         match self {

@@ -592,7 +592,8 @@ impl InitRepr {
         };
         //= docs/spec/wire.md#45-init-kind-0x5-and-init_echo-kind-0x6
         //# WIRE-4.5-1 The number of VCs MUST be 1..8, the credit size a power of two in 32..2048,
-        //# the MFS in 320..9216, the LLR window in 1..2^19, and each credit grant at most 2^19 - 1
+        //# the MFS in 320..9216, the LLR window in 1..2^19, and the credit grant of each VC below the
+        //# number of VCs at most 2^19 - 1.
         let vcs = body.vcs;
         if !(1..=8).contains(&vcs) {
             return Err(bad(Field::InitVcs, 8));
@@ -1957,7 +1958,8 @@ mod tests {
 
     //= type=test
     //# WIRE-4.5-1 The number of VCs MUST be 1..8, the credit size a power of two in 32..2048, the
-    //# MFS in 320..9216, the LLR window in 1..2^19, and each credit grant at most 2^19 - 1 [...] A
+    //# MFS in 320..9216, the LLR window in 1..2^19, and the credit grant of each VC below the
+    //# number of VCs at most 2^19 - 1. A
     //# receiver MUST discard, and count as malformed, an INIT or INIT_ECHO whose fields are out of
     //# these ranges; it MUST NOT bring the link up on it.
     #[test]
