@@ -1,0 +1,3 @@
+//! Throughput of a pair of link ends (criterion).
+
+fn main() {}

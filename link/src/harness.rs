@@ -1,0 +1,1020 @@
+//! Two link ends joined by a simulated wire, with a seeded fault injector.
+//!
+//! [`Pair`] is a small discrete-event simulation of one full-duplex link: each direction has a
+//! line rate, a propagation delay and the per-frame wire overhead (preamble, SFD, inter-frame
+//! gap); a frame occupies its wire for its serialisation time and arrives, whole, one
+//! propagation delay after its last bit left. End A offers a stream of DATA frames (and end B
+//! too when [`Traffic::bidirectional`] is set); the receiving upper layer drains its buffer at a
+//! chosen fraction of the line rate. Faults, drawn from a seeded PCG per direction so that one
+//! seed always gives one run:
+//!
+//! - `loss`: a DATA frame is damaged in transit and fails its FCS at the receiver (the way a
+//!   point-to-point Ethernet link loses a frame), optionally in bursts of `burst` frames;
+//! - `drop`: a DATA frame vanishes without trace: the receiver learns of it only from the gap
+//!   in sequence numbers;
+//! - `ber`: independent bit errors on every frame of both directions;
+//! - `duplicate`: a frame arrives twice;
+//! - `control_loss`: an ACK, NACK, CF, CC, INIT or INIT_ECHO vanishes;
+//! - outages: the physical link goes down for a time, frames in flight are lost;
+//! - a [`Filter`] for scripted faults on chosen frames.
+//!
+//! Time inside the harness is kept in picoseconds so that 400 Gb/s serialisation does not
+//! round; the link ends see whole nanoseconds.
+
+use alloc::boxed::Box;
+use alloc::collections::VecDeque;
+use alloc::vec;
+use alloc::vec::Vec;
+use core::fmt;
+
+use ethlink_protocol::{
+    DataRepr, FrameKind, GpuId, MemTarget, PathId, Space, TxnRepr, Txns, Vc, WIRE_OVERHEAD,
+};
+use rand_core::{Rng, SeedableRng};
+use rand_pcg::Pcg64Mcg;
+
+use crate::{Config, Event, Instant, Link, LostReason, Release, SubmitError};
+
+/// Picoseconds per nanosecond.
+const PS_PER_NS: u64 = 1000;
+/// Bytes of a harness DATA frame other than the RDMA data: Ethernet 14, link 6, network 8,
+/// RDMA_WRITE header 28, FCS 4.
+pub const FRAME_OVERHEAD: usize = 60;
+/// Smallest harness DATA frame (one byte of data, padded to 64).
+pub const MIN_FRAME: usize = 64;
+
+/// Faults injected on the wire. Probabilities are per frame except `ber`, per bit.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Faults {
+    /// Probability that a DATA frame arrives damaged (bad FCS).
+    pub loss: f64,
+    /// Probability that a DATA frame vanishes.
+    pub drop: f64,
+    /// A `loss` or `drop` event takes this many consecutive DATA frames (0 and 1 mean one).
+    pub burst: u32,
+    /// Bit error rate on every frame, both directions.
+    pub ber: f64,
+    /// Probability that a frame is delivered twice.
+    pub duplicate: f64,
+    /// Probability that a control frame vanishes.
+    pub control_loss: f64,
+}
+
+/// The wire of both directions.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Wire {
+    /// Line rate, Gb/s.
+    pub rate_gbps: f64,
+    /// One-way propagation delay, ns.
+    pub propagation_ns: f64,
+    /// Faults.
+    pub faults: Faults,
+}
+
+impl Wire {
+    /// Propagation delay of `meters` of cable at 5 ns/m.
+    pub fn cable_ns(meters: f64) -> f64 {
+        meters * 5.0
+    }
+}
+
+impl Default for Wire {
+    fn default() -> Self {
+        Wire {
+            rate_gbps: 400.0,
+            propagation_ns: Wire::cable_ns(5.0),
+            faults: Faults::default(),
+        }
+    }
+}
+
+/// The offered traffic.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Traffic {
+    /// DATA frames end A offers (and B, when bidirectional).
+    pub frames: u64,
+    /// Length of each DATA frame on the wire, destination MAC through FCS, 64..=9216.
+    pub frame_size: usize,
+    /// Frames go round-robin over VCs `0..vcs`.
+    pub vcs: u8,
+    /// End B offers the same stream to A.
+    pub bidirectional: bool,
+    /// Most frames the source keeps queued in the link per VC (at least 1): a source that
+    /// keeps the link busy without queueing far ahead, so that latency is the link's own.
+    pub window: u32,
+}
+
+impl Default for Traffic {
+    fn default() -> Self {
+        Traffic {
+            frames: 10_000,
+            frame_size: 4096,
+            vcs: 1,
+            bidirectional: false,
+            window: 4,
+        }
+    }
+}
+
+/// What a [`Filter`] does with one frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Leave it to the random faults.
+    Pass,
+    /// Deliver it untouched, whatever the random faults say.
+    Deliver,
+    /// It vanishes.
+    Drop,
+    /// It arrives with a bad FCS.
+    Corrupt,
+    /// It arrives twice.
+    Duplicate,
+}
+
+/// A frame about to go on the wire, as a [`Filter`] sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct FrameInfo<'a> {
+    /// 0 for A to B, 1 for B to A.
+    pub dir: usize,
+    /// Time it starts, ns.
+    pub at_ns: u64,
+    /// The frame, FCS included.
+    pub bytes: &'a [u8],
+    /// Its kind.
+    pub kind: FrameKind,
+    /// For DATA: VC, sequence number, retransmission.
+    pub data: Option<(Vc, ethlink_protocol::Seq, bool)>,
+}
+
+/// Scripted faults: called for every frame before the random faults.
+pub type Filter = Box<dyn FnMut(&FrameInfo<'_>) -> Verdict>;
+
+/// A whole experiment.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scenario {
+    /// End A.
+    pub a: Config,
+    /// End B.
+    pub b: Config,
+    /// The wire.
+    pub wire: Wire,
+    /// The traffic.
+    pub traffic: Traffic,
+    /// Rate at which each receiver drains its buffer, as a fraction of the line rate (0..=1; 0
+    /// never drains).
+    pub drain: f64,
+    /// Physical outages: (start, duration) in ns.
+    pub outages: Vec<(u64, u64)>,
+    /// Seed of the fault injector.
+    pub seed: u64,
+    /// Simulated time after which the run stops, ns.
+    pub time_limit_ns: u64,
+}
+
+impl Default for Scenario {
+    fn default() -> Self {
+        let a = Config::default();
+        let b = Config {
+            mac: ethlink_protocol::MacAddr([0x02, 0, 0, 0, 0, 2]),
+            nonce_seed: 2,
+            ..Config::default()
+        };
+        Scenario {
+            a,
+            b,
+            wire: Wire::default(),
+            traffic: Traffic::default(),
+            drain: 1.0,
+            outages: Vec::new(),
+            seed: 1,
+            time_limit_ns: 1_000_000_000,
+        }
+    }
+}
+
+/// A scenario that cannot run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScenarioError {
+    /// The parameter.
+    pub field: &'static str,
+    /// Why.
+    pub reason: alloc::string::String,
+}
+
+impl fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.field, self.reason)
+    }
+}
+
+impl core::error::Error for ScenarioError {}
+
+fn bad(field: &'static str, reason: impl Into<alloc::string::String>) -> ScenarioError {
+    ScenarioError {
+        field,
+        reason: reason.into(),
+    }
+}
+
+fn probability(field: &'static str, p: f64) -> Result<(), ScenarioError> {
+    if (0.0..=1.0).contains(&p) {
+        Ok(())
+    } else {
+        Err(bad(
+            field,
+            alloc::format!("{p} is not a probability in 0..=1"),
+        ))
+    }
+}
+
+impl Scenario {
+    /// Checks every parameter; the error names the first one wrong.
+    pub fn validate(&self) -> Result<(), ScenarioError> {
+        self.a
+            .validate()
+            .map_err(|e| bad("a", alloc::format!("{e}")))?;
+        self.b
+            .validate()
+            .map_err(|e| bad("b", alloc::format!("{e}")))?;
+        let w = &self.wire;
+        if !(w.rate_gbps.is_finite() && w.rate_gbps >= 0.001 && w.rate_gbps <= 100_000.0) {
+            return Err(bad("rate_gbps", "must be 0.001..=100000 Gb/s"));
+        }
+        if !(w.propagation_ns.is_finite() && (0.0..=1e9).contains(&w.propagation_ns)) {
+            return Err(bad("propagation_ns", "must be 0..=1e9 ns"));
+        }
+        let f = &w.faults;
+        probability("loss", f.loss)?;
+        probability("drop", f.drop)?;
+        probability("ber", f.ber)?;
+        probability("duplicate", f.duplicate)?;
+        probability("control_loss", f.control_loss)?;
+        if f.loss + f.drop > 1.0 {
+            return Err(bad("loss", "loss + drop must not exceed 1"));
+        }
+        if f.burst > 1_000_000 {
+            return Err(bad("burst", "must be at most 1000000 frames"));
+        }
+        let t = &self.traffic;
+        let mfs = usize::from(self.a.mfs.min(self.b.mfs));
+        if !(MIN_FRAME..=mfs).contains(&t.frame_size) {
+            return Err(bad(
+                "frame_size",
+                alloc::format!("{} is outside 64..={mfs} (the smaller MFS)", t.frame_size),
+            ));
+        }
+        if t.window == 0 {
+            return Err(bad("window", "must be at least 1 frame"));
+        }
+        if t.frames > 100_000_000 {
+            return Err(bad("frames", "must be at most 100000000"));
+        }
+        let vcs = self.a.vcs.min(self.b.vcs);
+        if t.vcs == 0 || t.vcs > vcs {
+            return Err(bad(
+                "vcs",
+                alloc::format!("traffic VCs must be 1..={vcs} (VCs configured)"),
+            ));
+        }
+        if !(self.drain.is_finite() && (0.0..=1.0).contains(&self.drain)) {
+            return Err(bad("drain", "must be a fraction of the line rate in 0..=1"));
+        }
+        for (start, dur) in &self.outages {
+            if start.checked_add(*dur).is_none() {
+                return Err(bad("outage", "start + duration overflows"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What a run measured.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Report {
+    /// DATA frames offered (both directions).
+    pub offered: u64,
+    /// Distinct frames delivered.
+    pub delivered: u64,
+    /// Every VC delivered its frames in submission order.
+    pub in_order: bool,
+    /// Frames delivered more than once (extra copies).
+    pub duplicates: u64,
+    /// Offered frames never delivered.
+    pub lost: u64,
+    /// Frames the link reported of unknown fate (FLUSH or link down).
+    pub unknown_fate: u64,
+    /// Delivered frames whose bytes differ from what was sent.
+    pub corrupted: u64,
+    /// Payload bytes delivered (network header and transactions).
+    pub delivered_payload_bytes: u64,
+    /// Time from the first DATA frame sent to the last delivered, ns.
+    pub data_time_ns: u64,
+    /// Simulated time at the end of the run, ns.
+    pub end_ns: u64,
+    /// True when the time limit stopped the run before traffic completed.
+    pub timed_out: bool,
+    /// Latencies from submission to delivery, ns: mean, p50, p99, max.
+    pub latency_ns: [f64; 4],
+    /// Goodput, Gb/s: delivered payload bits over `data_time_ns`.
+    pub goodput_gbps: f64,
+    /// Counters of end A and end B.
+    pub counters: [crate::Counters; 2],
+    /// Times a bound was broken: a replay buffer beyond its frames or bytes, a receiver buffer
+    /// beyond its grant. Must be 0.
+    pub bound_violations: u64,
+    /// Frames put on each wire (A to B, B to A).
+    pub wire_frames: [u64; 2],
+    /// Bytes put on each wire, wire overhead excluded.
+    pub wire_bytes: [u64; 2],
+    /// Frames the injector damaged, dropped, duplicated, lost in an outage (both wires).
+    pub injected: [u64; 4],
+    /// Largest receive-buffer occupancy seen at either end, bytes (credits x credit size).
+    pub max_rx_buffer_bytes: u64,
+    /// Receive buffer that end advertises, bytes.
+    pub rx_buffer_capacity_bytes: u64,
+    /// Largest replay buffer seen at either end, bytes.
+    pub max_replay_bytes: u64,
+}
+
+struct Flight {
+    arrive: u64,
+    bytes: Vec<u8>,
+}
+
+struct Dir {
+    busy_until: u64,
+    poll_at_free: bool,
+    flights: VecDeque<Flight>,
+    rng: Pcg64Mcg,
+    burst_left: u32,
+    drain: VecDeque<(u64, Release)>,
+    drain_free_at: u64,
+}
+
+/// Per-stream receive bookkeeping.
+struct Stream {
+    /// Submission time of each frame, ps.
+    submitted: Vec<u64>,
+    /// Next frame index to offer.
+    next_offer: u64,
+    /// Deliveries of each frame.
+    seen: Vec<u8>,
+    /// Last index delivered on each VC.
+    last_on_vc: [Option<u64>; 8],
+    out_of_order: u64,
+}
+
+/// Two link ends, a wire and the traffic between them.
+pub struct Pair {
+    ends: [Link; 2],
+    dirs: [Dir; 2],
+    scenario: Scenario,
+    filter: Option<Filter>,
+    now: u64,
+    up: bool,
+    outage_idx: usize,
+    outage_end: Option<u64>,
+    streams: [Stream; 2],
+    latencies: Vec<u64>,
+    report: Report,
+    scratch: Vec<u8>,
+    txbuf: Vec<u8>,
+    pool: Vec<Vec<u8>>,
+    first_data_ps: Option<u64>,
+    last_delivery_ps: u64,
+    steps: u64,
+}
+
+impl fmt::Debug for Pair {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Pair")
+            .field("now_ps", &self.now)
+            .field("a", &self.ends[0])
+            .field("b", &self.ends[1])
+            .finish_non_exhaustive()
+    }
+}
+
+fn uniform(rng: &mut Pcg64Mcg) -> f64 {
+    // 53 random bits into [0, 1).
+    (rng.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+}
+
+fn ps_of_ns(ns: u64) -> u64 {
+    ns.saturating_mul(PS_PER_NS)
+}
+
+impl Pair {
+    /// Builds the pair and brings both physical links up at time 0.
+    pub fn new(scenario: Scenario) -> Result<Self, ScenarioError> {
+        scenario.validate()?;
+        let a = Link::new(scenario.a.clone()).map_err(|e| bad("a", alloc::format!("{e}")))?;
+        let b = Link::new(scenario.b.clone()).map_err(|e| bad("b", alloc::format!("{e}")))?;
+        let frames = usize::try_from(scenario.traffic.frames).unwrap_or(usize::MAX);
+        let dir = |i: u64| Dir {
+            busy_until: 0,
+            poll_at_free: false,
+            flights: VecDeque::new(),
+            rng: Pcg64Mcg::seed_from_u64(scenario.seed.wrapping_mul(2).wrapping_add(i)),
+            burst_left: 0,
+            drain: VecDeque::new(),
+            drain_free_at: 0,
+        };
+        let stream = |n: usize| Stream {
+            submitted: vec![0; n],
+            next_offer: 0,
+            seen: vec![0; n],
+            last_on_vc: [None; 8],
+            out_of_order: 0,
+        };
+        let back = if scenario.traffic.bidirectional {
+            frames
+        } else {
+            0
+        };
+        let mut pair = Pair {
+            ends: [a, b],
+            dirs: [dir(0), dir(1)],
+            filter: None,
+            now: 0,
+            up: true,
+            outage_idx: 0,
+            outage_end: None,
+            streams: [stream(frames), stream(back)],
+            latencies: Vec::with_capacity(frames + back),
+            report: Report::default(),
+            scratch: vec![0; 9216],
+            txbuf: vec![0; 9216],
+            pool: Vec::new(),
+            first_data_ps: None,
+            last_delivery_ps: 0,
+            steps: 0,
+            scenario,
+        };
+        pair.ends[0].physical_up(Instant::ZERO);
+        pair.ends[1].physical_up(Instant::ZERO);
+        Ok(pair)
+    }
+
+    /// Installs a scripted-fault filter.
+    pub fn set_filter(&mut self, filter: Filter) {
+        self.filter = Some(filter);
+    }
+
+    /// Changes the drain rate of both receivers from now on.
+    pub fn set_drain(&mut self, drain: f64) {
+        self.scenario.drain = drain.clamp(0.0, 1.0);
+    }
+
+    /// End A (0) or B (1).
+    pub fn end(&self, i: usize) -> &Link {
+        &self.ends[i & 1]
+    }
+
+    /// End A (0) or B (1), mutably, for commands and fault injection.
+    pub fn end_mut(&mut self, i: usize) -> &mut Link {
+        &mut self.ends[i & 1]
+    }
+
+    /// Simulated time, ns.
+    pub fn now_ns(&self) -> u64 {
+        self.now / PS_PER_NS
+    }
+
+    /// True when all offered traffic is accounted for and both ends are idle.
+    pub fn done(&self) -> bool {
+        let offered_all =
+            (0..2).all(|s| self.streams[s].next_offer == self.streams[s].seen.len() as u64);
+        let accounted =
+            self.report.delivered + self.report.unknown_fate_undelivered() >= self.total_offered();
+        offered_all
+            && accounted
+            && self.ends.iter().all(Link::is_idle)
+            && self.dirs.iter().all(|d| d.flights.is_empty())
+    }
+
+    fn total_offered(&self) -> u64 {
+        (self.streams[0].seen.len() + self.streams[1].seen.len()) as u64
+    }
+
+    fn ser_ps(&self, len: usize) -> u64 {
+        let bits = ((len + WIRE_OVERHEAD) * 8) as f64;
+        // rate Gb/s = bits per ns; ps = bits / rate * 1000.
+        (bits * 1000.0 / self.scenario.wire.rate_gbps).round() as u64
+    }
+
+    fn prop_ps(&self) -> u64 {
+        (self.scenario.wire.propagation_ns * 1000.0).round() as u64
+    }
+
+    /// Runs until traffic completes (and the link is idle) or the time limit passes.
+    pub fn run(&mut self) -> Report {
+        let limit = ps_of_ns(self.scenario.time_limit_ns);
+        while !self.done() {
+            if !self.step(limit) {
+                self.report.timed_out = true;
+                break;
+            }
+        }
+        self.finish()
+    }
+
+    /// Runs until `t_ns` of simulated time (or the traffic completes, if `stop_when_done`).
+    pub fn run_until(&mut self, t_ns: u64, stop_when_done: bool) {
+        let limit = ps_of_ns(t_ns);
+        while !(stop_when_done && self.done()) {
+            if !self.step(limit) {
+                break;
+            }
+        }
+    }
+
+    /// The next instant anything happens, if before `limit`.
+    fn next_time(&self) -> Option<u64> {
+        let mut t = u64::MAX;
+        for (i, d) in self.dirs.iter().enumerate() {
+            if let Some(f) = d.flights.front() {
+                t = t.min(f.arrive);
+            }
+            if d.poll_at_free {
+                t = t.min(d.busy_until);
+            }
+            if let Some((at, _)) = d.drain.front() {
+                t = t.min(*at);
+            }
+            if let Some(to) = self.ends[i].poll_timeout() {
+                let ps = ps_of_ns(to.as_nanos());
+                // A deadline already due waits for the wire.
+                let ps = if ps <= self.now {
+                    d.busy_until.max(self.now + 1)
+                } else {
+                    ps
+                };
+                t = t.min(ps);
+            }
+        }
+        if let Some(end) = self.outage_end {
+            t = t.min(end);
+        } else if let Some((start, _)) = self.scenario.outages.get(self.outage_idx) {
+            t = t.min(ps_of_ns(*start));
+        }
+        (t != u64::MAX).then_some(t)
+    }
+
+    /// One step: advance to the next event and process everything due. False when nothing is
+    /// left to do before `limit`.
+    pub fn step(&mut self, limit: u64) -> bool {
+        self.steps += 1;
+        let Some(t) = self.next_time() else {
+            return false;
+        };
+        if t > limit {
+            return false;
+        }
+        self.now = self.now.max(t);
+        let now_i = Instant::from_nanos(self.now / PS_PER_NS);
+        self.outages(now_i);
+        // Arrivals.
+        for d in 0..2 {
+            while self.dirs[d]
+                .flights
+                .front()
+                .is_some_and(|f| f.arrive <= self.now)
+            {
+                if let Some(f) = self.dirs[d].flights.pop_front() {
+                    let rx = 1 - d;
+                    self.ends[rx].handle_frame(now_i, &f.bytes);
+                    self.pool.push(f.bytes);
+                    self.drain_events(rx);
+                }
+            }
+        }
+        // Timers.
+        for e in 0..2 {
+            if self.ends[e].poll_timeout().is_some_and(|to| to <= now_i) {
+                self.ends[e].handle_timeout(now_i);
+                self.drain_events(e);
+            }
+        }
+        // Receivers draining their buffers.
+        for e in 0..2 {
+            while self.dirs[e]
+                .drain
+                .front()
+                .is_some_and(|(at, _)| *at <= self.now)
+            {
+                if let Some((_, r)) = self.dirs[e].drain.pop_front() {
+                    let _ = self.ends[e].release(r);
+                }
+            }
+        }
+        // Traffic and transmission.
+        for e in 0..2 {
+            self.offer(e);
+            if self.up && self.dirs[e].busy_until <= self.now {
+                self.transmit(e, now_i);
+            }
+            self.drain_events(e);
+        }
+        self.check_bounds();
+        true
+    }
+
+    fn outages(&mut self, now_i: Instant) {
+        if let Some(end) = self.outage_end {
+            if self.now >= end {
+                self.outage_end = None;
+                self.up = true;
+                for e in 0..2 {
+                    self.ends[e].physical_up(now_i);
+                    self.dirs[e].busy_until = self.now;
+                }
+            }
+            return;
+        }
+        let Some(&(start, dur)) = self.scenario.outages.get(self.outage_idx) else {
+            return;
+        };
+        if self.now >= ps_of_ns(start) {
+            self.outage_idx += 1;
+            self.up = false;
+            self.outage_end = Some(ps_of_ns(start.saturating_add(dur)));
+            for e in 0..2 {
+                let lost = self.dirs[e].flights.len() as u64;
+                self.report.injected[3] += lost;
+                while let Some(f) = self.dirs[e].flights.pop_front() {
+                    self.pool.push(f.bytes);
+                }
+                self.dirs[e].poll_at_free = false;
+                self.ends[e].physical_down(now_i);
+                self.drain_events(e);
+            }
+        }
+    }
+
+    fn offer(&mut self, e: usize) {
+        let traffic = self.scenario.traffic;
+        let total = self.streams[e].seen.len() as u64;
+        while self.streams[e].next_offer < total {
+            let index = self.streams[e].next_offer;
+            let vc = Vc::new((index % u64::from(traffic.vcs)) as u8).unwrap_or_default();
+            if self.ends[e].queued(vc).0 >= traffic.window.max(1) as usize {
+                return;
+            }
+            let len = build_payload(&mut self.scratch, e, index, traffic.frame_size);
+            let Some(payload) = self.scratch.get(..len) else {
+                return;
+            };
+            match self.ends[e].submit(vc, payload) {
+                Ok(()) => {
+                    if let Some(s) = self.streams[e].submitted.get_mut(index as usize) {
+                        *s = self.now;
+                    }
+                    self.streams[e].next_offer += 1;
+                }
+                Err(SubmitError::QueueFull { .. }) => return,
+                Err(_) => {
+                    // Cannot happen with a validated scenario; count the frame lost.
+                    self.streams[e].next_offer += 1;
+                }
+            }
+        }
+    }
+
+    fn transmit(&mut self, e: usize, now_i: Instant) {
+        let mut buf = core::mem::take(&mut self.txbuf);
+        let sent = self.ends[e].poll_transmit(now_i, &mut buf);
+        let Ok(Some(t)) = sent else {
+            self.dirs[e].poll_at_free = false;
+            self.txbuf = buf;
+            return;
+        };
+        let frame = buf.get(..t.len).unwrap_or(&[]);
+        if t.kind == FrameKind::Data && self.first_data_ps.is_none() {
+            self.first_data_ps = Some(self.now);
+        }
+        let verdict = match self.filter.as_mut() {
+            Some(f) => f(&FrameInfo {
+                dir: e,
+                at_ns: self.now / PS_PER_NS,
+                bytes: frame,
+                kind: t.kind,
+                data: t.data,
+            }),
+            None => Verdict::Pass,
+        };
+        let ser = self.ser_ps(t.len);
+        let start = self.now.max(self.dirs[e].busy_until);
+        let end = start + ser;
+        self.dirs[e].busy_until = end;
+        self.dirs[e].poll_at_free = true;
+        self.report.wire_frames[e] += 1;
+        self.report.wire_bytes[e] += t.len as u64;
+        let arrive = end + self.prop_ps();
+        let faults = self.scenario.wire.faults;
+        let d = &mut self.dirs[e];
+        let (mut corrupt, mut vanish, mut dup) = (false, false, false);
+        match verdict {
+            Verdict::Deliver => {}
+            Verdict::Drop => vanish = true,
+            Verdict::Corrupt => corrupt = true,
+            Verdict::Duplicate => dup = true,
+            Verdict::Pass => {
+                if t.kind == FrameKind::Data {
+                    if d.burst_left > 0 {
+                        d.burst_left -= 1;
+                        corrupt = true;
+                    } else {
+                        let u = uniform(&mut d.rng);
+                        if u < faults.loss {
+                            corrupt = true;
+                            d.burst_left = faults.burst.saturating_sub(1);
+                        } else if u < faults.loss + faults.drop {
+                            vanish = true;
+                            d.burst_left = faults.burst.saturating_sub(1);
+                        }
+                    }
+                } else if faults.control_loss > 0.0 && uniform(&mut d.rng) < faults.control_loss {
+                    vanish = true;
+                }
+                if faults.ber > 0.0 {
+                    let bits = (t.len * 8) as f64;
+                    let p = 1.0 - libm_powf(1.0 - faults.ber, bits);
+                    if uniform(&mut d.rng) < p {
+                        corrupt = true;
+                    }
+                }
+                if faults.duplicate > 0.0 && uniform(&mut d.rng) < faults.duplicate {
+                    dup = true;
+                }
+            }
+        }
+        if vanish {
+            self.report.injected[1] += 1;
+            self.txbuf = buf;
+            return;
+        }
+        let mut copy = self.pool.pop().unwrap_or_default();
+        copy.clear();
+        copy.extend_from_slice(frame);
+        if corrupt {
+            self.report.injected[0] += 1;
+            let bit = (d.rng.next_u64() % (t.len as u64 * 8)) as usize;
+            if let Some(b) = copy.get_mut(bit / 8) {
+                *b ^= 1 << (bit % 8);
+            }
+        }
+        if dup {
+            self.report.injected[2] += 1;
+            let mut second = self.pool.pop().unwrap_or_default();
+            second.clear();
+            second.extend_from_slice(&copy);
+            d.flights.push_back(Flight {
+                arrive,
+                bytes: copy,
+            });
+            d.flights.push_back(Flight {
+                arrive,
+                bytes: second,
+            });
+        } else {
+            d.flights.push_back(Flight {
+                arrive,
+                bytes: copy,
+            });
+        }
+        self.txbuf = buf;
+    }
+
+    fn drain_events(&mut self, e: usize) {
+        let rate = self.scenario.wire.rate_gbps * self.scenario.drain;
+        loop {
+            let now = self.now;
+            let Some(ev) = self.ends[e].poll_event() else {
+                return;
+            };
+            match ev {
+                Event::Delivered {
+                    payload, release, ..
+                } => {
+                    let plen = payload.len();
+                    let frame_len = plen + 32;
+                    let (index, ok) = check_payload(payload, 1 - e);
+                    let stream = &mut self.streams[1 - e];
+                    let report = &mut self.report;
+                    match index.and_then(|i| usize::try_from(i).ok()) {
+                        Some(i) if i < stream.seen.len() => {
+                            if stream.seen[i] > 0 {
+                                report.duplicates += 1;
+                            } else {
+                                report.delivered += 1;
+                                report.delivered_payload_bytes += plen as u64;
+                                self.latencies.push(now.saturating_sub(stream.submitted[i]));
+                            }
+                            stream.seen[i] = stream.seen[i].saturating_add(1);
+                            let vc = i % usize::from(self.scenario.traffic.vcs.max(1));
+                            if stream.last_on_vc[vc].is_some_and(|last| i as u64 <= last) {
+                                stream.out_of_order += 1;
+                            }
+                            stream.last_on_vc[vc] = Some(i as u64);
+                            if !ok {
+                                report.corrupted += 1;
+                            }
+                        }
+                        _ => report.corrupted += 1,
+                    }
+                    self.last_delivery_ps = now;
+                    // The upper layer drains the frame at the drain rate.
+                    let d = &mut self.dirs[e];
+                    if rate > 0.0 {
+                        let ps = ((frame_len + WIRE_OVERHEAD) as f64 * 8.0 * 1000.0 / rate).round()
+                            as u64;
+                        let done = d.drain_free_at.max(now) + ps;
+                        d.drain_free_at = done;
+                        d.drain.push_back((done, release));
+                    } else {
+                        d.drain.push_back((u64::MAX, release));
+                    }
+                }
+                Event::Lost { reason, .. } => {
+                    if reason == LostReason::UnknownFate {
+                        self.report.unknown_fate += 1;
+                    }
+                }
+                Event::LinkDown(_) => {
+                    // The reset freed the receive buffer (LINK-6-4): drop the old claims.
+                    self.dirs[e].drain.clear();
+                    self.dirs[e].drain_free_at = now;
+                }
+                Event::LinkUp(_) => {}
+            }
+        }
+    }
+
+    fn check_bounds(&mut self) {
+        for e in 0..2 {
+            let l = &self.ends[e];
+            let c = l.config();
+            if l.replay_frames() > c.replay_max_frames as usize
+                || l.replay_bytes() > c.replay_max_bytes as usize
+            {
+                self.report.bound_violations += 1;
+            }
+            for v in 0..c.vcs {
+                let vc = Vc::new(v).unwrap_or_default();
+                if l.rx_occupied(vc) > l.rx_grant(vc) {
+                    self.report.bound_violations += 1;
+                }
+            }
+        }
+    }
+
+    /// Re-enables the rate-based drain of receivers whose frames waited at drain 0.
+    pub fn restart_drain(&mut self) {
+        let rate = self.scenario.wire.rate_gbps * self.scenario.drain;
+        if rate <= 0.0 {
+            return;
+        }
+        for d in &mut self.dirs {
+            let mut t = self.now;
+            for (at, _) in d.drain.iter_mut() {
+                if *at == u64::MAX {
+                    t += 1000;
+                    *at = t;
+                }
+            }
+            d.drain_free_at = t;
+        }
+    }
+
+    fn finish(&mut self) -> Report {
+        let mut r = self.report.clone();
+        r.offered = self.total_offered();
+        r.lost = r.offered.saturating_sub(r.delivered);
+        r.in_order = self.streams.iter().all(|s| s.out_of_order == 0);
+        r.end_ns = self.now / PS_PER_NS;
+        r.data_time_ns = self
+            .first_data_ps
+            .map_or(0, |f| self.last_delivery_ps.saturating_sub(f) / PS_PER_NS);
+        if r.data_time_ns > 0 {
+            r.goodput_gbps = (r.delivered_payload_bytes * 8) as f64 / r.data_time_ns as f64;
+        }
+        let mut lat = core::mem::take(&mut self.latencies);
+        lat.sort_unstable();
+        if let Some(max) = lat.last() {
+            let n = lat.len();
+            let ns = |ps: u64| ps as f64 / PS_PER_NS as f64;
+            let sum: f64 = lat.iter().map(|p| ns(*p)).sum();
+            let pct = |q: f64| {
+                let i = ((n as f64 * q).ceil() as usize).clamp(1, n) - 1;
+                ns(lat[i])
+            };
+            r.latency_ns = [sum / n as f64, pct(0.50), pct(0.99), ns(*max)];
+        }
+        self.latencies = lat;
+        r.counters = [
+            self.ends[0].counters().clone(),
+            self.ends[1].counters().clone(),
+        ];
+        r.max_replay_bytes = r
+            .counters
+            .iter()
+            .map(|c| c.replay_bytes_max)
+            .max()
+            .unwrap_or(0);
+        r.max_rx_buffer_bytes = r
+            .counters
+            .iter()
+            .zip([self.scenario.a.credit_size, self.scenario.b.credit_size])
+            .map(|(c, cs)| c.rx_occupied_max_credits * u64::from(cs))
+            .max()
+            .unwrap_or(0);
+        r.rx_buffer_capacity_bytes = self.scenario.b.rx_buffer_bytes();
+        r
+    }
+
+    /// Steps taken so far.
+    pub fn steps(&self) -> u64 {
+        self.steps
+    }
+}
+
+impl Report {
+    fn unknown_fate_undelivered(&self) -> u64 {
+        self.unknown_fate
+    }
+}
+
+/// `base^exp` for the per-frame error probability, without std.
+fn libm_powf(base: f64, exp: f64) -> f64 {
+    // exp(exp * ln(base)) through the series is overkill; repeated squaring on the integer bit
+    // count is exact enough for probabilities.
+    let mut n = exp as u64;
+    let mut b = base;
+    let mut acc = 1.0;
+    while n > 0 {
+        if n & 1 == 1 {
+            acc *= b;
+        }
+        b *= b;
+        n >>= 1;
+    }
+    acc
+}
+
+/// Writes the payload of harness frame `index` from `end` (network header and one RDMA_WRITE
+/// whose target address is the index and whose data is a pattern of it) so that the whole DATA
+/// frame is `frame_size` bytes; returns its length.
+pub fn build_payload(buf: &mut [u8], end: usize, index: u64, frame_size: usize) -> usize {
+    let data_len = frame_size.saturating_sub(FRAME_OVERHEAD).max(1);
+    let mut data = [0u8; 9216];
+    let data = data.get_mut(..data_len).unwrap_or(&mut []);
+    fill_pattern(data, index);
+    let txn = [TxnRepr::RdmaWrite {
+        tag: (index & 0xFFFF) as u16,
+        target: MemTarget {
+            space: Space::Global,
+            key: 0,
+            addr: index,
+        },
+        offset: 0,
+        total: data_len as u32,
+        data,
+    }];
+    let repr = DataRepr {
+        dst: GpuId::new(1 - end as u16).unwrap_or_default(),
+        src: GpuId::new(end as u16).unwrap_or_default(),
+        path: PathId(0),
+        txns: Txns::Slice(&txn),
+    };
+    repr.emit(buf).unwrap_or(0)
+}
+
+fn fill_pattern(data: &mut [u8], index: u64) {
+    let mut x = index.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    for b in data.iter_mut() {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        *b = x as u8;
+    }
+}
+
+/// Reads back a harness payload: the frame index and whether its bytes are intact.
+fn check_payload(payload: &[u8], from_end: usize) -> (Option<u64>, bool) {
+    let Ok(repr) = DataRepr::parse(payload) else {
+        return (None, false);
+    };
+    if usize::from(repr.src.value()) != from_end {
+        return (None, false);
+    }
+    let Some(Ok(TxnRepr::RdmaWrite { target, data, .. })) = repr.txns.iter().next() else {
+        return (None, false);
+    };
+    let mut expect = [0u8; 9216];
+    let Some(expect) = expect.get_mut(..data.len()) else {
+        return (Some(target.addr), false);
+    };
+    fill_pattern(expect, target.addr);
+    (Some(target.addr), expect == data)
+}

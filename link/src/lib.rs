@@ -1,0 +1,40 @@
+//! # ethlink-link: one end of one EthLink link
+//!
+//! This crate is the link layer of ethlink, as `docs/spec/link.md` specifies it: link bring-up
+//! (INIT / INIT_ECHO), link-level retry (LLR: sequence numbers, a bounded replay buffer,
+//! cumulative ACKs, NACK and go-back-N replay, a replay timer, FLUSH and re-initialisation) and
+//! credit-based flow control (CBFC: per-VC cumulative credit counters, CF and CC updates). It
+//! sits on `ethlink-protocol`, which it uses for every byte it reads or writes, and under the
+//! endpoint and the switch model, which own one [`Link`] per port.
+//!
+//! [`Link`] is a sans-IO state machine: frames and time in, frames, events and a deadline out.
+//! It reads no clock, spawns nothing and allocates only in [`Link::new`], where every buffer is
+//! sized from the [`Config`]; afterwards its memory never grows, whatever arrives. Same inputs,
+//! same outputs, bit for bit.
+//!
+//! [`harness`] joins two ends by a simulated wire with a seeded fault injector; tests, benches,
+//! the `ethlink link` experiment and later layers use it.
+//!
+//! Requirements are cited beside the code that implements them as
+//! `//= docs/spec/link.md#section` followed by `//#` lines quoting the requirement.
+
+#![no_std]
+
+extern crate alloc;
+#[cfg(any(feature = "std", test))]
+extern crate std;
+
+mod config;
+mod counters;
+pub mod harness;
+mod link;
+mod ring;
+mod time;
+
+pub use config::{Agreed, Config, ConfigError};
+pub use counters::Counters;
+pub use link::{
+    BufferTooSmall, DownReason, Event, Link, LostReason, Release, ReleaseError, RxState,
+    SubmitError, Transmit, TxState,
+};
+pub use time::{Duration, Instant};
