@@ -808,7 +808,10 @@ impl Link {
             return Ok(Some(t));
         }
         if self.flushed > 0 {
-            // FLUSH: no DATA until the flushed frames are reported.
+            //= docs/spec/link.md#6-flush-and-re-initialisation
+            //# LINK-6-2 Frames submitted but not yet sent MUST stay queued across FLUSH and
+            //# re-initialisation and be sent after the link is UP again, in order.
+            // FLUSH: no DATA until the flushed frames are reported; the queues wait intact.
             return Ok(None);
         }
         if let Some(i) = self.replay_cursor {
@@ -1041,6 +1044,8 @@ impl Link {
         self.replay_cursor = None;
         self.replay_count = 0;
         self.echo_ok = false;
+        // UP again needs an INIT the peer sends after this point (LINK-2-3).
+        self.peer_init = None;
         // Delivered frames stay delivered; their buffer is freed by the reset (LINK-6-4).
         self.epoch = self.epoch.wrapping_add(1);
     }
@@ -1180,6 +1185,10 @@ impl Link {
         if let Some(f) = out.get_mut(body..) {
             f.copy_from_slice(&sum);
         }
+        //= docs/spec/link.md#5-credit-based-flow-control
+        //# LINK-5-3 Retransmissions (LINK-3-5, LINK-3-6) MUST NOT consume credits again: a
+        //# sequence number is paid for once.
+        // (Nothing here touches `consumed`: the frame was paid for when first sent.)
         self.counters.frames_replayed += 1;
         self.replay_cursor = if i + 1 < self.replay.len() {
             Some(i + 1)
@@ -1633,4 +1642,1013 @@ fn credit_repr(vcs: u8, values: &[u32; 8]) -> CreditRepr {
         *c = Some(*v & Seq::MASK);
     }
     CreditRepr { counters }
+}
+
+#[cfg(test)]
+mod tests {
+    use alloc::vec;
+    use alloc::vec::Vec;
+
+    use ethlink_protocol::{DataRepr, GpuId, PathId, Txns};
+
+    use super::*;
+    use crate::time::Duration;
+
+    const BUF: usize = 9216;
+
+    fn cfg(mac: u8, seed: u64) -> Config {
+        Config {
+            mac: MacAddr([2, 0, 0, 0, 0, mac]),
+            nonce_seed: seed,
+            ..Config::default()
+        }
+    }
+
+    fn t(ns: u64) -> Instant {
+        Instant::from_nanos(ns)
+    }
+
+    /// A valid payload of `len` bytes (network header and opaque bytes).
+    fn payload(len: usize, tag: u8) -> Vec<u8> {
+        let mut p = vec![tag; len.max(NETWORK_HEADER_LEN)];
+        let body = (p.len() - NETWORK_HEADER_LEN) as u16;
+        let hdr = DataRepr {
+            dst: GpuId::new(1).unwrap(),
+            src: GpuId::new(0).unwrap(),
+            path: PathId(0),
+            txns: Txns::Wire {
+                count: 1,
+                bytes: &[],
+                base: 0,
+            },
+        };
+        let _ = hdr;
+        p[0..2].copy_from_slice(&1u16.to_be_bytes());
+        p[2..4].copy_from_slice(&0u16.to_be_bytes());
+        p[4] = 0;
+        p[5] = 1;
+        p[6..8].copy_from_slice(&body.to_be_bytes());
+        p
+    }
+
+    /// Every frame `from` has to send now.
+    fn drain_tx(from: &mut Link, now: Instant) -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        let mut buf = vec![0u8; BUF];
+        while let Ok(Some(tx)) = from.poll_transmit(now, &mut buf) {
+            out.push(buf[..tx.len].to_vec());
+            assert!(out.len() < 10_000, "poll_transmit never ran dry");
+        }
+        out
+    }
+
+    /// Moves frames both ways until both ends are quiet; returns what B delivered.
+    fn shuttle(a: &mut Link, b: &mut Link, now: Instant) -> Vec<Vec<u8>> {
+        let mut delivered = Vec::new();
+        for _ in 0..1000 {
+            let ab = drain_tx(a, now);
+            let ba = drain_tx(b, now);
+            if ab.is_empty() && ba.is_empty() {
+                break;
+            }
+            for f in &ab {
+                b.handle_frame(now, f);
+            }
+            for f in &ba {
+                a.handle_frame(now, f);
+            }
+            delivered.extend(events(b));
+            let _ = events(a);
+        }
+        delivered
+    }
+
+    /// Polls every event, releasing delivered frames at once; returns delivered payloads.
+    fn events(l: &mut Link) -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        let mut releases = Vec::new();
+        while let Some(e) = l.poll_event() {
+            if let Event::Delivered {
+                payload, release, ..
+            } = e
+            {
+                out.push(payload.to_vec());
+                releases.push(release);
+            }
+        }
+        for r in releases {
+            l.release(r).unwrap();
+        }
+        out
+    }
+
+    fn up_pair(ca: Config, cb: Config) -> (Link, Link) {
+        let mut a = Link::new(ca).unwrap();
+        let mut b = Link::new(cb).unwrap();
+        a.physical_up(t(0));
+        b.physical_up(t(0));
+        shuttle(&mut a, &mut b, t(0));
+        assert!(a.is_up() && b.is_up());
+        (a, b)
+    }
+
+    fn vc(v: u8) -> Vc {
+        Vc::new(v).unwrap()
+    }
+
+    /// Sum of every counter that records a discarded frame.
+    fn discards(c: &Counters) -> u64 {
+        c.fcs_errors
+            + c.damaged_frames
+            + c.foreign_frames
+            + c.malformed_frames
+            + c.duplicates
+            + c.discarded_after_nack
+            + c.stale_acks
+            + c.data_not_up
+            + c.control_not_up
+            + c.init_echoes_ignored
+            + c.init_while_off
+            + c.credit_overruns.iter().sum::<u64>()
+    }
+
+    fn emit(link: LinkFrame<'_>) -> Vec<u8> {
+        let repr = FrameRepr {
+            eth: EthernetRepr {
+                dst: MacAddr::LINK_LOCAL,
+                src: MacAddr([2, 0, 0, 0, 0, 9]),
+                vlan: None,
+            },
+            link,
+        };
+        let mut buf = vec![0u8; repr.buffer_len()];
+        repr.emit(&mut buf).unwrap();
+        buf
+    }
+
+    fn data_frame(v: u8, seq: u32, payload: &[u8], replay: bool) -> Vec<u8> {
+        emit(LinkFrame::Data {
+            header: DataHeader {
+                vc: vc(v),
+                flags: DataFlags {
+                    replay,
+                    ack_req: false,
+                },
+                seq: Seq::new(seq),
+            },
+            payload,
+        })
+    }
+
+    //= type=test
+    //# LINK-2-1 On entering INIT an end MUST choose a nonce different from the one of its
+    //# previous initialisation and send INIT frames carrying it and its parameters every
+    //# `init_interval` until it is UP.
+    //# LINK-2-2 An end that receives a valid INIT MUST answer it with an INIT_ECHO carrying the
+    //# INIT's nonce as echo nonce and its own parameters, in any state but OFF.
+    //# LINK-2-4 The parameters in use while UP are agreed as follows: the number of VCs and the
+    //# MFS are the smaller of the two announced values; the LLR window of each direction is the
+    //# smaller of the two windows; the TX of each end uses the credits granted and the credit
+    //# size announced by the peer (its RX's buffer), and its RX uses its own.
+    //# LINK-2-5 On entering UP an end MUST reset its TX sequence number and its RX expected
+    //# sequence number to 0, its RX last good sequence number to 0xFFFFF (WIRE-4.2-1), and every
+    //# credit counter of both sides to 0.
+    #[test]
+    fn bring_up_agrees_on_the_smaller_parameters() {
+        let mut ca = cfg(1, 7);
+        ca.mfs = 1500;
+        ca.llr_window = 1000;
+        ca.replay_max_frames = 100;
+        let mut cb = cfg(2, 8).with_uniform_credits(2, 300);
+        cb.credit_size = 128;
+        let mut a = Link::new(ca).unwrap();
+        let mut b = Link::new(cb).unwrap();
+        assert_eq!(a.tx_state(), TxState::Off);
+        a.physical_up(t(0));
+        b.physical_up(t(0));
+        assert_eq!(a.tx_state(), TxState::Init);
+        // INIT repeats every init_interval while not UP, each with the same nonce.
+        let first = drain_tx(&mut a, t(0));
+        assert_eq!(first.len(), 1);
+        assert!(drain_tx(&mut a, t(999)).is_empty());
+        let again = drain_tx(&mut a, t(1000));
+        assert_eq!(again.len(), 1);
+        let nonce_a = a.nonce();
+        match FrameRepr::parse_bytes(&again[0], 9216).unwrap().link {
+            LinkFrame::Init(i) => {
+                assert_eq!(i.nonce, nonce_a);
+                assert_eq!(i.mfs, 1500);
+            }
+            other => panic!("expected INIT, got {other:?}"),
+        }
+        // B answers A's INIT with an echo of A's nonce.
+        b.handle_frame(t(1000), &again[0]);
+        let from_b = drain_tx(&mut b, t(1000));
+        let echo = from_b
+            .iter()
+            .find_map(|f| match FrameRepr::parse_bytes(f, 9216).unwrap().link {
+                LinkFrame::InitEcho { echo_nonce, init } => Some((echo_nonce, init)),
+                _ => None,
+            })
+            .expect("an INIT_ECHO");
+        assert_eq!(echo.0, nonce_a);
+        assert_eq!(echo.1.credit_size, 128);
+        for f in &from_b {
+            a.handle_frame(t(1000), f);
+        }
+        shuttle(&mut a, &mut b, t(1000));
+        let ag = *a.agreed().unwrap();
+        assert_eq!(ag.vcs, 2);
+        assert_eq!(ag.mfs, 1500);
+        assert_eq!(ag.window, 1000);
+        assert_eq!(ag.tx_credit_size, 128);
+        assert_eq!(ag.tx_credits[..2], [300, 300]);
+        let bg = *b.agreed().unwrap();
+        assert_eq!(
+            (bg.vcs, bg.mfs, bg.window, bg.tx_credit_size),
+            (2, 1500, 1000, 64)
+        );
+        assert_eq!(a.next_seq(), Seq::new(0));
+        assert_eq!(b.expected_seq(), Seq::new(0));
+        assert_eq!(a.tx_counters(vc(0)), (0, 0));
+        assert_eq!(b.rx_counters(vc(1)), (0, 0));
+        assert_eq!(a.tx_state(), TxState::Advance);
+        assert_eq!(b.rx_state(), RxState::SendAcks);
+        // The first ACK before any DATA carries 0xFFFFF (WIRE-4.2-1).
+        b.ack_due = true;
+        let ack = drain_tx(&mut b, t(1000));
+        assert_eq!(
+            FrameRepr::parse_bytes(&ack[0], 9216).unwrap().link,
+            LinkFrame::Ack(Seq::new(0xFFFFF))
+        );
+        // A re-initialisation picks a new nonce.
+        a.physical_down(t(2000));
+        a.physical_up(t(2000));
+        assert_ne!(a.nonce(), nonce_a);
+    }
+
+    //= type=test
+    //# LINK-2-3 An end MUST enter UP only when it has both received an INIT_ECHO whose echo
+    //# nonce is its current nonce and received an INIT from the peer. INIT_ECHO frames with
+    //# another echo nonce MUST be ignored and counted.
+    //# LINK-2-7 An end MUST NOT send DATA frames unless it is UP. DATA frames received while not
+    //# UP MUST be discarded and counted.
+    #[test]
+    fn up_needs_our_echo_and_the_peer_init() {
+        let mut a = Link::new(cfg(1, 1)).unwrap();
+        let mut b = Link::new(cfg(2, 2)).unwrap();
+        a.physical_up(t(0));
+        b.physical_up(t(0));
+        a.submit(vc(0), &payload(100, 1)).unwrap();
+        let init_b = drain_tx(&mut b, t(0)).remove(0);
+        // A wrong echo nonce is ignored and counted.
+        let init = match FrameRepr::parse_bytes(&init_b, 9216).unwrap().link {
+            LinkFrame::Init(i) => i,
+            _ => unreachable!(),
+        };
+        let wrong = emit(LinkFrame::InitEcho {
+            echo_nonce: a.nonce() ^ 1,
+            init,
+        });
+        a.handle_frame(t(0), &wrong);
+        assert_eq!(a.counters().init_echoes_ignored, 1);
+        // The peer's INIT alone is not enough.
+        a.handle_frame(t(0), &init_b);
+        assert!(!a.is_up());
+        // Nor is the echo alone.
+        let mut c = Link::new(cfg(3, 3)).unwrap();
+        c.physical_up(t(0));
+        let right = emit(LinkFrame::InitEcho {
+            echo_nonce: c.nonce(),
+            init,
+        });
+        c.handle_frame(t(0), &right);
+        assert!(!c.is_up());
+        // DATA before UP: A sends none, and C discards and counts one.
+        let from_a = drain_tx(&mut a, t(0));
+        assert!(
+            from_a
+                .iter()
+                .all(|f| Frame::new_checked(&f[..], 9216).unwrap().kind() != FrameKind::Data)
+        );
+        c.handle_frame(t(0), &data_frame(0, 0, &payload(64, 1), false));
+        assert_eq!(c.counters().data_not_up, 1);
+        assert!(c.poll_event().is_none());
+        c.handle_frame(t(0), &init_b);
+        assert!(c.is_up());
+    }
+
+    //= type=test
+    //# LINK-2-6 An end that is UP and receives an INIT whose nonce differs from the last INIT it
+    //# accepted MUST re-initialise (§6): the peer has restarted.
+    //# LINK-6-3 After FLUSH, on physical link down, and on LINK-2-6 the end MUST re-initialise:
+    //# enter INIT (§2) with a new nonce, reset its RX to OFF until UP, and report a link-down
+    //# event to the upper layer; on UP it MUST report a link-up event.
+    //# LINK-6-4 Frames the RX has already delivered stay delivered; their buffer is freed by the
+    //# reset of LINK-2-5.
+    #[test]
+    fn peer_restart_reinitialises_and_frees_the_buffer() {
+        let (mut a, mut b) = up_pair(cfg(1, 1), cfg(2, 2));
+        for i in 0..3 {
+            a.submit(vc(0), &payload(200, i)).unwrap();
+        }
+        let frames = drain_tx(&mut a, t(10));
+        for f in &frames {
+            b.handle_frame(t(10), f);
+        }
+        let mut held = Vec::new();
+        while let Some(e) = b.poll_event() {
+            if let Event::Delivered { release, .. } = e {
+                held.push(release);
+            }
+        }
+        assert_eq!(held.len(), 3);
+        assert!(b.rx_occupied(vc(0)) > 0);
+        // A restarts: B sees an INIT with a new nonce.
+        let nonce_before = b.nonce();
+        a.physical_down(t(20));
+        a.physical_up(t(20));
+        let init = drain_tx(&mut a, t(20));
+        b.handle_frame(t(20), &init[0]);
+        assert!(!b.is_up());
+        assert_eq!(b.rx_state(), RxState::Off);
+        assert_eq!(b.tx_state(), TxState::Init);
+        assert_ne!(b.nonce(), nonce_before);
+        assert!(matches!(
+            b.poll_event(),
+            Some(Event::LinkDown(DownReason::PeerRestart))
+        ));
+        // The claims from before the reset are accepted and change nothing.
+        for r in held {
+            b.release(r).unwrap();
+        }
+        shuttle(&mut a, &mut b, t(30));
+        assert!(a.is_up() && b.is_up());
+        assert_eq!(b.rx_occupied(vc(0)), 0);
+        assert_eq!(b.rx_counters(vc(0)), (0, 0));
+        assert_eq!(b.counters().link_ups, 2);
+    }
+
+    //= type=test
+    //# LINK-3-1 Every DATA frame MUST carry the next TX sequence number, which advances by one
+    //# (modulo 2^20) for every new frame; control frames carry none.
+    //# LINK-3-4 An ACK or NACK carrying *S* acknowledges every frame of the replay buffer up to
+    //# and including *S*. The TX MUST accept it only if *S* lies between the sequence number
+    //# before the oldest frame of the buffer and the newest frame sent, inclusive (modulo 2^20);
+    //# otherwise it is stale or impossible and MUST be ignored and counted.
+    #[test]
+    fn ack_acknowledges_a_range_and_stale_ones_are_counted() {
+        let (mut a, _b) = up_pair(cfg(1, 1), cfg(2, 2));
+        for i in 0..5 {
+            a.submit(vc(0), &payload(64, i)).unwrap();
+        }
+        let sent = drain_tx(&mut a, t(1));
+        let seqs: Vec<u32> = sent
+            .iter()
+            .map(|f| {
+                Frame::new_checked(&f[..], 9216)
+                    .unwrap()
+                    .link_header()
+                    .seq()
+                    .value()
+            })
+            .collect();
+        assert_eq!(seqs, [0, 1, 2, 3, 4]);
+        assert_eq!(a.replay_frames(), 5);
+        // Beyond the newest sent: impossible.
+        a.handle_frame(t(2), &emit(LinkFrame::Ack(Seq::new(5))));
+        assert_eq!(a.counters().stale_acks, 1);
+        assert_eq!(a.replay_frames(), 5);
+        // Before the oldest, modulo 2^20: stale.
+        a.handle_frame(t(2), &emit(LinkFrame::Ack(Seq::new(0xFFFFE))));
+        assert_eq!(a.counters().stale_acks, 2);
+        // The value before the oldest: accepted, acknowledges nothing.
+        a.handle_frame(t(2), &emit(LinkFrame::Ack(Seq::new(0xFFFFF))));
+        assert_eq!((a.counters().stale_acks, a.replay_frames()), (2, 5));
+        a.handle_frame(t(2), &emit(LinkFrame::Ack(Seq::new(2))));
+        assert_eq!(a.replay_frames(), 2);
+        // 1 is now before the value before the oldest (2): stale.
+        a.handle_frame(t(2), &emit(LinkFrame::Ack(Seq::new(1))));
+        assert_eq!(a.counters().stale_acks, 3);
+        a.handle_frame(t(2), &emit(LinkFrame::Nack(Seq::new(4))));
+        assert_eq!(a.replay_frames(), 0);
+        assert_eq!(a.tx_state(), TxState::Advance);
+    }
+
+    //= type=test
+    //# LINK-3-2 The TX MUST keep a copy of every DATA frame it sends in a replay buffer until an
+    //# ACK or NACK acknowledges it.
+    //# LINK-3-5 On a NACK carrying *S* the TX MUST, after acknowledging up to *S*, retransmit
+    //# every frame of the replay buffer in sequence order (go-back-N), with the REPLAY flag set,
+    //# before any new frame.
+    //# LINK-3-8 A retransmitted frame MUST be byte-for-byte the original but for the REPLAY flag
+    //# and the FCS.
+    //# LINK-5-3 Retransmissions (LINK-3-5, LINK-3-6) MUST NOT consume credits again: a sequence
+    //# number is paid for once.
+    #[test]
+    fn nack_replays_the_buffer_byte_for_byte() {
+        let (mut a, mut b) = up_pair(cfg(1, 1), cfg(2, 2));
+        for i in 0..4 {
+            a.submit(vc(0), &payload(300, i)).unwrap();
+        }
+        let sent = drain_tx(&mut a, t(1));
+        assert_eq!(sent.len(), 4);
+        let consumed = a.tx_counters(vc(0)).0;
+        a.submit(vc(0), &payload(300, 9)).unwrap();
+        // Frame 1 is lost; 2 makes a gap, B NACKs with last good 0.
+        b.handle_frame(t(2), &sent[0]);
+        b.handle_frame(t(2), &sent[2]);
+        assert_eq!(b.rx_state(), RxState::SendNack);
+        let nack = drain_tx(&mut b, t(2));
+        assert!(
+            nack.iter()
+                .any(|f| FrameRepr::parse_bytes(f, 9216).unwrap().link
+                    == LinkFrame::Nack(Seq::new(0)))
+        );
+        assert_eq!(b.rx_state(), RxState::NackSent);
+        for f in &nack {
+            a.handle_frame(t(3), f);
+        }
+        assert_eq!(a.tx_state(), TxState::Replay);
+        assert_eq!(a.replay_frames(), 3);
+        let replayed = drain_tx(&mut a, t(3));
+        // Three replays of 1, 2, 3, then the new frame.
+        assert_eq!(replayed.len(), 4);
+        for (orig, re) in sent[1..].iter().zip(&replayed) {
+            assert_eq!(orig.len(), re.len());
+            let flag_at = ETH_HEADER_LEN + 1;
+            for (i, (x, y)) in orig.iter().zip(re.iter()).enumerate() {
+                if i == flag_at {
+                    assert_eq!(*x | FLAG_REPLAY, *y);
+                } else if i < orig.len() - 4 {
+                    assert_eq!(x, y, "byte {i} differs");
+                }
+            }
+            assert!(fcs::check(re));
+        }
+        let new = Frame::new_checked(&replayed[3][..], 9216).unwrap();
+        assert_eq!(new.link_header().seq(), Seq::new(4));
+        assert_eq!(new.link_header().flags() & FLAG_REPLAY, 0);
+        // The replays cost nothing more; the new frame costs its own.
+        let cost = (sent[0].len() as u32).div_ceil(64);
+        assert_eq!(a.tx_counters(vc(0)).0, consumed + cost);
+        for f in &replayed {
+            b.handle_frame(t(4), f);
+        }
+        // Seq 0 from before, then 1, 2, 3 and 4.
+        assert_eq!(events(&mut b).len(), 5);
+        assert_eq!(b.rx_state(), RxState::SendAcks);
+        assert_eq!(a.counters().frames_replayed, 3);
+        assert_eq!(a.counters().replays_by_nack, 1);
+    }
+
+    //= type=test
+    //# LINK-3-6 The replay timer runs while the replay buffer is not empty. It MUST be restarted
+    //# whenever an ACK or NACK acknowledges at least one frame, and stopped when the buffer
+    //# empties. On its expiry the TX MUST retransmit the whole replay buffer as in LINK-3-5.
+    //# LINK-3-7 The TX MUST count replays that happen without any acknowledgement progress in
+    //# between; the count returns to 0 when an ACK or NACK acknowledges at least one frame. When
+    //# a replay would make it exceed `replay_count_max` the TX MUST enter FLUSH instead.
+    //# LINK-6-1 In FLUSH the TX MUST remove every frame from the replay buffer and report them to
+    //# the upper layer, in sequence order, as frames of unknown fate: each may have been
+    //# delivered once or not at all. It MUST NOT report them as delivered and MUST NOT
+    //# retransmit them after re-initialisation.
+    //# LINK-6-2 Frames submitted but not yet sent MUST stay queued across FLUSH and
+    //# re-initialisation and be sent after the link is UP again, in order.
+    #[test]
+    fn replay_timer_then_flush_reports_unknown_fate() {
+        let (mut a, mut b) = up_pair(cfg(1, 1), cfg(2, 2));
+        for i in 0..3 {
+            a.submit(vc(0), &payload(100, i)).unwrap();
+        }
+        let sent = drain_tx(&mut a, t(100));
+        assert_eq!(sent.len(), 3);
+        a.submit(vc(0), &payload(100, 3)).unwrap();
+        a.submit(vc(0), &payload(100, 4)).unwrap();
+        let _ = drain_tx(&mut a, t(100));
+        // No ACK ever comes back. The timer runs from the first send.
+        let rt = crate::time::nanos(a.config().replay_timer);
+        assert!(a.poll_timeout() <= Some(t(100 + rt)));
+        let mut now = 100;
+        for k in 1..=3u64 {
+            now += rt;
+            a.handle_timeout(t(now));
+            assert_eq!(a.tx_state(), TxState::Replay);
+            assert_eq!(a.replay_count(), k as u8);
+            let re = drain_tx(&mut a, t(now));
+            assert!(re.len() >= a.replay_frames());
+        }
+        assert_eq!(a.counters().replay_timeouts, 3);
+        // An ACK of one frame restarts the count.
+        a.handle_frame(t(now), &emit(LinkFrame::Ack(Seq::new(0))));
+        assert_eq!(a.replay_count(), 0);
+        for _ in 0..3 {
+            now += rt;
+            a.handle_timeout(t(now));
+            let _ = drain_tx(&mut a, t(now));
+        }
+        // Queued but not sent when the FLUSH comes.
+        a.submit(vc(1), &payload(100, 5)).unwrap();
+        now += rt;
+        a.handle_timeout(t(now));
+        assert_eq!(a.tx_state(), TxState::Flush);
+        assert_eq!(a.counters().flushes, 1);
+        assert_eq!(a.replay_frames(), 0);
+        // LinkDown, then the frames of unknown fate in sequence order, never as delivered.
+        assert_eq!(a.poll_event(), Some(Event::LinkDown(DownReason::Flush)));
+        let mut lost = Vec::new();
+        while let Some(e) = a.poll_event() {
+            match e {
+                Event::Lost {
+                    reason, payload, ..
+                } => {
+                    assert_eq!(reason, LostReason::UnknownFate);
+                    lost.push(payload[8]);
+                }
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+        assert_eq!(lost, [1, 2, 3, 4]);
+        assert_eq!(a.tx_state(), TxState::Init);
+        // Frame 0 reached B before; the queued one (5) goes after the new bring-up.
+        b.handle_frame(t(now), &sent[0]);
+        let _ = events(&mut b);
+        let got = shuttle(&mut a, &mut b, t(now + 10));
+        assert!(a.is_up() && b.is_up());
+        let tags: Vec<u8> = got.iter().map(|p| p[8]).collect();
+        assert_eq!(tags, [5], "flushed frames are not retransmitted");
+    }
+
+    //= type=test
+    //# LINK-4-1 A DATA frame whose sequence number is the expected one MUST be accepted:
+    //# delivered to the upper layer once, the expected number advanced by one, and the frame's
+    //# bytes added to the count of bytes not yet acknowledged. In NACK_SENT, accepting it
+    //# returns the RX to SEND_ACKS.
+    //# LINK-4-2 The RX MUST send an ACK carrying the last accepted sequence number when the
+    //# bytes accepted since its last ACK or NACK reach `ack_spacing`, when an accepted frame has
+    //# waited `ack_timer`, and when an accepted frame has the ACK_REQ flag.
+    #[test]
+    fn acks_on_spacing_timer_and_request() {
+        let (_a, mut b) = up_pair(cfg(1, 1), cfg(2, 2));
+        let p = payload(500, 1);
+        // 500 B payload -> 532 B frames; spacing 2048 is reached by the fourth.
+        for s in 0..3 {
+            b.handle_frame(t(10), &data_frame(0, s, &p, false));
+        }
+        assert!(
+            drain_tx(&mut b, t(10)).is_empty(),
+            "no ACK before spacing or timer"
+        );
+        assert_eq!(b.expected_seq(), Seq::new(3));
+        b.handle_frame(t(10), &data_frame(0, 3, &p, false));
+        let ack = drain_tx(&mut b, t(10));
+        assert_eq!(
+            FrameRepr::parse_bytes(&ack[0], 9216).unwrap().link,
+            LinkFrame::Ack(Seq::new(3))
+        );
+        // One frame waits ack_timer.
+        b.handle_frame(t(20), &data_frame(0, 4, &p, false));
+        assert!(drain_tx(&mut b, t(20)).is_empty());
+        assert_eq!(b.poll_timeout(), Some(t(520)));
+        b.handle_timeout(t(520));
+        let ack = drain_tx(&mut b, t(520));
+        assert_eq!(
+            FrameRepr::parse_bytes(&ack[0], 9216).unwrap().link,
+            LinkFrame::Ack(Seq::new(4))
+        );
+        // ACK_REQ: at once.
+        let f = emit(LinkFrame::Data {
+            header: DataHeader {
+                vc: vc(0),
+                flags: DataFlags {
+                    replay: false,
+                    ack_req: true,
+                },
+                seq: Seq::new(5),
+            },
+            payload: &p,
+        });
+        b.handle_frame(t(600), &f);
+        let ack = drain_tx(&mut b, t(600));
+        assert_eq!(
+            FrameRepr::parse_bytes(&ack[0], 9216).unwrap().link,
+            LinkFrame::Ack(Seq::new(5))
+        );
+        assert_eq!(events(&mut b).len(), 6);
+    }
+
+    //= type=test
+    //# LINK-4-3 A damaged frame (wire.md §7, the rows with NACK) or a DATA frame whose sequence
+    //# number is ahead of the expected one (a gap) MUST make an RX in SEND_ACKS send one NACK
+    //# carrying the last good sequence number and enter NACK_SENT. The frame MUST be discarded.
+    //# LINK-4-4 In NACK_SENT the RX MUST discard every frame until the expected sequence number
+    //# arrives, and MUST NOT send another NACK, with one exception: a DATA frame with the REPLAY
+    //# flag whose sequence number is the one after the expected shows that the replay the NACK
+    //# asked for has lost the expected frame again, and the RX MUST then send one more NACK.
+    //# LINK-4-5 A DATA frame whose sequence number is within `llr_window` behind the expected one
+    //# is a duplicate: it MUST be discarded and counted, and the RX MUST send an ACK carrying
+    //# the last accepted sequence number so that a TX whose ACKs were lost learns of them.
+    //# LINK-7-1 Every discard this document or wire.md requires to be counted MUST increment
+    //# exactly one counter.
+    #[test]
+    fn nack_discard_renack_and_duplicates() {
+        let (_a, mut b) = up_pair(cfg(1, 1), cfg(2, 2));
+        let p = payload(64, 1);
+        let nacks = |b: &mut Link, now| {
+            drain_tx(b, now)
+                .iter()
+                .filter(|f| {
+                    matches!(
+                        FrameRepr::parse_bytes(f, 9216).unwrap().link,
+                        LinkFrame::Nack(_)
+                    )
+                })
+                .count()
+        };
+        b.handle_frame(t(1), &data_frame(0, 0, &p, false));
+        // A damaged frame: one NACK with last good 0.
+        let mut bad = data_frame(0, 1, &p, false);
+        bad[30] ^= 4;
+        let before = discards(b.counters());
+        b.handle_frame(t(1), &bad);
+        assert_eq!(discards(b.counters()), before + 1);
+        assert_eq!(b.rx_state(), RxState::SendNack);
+        assert_eq!(nacks(&mut b, t(1)), 1);
+        // Everything until seq 1 is discarded silently, each counted once.
+        for s in [2, 3, 2] {
+            let before = discards(b.counters());
+            b.handle_frame(t(2), &data_frame(0, s, &p, false));
+            assert_eq!(discards(b.counters()), before + 1);
+        }
+        b.handle_frame(t(2), &bad);
+        assert_eq!(nacks(&mut b, t(2)), 0);
+        assert_eq!(b.rx_state(), RxState::NackSent);
+        // A replayed frame right after the expected: the replay lost seq 1 again.
+        b.handle_frame(t(3), &data_frame(0, 2, &p, true));
+        assert_eq!(nacks(&mut b, t(3)), 1);
+        // But only the frame right after the expected.
+        b.handle_frame(t(3), &data_frame(0, 3, &p, true));
+        assert_eq!(nacks(&mut b, t(3)), 0);
+        b.handle_frame(t(4), &data_frame(0, 1, &p, true));
+        assert_eq!(b.rx_state(), RxState::SendAcks);
+        // A gap in SEND_ACKS NACKs too.
+        b.handle_frame(t(5), &data_frame(0, 5, &p, false));
+        assert_eq!(nacks(&mut b, t(5)), 1);
+        b.handle_frame(t(5), &data_frame(0, 2, &p, false));
+        assert_eq!(b.rx_state(), RxState::SendAcks);
+        // A duplicate: discarded, counted, and ACKed with the last accepted.
+        let dup_before = b.counters().duplicates;
+        b.handle_frame(t(6), &data_frame(0, 0, &p, false));
+        assert_eq!(b.counters().duplicates, dup_before + 1);
+        let ack = drain_tx(&mut b, t(6));
+        assert!(
+            ack.iter()
+                .any(|f| FrameRepr::parse_bytes(f, 9216).unwrap().link
+                    == LinkFrame::Ack(Seq::new(2)))
+        );
+        assert_eq!(events(&mut b).len(), 3);
+        // Foreign and malformed frames are counted once and never NACKed.
+        let mut foreign = data_frame(0, 3, &p, false);
+        foreign[12] = 0x08;
+        foreign[13] = 0x00;
+        let n = foreign.len();
+        let sum = fcs::fcs_bytes(&foreign[..n - 4]);
+        foreign[n - 4..].copy_from_slice(&sum);
+        let before = discards(b.counters());
+        b.handle_frame(t(7), &foreign);
+        assert_eq!(discards(b.counters()), before + 1);
+        assert_eq!(b.counters().foreign_frames, 1);
+        assert_eq!(b.rx_state(), RxState::SendAcks);
+    }
+
+    //= type=test
+    //# LINK-4-6 The RX MUST NOT accept a DATA frame whose cost (§5) exceeds the free buffer of
+    //# its VC. It MUST discard it as if it had not arrived (no ACK, no NACK) and count a credit
+    //# overrun; the TX's replay recovers it.
+    //# LINK-5-1 A DATA frame of `len` bytes (destination MAC through FCS) costs
+    //# `ceil((len + credit_overhead) / credit_size)` credits, with the peer's `credit_size` at the
+    //# TX and the RX's own at the RX (LINK-2-4 makes them equal).
+    #[test]
+    fn receiver_refuses_a_frame_beyond_its_buffer() {
+        let mut cb = cfg(2, 2).with_uniform_credits(1, 6);
+        cb.credit_overhead = 8;
+        let mut ca = cfg(1, 1).with_uniform_credits(1, 6);
+        ca.credit_overhead = 8;
+        let (_a, mut b) = up_pair(ca, cb);
+        // 200 B payload: frame 232 B, cost ceil(240 / 64) = 4 credits of 6.
+        let p = payload(200, 1);
+        b.handle_frame(t(1), &data_frame(0, 0, &p, false));
+        assert_eq!(b.rx_occupied(vc(0)), 4);
+        let mut held = Vec::new();
+        while let Some(e) = b.poll_event() {
+            if let Event::Delivered { release, .. } = e {
+                held.push(release);
+            }
+        }
+        let _ = drain_tx(&mut b, t(1));
+        b.handle_frame(t(2), &data_frame(0, 1, &p, false));
+        assert_eq!(b.counters().credit_overruns[0], 1);
+        assert_eq!(b.expected_seq(), Seq::new(1));
+        assert_eq!(b.rx_state(), RxState::SendAcks);
+        assert!(drain_tx(&mut b, t(2)).is_empty(), "no ACK, no NACK");
+        b.release(held.pop().unwrap()).unwrap();
+        b.handle_frame(t(3), &data_frame(0, 1, &p, true));
+        assert_eq!(b.expected_seq(), Seq::new(2));
+    }
+
+    //= type=test
+    //# LINK-5-2 The TX MUST NOT send a new DATA frame on VC *v* unless its cost is at most
+    //# `grant[v] - (consumed[v] - freed_seen[v])` (modulo 2^20). It then adds the cost to
+    //# `consumed[v]`. A VC without credit MUST NOT stop the other VCs.
+    //# LINK-5-4 On accepting a frame on VC *v* the RX MUST add its cost to `received[v]`; as the
+    //# upper layer drains it, the RX MUST add its cost to `freed[v]`.
+    //# LINK-5-5 The RX MUST send a CF carrying `freed[v]` for every VC when at least
+    //# `cf_min_credits` credits have been freed since its last CF and `cf_min_interval` has
+    //# passed since it, and in any case every `cf_max_interval` while UP, changed or not.
+    //# LINK-5-9 Control frames MUST NOT consume credits and MUST NOT be refused for want of
+    //# credit.
+    #[test]
+    fn a_vc_without_credit_stops_alone_and_cf_returns_credit() {
+        let (mut a, mut b) = up_pair(
+            cfg(1, 1).with_uniform_credits(2, 20),
+            cfg(2, 2).with_uniform_credits(2, 20),
+        );
+        // 500 B payload: 532 B frame, 9 credits. Two fit in 20.
+        for i in 0..4 {
+            a.submit(vc(0), &payload(500, i)).unwrap();
+        }
+        a.submit(vc(1), &payload(64, 10)).unwrap();
+        let sent = drain_tx(&mut a, t(10));
+        let vcs: Vec<u8> = sent
+            .iter()
+            .map(|f| {
+                Frame::new_checked(&f[..], 9216)
+                    .unwrap()
+                    .link_header()
+                    .vc()
+                    .value()
+            })
+            .collect();
+        assert_eq!(vcs, [0, 1, 0]);
+        assert_eq!(a.tx_counters(vc(0)).0, 18);
+        assert_eq!(a.counters().credit_stalls[0], 1);
+        assert_eq!(a.counters().credit_stalls[1], 0);
+        let mut held = Vec::new();
+        for f in &sent {
+            b.handle_frame(t(11), f);
+        }
+        while let Some(e) = b.poll_event() {
+            if let Event::Delivered { release, .. } = e {
+                held.push(release);
+            }
+        }
+        assert_eq!(b.rx_counters(vc(0)), (18, 0));
+        // Control frames still flow with no credit left: ACKs go out.
+        b.ack_due = true;
+        let ctl = drain_tx(&mut b, t(11));
+        assert!(!ctl.is_empty());
+        for f in &ctl {
+            a.handle_frame(t(12), f);
+        }
+        assert_eq!(a.replay_frames(), 0);
+        assert!(drain_tx(&mut a, t(12)).is_empty(), "VC 0 has no credit");
+        // Draining one frame (9 credits >= cf_min_credits 8) sends a CF after cf_min_interval.
+        b.release(held.remove(0)).unwrap();
+        assert_eq!(b.rx_counters(vc(0)), (18, 9));
+        let cf = drain_tx(&mut b, t(200));
+        let repr = FrameRepr::parse_bytes(&cf[0], 9216).unwrap().link;
+        let LinkFrame::CreditUpdate(c) = repr else {
+            panic!("expected CF, got {repr:?}")
+        };
+        assert_eq!(c.counters[0], Some(9));
+        a.handle_frame(t(201), &cf[0]);
+        assert_eq!(a.tx_counters(vc(0)), (18, 9));
+        assert_eq!(drain_tx(&mut a, t(201)).len(), 1);
+        assert!(a.counters().credit_stall_ns[0] > 0);
+        // With nothing freed a CF still goes every cf_max_interval.
+        let _ = drain_tx(&mut b, t(300));
+        let later = drain_tx(&mut b, t(200 + 2000));
+        assert!(later.iter().any(|f| matches!(
+            FrameRepr::parse_bytes(f, 9216).unwrap().link,
+            LinkFrame::CreditUpdate(_)
+        )));
+    }
+
+    //= type=test
+    //# LINK-5-6 On a CF, the TX MUST set `freed_seen[v]` to the carried value for every VC in the
+    //# mask when the value is ahead of `freed_seen[v]` by less than 2^19 and not ahead of
+    //# `consumed[v]`; otherwise the entry is stale or impossible and MUST be ignored and counted.
+    //# A lost CF is therefore repaired by the next one.
+    #[test]
+    fn cf_entries_ahead_of_consumed_or_behind_are_ignored() {
+        let (mut a, _b) = up_pair(cfg(1, 1), cfg(2, 2));
+        for i in 0..3 {
+            a.submit(vc(0), &payload(500, i)).unwrap();
+        }
+        let _ = drain_tx(&mut a, t(1));
+        assert_eq!(a.tx_counters(vc(0)).0, 27);
+        let cf = |v: u32| {
+            let mut counters = [None; 8];
+            counters[0] = Some(v);
+            emit(LinkFrame::CreditUpdate(CreditRepr { counters }))
+        };
+        a.handle_frame(t(2), &cf(28));
+        assert_eq!(a.counters().stale_cf_entries, 1);
+        a.handle_frame(t(2), &cf(18));
+        assert_eq!(a.tx_counters(vc(0)), (27, 18));
+        // A lost CF (9) does not matter: 18 already covers it; 9 now is stale.
+        a.handle_frame(t(2), &cf(9));
+        assert_eq!(a.counters().stale_cf_entries, 2);
+        a.handle_frame(t(2), &cf(27));
+        assert_eq!(a.tx_counters(vc(0)), (27, 27));
+        assert_eq!(a.tx_credits_available(vc(0)), 512);
+    }
+
+    //= type=test
+    //# LINK-5-7 The TX MUST send a CC carrying `consumed[v]` for every VC every `cc_interval`
+    //# while its replay buffer is empty, and, when a VC has been without credit for
+    //# `cc_interval`, as soon as its replay buffer is empty. It MUST NOT send a CC while its
+    //# replay buffer holds a frame.
+    //# LINK-5-8 On a CC the RX MUST, for every VC in the mask whose `consumed[v]` is ahead of
+    //# `received[v]` by less than 2^19, add the difference to both `received[v]` and `freed[v]`:
+    //# those credits were paid for frames it will never hold. It MUST then send a CF at once.
+    #[test]
+    fn cc_recovers_leaked_credits() {
+        let (mut a, mut b) = up_pair(cfg(1, 1), cfg(2, 2));
+        a.inject_credit_leak(vc(1), 100);
+        assert_eq!(a.tx_credits_available(vc(1)), 412);
+        a.submit(vc(0), &payload(64, 1)).unwrap();
+        let cc_at = 10_000;
+        let f = drain_tx(&mut a, t(5_000));
+        let kinds: Vec<FrameKind> = f
+            .iter()
+            .map(|x| Frame::new_checked(&x[..], 9216).unwrap().kind())
+            .collect();
+        assert_eq!(kinds, [FrameKind::CreditUpdate, FrameKind::Data]);
+        // A frame is unacknowledged at the CC deadline: no CC (a CF may go).
+        let kind = |x: &Vec<u8>| Frame::new_checked(&x[..], 9216).unwrap().kind();
+        assert!(
+            drain_tx(&mut a, t(cc_at))
+                .iter()
+                .all(|x| kind(x) != FrameKind::CreditResync)
+        );
+        for x in &f {
+            b.handle_frame(t(cc_at), x);
+        }
+        let _ = events(&mut b);
+        b.ack_due = true;
+        for x in drain_tx(&mut b, t(cc_at)) {
+            a.handle_frame(t(cc_at), &x);
+        }
+        // As soon as the buffer is empty, the overdue CC goes.
+        let out = drain_tx(&mut a, t(cc_at + 1));
+        let cc = out
+            .iter()
+            .find(|x| kind(x) == FrameKind::CreditResync)
+            .expect("a CC");
+        let LinkFrame::CreditResync(c) = FrameRepr::parse_bytes(cc, 9216).unwrap().link else {
+            unreachable!()
+        };
+        assert_eq!(c.counters[1], Some(100));
+        b.handle_frame(t(cc_at + 2), cc);
+        assert_eq!(b.counters().credits_recovered[1], 100);
+        assert_eq!(b.rx_counters(vc(1)), (100, 100));
+        // A CF goes at once and returns the credits.
+        let cf = drain_tx(&mut b, t(cc_at + 2));
+        for x in &cf {
+            a.handle_frame(t(cc_at + 3), x);
+        }
+        assert_eq!(a.tx_credits_available(vc(1)), 512);
+        assert_eq!(a.counters().cc_sent, 1);
+        // The next CC comes one interval later, while idle.
+        let ccs = |v: Vec<Vec<u8>>| {
+            v.iter()
+                .filter(|x| kind(x) == FrameKind::CreditResync)
+                .count()
+        };
+        assert_eq!(ccs(drain_tx(&mut a, t(cc_at + 100))), 0);
+        assert_eq!(ccs(drain_tx(&mut a, t(2 * cc_at + 1))), 1);
+    }
+
+    //= type=test
+    //# LINK-3-3 The TX MUST NOT send a new DATA frame when the replay buffer already holds
+    //# `min(llr_window, replay_max_frames)` frames, or when adding the frame would make it hold
+    //# more than `replay_max_bytes` bytes.
+    #[test]
+    fn replay_buffer_bounds_stop_the_tx() {
+        let mut ca = cfg(1, 1);
+        ca.replay_max_frames = 10;
+        ca.replay_max_bytes = 9216;
+        let mut cb = cfg(2, 2);
+        cb.llr_window = 6;
+        cb.replay_max_frames = 6;
+        let (mut a, _b) = up_pair(ca.clone(), cb);
+        for i in 0..12 {
+            a.submit(vc(0), &payload(64, i)).unwrap();
+        }
+        assert_eq!(
+            drain_tx(&mut a, t(1)).len(),
+            6,
+            "agreed window 6 < 10 frames"
+        );
+        let (mut a, _b) = up_pair(ca, cfg(2, 2));
+        for i in 0..5 {
+            a.submit(vc(0), &payload(3100, i)).unwrap();
+        }
+        assert_eq!(drain_tx(&mut a, t(1)).len(), 2, "3 x 3124 B > 9216 B");
+        assert_eq!(a.replay_bytes(), 2 * 3124);
+    }
+
+    #[test]
+    fn submit_refuses_with_a_reason_and_never_drops() {
+        let mut c = cfg(1, 1);
+        c.tx_queue_frames = 2;
+        let mut a = Link::new(c).unwrap();
+        assert_eq!(
+            a.submit(vc(4), &payload(64, 0)),
+            Err(SubmitError::NoSuchVc { vc: 4, vcs: 4 })
+        );
+        assert_eq!(
+            a.submit(vc(0), &[0u8; 7]),
+            Err(SubmitError::BadPayload { len: 7 })
+        );
+        let mut bad = payload(64, 0);
+        bad[7] += 1;
+        assert!(matches!(
+            a.submit(vc(0), &bad),
+            Err(SubmitError::BadPayload { .. })
+        ));
+        assert_eq!(
+            a.submit(vc(0), &payload(9200, 0)),
+            Err(SubmitError::TooLong {
+                len: 9224,
+                mfs: 9216
+            })
+        );
+        a.submit(vc(0), &payload(64, 0)).unwrap();
+        a.submit(vc(0), &payload(64, 1)).unwrap();
+        assert!(matches!(
+            a.submit(vc(0), &payload(64, 2)),
+            Err(SubmitError::QueueFull {
+                vc: 0,
+                frames: 2,
+                ..
+            })
+        ));
+        assert_eq!(a.queued(vc(0)).0, 2);
+        assert!(
+            Link::new(Config {
+                vcs: 9,
+                ..Config::default()
+            })
+            .is_err()
+        );
+    }
+
+    /// A sequence number space wrap with traffic, ACKs and a NACK across it.
+    #[test]
+    fn sequence_numbers_wrap() {
+        let (mut a, mut b) = up_pair(cfg(1, 1), cfg(2, 2));
+        let p = payload(40, 3);
+        let total = (1u32 << 20) + 300;
+        let mut delivered = 0u32;
+        let mut now = 10u64;
+        let mut buf = vec![0u8; BUF];
+        let mut dropped = false;
+        while delivered < total {
+            now += 2;
+            while a.queued(vc(0)).0 < 8 {
+                a.submit(vc(0), &p).unwrap();
+            }
+            while let Ok(Some(tx)) = a.poll_transmit(t(now), &mut buf) {
+                let seq = tx.data.map(|d| d.1.value());
+                // Lose one frame just before the wrap.
+                if seq == Some(0xFFFFE) && !dropped {
+                    dropped = true;
+                    continue;
+                }
+                b.handle_frame(t(now), &buf[..tx.len]);
+            }
+            while let Some(e) = b.poll_event() {
+                if let Event::Delivered { release, .. } = e {
+                    delivered += 1;
+                    b.release(release).unwrap();
+                }
+            }
+            while let Ok(Some(tx)) = b.poll_transmit(t(now), &mut buf) {
+                a.handle_frame(t(now), &buf[..tx.len]);
+            }
+            if a.poll_timeout().is_some_and(|d| d <= t(now)) {
+                a.handle_timeout(t(now));
+            }
+            if b.poll_timeout().is_some_and(|d| d <= t(now)) {
+                b.handle_timeout(t(now));
+            }
+        }
+        assert!(dropped);
+        assert_eq!(b.counters().nacks_sent, 1);
+        assert_eq!(b.counters().rx_frames[0], u64::from(delivered));
+        assert_eq!(b.expected_seq(), Seq::new(delivered & Seq::MASK));
+        let _ = Duration::ZERO;
+    }
 }
