@@ -1,10 +1,12 @@
 //! # ethlink-cli: the `ethlink` command
 //!
 //! The tool on top of the stack for people and scripts that look at EthLink frames: it decodes
-//! frames (hex or pcap/pcapng captures, with their FCS or without it) into readable text or JSON, encodes that JSON back into
-//! frames, compares EthLink's wire efficiency with RoCEv2, and writes the golden test vectors
-//! under `conformance/vectors/`. It only uses the `ethlink-protocol` crate; every wire rule it
-//! applies is that crate's, cited by requirement id of `docs/spec/wire.md`.
+//! frames (hex or pcap/pcapng captures, with their FCS or without it) into readable text or JSON,
+//! encodes that JSON back into frames, compares EthLink's wire efficiency with RoCEv2, runs
+//! experiments on a simulated link and writes the golden test vectors under
+//! `conformance/vectors/`. Every wire rule it applies is the `ethlink-protocol` crate's, cited by
+//! requirement id of `docs/spec/wire.md`. `ethlink link` runs an experiment on one
+//! simulated link with the harness of the `ethlink-link` crate (`docs/spec/link.md`).
 //!
 //! The binary (`src/main.rs`) only parses arguments and calls [`run`]; everything else is here
 //! so that tests can call it directly.
@@ -17,6 +19,7 @@ pub mod decode;
 pub mod efficiency;
 pub mod encode;
 pub mod hexio;
+pub mod link;
 pub mod model;
 pub mod vectors;
 
@@ -42,8 +45,9 @@ pub const EXIT_USAGE: u8 = 2;
     long_about = "Decode, encode and measure EthLink frames.\n\n\
         EthLink carries GPU load/store and lightweight RDMA in Ethernet frames \
         (docs/spec/wire.md). This tool decodes frames from hex or pcap/pcapng captures, encodes \
-        the JSON it prints back into frames, compares EthLink's wire efficiency with RoCEv2 and \
-        writes the golden test vectors.\n\n\
+        the JSON it prints back into frames, compares EthLink's wire efficiency with RoCEv2, \
+        runs link-level retry and flow-control experiments on a simulated link and writes the \
+        golden test vectors.\n\n\
         Exit status: 0 on success, 1 when a frame or a transaction in it is malformed, 2 when \
         the input or the arguments cannot be used."
 )]
@@ -120,6 +124,30 @@ pub enum Command {
             `cargo run -p ethlink-cli -- vectors --out conformance/vectors`."
     )]
     Vectors(VectorsArgs),
+    /// Run an LLR and CBFC experiment on one simulated link.
+    #[command(
+        about = "Run an LLR and CBFC experiment on one simulated link",
+        long_about = "Run an LLR and CBFC experiment on one simulated link.\n\n\
+            Two link ends (docs/spec/link.md) are joined by a simulated full-duplex wire with a \
+            line rate, a propagation delay and a seeded fault injector. End A offers --frames \
+            DATA frames of --frame-size bytes round-robin over --vcs VCs (end B too with \
+            --bidirectional); each receiver drains its buffer at --drain percent of the line \
+            rate. Faults: damaged frames (--loss, in bursts of --burst), vanished frames \
+            (--drop), bit errors (--ber), duplicated frames (--duplicate), lost control frames \
+            (--control-loss) and outages of the physical link (--link-down-ns). Link-level \
+            retry and credit-based flow control recover what they can; frames the link gives up \
+            on are reported of unknown fate.\n\n\
+            The same scenario is run a second time without any fault (no loss, drop, bit \
+            errors, duplicates, control loss or outages; everything else equal), and the \
+            report compares the two goodputs: goodput_ratio = goodput / loss-free goodput. \
+            Goodput counts payload bytes (network header and transactions) delivered once, \
+            from the first DATA frame sent to the last delivered.\n\n\
+            The output is a table, or with --json one JSON object (docs/cli-json.md). One seed \
+            gives one output, byte for byte.\n\n\
+            Exit status: 0 when the run completed (even if frames were lost or the time limit \
+            stopped it); 2 when an option is out of range, with a message naming it."
+    )]
+    Link(link::LinkArgs),
 }
 
 /// Arguments of `decode`.
@@ -220,6 +248,7 @@ pub fn run(cli: Cli, io: &mut Io<'_>) -> u8 {
         Command::Encode(args) => run_encode(&args, io),
         Command::Efficiency(args) => run_efficiency(&args, io),
         Command::Vectors(args) => run_vectors(&args, io),
+        Command::Link(args) => run_link(&args, io),
     };
     match result {
         Ok(status) => status,
@@ -362,6 +391,17 @@ fn run_efficiency(args: &EfficiencyArgs, io: &mut Io<'_>) -> Result<u8, Fail> {
         to_json(&report)?
     } else {
         efficiency::render_text(&report)
+    };
+    write_out(io, &text)?;
+    Ok(EXIT_OK)
+}
+
+fn run_link(args: &link::LinkArgs, io: &mut Io<'_>) -> Result<u8, Fail> {
+    let report = link::run(args).map_err(usage)?;
+    let text = if args.json {
+        to_json(&report)?
+    } else {
+        link::render_text(&report)
     };
     write_out(io, &text)?;
     Ok(EXIT_OK)

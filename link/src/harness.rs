@@ -279,10 +279,21 @@ impl Scenario {
         if !(self.drain.is_finite() && (0.0..=1.0).contains(&self.drain)) {
             return Err(bad("drain", "must be a fraction of the line rate in 0..=1"));
         }
-        for (start, dur) in &self.outages {
-            if start.checked_add(*dur).is_none() {
+        let mut end_of_last = 0u64;
+        for (i, (start, dur)) in self.outages.iter().enumerate() {
+            let Some(end) = start.checked_add(*dur) else {
                 return Err(bad("outage", "start + duration overflows"));
+            };
+            if *dur == 0 {
+                return Err(bad("outage", "a duration must be greater than 0"));
             }
+            if i > 0 && *start < end_of_last {
+                return Err(bad(
+                    "outage",
+                    "outages must be in time order and must not overlap",
+                ));
+            }
+            end_of_last = end;
         }
         Ok(())
     }
@@ -798,7 +809,8 @@ impl Pair {
                     payload, release, ..
                 } => {
                     let plen = payload.len();
-                    let frame_len = plen + 32;
+                    let frame_len =
+                        ethlink_protocol::frame_len(ethlink_protocol::ETH_HEADER_LEN, plen);
                     let (index, ok) = check_payload(payload, 1 - e);
                     let stream = &mut self.streams[1 - e];
                     let report = &mut self.report;
@@ -992,11 +1004,12 @@ pub fn build_payload(buf: &mut [u8], end: usize, index: u64, frame_size: usize) 
 
 fn fill_pattern(data: &mut [u8], index: u64) {
     let mut x = index.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    for b in data.iter_mut() {
+    for chunk in data.chunks_mut(8) {
         x ^= x << 13;
         x ^= x >> 7;
         x ^= x << 17;
-        *b = x as u8;
+        let bytes = x.to_le_bytes();
+        chunk.copy_from_slice(bytes.get(..chunk.len()).unwrap_or(&[]));
     }
 }
 

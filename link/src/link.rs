@@ -541,6 +541,7 @@ impl Link {
         self.flush_replay();
         self.physical = false;
         self.go_down();
+        self.counters.reinits += 1;
         if was_up || self.flushed > 0 {
             self.push_status(EvRec::Down(DownReason::Physical));
         }
