@@ -91,6 +91,8 @@ pub struct Counters {
     pub reinits: u64,
     /// Frames refused by the peer's smaller MFS after they were queued.
     pub oversize_for_peer: u64,
+    /// Frames queued on a VC beyond the number agreed with the peer, reported lost.
+    pub not_agreed_vc: u64,
     /// Highest number of bytes the replay buffer has held.
     pub replay_bytes_max: u64,
     /// Highest number of frames the replay buffer has held.
