@@ -823,10 +823,10 @@ impl Link {
             // FLUSH: no DATA until the flushed frames are reported; the queues wait intact.
             return Ok(None);
         }
-        if let Some(i) = self.replay_cursor {
-            if let Some(t) = self.transmit_replay(i, buf)? {
-                return Ok(Some(t));
-            }
+        if let Some(i) = self.replay_cursor
+            && let Some(t) = self.transmit_replay(i, buf)?
+        {
+            return Ok(Some(t));
         }
         self.transmit_new(now, &agreed, buf)
     }
@@ -1055,13 +1055,13 @@ impl Link {
 
     fn reject_not_agreed(&mut self, v: usize) {
         let pending = self.queues.get(v).is_some_and(|q| !q.is_empty());
-        if let (true, Some(blocked)) = (pending, self.queue_blocked.get_mut(v)) {
-            if !*blocked {
-                *blocked = true;
-                self.counters.not_agreed_vc += 1;
-                self.events
-                    .push_back(EvRec::NotAgreed(Vc::new(v as u8).unwrap_or_default()));
-            }
+        if let (true, Some(blocked)) = (pending, self.queue_blocked.get_mut(v))
+            && !*blocked
+        {
+            *blocked = true;
+            self.counters.not_agreed_vc += 1;
+            self.events
+                .push_back(EvRec::NotAgreed(Vc::new(v as u8).unwrap_or_default()));
         }
     }
 
@@ -1692,7 +1692,6 @@ mod tests {
     use ethlink_protocol::{DataRepr, GpuId, PathId, Txns};
 
     use super::*;
-    use crate::time::Duration;
 
     const BUF: usize = 9216;
 
