@@ -1520,11 +1520,11 @@ impl Link {
             }
             RxState::NackSent => {
                 //= docs/spec/link.md#4-link-level-retry-receive-side
-                //# LINK-4-4 In NACK_SENT the RX MUST discard, without sending another NACK,
-                //# every frame until the expected sequence number arrives, with one exception:
-                //# a frame with the REPLAY flag whose sequence number is the one after the
-                //# expected shows that the replay the NACK asked for has lost the expected
-                //# frame again, and the RX MUST then send one more NACK.
+                //# LINK-4-4 In NACK_SENT the RX MUST discard every frame until the expected
+                //# sequence number arrives, and MUST NOT send another NACK, with one exception: a
+                //# DATA frame with the REPLAY flag whose sequence number is the one after the
+                //# expected shows that the replay the NACK asked for has lost the expected frame
+                //# again, and the RX MUST then send one more NACK.
                 self.counters.discarded_after_nack += 1;
                 if header.flags.replay && seq == self.expected.next() {
                     self.rx_state = RxState::SendNack;
