@@ -322,6 +322,8 @@ pub struct Link {
     received: [u32; 8],
     freed: [u32; 8],
     freed_since_cf: u32,
+    /// Credits held over all VCs (the sum of `received - freed`).
+    rx_occupied_total: u64,
     last_cf: Instant,
     cf_forced: bool,
     epoch: u32,
@@ -392,6 +394,7 @@ impl Link {
             received: [0; 8],
             freed: [0; 8],
             freed_since_cf: 0,
+            rx_occupied_total: 0,
             last_cf: Instant::ZERO,
             cf_forced: false,
             epoch: 0,
@@ -624,6 +627,9 @@ impl Link {
         //# LINK-5-4 On accepting a frame on VC *v* the RX MUST add its cost to `received[v]`; as
         //# the upper layer drains it, the RX MUST add its cost to `freed[v]`.
         self.freed[v] = add20(self.freed[v], release.credits);
+        self.rx_occupied_total = self
+            .rx_occupied_total
+            .saturating_sub(u64::from(release.credits));
         self.freed_since_cf = self.freed_since_cf.saturating_add(release.credits);
         Ok(())
     }
@@ -1032,6 +1038,7 @@ impl Link {
         self.freed_seen = [0; 8];
         self.received = [0; 8];
         self.freed = [0; 8];
+        self.rx_occupied_total = 0;
         self.stalled_since = [None; 8];
         self.freed_since_cf = 0;
         self.cf_forced = false;
@@ -1268,8 +1275,11 @@ impl Link {
     ) -> Result<Option<Transmit>, BufferTooSmall> {
         let vcs = usize::from(agreed.vcs);
         let mut replay_full = false;
-        for k in 0..vcs {
-            let v = (self.rr + k) % vcs;
+        let mut v = self.rr.min(vcs.saturating_sub(1));
+        for _ in 0..vcs {
+            let this = v;
+            v = if v + 1 == vcs { 0 } else { v + 1 };
+            let v = this;
             if self.queue_blocked[v] {
                 continue;
             }
@@ -1313,12 +1323,13 @@ impl Link {
             }
             let t = self.send_new(now, v, len, buf)?;
             self.consumed[v] = add20(self.consumed[v], cost);
-            self.rr = (v + 1) % vcs;
+            self.rr = if v + 1 == vcs { 0 } else { v + 1 };
             return Ok(Some(t));
         }
         Ok(None)
     }
 
+    #[inline]
     fn send_new(
         &mut self,
         now: Instant,
@@ -1483,9 +1494,8 @@ impl Link {
             slot.copy_from_slice(payload);
             self.events.push_back(EvRec::Delivered);
             self.received[v] = add20(self.received[v], cost);
-            let total: u64 = (0..usize::from(agreed.vcs))
-                .map(|i| u64::from(diff20(self.received[i], self.freed[i])))
-                .sum();
+            self.rx_occupied_total += u64::from(cost);
+            let total = self.rx_occupied_total;
             self.counters.rx_occupied_max_credits =
                 self.counters.rx_occupied_max_credits.max(total);
             self.counters.rx_frames[v] += 1;

@@ -750,6 +750,7 @@ pub const fn frame_len(eth_len: usize, body_len: usize) -> usize {
 impl<'a> FrameRepr<'a> {
     /// Validates the body of a checked frame for its kind (WIRE-2.4-3, WIRE-4-1, WIRE-4.5-1,
     /// WIRE-5-3) and returns its representation. Offsets in errors are frame-relative.
+    #[inline]
     pub fn parse(frame: &Frame<&'a [u8]>) -> Result<Self, Error> {
         let eth = frame.ethernet();
         let header = frame.link_header();
