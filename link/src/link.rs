@@ -294,6 +294,11 @@ pub struct Link {
     peer_mac: Option<MacAddr>,
     echo_ok: bool,
     echo_due: Option<u32>,
+    /// The nonce of the last INIT_ECHO sent.
+    echoed: Option<u32>,
+    /// While UP: the peer is known to be UP too (it has our INIT_ECHO of its current nonce
+    /// ahead of anything we send now, or it sent a frame only an UP end sends).
+    peer_up: bool,
     init_next: Instant,
     // TX, LLR.
     next_seq: Seq,
@@ -351,9 +356,13 @@ impl Link {
                 )
             })
             .collect();
-        // The receive ring holds what the credits cover, plus one frame of slack for the
-        // record that cannot wrap.
-        let rx_bytes = usize::try_from(cfg.rx_buffer_bytes()).unwrap_or(usize::MAX);
+        // The receive ring holds what the credits cover twice over (frames delivered before a
+        // re-initialisation whose events the upper layer has not taken yet stay delivered, while
+        // the reset frees their credits, LINK-6-4), plus one frame of slack for the record that
+        // cannot wrap. Beyond that a frame is refused as a credit overrun and replayed later.
+        let rx_bytes = usize::try_from(cfg.rx_buffer_bytes())
+            .unwrap_or(usize::MAX / 4)
+            .saturating_mul(2);
         let rx_recs = rx_bytes / 64 + 1;
         let rx = Ring::new(rx_bytes.saturating_add(mfs), rx_recs);
         let events = VecDeque::with_capacity(
@@ -370,6 +379,8 @@ impl Link {
             peer_mac: None,
             echo_ok: false,
             echo_due: None,
+            echoed: None,
+            peer_up: false,
             init_next: Instant::ZERO,
             next_seq: Seq::new(0),
             replay,
@@ -549,7 +560,7 @@ impl Link {
         self.physical = false;
         self.go_down();
         self.counters.reinits += 1;
-        if was_up || self.flushed > 0 {
+        if was_up || self.flushed_new > 0 {
             self.push_status(EvRec::Down(DownReason::Physical));
         }
         self.queue_flushed_events();
@@ -752,6 +763,10 @@ impl Link {
                 },
             )?;
             self.echo_due = None;
+            self.echoed = Some(echo);
+            if self.peer_init.is_some_and(|p| p.nonce == echo) {
+                self.peer_up = true;
+            }
             self.counters.init_echoes_sent += 1;
             return Ok(Some(t));
         }
@@ -821,6 +836,13 @@ impl Link {
             self.counters.cc_sent += 1;
             self.cc_next = now.saturating_add(self.cfg.cc_interval);
             return Ok(Some(t));
+        }
+        if !self.peer_up {
+            //= docs/spec/link.md#2-bring-up
+            //# LINK-2-8 An end that is UP MUST NOT send a DATA frame before it has sent an
+            //# INIT_ECHO for the peer's current nonce or received an ACK, NACK, CF, CC or DATA
+            //# frame since it came UP.
+            return Ok(None);
         }
         if self.flushed > 0 {
             //= docs/spec/link.md#6-flush-and-re-initialisation
@@ -969,27 +991,19 @@ impl Link {
     fn on_init(&mut self, now: Instant, init: InitRepr, src: MacAddr) {
         self.echo_due = Some(init.nonce);
         self.peer_mac = Some(src);
-        match (&self.agreed, &self.peer_init) {
-            (Some(_), Some(p)) if p.nonce != init.nonce => {
-                //= docs/spec/link.md#2-bring-up
-                //# LINK-2-6 An end that is UP and receives an INIT whose nonce differs from the
-                //# last INIT it accepted MUST re-initialise (§6): the peer has restarted.
-                self.reinit(now, DownReason::PeerRestart);
-                self.peer_init = Some(init);
-            }
-            (Some(_), _) => {}
-            (None, _) => {
-                self.peer_init = Some(init);
-                self.try_up(now);
-            }
+        if self.agreed.is_some() && self.peer_init.is_some_and(|p| p.nonce != init.nonce) {
+            //= docs/spec/link.md#2-bring-up
+            //# LINK-2-6 An end that is UP and receives an INIT whose nonce differs from the
+            //# peer's nonce it went UP with MUST re-initialise (§6): the peer has restarted.
+            self.reinit(now, DownReason::PeerRestart);
         }
     }
 
     fn on_init_echo(&mut self, now: Instant, echo_nonce: u32, init: InitRepr, src: MacAddr) {
         //= docs/spec/link.md#2-bring-up
-        //# LINK-2-3 An end MUST enter UP only when it has both received an INIT_ECHO whose echo
-        //# nonce is its current nonce and received an INIT from the peer. INIT_ECHO frames with
-        //# another echo nonce MUST be ignored and counted.
+        //# LINK-2-3 An end MUST enter UP only when it receives an INIT_ECHO whose echo nonce is
+        //# its current nonce, and MUST take the peer's nonce and parameters from that INIT_ECHO.
+        //# INIT_ECHO frames with another echo nonce MUST be ignored and counted.
         if echo_nonce != self.nonce || self.agreed.is_some() {
             self.counters.init_echoes_ignored += 1;
             return;
@@ -997,8 +1011,8 @@ impl Link {
         self.counters.init_echoes_received += 1;
         self.peer_mac = Some(src);
         self.echo_ok = true;
-        // The echo carries the peer's parameters too; its INIT stays the one that counts.
-        let _ = init;
+        // The echo is the peer's freshest word: it was sent after our INIT reached it.
+        self.peer_init = Some(init);
         self.try_up(now);
     }
 
@@ -1052,6 +1066,9 @@ impl Link {
         self.replay_deadline = None;
         self.rx_state = RxState::SendAcks;
         self.agreed = Some(agreed);
+        // The peer is UP, or will be before our next frame reaches it, once it has our echo
+        // of its current nonce.
+        self.peer_up = self.echoed == Some(peer.nonce);
         self.counters.link_ups += 1;
         self.push_status(EvRec::Up(agreed));
         // Frames queued on VCs the peer lacks can never go: report them, one at a time.
@@ -1083,6 +1100,8 @@ impl Link {
         self.replay_cursor = None;
         self.replay_count = 0;
         self.echo_ok = false;
+        self.peer_up = false;
+        self.echoed = None;
         // UP again needs an INIT the peer sends after this point (LINK-2-3).
         self.peer_init = None;
         // Delivered frames stay delivered; their buffer is freed by the reset (LINK-6-4).
@@ -1098,7 +1117,7 @@ impl Link {
         self.flush_replay();
         self.go_down();
         self.counters.reinits += 1;
-        if was_up || self.flushed > 0 {
+        if was_up || self.flushed_new > 0 {
             self.push_status(EvRec::Down(reason));
         }
         self.queue_flushed_events();
@@ -1423,6 +1442,8 @@ impl Link {
             self.counters.control_not_up += 1;
             false
         } else {
+            // Only an UP peer sends these.
+            self.peer_up = true;
             true
         }
     }
@@ -1458,6 +1479,7 @@ impl Link {
             self.counters.data_not_up += 1;
             return;
         };
+        self.peer_up = true;
         let v = header.vc.index();
         if v >= usize::from(agreed.vcs) {
             self.counters.malformed_frames += 1;
@@ -1943,7 +1965,7 @@ mod tests {
     //# LINK-2-7 An end MUST NOT send DATA frames unless it is UP. DATA frames received while not
     //# UP MUST be discarded and counted.
     #[test]
-    fn up_needs_our_echo_and_the_peer_init() {
+    fn up_needs_the_echo_of_our_nonce() {
         let mut a = Link::new(cfg(1, 1)).unwrap();
         let mut b = Link::new(cfg(2, 2)).unwrap();
         a.physical_up(t(0));
@@ -1964,15 +1986,13 @@ mod tests {
         // The peer's INIT alone is not enough.
         a.handle_frame(t(0), &init_b);
         assert!(!a.is_up());
-        // Nor is the echo alone.
+        // The echo of our nonce is: it carries the peer's nonce and parameters.
         let mut c = Link::new(cfg(3, 3)).unwrap();
         c.physical_up(t(0));
         let right = emit(LinkFrame::InitEcho {
             echo_nonce: c.nonce(),
             init,
         });
-        c.handle_frame(t(0), &right);
-        assert!(!c.is_up());
         // DATA before UP: A sends none, and C discards and counts one.
         let from_a = drain_tx(&mut a, t(0));
         assert!(
@@ -1983,8 +2003,9 @@ mod tests {
         c.handle_frame(t(0), &data_frame(0, 0, &payload(64, 1), false));
         assert_eq!(c.counters().data_not_up, 1);
         assert!(c.poll_event().is_none());
-        c.handle_frame(t(0), &init_b);
+        c.handle_frame(t(0), &right);
         assert!(c.is_up());
+        assert_eq!(c.agreed().unwrap().tx_credit_size, init.credit_size);
     }
 
     //= type=test
@@ -2651,6 +2672,69 @@ mod tests {
                 ..Config::default()
             })
             .is_err()
+        );
+    }
+
+    //= type=test
+    //# LINK-2-8 An end that is UP MUST NOT send a DATA frame before it has sent an INIT_ECHO for
+    //# the peer's current nonce or received an ACK, NACK, CF, CC or DATA frame since it came UP.
+    #[test]
+    fn no_data_before_the_peer_can_take_it() {
+        let mut a = Link::new(cfg(1, 1)).unwrap();
+        let mut b = Link::new(cfg(2, 2)).unwrap();
+        a.physical_up(t(0));
+        b.physical_up(t(0));
+        a.submit(vc(0), &payload(64, 1)).unwrap();
+        let init_a = drain_tx(&mut a, t(0));
+        b.handle_frame(t(0), &init_a[0]);
+        // B answers with INIT_ECHO(a) and its INIT; A gets only the echo: UP, but quiet.
+        let from_b = drain_tx(&mut b, t(0));
+        let kind = |x: &Vec<u8>| Frame::new_checked(&x[..], 9216).unwrap().kind();
+        let echo = from_b
+            .iter()
+            .find(|x| kind(x) == FrameKind::InitEcho)
+            .unwrap();
+        let init_b = from_b.iter().find(|x| kind(x) == FrameKind::Init).unwrap();
+        a.handle_frame(t(1), echo);
+        assert!(a.is_up());
+        assert!(
+            drain_tx(&mut a, t(1))
+                .iter()
+                .all(|x| kind(x) != FrameKind::Data)
+        );
+        // B's INIT arrives: A echoes it, and only then sends DATA behind the echo.
+        a.handle_frame(t(2), init_b);
+        let kinds: Vec<FrameKind> = drain_tx(&mut a, t(2)).iter().map(kind).collect();
+        assert_eq!(kinds, [FrameKind::InitEcho, FrameKind::Data]);
+        // Another end that came UP the same way learns from a CF that the peer is UP.
+        let mut c = Link::new(cfg(3, 3)).unwrap();
+        c.physical_up(t(0));
+        c.submit(vc(0), &payload(64, 2)).unwrap();
+        let init_c = drain_tx(&mut c, t(0));
+        let mut d = Link::new(cfg(4, 4)).unwrap();
+        d.physical_up(t(0));
+        d.handle_frame(t(0), &init_c[0]);
+        let echo = drain_tx(&mut d, t(0))
+            .into_iter()
+            .find(|x| kind(x) == FrameKind::InitEcho)
+            .unwrap();
+        c.handle_frame(t(1), &echo);
+        assert!(c.is_up());
+        assert!(
+            drain_tx(&mut c, t(1))
+                .iter()
+                .all(|x| kind(x) != FrameKind::Data)
+        );
+        let mut counters = [None; 8];
+        counters[0] = Some(0);
+        c.handle_frame(
+            t(2),
+            &emit(LinkFrame::CreditUpdate(CreditRepr { counters })),
+        );
+        assert!(
+            drain_tx(&mut c, t(2))
+                .iter()
+                .any(|x| kind(x) == FrameKind::Data)
         );
     }
 }

@@ -771,8 +771,8 @@ fn llr_nack_before_any_data_carries_fffff() {
 //# LINK-6-3 After FLUSH, on physical link down, and on LINK-2-6 the end MUST re-initialise: enter
 //# INIT (§2) with a new nonce, reset its RX to OFF until UP, and report a link-down event to the
 //# upper layer; on UP it MUST report a link-up event.
-//# LINK-2-6 An end that is UP and receives an INIT whose nonce differs from the last INIT it
-//# accepted MUST re-initialise (§6): the peer has restarted.
+//# LINK-2-6 An end that is UP and receives an INIT whose nonce differs from the peer's nonce it
+//# went UP with MUST re-initialise (§6): the peer has restarted.
 #[test]
 fn llr_flush_after_replay_count_max() {
     let a_cfg = Config {
@@ -1842,13 +1842,13 @@ fn duplicate_data_discarded_counted_and_acked() {
 
 // ----- bring-up -----------------------------------------------------------------------------------
 
-/// An INIT_ECHO whose echo nonce is not the current nonce is ignored and counted; the end comes UP
-/// only with both the right INIT_ECHO and the peer's INIT, in either order, and answers every INIT
-/// with an INIT_ECHO carrying the INIT's nonce.
+/// An INIT_ECHO whose echo nonce is not the current nonce is ignored and counted; the peer's INIT
+/// alone does not bring the end UP, the right INIT_ECHO does, with the parameters it carries; every
+/// INIT is answered with an INIT_ECHO carrying the INIT's nonce.
 //= type=test
-//# LINK-2-3 An end MUST enter UP only when it has both received an INIT_ECHO whose echo nonce is
-//# its current nonce and received an INIT from the peer. INIT_ECHO frames with another echo nonce
-//# MUST be ignored and counted.
+//# LINK-2-3 An end MUST enter UP only when it receives an INIT_ECHO whose echo nonce is its
+//# current nonce, and MUST take the peer's nonce and parameters from that INIT_ECHO. INIT_ECHO
+//# frames with another echo nonce MUST be ignored and counted.
 //# LINK-2-2 An end that receives a valid INIT MUST answer it with an INIT_ECHO carrying the INIT's
 //# nonce as echo nonce and its own parameters, in any state but OFF.
 //# LINK-2-1 On entering INIT an end MUST choose a nonce different from the one of its previous
@@ -1895,17 +1895,23 @@ fn bringup_init_echo_with_wrong_nonce_is_ignored() {
             echo_nonce: own,
             init: init_of(&peer, 77),
         });
-        let (first, second) = if echo_first {
-            (&right, &peer_init)
+        if echo_first {
+            link.handle_frame(t, &right);
+            assert!(
+                link.is_up(),
+                "the INIT_ECHO of our nonce alone brings the end UP"
+            );
+            link.handle_frame(t, &wrong);
+            link.handle_frame(t, &peer_init);
+            assert!(link.is_up(), "the INIT it went UP with changes nothing");
         } else {
-            (&peer_init, &right)
-        };
-        link.handle_frame(t, first);
-        assert!(!link.is_up(), "UP on one of the two conditions");
-        link.handle_frame(t, &wrong);
-        assert!(!link.is_up());
-        link.handle_frame(t, second);
-        assert!(link.is_up());
+            link.handle_frame(t, &peer_init);
+            assert!(!link.is_up(), "the peer's INIT alone is not enough");
+            link.handle_frame(t, &wrong);
+            assert!(!link.is_up());
+            link.handle_frame(t, &right);
+            assert!(link.is_up());
+        }
         assert_eq!(link.counters().init_echoes_ignored, 2);
         assert!(matches!(events_of(&mut link).as_slice(), [Ev::Up(_)]));
         // The peer's INIT is answered by an INIT_ECHO for it.
@@ -1934,8 +1940,8 @@ fn bringup_init_echo_with_wrong_nonce_is_ignored() {
 /// with a new nonce and resets sequence numbers and credit counters; queued frames wait for the
 /// next UP; claims from before are accepted and change nothing.
 //= type=test
-//# LINK-2-6 An end that is UP and receives an INIT whose nonce differs from the last INIT it
-//# accepted MUST re-initialise (§6): the peer has restarted.
+//# LINK-2-6 An end that is UP and receives an INIT whose nonce differs from the peer's nonce it
+//# went UP with MUST re-initialise (§6): the peer has restarted.
 //# LINK-6-3 After FLUSH, on physical link down, and on LINK-2-6 the end MUST re-initialise: enter
 //# INIT (§2) with a new nonce, reset its RX to OFF until UP, and report a link-down event to the
 //# upper layer; on UP it MUST report a link-up event.
@@ -2044,10 +2050,10 @@ fn bringup_peer_restart_reinitialises() {
 /// A peer that restarts for real (a new end in place of B) brings A down for a peer restart and
 /// both ends back UP once each; frames queued at A then arrive.
 //= type=test
-//# LINK-2-6 An end that is UP and receives an INIT whose nonce differs from the last INIT it
-//# accepted MUST re-initialise (§6): the peer has restarted.
-//# LINK-2-3 An end MUST enter UP only when it has both received an INIT_ECHO whose echo nonce is
-//# its current nonce and received an INIT from the peer.
+//# LINK-2-6 An end that is UP and receives an INIT whose nonce differs from the peer's nonce it
+//# went UP with MUST re-initialise (§6): the peer has restarted.
+//# LINK-2-3 An end MUST enter UP only when it receives an INIT_ECHO whose echo nonce is its
+//# current nonce, and MUST take the peer's nonce and parameters from that INIT_ECHO.
 #[test]
 fn bringup_peer_restart_on_the_wire() {
     let mut bench = Bench::up(config_a(), config_b());
@@ -2199,8 +2205,8 @@ fn bringup_agreed_parameters_are_the_minima() {
 //# LINK-6-3 After FLUSH, on physical link down, and on LINK-2-6 the end MUST re-initialise: enter
 //# INIT (§2) with a new nonce, reset its RX to OFF until UP, and report a link-down event to the
 //# upper layer; on UP it MUST report a link-up event.
-//# LINK-2-3 An end MUST enter UP only when it has both received an INIT_ECHO whose echo nonce is
-//# its current nonce and received an INIT from the peer.
+//# LINK-2-3 An end MUST enter UP only when it receives an INIT_ECHO whose echo nonce is its
+//# current nonce, and MUST take the peer's nonce and parameters from that INIT_ECHO.
 //# LINK-6-2 Frames submitted but not yet sent MUST stay queued across FLUSH and re-initialisation
 //# and be sent after the link is UP again, in order.
 #[test]
