@@ -17,10 +17,13 @@
 //!   bytes submitted and the sequence numbers accepted; frames of unknown fate are reported by
 //!   the sender right after a link-down, in sequence order, only for frames it sent; every
 //!   frame before one delivered or reported is itself delivered or reported;
+//! - an end enters UP only on the INIT_ECHO of its nonce, with the nonce and parameters it
+//!   carries, and an INIT of another nonce restarts an UP end; DATA leaves only an end that is
+//!   UP and whose peer is UP too or will be before the frame reaches it;
 //! - new DATA frames carry consecutive sequence numbers from 0 after UP, leave each transmit
 //!   queue in submission order and are paid for once, at the cost the credit rules give and
 //!   within the grant; a retransmission is the original frame but for the REPLAY flag and the
-//!   FCS, and only of a frame sent since the last UP; DATA leaves only an end that is UP;
+//!   FCS, and only of a frame sent since the last UP;
 //! - ACK and NACK carry the last accepted sequence number, a receiver NACKs once per gap (once
 //!   more only when a retransmission skipped the expected frame again), CF carries `freed` and
 //!   CC `consumed` of every VC, no CC leaves while the replay buffer holds a frame, and a FLUSH
@@ -41,10 +44,11 @@
 //! whatever CF and CC frames were lost and however many credits leaked.
 //!
 //! Four properties, one per profile of steps: `clean` (no fault; time moves only with every
-//! frame delivered first: nothing may be lost, replayed, NACKed or recovered), `credit_faults`
-//! (lost CF and CC frames and leaked credits: the CC recovers exactly what leaked, nothing is
-//! lost), `wire_faults` (every fault of the wire, any time advance, leaks) and `restarts` (all
-//! of that and physical link bounces of either end or both).
+//! frame delivered first: nothing may be lost, replayed or NACKed), `credit_faults` (lost CF and
+//! CC frames and leaked credits: the CC recovers exactly what leaked, nothing is lost),
+//! `wire_faults` (every fault of the wire, any time advance, leaks) and `restarts` (all of that
+//! and physical link bounces of either end or both). Four fixed sequences run through the same
+//! machine keep the bring-up and late-event hazards the properties found as regression tests.
 //!
 //! 64 cases per property and 1..=60 steps per case by default; `PROPTEST_CASES` overrides the
 //! cases. The seed is fixed so runs are repeatable; set `PROPTEST_RNG_SEED` to explore others.
@@ -410,7 +414,7 @@ impl Profile for Restarts {
             8 => release(),
             5 => poll_events(),
             1 => leak(vcs),
-            4 => (0..3usize).prop_map(|which| Step::Bounce { which }),
+            8 => (0..3usize).prop_map(|which| Step::Bounce { which }),
         ]
         .boxed()
     }
@@ -548,6 +552,12 @@ struct End {
     sent: BTreeMap<u32, Vec<u8>>,
     /// Sequence number of every frame this end ever sent, by (VC, index).
     seq_of: BTreeMap<(usize, u32), u32>,
+    /// The peer's nonce this end went UP with; the echo nonces of the INIT_ECHOs it sent since
+    /// it entered INIT; whether, since UP, it sent the INIT_ECHO of that nonce or received a
+    /// frame only an UP peer sends (LINK-2-8).
+    peer_nonce: Option<u32>,
+    echoed: Vec<u32>,
+    peer_ready: bool,
     /// Replays since acknowledgement progress (LINK-3-7).
     replays: u32,
     /// The sequence number the next retransmission must carry (LINK-3-5).
@@ -705,6 +715,7 @@ impl Sut {
         if l.nonce() != nonce0 {
             // A new initialisation: INIT is due at once (LINK-2-1).
             st.due.last_init = None;
+            st.echoed.clear();
         }
         if !up0 && up1 {
             // LINK-2-5: sequence numbers and credit counters reset on entering UP.
@@ -720,6 +731,8 @@ impl Sut {
             }
             st.next_seq = 0;
             st.sent.clear();
+            st.peer_nonce = None;
+            st.peer_ready = false;
             st.nack = NackState::default();
             st.leaked_since_up = [0; 8];
             st.due = Due {
@@ -1063,6 +1076,12 @@ impl Sut {
                 st.due.last_cc = self.now;
             }
             LinkFrame::Init(_) => st.due.last_init = Some(self.now),
+            LinkFrame::InitEcho { echo_nonce, .. } => {
+                st.echoed.push(echo_nonce);
+                if l.is_up() && st.peer_nonce == Some(echo_nonce) {
+                    st.peer_ready = true;
+                }
+            }
             _ => {}
         }
     }
@@ -1075,10 +1094,15 @@ impl Sut {
         after: &[(u32, u32)],
         model: &Model,
     ) {
-        // LINK-2-7: DATA only while UP.
+        // LINK-2-7: DATA only while UP; LINK-2-8: and once the peer is UP too, or will be
+        // before the frame reaches it.
         assert!(
             self.links[e].is_up(),
             "LINK-2-7 end {e} sent DATA while not UP"
+        );
+        assert!(
+            self.ends[e].peer_ready,
+            "LINK-2-8 end {e} sent DATA before the peer could take it"
         );
         let (src, pvc, index) = identify(&d.bytes[PAYLOAD_AT..]);
         let (v, seq, bytes) = (d.vc, d.seq, d.bytes);
@@ -1167,19 +1191,55 @@ impl Sut {
     fn arrive(&mut self, dir: usize, bytes: &[u8], intact: bool, model: &Model) {
         let to = 1 - dir;
         let now = self.t();
-        if intact
-            && self.ends[to].nack.sent
-            && let Ok(FrameRepr {
-                link: LinkFrame::Data { header, .. },
-                ..
-            }) = FrameRepr::parse_bytes(bytes, usize::from(MFS))
+        let repr = if intact {
+            FrameRepr::parse_bytes(bytes, usize::from(MFS)).ok()
+        } else {
+            None
+        };
+        let link = repr.map(|r| r.link);
+        if self.ends[to].nack.sent
+            && let Some(LinkFrame::Data { header, .. }) = link
             && header.flags.replay
             && header.seq == self.links[to].expected_seq().next()
         {
             // LINK-4-4: the replay lost the expected frame again; one more NACK is due.
             self.ends[to].nack.renack = true;
         }
+        let (up0, nonce0) = (self.links[to].is_up(), self.links[to].nonce());
         self.call(to, model, |l| l.handle_frame(now, bytes));
+        let l = &self.links[to];
+        let up1 = l.is_up();
+        let st = &mut self.ends[to];
+        match link {
+            Some(LinkFrame::InitEcho { echo_nonce, init }) if !up0 && up1 => {
+                // LINK-2-3: UP on the echo of the current nonce, with the peer's nonce and
+                // parameters it carries.
+                assert_eq!(
+                    echo_nonce, nonce0,
+                    "LINK-2-3 end {to} UP on another nonce's echo"
+                );
+                let agreed = l.agreed().expect("UP");
+                assert_eq!(agreed.tx_credit_size, init.credit_size, "LINK-2-3 end {to}");
+                assert_eq!(agreed.tx_credits, init.credits, "LINK-2-3 end {to}");
+                st.peer_nonce = Some(init.nonce);
+                st.peer_ready = st.echoed.contains(&init.nonce);
+            }
+            _ if !up0 && up1 => panic!("LINK-2-3 end {to} came UP without an INIT_ECHO"),
+            Some(LinkFrame::Init(init)) if up0 => {
+                // LINK-2-6: an INIT of another nonce than the one the end went UP with
+                // restarts it; one of that nonce does not.
+                let restart = st.peer_nonce != Some(init.nonce);
+                assert_eq!(up1, !restart, "LINK-2-6 end {to}: INIT, restart {restart}");
+            }
+            Some(
+                LinkFrame::Ack(_)
+                | LinkFrame::Nack(_)
+                | LinkFrame::CreditUpdate(_)
+                | LinkFrame::CreditResync(_)
+                | LinkFrame::Data { .. },
+            ) if up0 && up1 => st.peer_ready = true,
+            _ => {}
+        }
     }
 
     fn deliver(&mut self, dir: usize, frames: usize, model: &Model) {
@@ -1223,7 +1283,7 @@ impl Sut {
 
     /// Fault-free: every frame delivered at once, time from deadline to deadline, until `done`.
     fn settle_until(&mut self, model: &Model, done: impl Fn(&Self) -> bool, what: &str) {
-        for _ in 0..1000 {
+        for _ in 0..200 {
             self.quiesce(model, false);
             if done(self) {
                 return;
@@ -1555,7 +1615,8 @@ impl Sut {
     fn drive_to_rest(&mut self, model: &Model) {
         let start = self.now;
         let mut still = 0;
-        for _ in 0..5000 {
+        // A link comes to rest within some 50 deadlines (about 10 us); 500 leave a wide margin.
+        for _ in 0..500 {
             self.quiesce(model, false);
             self.release_all();
             self.quiesce(model, false);
@@ -1757,7 +1818,11 @@ prop_state_machine! {
     //# LINK-2-4 The parameters in use while UP are agreed as follows
     //# LINK-2-5 On entering UP an end MUST reset its TX sequence number and its RX expected
     //# sequence number to 0 [...] and every credit counter of both sides to 0.
+    //# LINK-2-3 An end MUST enter UP only when it receives an INIT_ECHO whose echo nonce is its
+    //# current nonce, and MUST take the peer's nonce and parameters from that INIT_ECHO.
     //# LINK-2-7 An end MUST NOT send DATA frames unless it is UP.
+    //# LINK-2-8 An end that is UP MUST NOT send a DATA frame before it has sent an INIT_ECHO for
+    //# the peer's current nonce or received an ACK, NACK, CF, CC or DATA frame since it came UP.
     //# LINK-3-1 Every DATA frame MUST carry the next TX sequence number, which advances by one
     //# (modulo 2^20) for every new frame
     //# LINK-3-3 The TX MUST NOT send a new DATA frame when the replay buffer already holds
@@ -1791,7 +1856,11 @@ prop_state_machine! {
     //# LINK-2-4 The parameters in use while UP are agreed as follows
     //# LINK-2-5 On entering UP an end MUST reset its TX sequence number and its RX expected
     //# sequence number to 0 [...] and every credit counter of both sides to 0.
+    //# LINK-2-3 An end MUST enter UP only when it receives an INIT_ECHO whose echo nonce is its
+    //# current nonce, and MUST take the peer's nonce and parameters from that INIT_ECHO.
     //# LINK-2-7 An end MUST NOT send DATA frames unless it is UP.
+    //# LINK-2-8 An end that is UP MUST NOT send a DATA frame before it has sent an INIT_ECHO for
+    //# the peer's current nonce or received an ACK, NACK, CF, CC or DATA frame since it came UP.
     //# LINK-3-1 Every DATA frame MUST carry the next TX sequence number, which advances by one
     //# (modulo 2^20) for every new frame
     //# LINK-3-3 The TX MUST NOT send a new DATA frame when the replay buffer already holds
@@ -1827,7 +1896,11 @@ prop_state_machine! {
     //# LINK-2-4 The parameters in use while UP are agreed as follows
     //# LINK-2-5 On entering UP an end MUST reset its TX sequence number and its RX expected
     //# sequence number to 0 [...] and every credit counter of both sides to 0.
+    //# LINK-2-3 An end MUST enter UP only when it receives an INIT_ECHO whose echo nonce is its
+    //# current nonce, and MUST take the peer's nonce and parameters from that INIT_ECHO.
     //# LINK-2-7 An end MUST NOT send DATA frames unless it is UP.
+    //# LINK-2-8 An end that is UP MUST NOT send a DATA frame before it has sent an INIT_ECHO for
+    //# the peer's current nonce or received an ACK, NACK, CF, CC or DATA frame since it came UP.
     //# LINK-3-1 Every DATA frame MUST carry the next TX sequence number, which advances by one
     //# (modulo 2^20) for every new frame
     //# LINK-3-3 The TX MUST NOT send a new DATA frame when the replay buffer already holds
@@ -1888,7 +1961,11 @@ prop_state_machine! {
     //# LINK-2-4 The parameters in use while UP are agreed as follows
     //# LINK-2-5 On entering UP an end MUST reset its TX sequence number and its RX expected
     //# sequence number to 0 [...] and every credit counter of both sides to 0.
+    //# LINK-2-3 An end MUST enter UP only when it receives an INIT_ECHO whose echo nonce is its
+    //# current nonce, and MUST take the peer's nonce and parameters from that INIT_ECHO.
     //# LINK-2-7 An end MUST NOT send DATA frames unless it is UP.
+    //# LINK-2-8 An end that is UP MUST NOT send a DATA frame before it has sent an INIT_ECHO for
+    //# the peer's current nonce or received an ACK, NACK, CF, CC or DATA frame since it came UP.
     //# LINK-3-1 Every DATA frame MUST carry the next TX sequence number, which advances by one
     //# (modulo 2^20) for every new frame
     //# LINK-3-3 The TX MUST NOT send a new DATA frame when the replay buffer already holds
@@ -1943,8 +2020,8 @@ prop_state_machine! {
     //# the upper layer; on UP it MUST report a link-up event.
     //# LINK-2-1 [...] send INIT frames carrying it and its parameters every `init_interval` until
     //# it is UP.
-    //# LINK-2-6 An end that is UP and receives an INIT whose nonce differs from the last INIT it
-    //# accepted MUST re-initialise (§6): the peer has restarted.
+    //# LINK-2-6 An end that is UP and receives an INIT whose nonce differs from the peer's nonce
+    //# it went UP with MUST re-initialise (§6): the peer has restarted.
     //# LINK-6-4 Frames the RX has already delivered stay delivered; their buffer is freed by the
     //# reset of LINK-2-5.
     #[test]
@@ -1952,7 +2029,7 @@ prop_state_machine! {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Counterexamples the properties found, replayed as fixed sequences
+// Fixed sequences: hazards the properties found, kept as regression tests
 
 /// Both ends alike: one VC, 16 credits of 32 bytes (eight 64-byte frames), a replay buffer of
 /// eight frames, short timers, one replay before FLUSH; upper layers that take their events at
@@ -1987,10 +2064,10 @@ fn run(model: Model, steps: Vec<Step>) {
     <LinkTest<Restarts> as StateMachineTest>::test_sequential(config(), model, steps, None);
 }
 
-/// End A's physical link bounces twice while B answers A's first INIT: A's INIT_ECHO makes B
-/// enter UP with A's older INIT, and A's newer INIT then restarts B (LINK-2-6), whose INIT_ECHO
-/// makes A enter UP with B's older INIT, and so on: the ends restart each other forever at the
-/// same instant and the link never stays UP.
+/// End A's physical link bounces twice while B answers A's first INIT. An end that entered UP
+/// with the nonce of an INIT older than the INIT_ECHO would be restarted (LINK-2-6) by the next
+/// INIT of its peer, and restart the peer in turn: the ends would restart each other forever at
+/// the same instant. The link must come UP and stay UP.
 //= type=test
 //# LINK-2-1 [...] send INIT frames carrying it and its parameters every `init_interval` until it
 //# is UP.
@@ -2012,8 +2089,8 @@ fn double_bounce_comes_up() {
 }
 
 /// B's physical link bounces, its INIT restarts A, then A's physical link bounces: B enters UP
-/// on A's new INIT and answers A's INITs with INIT_ECHOs only, while A, which forgot B's INIT
-/// when it went down, waits for another INIT that B, being UP, never sends.
+/// and from then on answers A's INITs with INIT_ECHOs only. An end that waited for an INIT after
+/// the INIT_ECHO of its nonce would wait for ever; A must come UP on B's INIT_ECHO.
 //= type=test
 //# LINK-2-1 [...] send INIT frames carrying it and its parameters every `init_interval` until it
 //# is UP.
@@ -2056,8 +2133,9 @@ fn late_events_one_link_down() {
 }
 
 /// A accepts eight 64-byte frames (its whole grant) but its upper layer has not taken them when
-/// both physical links bounce; after UP, the credits reset and B sends two more frames, which A
-/// must accept: their credits are free.
+/// both physical links bounce; after UP the credits are reset and B sends two more frames, which
+/// A must accept without a credit overrun: their credits are free, whatever A still holds for
+/// its upper layer.
 //= type=test
 //# LINK-4-6 The RX MUST NOT accept a DATA frame whose cost (§5) exceeds the free buffer of its
 //# VC. [...] A conformant TX never causes this.
