@@ -496,8 +496,7 @@ impl Pair {
     pub fn done(&self) -> bool {
         let offered_all =
             (0..2).all(|s| self.streams[s].next_offer == self.streams[s].seen.len() as u64);
-        let accounted =
-            self.report.delivered + self.report.unknown_fate_undelivered() >= self.total_offered();
+        let accounted = self.report.delivered + self.report.unknown_fate >= self.total_offered();
         offered_all
             && accounted
             && self.ends.iter().all(Link::is_idle)
@@ -749,8 +748,7 @@ impl Pair {
                     vanish = true;
                 }
                 if faults.ber > 0.0 {
-                    let bits = (t.len * 8) as f64;
-                    let p = 1.0 - libm_powf(1.0 - faults.ber, bits);
+                    let p = 1.0 - pow_int(1.0 - faults.ber, t.len as u64 * 8);
                     if uniform(&mut d.rng) < p {
                         corrupt = true;
                     }
@@ -951,17 +949,10 @@ impl Pair {
     }
 }
 
-impl Report {
-    fn unknown_fate_undelivered(&self) -> u64 {
-        self.unknown_fate
-    }
-}
-
-/// `base^exp` for the per-frame error probability, without std.
-fn libm_powf(base: f64, exp: f64) -> f64 {
-    // exp(exp * ln(base)) through the series is overkill; repeated squaring on the integer bit
-    // count is exact enough for probabilities.
-    let mut n = exp as u64;
+/// `base^n` by repeated squaring (no `powf` without std): the chance that none of `n` bits
+/// flips.
+fn pow_int(base: f64, n: u64) -> f64 {
+    let mut n = n;
     let mut b = base;
     let mut acc = 1.0;
     while n > 0 {

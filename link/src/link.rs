@@ -290,9 +290,9 @@ pub struct Link {
     // Bring-up.
     nonce: u32,
     nonces_drawn: u64,
-    peer_init: Option<InitRepr>,
+    /// The nonce of the peer this end went UP with (LINK-2-6).
+    peer_nonce: Option<u32>,
     peer_mac: Option<MacAddr>,
-    echo_ok: bool,
     echo_due: Option<u32>,
     /// The nonce of the last INIT_ECHO sent.
     echoed: Option<u32>,
@@ -304,7 +304,6 @@ pub struct Link {
     next_seq: Seq,
     replay: Ring<ReplayMeta>,
     flushed: usize,
-    flushed_new: usize,
     replay_cursor: Option<usize>,
     replay_count: u8,
     replay_deadline: Option<Instant>,
@@ -375,9 +374,8 @@ impl Link {
             agreed: None,
             nonce: 0,
             nonces_drawn: 0,
-            peer_init: None,
+            peer_nonce: None,
             peer_mac: None,
-            echo_ok: false,
             echo_due: None,
             echoed: None,
             peer_up: false,
@@ -385,7 +383,6 @@ impl Link {
             next_seq: Seq::new(0),
             replay,
             flushed: 0,
-            flushed_new: 0,
             replay_cursor: None,
             replay_count: 0,
             replay_deadline: None,
@@ -555,15 +552,8 @@ impl Link {
         if !self.physical {
             return;
         }
-        let was_up = self.agreed.is_some();
-        self.flush_replay();
         self.physical = false;
-        self.go_down();
-        self.counters.reinits += 1;
-        if was_up || self.flushed_new > 0 {
-            self.push_status(EvRec::Down(DownReason::Physical));
-        }
-        self.queue_flushed_events();
+        self.go_down(DownReason::Physical);
     }
 
     /// Queues a frame on `vc`: `payload` is the network header and the transactions. The frame
@@ -764,7 +754,7 @@ impl Link {
             )?;
             self.echo_due = None;
             self.echoed = Some(echo);
-            if self.peer_init.is_some_and(|p| p.nonce == echo) {
+            if self.peer_nonce == Some(echo) {
                 self.peer_up = true;
             }
             self.counters.init_echoes_sent += 1;
@@ -984,14 +974,13 @@ impl Link {
 
     fn enter_init(&mut self, now: Instant) {
         self.nonce = self.draw_nonce();
-        self.echo_ok = false;
         self.init_next = now;
     }
 
     fn on_init(&mut self, now: Instant, init: InitRepr, src: MacAddr) {
         self.echo_due = Some(init.nonce);
         self.peer_mac = Some(src);
-        if self.agreed.is_some() && self.peer_init.is_some_and(|p| p.nonce != init.nonce) {
+        if self.agreed.is_some() && self.peer_nonce.is_some_and(|p| p != init.nonce) {
             //= docs/spec/link.md#2-bring-up
             //# LINK-2-6 An end that is UP and receives an INIT whose nonce differs from the
             //# peer's nonce it went UP with MUST re-initialise (§6): the peer has restarted.
@@ -1010,16 +999,11 @@ impl Link {
         }
         self.counters.init_echoes_received += 1;
         self.peer_mac = Some(src);
-        self.echo_ok = true;
         // The echo is the peer's freshest word: it was sent after our INIT reached it.
-        self.peer_init = Some(init);
-        self.try_up(now);
+        self.go_up(now, init);
     }
 
-    fn try_up(&mut self, now: Instant) {
-        let (true, Some(peer)) = (self.echo_ok, self.peer_init) else {
-            return;
-        };
+    fn go_up(&mut self, now: Instant, peer: InitRepr) {
         //= docs/spec/link.md#2-bring-up
         //# LINK-2-4 The parameters in use while UP are agreed as follows: the number of VCs and
         //# the MFS are the smaller of the two announced values; the LLR window of each direction
@@ -1066,6 +1050,7 @@ impl Link {
         self.replay_deadline = None;
         self.rx_state = RxState::SendAcks;
         self.agreed = Some(agreed);
+        self.peer_nonce = Some(peer.nonce);
         // The peer is UP, or will be before our next frame reaches it, once it has our echo
         // of its current nonce.
         self.peer_up = self.echoed == Some(peer.nonce);
@@ -1089,8 +1074,12 @@ impl Link {
         }
     }
 
-    /// Leaves UP: RX to OFF, timers stopped (the caller decides about the replay buffer).
-    fn go_down(&mut self) {
+    /// Leaves UP (or INIT): the replay buffer is flushed, RX to OFF, timers stopped, and the
+    /// upper layer told: a link-down if the link was UP or frames were lost, then the frames of
+    /// unknown fate.
+    fn go_down(&mut self, reason: DownReason) {
+        let was_up = self.agreed.is_some();
+        let flushed = self.flush_replay();
         self.agreed = None;
         self.rx_state = RxState::Off;
         self.ack_due = false;
@@ -1099,13 +1088,18 @@ impl Link {
         self.replay_deadline = None;
         self.replay_cursor = None;
         self.replay_count = 0;
-        self.echo_ok = false;
         self.peer_up = false;
         self.echoed = None;
-        // UP again needs an INIT the peer sends after this point (LINK-2-3).
-        self.peer_init = None;
+        self.peer_nonce = None;
         // Delivered frames stay delivered; their buffer is freed by the reset (LINK-6-4).
         self.epoch = self.epoch.wrapping_add(1);
+        self.counters.reinits += 1;
+        if was_up || flushed > 0 {
+            self.push_status(EvRec::Down(reason));
+        }
+        for _ in 0..flushed {
+            self.events.push_back(EvRec::Flushed);
+        }
     }
 
     fn reinit(&mut self, now: Instant, reason: DownReason) {
@@ -1113,14 +1107,7 @@ impl Link {
         //# LINK-6-3 After FLUSH, on physical link down, and on LINK-2-6 the end MUST
         //# re-initialise: enter INIT (§2) with a new nonce, reset its RX to OFF until UP, and
         //# report a link-down event to the upper layer; on UP it MUST report a link-up event.
-        let was_up = self.agreed.is_some();
-        self.flush_replay();
-        self.go_down();
-        self.counters.reinits += 1;
-        if was_up || self.flushed_new > 0 {
-            self.push_status(EvRec::Down(reason));
-        }
-        self.queue_flushed_events();
+        self.go_down(reason);
         self.enter_init(now);
     }
 
@@ -1135,9 +1122,9 @@ impl Link {
         }
     }
 
-    /// Moves every frame of the replay buffer to the flushed state (LINK-6-1); the caller
-    /// queues the events after the status event.
-    fn flush_replay(&mut self) {
+    /// Moves every frame of the replay buffer to the flushed state (LINK-6-1) and returns how
+    /// many; the caller queues their events after the status event.
+    fn flush_replay(&mut self) -> usize {
         //= docs/spec/link.md#6-flush-and-re-initialisation
         //# LINK-6-1 In FLUSH the TX MUST remove every frame from the replay buffer and report
         //# them to the upper layer, in sequence order, as frames of unknown fate: each may have
@@ -1149,15 +1136,8 @@ impl Link {
         }
         self.replay_cursor = None;
         self.replay_deadline = None;
-        self.flushed_new = n;
         self.flushed = self.replay.len();
-    }
-
-    fn queue_flushed_events(&mut self) {
-        for _ in 0..self.flushed_new {
-            self.events.push_back(EvRec::Flushed);
-        }
-        self.flushed_new = 0;
+        n
     }
 
     fn start_replay(&mut self, now: Instant) {
