@@ -93,6 +93,8 @@ pub struct Counters {
     pub oversize_for_peer: u64,
     /// Frames queued on a VC beyond the number agreed with the peer, reported lost.
     pub not_agreed_vc: u64,
+    /// Frames taken back by the upper layer before they were sent, reported lost (LINK-6-5).
+    pub frames_withdrawn: u64,
     /// Highest number of bytes the replay buffer has held.
     pub replay_bytes_max: u64,
     /// Highest number of frames the replay buffer has held.

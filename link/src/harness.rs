@@ -20,6 +20,11 @@
 //!
 //! Time inside the harness is kept in picoseconds so that 400 Gb/s serialisation does not
 //! round; the link ends see whole nanoseconds.
+//!
+//! The wire is built from two parts that other harnesses reuse (several independent wires, each
+//! with its own seed): an [`Injector`] makes the seeded fault decisions of one direction, and a
+//! [`Channel`] is one direction of a wire (serialisation, propagation, the frames in flight)
+//! whose frames go through its injector. A [`Pair`] has one channel per direction.
 
 use alloc::boxed::Box;
 use alloc::collections::VecDeque;
@@ -75,6 +80,16 @@ impl Wire {
     /// Propagation delay of `meters` of cable at 5 ns/m.
     pub fn cable_ns(meters: f64) -> f64 {
         meters * 5.0
+    }
+
+    /// One direction of this wire: its rate and propagation delay, and an [`Injector`] of its
+    /// faults seeded with `seed`.
+    pub fn channel(&self, seed: u64) -> Channel {
+        Channel::new(
+            self.rate_gbps,
+            self.propagation_ns,
+            Injector::new(self.faults, seed),
+        )
     }
 }
 
@@ -347,17 +362,359 @@ pub struct Report {
     pub max_replay_bytes: u64,
 }
 
+// ----- one direction of a wire ------------------------------------------------------------------
+
+/// What happens to one frame on its way: the outcome of [`Injector::fate`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Fate {
+    /// It arrives with one bit flipped ([`Injector::flip_bit`]), so its FCS fails.
+    pub corrupt: bool,
+    /// It never arrives. A vanishing frame is neither corrupt nor duplicated.
+    pub vanish: bool,
+    /// It arrives twice, both copies alike (both damaged when `corrupt`).
+    pub duplicate: bool,
+}
+
+/// Counts of the faults an [`Injector`] or a [`Channel`] applied, in frames.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Injected {
+    /// Frames that arrived damaged (bad FCS).
+    pub damaged: u64,
+    /// Frames that vanished.
+    pub dropped: u64,
+    /// Frames that arrived twice (counted once each).
+    pub duplicated: u64,
+    /// Frames lost in flight when the wire was cut ([`Channel::clear`]); always 0 for an
+    /// [`Injector`].
+    pub outage: u64,
+}
+
+impl Injected {
+    /// The four counts in the order of [`Report::injected`]: damaged, dropped, duplicated,
+    /// outage.
+    pub fn to_array(self) -> [u64; 4] {
+        [self.damaged, self.dropped, self.duplicated, self.outage]
+    }
+}
+
+/// The seeded fault decisions of one direction of a wire: the [`Faults`], a PCG generator
+/// (`Pcg64Mcg`) and the state of a running burst. One seed and one sequence of calls always give
+/// the same decisions, on every platform.
+#[derive(Debug, Clone)]
+pub struct Injector {
+    faults: Faults,
+    rng: Pcg64Mcg,
+    burst_left: u32,
+    injected: Injected,
+}
+
+impl Injector {
+    /// An injector of `faults` whose generator is seeded with `seed` (`Pcg64Mcg::seed_from_u64`).
+    pub fn new(faults: Faults, seed: u64) -> Self {
+        Injector {
+            faults,
+            rng: Pcg64Mcg::seed_from_u64(seed),
+            burst_left: 0,
+            injected: Injected::default(),
+        }
+    }
+
+    /// The faults it injects.
+    pub fn faults(&self) -> &Faults {
+        &self.faults
+    }
+
+    /// Decides the fate of one frame of `kind`, `len` bytes long (FCS included), and counts the
+    /// faults it applies.
+    ///
+    /// A `verdict` other than [`Verdict::Pass`] decides alone and draws nothing. With
+    /// [`Verdict::Pass`] the generator is drawn, in this order, each draw a uniform number in
+    /// [0, 1): for a DATA frame, unless a burst is running, one draw against `loss`, then
+    /// `loss + drop` (a hit starts a burst of `burst` frames; while a burst runs, each following
+    /// DATA frame arrives damaged without a draw); for any other frame one draw against
+    /// `control_loss` if it is not 0; then, if `ber` is not 0, one draw against the chance
+    /// that at least one of the frame's bits flips; then, if `duplicate` is not 0, one draw
+    /// against it. Every draw is made even when an earlier one made the frame vanish.
+    pub fn fate(&mut self, kind: FrameKind, len: usize, verdict: Verdict) -> Fate {
+        let faults = self.faults;
+        let mut fate = Fate::default();
+        match verdict {
+            Verdict::Deliver => {}
+            Verdict::Drop => fate.vanish = true,
+            Verdict::Corrupt => fate.corrupt = true,
+            Verdict::Duplicate => fate.duplicate = true,
+            Verdict::Pass => {
+                if kind == FrameKind::Data {
+                    if self.burst_left > 0 {
+                        self.burst_left -= 1;
+                        fate.corrupt = true;
+                    } else {
+                        let u = uniform(&mut self.rng);
+                        if u < faults.loss {
+                            fate.corrupt = true;
+                            self.burst_left = faults.burst.saturating_sub(1);
+                        } else if u < faults.loss + faults.drop {
+                            fate.vanish = true;
+                            self.burst_left = faults.burst.saturating_sub(1);
+                        }
+                    }
+                } else if faults.control_loss > 0.0 && uniform(&mut self.rng) < faults.control_loss
+                {
+                    fate.vanish = true;
+                }
+                if faults.ber > 0.0 {
+                    let bits = (len as u64).saturating_mul(8);
+                    let p = 1.0 - pow_int(1.0 - faults.ber, bits);
+                    if uniform(&mut self.rng) < p {
+                        fate.corrupt = true;
+                    }
+                }
+                if faults.duplicate > 0.0 && uniform(&mut self.rng) < faults.duplicate {
+                    fate.duplicate = true;
+                }
+            }
+        }
+        if fate.vanish {
+            fate.corrupt = false;
+            fate.duplicate = false;
+            self.injected.dropped += 1;
+        } else {
+            if fate.corrupt {
+                self.injected.damaged += 1;
+            }
+            if fate.duplicate {
+                self.injected.duplicated += 1;
+            }
+        }
+        fate
+    }
+
+    /// Flips one bit of `frame`, chosen with one draw of the generator (uniform over its bits);
+    /// an empty frame is left alone and draws nothing.
+    pub fn flip_bit(&mut self, frame: &mut [u8]) {
+        let bits = (frame.len() as u64).saturating_mul(8);
+        if bits == 0 {
+            return;
+        }
+        let bit = (self.rng.next_u64() % bits) as usize;
+        if let Some(b) = frame.get_mut(bit / 8) {
+            *b ^= 1 << (bit % 8);
+        }
+    }
+
+    /// The faults applied so far by [`Injector::fate`] (`outage` is 0).
+    pub fn injected(&self) -> Injected {
+        self.injected
+    }
+}
+
+/// A frame on its way.
+#[derive(Debug)]
 struct Flight {
     arrive: u64,
     bytes: Vec<u8>,
 }
 
-struct Dir {
+/// What [`Channel::transmit`] did with a frame. Times in picoseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TxOutcome {
+    /// Its first bit went on the wire: the later of the time asked and [`Channel::free_at`].
+    pub start_ps: u64,
+    /// Its last bit left; the wire is free again from then on.
+    pub end_ps: u64,
+    /// It arrives, whole (unless it vanished): `end_ps` plus the propagation delay.
+    pub arrive_ps: u64,
+    /// What the injector (or the verdict) decided.
+    pub fate: Fate,
+}
+
+/// One direction of a wire: a line rate, a propagation delay, the per-frame wire overhead
+/// ([`WIRE_OVERHEAD`]: preamble, SFD, inter-frame gap), an [`Injector`], and the frames in flight.
+///
+/// A frame occupies the wire for its serialisation time, starting when both it is offered and the
+/// wire is free, and arrives whole one propagation delay after its last bit left. Frames arrive in
+/// the order they were sent. Times are picoseconds on the caller's clock, which must not go
+/// backwards. The buffers of frames taken out with [`Channel::pop_arrival`] are reused, so that
+/// a running channel does not allocate.
+#[derive(Debug)]
+pub struct Channel {
+    rate_gbps: f64,
+    propagation_ps: u64,
+    injector: Injector,
     busy_until: u64,
-    poll_at_free: bool,
     flights: VecDeque<Flight>,
-    rng: Pcg64Mcg,
-    burst_left: u32,
+    pool: Vec<Vec<u8>>,
+    frames_sent: u64,
+    bytes_sent: u64,
+    outage_lost: u64,
+}
+
+impl Channel {
+    /// A free, empty channel of `rate_gbps` Gb/s whose frames take `propagation_ns` ns (rounded
+    /// to the picosecond) to arrive, through `injector`.
+    pub fn new(rate_gbps: f64, propagation_ns: f64, injector: Injector) -> Self {
+        Channel {
+            rate_gbps,
+            propagation_ps: (propagation_ns * 1000.0).round() as u64,
+            injector,
+            busy_until: 0,
+            flights: VecDeque::new(),
+            pool: Vec::new(),
+            frames_sent: 0,
+            bytes_sent: 0,
+            outage_lost: 0,
+        }
+    }
+
+    /// Line rate, Gb/s.
+    pub fn rate_gbps(&self) -> f64 {
+        self.rate_gbps
+    }
+
+    /// Propagation delay, ps.
+    pub fn propagation_ps(&self) -> u64 {
+        self.propagation_ps
+    }
+
+    /// Time, ps, a frame of `len` bytes (destination MAC through FCS) occupies the wire: its
+    /// bytes and [`WIRE_OVERHEAD`] at the line rate, rounded to the picosecond.
+    pub fn serialisation_ps(&self, len: usize) -> u64 {
+        let bits = (len.saturating_add(WIRE_OVERHEAD).saturating_mul(8)) as f64;
+        // rate Gb/s = bits per ns; ps = bits / rate * 1000.
+        (bits * 1000.0 / self.rate_gbps).round() as u64
+    }
+
+    /// When the wire is free: the end of the last frame's serialisation, ps.
+    pub fn free_at(&self) -> u64 {
+        self.busy_until
+    }
+
+    /// Puts `frame` (FCS included) of `kind` on the wire at `now_ps`, or when the wire is free if
+    /// later. In order: the serialisation is scheduled and the frame counted as sent, then
+    /// [`Injector::fate`] decides what becomes of it (`verdict` from a scripted filter, or
+    /// [`Verdict::Pass`] for the random faults), a damaged copy gets one bit flipped by
+    /// [`Injector::flip_bit`], and the copy (twice for a duplicate; none if it vanishes) is queued
+    /// to arrive at [`TxOutcome::arrive_ps`].
+    pub fn transmit(
+        &mut self,
+        now_ps: u64,
+        frame: &[u8],
+        kind: FrameKind,
+        verdict: Verdict,
+    ) -> TxOutcome {
+        let ser = self.serialisation_ps(frame.len());
+        let start = now_ps.max(self.busy_until);
+        let end = start.saturating_add(ser);
+        self.busy_until = end;
+        self.frames_sent += 1;
+        self.bytes_sent += frame.len() as u64;
+        let arrive = end.saturating_add(self.propagation_ps);
+        let fate = self.injector.fate(kind, frame.len(), verdict);
+        if !fate.vanish {
+            let mut copy = self.pool.pop().unwrap_or_default();
+            copy.clear();
+            copy.extend_from_slice(frame);
+            if fate.corrupt {
+                self.injector.flip_bit(&mut copy);
+            }
+            if fate.duplicate {
+                let mut second = self.pool.pop().unwrap_or_default();
+                second.clear();
+                second.extend_from_slice(&copy);
+                self.flights.push_back(Flight {
+                    arrive,
+                    bytes: copy,
+                });
+                self.flights.push_back(Flight {
+                    arrive,
+                    bytes: second,
+                });
+            } else {
+                self.flights.push_back(Flight {
+                    arrive,
+                    bytes: copy,
+                });
+            }
+        }
+        TxOutcome {
+            start_ps: start,
+            end_ps: end,
+            arrive_ps: arrive,
+            fate,
+        }
+    }
+
+    /// When the next frame in flight arrives, ps; `None` when none is in flight.
+    pub fn next_arrival(&self) -> Option<u64> {
+        self.flights.front().map(|f| f.arrive)
+    }
+
+    /// Takes the next frame in flight if it has arrived by `now_ps`: swaps its bytes into `into`
+    /// and returns true (the channel keeps `into`'s old buffer for a later frame). False, with
+    /// `into` untouched, when no frame has arrived.
+    pub fn pop_arrival(&mut self, now_ps: u64, into: &mut Vec<u8>) -> bool {
+        if self.next_arrival().is_none_or(|at| at > now_ps) {
+            return false;
+        }
+        let Some(mut f) = self.flights.pop_front() else {
+            return false;
+        };
+        core::mem::swap(into, &mut f.bytes);
+        self.pool.push(f.bytes);
+        true
+    }
+
+    /// Frames in flight.
+    pub fn in_flight(&self) -> usize {
+        self.flights.len()
+    }
+
+    /// The wire is cut (an outage): every frame in flight is lost, counted in
+    /// [`Injected::outage`], and returned as a count. The wire is not busy after: the frame being
+    /// serialised, if any, was cut too.
+    pub fn clear(&mut self, now_ps: u64) -> usize {
+        let lost = self.flights.len();
+        self.outage_lost += lost as u64;
+        while let Some(f) = self.flights.pop_front() {
+            self.pool.push(f.bytes);
+        }
+        self.busy_until = self.busy_until.min(now_ps);
+        lost
+    }
+
+    /// Frames put on the wire (whatever became of them).
+    pub fn frames_sent(&self) -> u64 {
+        self.frames_sent
+    }
+
+    /// Bytes of the frames put on the wire, wire overhead excluded.
+    pub fn bytes_sent(&self) -> u64 {
+        self.bytes_sent
+    }
+
+    /// Its injector.
+    pub fn injector(&self) -> &Injector {
+        &self.injector
+    }
+
+    /// The faults applied so far: the injector's and the frames lost to [`Channel::clear`].
+    pub fn injected(&self) -> Injected {
+        Injected {
+            outage: self.outage_lost,
+            ..self.injector.injected()
+        }
+    }
+}
+
+// ----- the pair ----------------------------------------------------------------------------------
+
+/// One direction of the pair: the channel from an end, and that end's receiving upper layer.
+struct Dir {
+    /// The channel this end sends on.
+    wire: Channel,
+    /// Poll the end for a frame when the wire is free.
+    poll_at_free: bool,
+    /// Frames this end has delivered, with when its upper layer has drained each, ps.
     drain: VecDeque<(u64, Release)>,
     drain_free_at: u64,
 }
@@ -375,7 +732,9 @@ struct Stream {
     out_of_order: u64,
 }
 
-/// Two link ends, a wire and the traffic between them.
+/// Two link ends, a wire and the traffic between them. Each direction of the wire is a
+/// [`Channel`]; the injector of direction `i` (0: A to B, 1: B to A) is seeded with
+/// `seed * 2 + i` (wrapping), so the two directions draw independent faults.
 pub struct Pair {
     ends: [Link; 2],
     dirs: [Dir; 2],
@@ -390,7 +749,7 @@ pub struct Pair {
     report: Report,
     scratch: Vec<u8>,
     txbuf: Vec<u8>,
-    pool: Vec<Vec<u8>>,
+    rxbuf: Vec<u8>,
     first_data_ps: Option<u64>,
     last_delivery_ps: u64,
     steps: u64,
@@ -422,12 +781,12 @@ impl Pair {
         let a = Link::new(scenario.a.clone()).map_err(|e| bad("a", alloc::format!("{e}")))?;
         let b = Link::new(scenario.b.clone()).map_err(|e| bad("b", alloc::format!("{e}")))?;
         let frames = usize::try_from(scenario.traffic.frames).unwrap_or(usize::MAX);
+        // Direction i (0: A to B, 1: B to A) draws its faults from seed * 2 + i.
         let dir = |i: u64| Dir {
-            busy_until: 0,
+            wire: scenario
+                .wire
+                .channel(scenario.seed.wrapping_mul(2).wrapping_add(i)),
             poll_at_free: false,
-            flights: VecDeque::new(),
-            rng: Pcg64Mcg::seed_from_u64(scenario.seed.wrapping_mul(2).wrapping_add(i)),
-            burst_left: 0,
             drain: VecDeque::new(),
             drain_free_at: 0,
         };
@@ -456,7 +815,7 @@ impl Pair {
             report: Report::default(),
             scratch: vec![0; 9216],
             txbuf: vec![0; 9216],
-            pool: Vec::new(),
+            rxbuf: Vec::new(),
             first_data_ps: None,
             last_delivery_ps: 0,
             steps: 0,
@@ -500,21 +859,11 @@ impl Pair {
         offered_all
             && accounted
             && self.ends.iter().all(Link::is_idle)
-            && self.dirs.iter().all(|d| d.flights.is_empty())
+            && self.dirs.iter().all(|d| d.wire.in_flight() == 0)
     }
 
     fn total_offered(&self) -> u64 {
         (self.streams[0].seen.len() + self.streams[1].seen.len()) as u64
-    }
-
-    fn ser_ps(&self, len: usize) -> u64 {
-        let bits = ((len + WIRE_OVERHEAD) * 8) as f64;
-        // rate Gb/s = bits per ns; ps = bits / rate * 1000.
-        (bits * 1000.0 / self.scenario.wire.rate_gbps).round() as u64
-    }
-
-    fn prop_ps(&self) -> u64 {
-        (self.scenario.wire.propagation_ns * 1000.0).round() as u64
     }
 
     /// Runs until traffic completes (and the link is idle) or the time limit passes.
@@ -543,11 +892,11 @@ impl Pair {
     fn next_time(&self) -> Option<u64> {
         let mut t = u64::MAX;
         for (i, d) in self.dirs.iter().enumerate() {
-            if let Some(f) = d.flights.front() {
-                t = t.min(f.arrive);
+            if let Some(arrive) = d.wire.next_arrival() {
+                t = t.min(arrive);
             }
             if d.poll_at_free {
-                t = t.min(d.busy_until);
+                t = t.min(d.wire.free_at());
             }
             if let Some((at, _)) = d.drain.front() {
                 t = t.min(*at);
@@ -556,7 +905,7 @@ impl Pair {
                 let ps = ps_of_ns(to.as_nanos());
                 // A deadline already due waits for the wire.
                 let ps = if ps <= self.now {
-                    d.busy_until.max(self.now + 1)
+                    d.wire.free_at().max(self.now + 1)
                 } else {
                     ps
                 };
@@ -585,20 +934,15 @@ impl Pair {
         let now_i = Instant::from_nanos(self.now / PS_PER_NS);
         self.outages(now_i);
         // Arrivals.
+        let mut rxbuf = core::mem::take(&mut self.rxbuf);
         for d in 0..2 {
-            while self.dirs[d]
-                .flights
-                .front()
-                .is_some_and(|f| f.arrive <= self.now)
-            {
-                if let Some(f) = self.dirs[d].flights.pop_front() {
-                    let rx = 1 - d;
-                    self.ends[rx].handle_frame(now_i, &f.bytes);
-                    self.pool.push(f.bytes);
-                    self.drain_events(rx);
-                }
+            while self.dirs[d].wire.pop_arrival(self.now, &mut rxbuf) {
+                let rx = 1 - d;
+                self.ends[rx].handle_frame(now_i, &rxbuf);
+                self.drain_events(rx);
             }
         }
+        self.rxbuf = rxbuf;
         // Timers.
         for e in 0..2 {
             if self.ends[e].poll_timeout().is_some_and(|to| to <= now_i) {
@@ -621,7 +965,7 @@ impl Pair {
         // Traffic and transmission.
         for e in 0..2 {
             self.offer(e);
-            if self.up && self.dirs[e].busy_until <= self.now {
+            if self.up && self.dirs[e].wire.free_at() <= self.now {
                 self.transmit(e, now_i);
             }
             self.drain_events(e);
@@ -635,9 +979,9 @@ impl Pair {
             if self.now >= end {
                 self.outage_end = None;
                 self.up = true;
+                // The wires were cleared at the start of the outage: free since then.
                 for e in 0..2 {
                     self.ends[e].physical_up(now_i);
-                    self.dirs[e].busy_until = self.now;
                 }
             }
             return;
@@ -650,11 +994,7 @@ impl Pair {
             self.up = false;
             self.outage_end = Some(ps_of_ns(start.saturating_add(dur)));
             for e in 0..2 {
-                let lost = self.dirs[e].flights.len() as u64;
-                self.report.injected[3] += lost;
-                while let Some(f) = self.dirs[e].flights.pop_front() {
-                    self.pool.push(f.bytes);
-                }
+                self.dirs[e].wire.clear(self.now);
                 self.dirs[e].poll_at_free = false;
                 self.ends[e].physical_down(now_i);
                 self.drain_events(e);
@@ -713,85 +1053,8 @@ impl Pair {
             }),
             None => Verdict::Pass,
         };
-        let ser = self.ser_ps(t.len);
-        let start = self.now.max(self.dirs[e].busy_until);
-        let end = start + ser;
-        self.dirs[e].busy_until = end;
+        self.dirs[e].wire.transmit(self.now, frame, t.kind, verdict);
         self.dirs[e].poll_at_free = true;
-        self.report.wire_frames[e] += 1;
-        self.report.wire_bytes[e] += t.len as u64;
-        let arrive = end + self.prop_ps();
-        let faults = self.scenario.wire.faults;
-        let d = &mut self.dirs[e];
-        let (mut corrupt, mut vanish, mut dup) = (false, false, false);
-        match verdict {
-            Verdict::Deliver => {}
-            Verdict::Drop => vanish = true,
-            Verdict::Corrupt => corrupt = true,
-            Verdict::Duplicate => dup = true,
-            Verdict::Pass => {
-                if t.kind == FrameKind::Data {
-                    if d.burst_left > 0 {
-                        d.burst_left -= 1;
-                        corrupt = true;
-                    } else {
-                        let u = uniform(&mut d.rng);
-                        if u < faults.loss {
-                            corrupt = true;
-                            d.burst_left = faults.burst.saturating_sub(1);
-                        } else if u < faults.loss + faults.drop {
-                            vanish = true;
-                            d.burst_left = faults.burst.saturating_sub(1);
-                        }
-                    }
-                } else if faults.control_loss > 0.0 && uniform(&mut d.rng) < faults.control_loss {
-                    vanish = true;
-                }
-                if faults.ber > 0.0 {
-                    let p = 1.0 - pow_int(1.0 - faults.ber, t.len as u64 * 8);
-                    if uniform(&mut d.rng) < p {
-                        corrupt = true;
-                    }
-                }
-                if faults.duplicate > 0.0 && uniform(&mut d.rng) < faults.duplicate {
-                    dup = true;
-                }
-            }
-        }
-        if vanish {
-            self.report.injected[1] += 1;
-            self.txbuf = buf;
-            return;
-        }
-        let mut copy = self.pool.pop().unwrap_or_default();
-        copy.clear();
-        copy.extend_from_slice(frame);
-        if corrupt {
-            self.report.injected[0] += 1;
-            let bit = (d.rng.next_u64() % (t.len as u64 * 8)) as usize;
-            if let Some(b) = copy.get_mut(bit / 8) {
-                *b ^= 1 << (bit % 8);
-            }
-        }
-        if dup {
-            self.report.injected[2] += 1;
-            let mut second = self.pool.pop().unwrap_or_default();
-            second.clear();
-            second.extend_from_slice(&copy);
-            d.flights.push_back(Flight {
-                arrive,
-                bytes: copy,
-            });
-            d.flights.push_back(Flight {
-                arrive,
-                bytes: second,
-            });
-        } else {
-            d.flights.push_back(Flight {
-                arrive,
-                bytes: copy,
-            });
-        }
         self.txbuf = buf;
     }
 
@@ -940,6 +1203,13 @@ impl Pair {
             .max()
             .unwrap_or(0);
         r.rx_buffer_capacity_bytes = self.scenario.b.rx_buffer_bytes();
+        for (d, dir) in self.dirs.iter().enumerate() {
+            r.wire_frames[d] = dir.wire.frames_sent();
+            r.wire_bytes[d] = dir.wire.bytes_sent();
+            for (sum, n) in r.injected.iter_mut().zip(dir.wire.injected().to_array()) {
+                *sum += n;
+            }
+        }
         r
     }
 
@@ -1021,4 +1291,114 @@ fn check_payload(payload: &[u8], from_end: usize) -> (Option<u64>, bool) {
     };
     fill_pattern(expect, target.addr);
     (Some(target.addr), expect == data)
+}
+
+#[cfg(test)]
+mod tests {
+    use alloc::vec;
+    use alloc::vec::Vec;
+
+    use super::*;
+
+    #[test]
+    fn channel_serialises_propagates_and_keeps_order() {
+        // 8 Gb/s: one byte per ns; 64 B + 20 B of wire overhead take 84 ns.
+        let mut ch = Channel::new(8.0, 10.0, Injector::new(Faults::default(), 1));
+        assert_eq!(ch.serialisation_ps(64), 84_000);
+        assert_eq!(ch.propagation_ps(), 10_000);
+        let a = ch.transmit(5_000, &[1; 64], FrameKind::Data, Verdict::Pass);
+        assert_eq!((a.start_ps, a.end_ps, a.arrive_ps), (5_000, 89_000, 99_000));
+        // Offered while the wire is busy: it starts when the first frame's last bit has left.
+        let b = ch.transmit(6_000, &[2; 64], FrameKind::Data, Verdict::Pass);
+        assert_eq!((b.start_ps, b.end_ps), (89_000, 173_000));
+        assert_eq!(ch.free_at(), 173_000);
+        assert_eq!((ch.frames_sent(), ch.bytes_sent()), (2, 128));
+        assert_eq!(ch.next_arrival(), Some(99_000));
+        let mut buf = Vec::new();
+        assert!(!ch.pop_arrival(98_999, &mut buf));
+        assert!(buf.is_empty());
+        assert!(ch.pop_arrival(99_000, &mut buf));
+        assert_eq!(buf, vec![1; 64]);
+        assert!(ch.pop_arrival(u64::MAX, &mut buf));
+        assert_eq!(buf, vec![2; 64]);
+        assert_eq!((ch.next_arrival(), ch.in_flight()), (None, 0));
+        assert_eq!(ch.injected(), Injected::default());
+    }
+
+    #[test]
+    fn verdicts_are_applied_and_counted() {
+        let mut ch = Channel::new(400.0, 25.0, Injector::new(Faults::default(), 3));
+        let frame: Vec<u8> = (0..100u8).collect();
+        let f = ch.transmit(0, &frame, FrameKind::Data, Verdict::Drop).fate;
+        assert!(f.vanish && !f.corrupt && !f.duplicate);
+        assert_eq!(ch.in_flight(), 0);
+        ch.transmit(0, &frame, FrameKind::Ack, Verdict::Corrupt);
+        ch.transmit(0, &frame, FrameKind::Data, Verdict::Duplicate);
+        ch.transmit(0, &frame, FrameKind::Data, Verdict::Deliver);
+        assert_eq!(ch.in_flight(), 4);
+        let mut buf = Vec::new();
+        assert!(ch.pop_arrival(u64::MAX, &mut buf));
+        let flipped: u32 = buf
+            .iter()
+            .zip(&frame)
+            .map(|(a, b)| (a ^ b).count_ones())
+            .sum();
+        assert_eq!(flipped, 1, "one bit flipped");
+        for _ in 0..3 {
+            assert!(ch.pop_arrival(u64::MAX, &mut buf));
+            assert_eq!(buf, frame);
+        }
+        ch.transmit(0, &frame, FrameKind::Data, Verdict::Deliver);
+        assert_eq!(ch.clear(1), 1);
+        assert!(ch.free_at() <= 1);
+        assert_eq!(
+            ch.injected().to_array(),
+            [1, 1, 1, 1],
+            "damaged, dropped, duplicated, outage"
+        );
+        assert_eq!(ch.frames_sent(), 5);
+    }
+
+    #[test]
+    fn one_seed_gives_one_sequence_of_fates() {
+        let faults = Faults {
+            loss: 0.1,
+            drop: 0.1,
+            burst: 3,
+            ber: 1e-4,
+            duplicate: 0.1,
+            control_loss: 0.2,
+        };
+        let run = |seed: u64| {
+            let mut inj = Injector::new(faults, seed);
+            let mut frame = [0u8; 300];
+            let fates: Vec<(Fate, [u8; 300])> = (0..2000)
+                .map(|i| {
+                    let kind = if i % 3 == 0 {
+                        FrameKind::Ack
+                    } else {
+                        FrameKind::Data
+                    };
+                    let fate = inj.fate(kind, frame.len(), Verdict::Pass);
+                    if fate.corrupt {
+                        inj.flip_bit(&mut frame);
+                    }
+                    (fate, frame)
+                })
+                .collect();
+            (fates, inj.injected())
+        };
+        let (a, ia) = run(5);
+        assert_eq!(a, run(5).0);
+        assert_ne!(a, run(6).0);
+        let count = |f: fn(&Fate) -> bool| a.iter().filter(|(x, _)| f(x)).count() as u64;
+        assert_eq!(ia.damaged, count(|f| f.corrupt));
+        assert_eq!(ia.dropped, count(|f| f.vanish));
+        assert_eq!(ia.duplicated, count(|f| f.duplicate));
+        assert!(ia.damaged > 0 && ia.dropped > 0 && ia.duplicated > 0);
+        assert!(
+            a.iter()
+                .all(|(f, _)| !(f.vanish && (f.corrupt || f.duplicate)))
+        );
+    }
 }

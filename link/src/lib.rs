@@ -13,7 +13,9 @@
 //! same outputs, bit for bit.
 //!
 //! [`harness`] joins two ends by a simulated wire with a seeded fault injector; tests, benches,
-//! the `ethlink link` experiment and later layers use it.
+//! the `ethlink link` experiment and later layers use it. Its [`harness::Channel`] (one
+//! direction of a wire) and [`harness::Injector`] (the seeded faults of one direction) build the
+//! wires of other harnesses.
 //!
 //! Requirements are cited beside the code that implements them as
 //! `//= docs/spec/link.md#section` followed by `//#` lines quoting the requirement.

@@ -75,6 +75,9 @@ pub enum LostReason {
     ExceedsPeerMfs,
     /// The frame was queued on a VC beyond the number agreed with the peer; it was never sent.
     VcNotAgreed,
+    /// The upper layer took the frame back with [`Link::withdraw`] before it was sent; it was
+    /// never sent.
+    Withdrawn,
 }
 
 /// A claim on receive-buffer credits, handed out with each delivered frame. Give it back with
@@ -118,7 +121,8 @@ pub enum Event<'a> {
         /// The buffer it occupies, to give back when drained.
         release: Release,
     },
-    /// A submitted frame the link could not deliver, with its payload, in submission order.
+    /// A submitted frame the link could not deliver, or that the upper layer withdrew, with its
+    /// payload, in submission order on its VC.
     Lost {
         /// Its VC.
         vc: Vc,
@@ -261,6 +265,9 @@ enum EvRec {
     Oversize(Vc),
     /// The front of a VC's transmit queue: a VC the peer does not have.
     NotAgreed(Vc),
+    /// The next this many frames of a VC's transmit queue, from its front when the record is
+    /// reached: withdrawn by the upper layer.
+    Withdrawn(Vc, u32),
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -268,6 +275,7 @@ enum Pop {
     Rx,
     Replay,
     Queue(Vc),
+    Withdrawn(Vc),
 }
 
 /// Status events (up/down) that may wait unpolled before older transitions are merged.
@@ -276,7 +284,8 @@ const STATUS_EVENTS_MAX: usize = 64;
 /// One end of one EthLink link: bring-up, LLR and CBFC, both directions.
 ///
 /// Inputs are [`Link::handle_frame`], [`Link::handle_timeout`] and the commands
-/// [`Link::submit`], [`Link::release`], [`Link::physical_up`] and [`Link::physical_down`].
+/// [`Link::submit`], [`Link::withdraw`], [`Link::release`], [`Link::physical_up`] and
+/// [`Link::physical_down`].
 /// After any of them the caller drains [`Link::poll_transmit`] (when its wire can take a frame)
 /// and [`Link::poll_event`] until they return nothing, then asks [`Link::poll_timeout`] when to
 /// call [`Link::handle_timeout`] next. Time passed in must never go backwards.
@@ -314,7 +323,12 @@ pub struct Link {
     cc_next: Instant,
     rr: usize,
     queues: Vec<Ring<()>>,
+    /// A VC's queue front is reported by a pending `Oversize` or `NotAgreed` record.
     queue_blocked: [bool; 8],
+    /// Frames of each VC's queue withdrawn (LINK-6-5) whose events are still pending, and their
+    /// bytes. They follow the blocked front, if any, and precede every frame not withdrawn.
+    withdrawn: [usize; 8],
+    withdrawn_bytes: [usize; 8],
     // RX, LLR.
     rx_state: RxState,
     expected: Seq,
@@ -364,8 +378,12 @@ impl Link {
             .saturating_mul(2);
         let rx_recs = rx_bytes / 64 + 1;
         let rx = Ring::new(rx_bytes.saturating_add(mfs), rx_recs);
+        // Every record but the status ones names a frame it reports, or (`Withdrawn`) at least
+        // one: at most one per frame the receive ring, the replay ring and the transmit queues
+        // can hold, plus one blocked front per VC.
+        let queued_frames = usize::from(cfg.vcs).saturating_mul(cfg.tx_queue_frames as usize);
         let events = VecDeque::with_capacity(
-            rx_recs + replay_frames + usize::from(cfg.vcs) + STATUS_EVENTS_MAX + 1,
+            rx_recs + replay_frames + queued_frames + usize::from(cfg.vcs) + STATUS_EVENTS_MAX + 1,
         );
         let mut link = Link {
             eth_len,
@@ -393,6 +411,8 @@ impl Link {
             rr: 0,
             queues,
             queue_blocked: [false; 8],
+            withdrawn: [0; 8],
+            withdrawn_bytes: [0; 8],
             rx_state: RxState::Off,
             expected: Seq::new(0),
             last_good: Seq::new(Seq::MASK),
@@ -521,16 +541,29 @@ impl Link {
         a.tx_credits[v].saturating_sub(diff20(self.consumed[v], self.freed_seen[v]))
     }
 
-    /// Frames and bytes (payloads) waiting in the transmit queue of `vc`.
+    /// Frames and bytes (payloads) waiting in the transmit queue of `vc`. Frames withdrawn by
+    /// [`Link::withdraw`] are not counted, though each keeps its room in the queue until its
+    /// [`Event::Lost`] has been taken.
     pub fn queued(&self, vc: Vc) -> (usize, usize) {
-        self.queues
-            .get(vc.index())
-            .map_or((0, 0), |q| (q.len(), q.bytes()))
+        let v = vc.index();
+        let (frames, bytes) = self.queues.get(v).map_or((0, 0), |q| (q.len(), q.bytes()));
+        let withdrawn = self.withdrawn.get(v).copied().unwrap_or(0);
+        let withdrawn_bytes = self.withdrawn_bytes.get(v).copied().unwrap_or(0);
+        (
+            frames.saturating_sub(withdrawn),
+            bytes.saturating_sub(withdrawn_bytes),
+        )
     }
 
-    /// True when nothing waits to be sent or acknowledged.
+    /// True when nothing waits to be sent or acknowledged. Withdrawn frames whose events have not
+    /// been taken yet wait for neither.
     pub fn is_idle(&self) -> bool {
-        self.replay.is_empty() && self.queues.iter().all(Ring::is_empty)
+        self.replay.is_empty()
+            && self
+                .queues
+                .iter()
+                .zip(self.withdrawn.iter())
+                .all(|(q, w)| q.len() <= *w)
     }
 
     // ----- commands ------------------------------------------------------------------------
@@ -608,6 +641,69 @@ impl Link {
                 bytes: q.bytes(),
             }),
         }
+    }
+
+    /// Takes back every frame queued by [`Link::submit`] that has not been sent yet, on every VC,
+    /// and returns how many (LINK-6-5). Works in every state (UP, INIT, OFF, during a FLUSH).
+    ///
+    /// None of them is sent afterwards. Each is reported by [`Link::poll_event`] as an
+    /// [`Event::Lost`] with [`LostReason::Withdrawn`] and its payload, after every event already
+    /// pending: VC 0's frames first, then VC 1's, and so on, each VC's in submission order.
+    /// Frames already sent stay in the replay buffer and are settled as usual (acknowledged, or
+    /// reported of unknown fate by a FLUSH or a link down). A frame already reported refused by
+    /// the peer ([`LostReason::ExceedsPeerMfs`], [`LostReason::VcNotAgreed`]) whose event is
+    /// still pending is reported that way only. A withdrawn frame keeps its room in its queue
+    /// until its event has been taken; frames submitted afterwards queue behind it and are sent
+    /// once it is gone.
+    pub fn withdraw(&mut self) -> usize {
+        self.settle(self.now);
+        //= docs/spec/link.md#6-flush-and-re-initialisation
+        //# LINK-6-5 An upper layer MAY withdraw the frames it submitted that have not been sent
+        //# yet, for instance to send them over another link while this one is down. The end MUST
+        //# then remove every such frame from its transmit queues, whatever its state, MUST NOT
+        //# send any of them afterwards, and MUST report each to the upper layer as a frame that
+        //# was never sent, after the events already pending and, on each VC, in submission
+        //# order.
+        let mut total = 0usize;
+        for v in 0..self.queues.len().min(8) {
+            let Some(q) = self.queues.get(v) else {
+                continue;
+            };
+            // The queue holds, front to back: the frame a pending Oversize or NotAgreed record
+            // reports (if any), the frames withdrawn before whose events are pending, then the
+            // frames not withdrawn, which are the ones taken now.
+            let blocked = self.queue_blocked.get(v).copied().unwrap_or(false);
+            let before = self.withdrawn.get(v).copied().unwrap_or(0);
+            let skip = usize::from(blocked) + before;
+            let (mut frames, mut bytes) = (0usize, 0usize);
+            for i in skip..q.len() {
+                if let Some((_, payload)) = q.get(i) {
+                    frames += 1;
+                    bytes += payload.len();
+                }
+            }
+            if frames == 0 {
+                continue;
+            }
+            if let (Some(w), Some(b)) = (self.withdrawn.get_mut(v), self.withdrawn_bytes.get_mut(v))
+            {
+                *w += frames;
+                *b += bytes;
+            }
+            // Nothing waits on this VC any more: a credit stall ends here.
+            if let Some(since) = self.stalled_since.get_mut(v).and_then(Option::take) {
+                self.counters.credit_stall_ns[v] += self.now.since(since).as_nanos() as u64;
+            }
+            let vc = Vc::new(v as u8).unwrap_or_default();
+            let n = u32::try_from(frames).unwrap_or(u32::MAX);
+            match self.events.back_mut() {
+                Some(EvRec::Withdrawn(last, m)) if *last == vc => *m = m.saturating_add(n),
+                _ => self.events.push_back(EvRec::Withdrawn(vc, n)),
+            }
+            total += frames;
+        }
+        self.counters.frames_withdrawn += total as u64;
+        total
     }
 
     /// Gives back the buffer of a delivered frame (LINK-5-4). A claim from before a
@@ -902,6 +998,20 @@ impl Link {
                     payload,
                 })
             }
+            EvRec::Withdrawn(vc, n) => {
+                if n > 1 {
+                    // The record stays first for the frames behind this one (no allocation:
+                    // it takes the place it was just taken from).
+                    self.events.push_front(EvRec::Withdrawn(vc, n - 1));
+                }
+                self.pending_pop = Some(Pop::Withdrawn(vc));
+                let (_, payload) = self.queues.get(vc.index())?.front()?;
+                Some(Event::Lost {
+                    vc,
+                    reason: LostReason::Withdrawn,
+                    payload,
+                })
+            }
         }
     }
 
@@ -1063,7 +1173,10 @@ impl Link {
     }
 
     fn reject_not_agreed(&mut self, v: usize) {
-        let pending = self.queues.get(v).is_some_and(|q| !q.is_empty());
+        // Withdrawn frames are reported as such; the frame behind them is looked at once they
+        // are gone.
+        let pending = self.queues.get(v).is_some_and(|q| !q.is_empty())
+            && self.withdrawn.get(v).is_some_and(|w| *w == 0);
         if let (true, Some(blocked)) = (pending, self.queue_blocked.get_mut(v))
             && !*blocked
         {
@@ -1279,7 +1392,8 @@ impl Link {
             let this = v;
             v = if v + 1 == vcs { 0 } else { v + 1 };
             let v = this;
-            if self.queue_blocked[v] {
+            if self.queue_blocked[v] || self.withdrawn[v] > 0 {
+                // Its front is reported lost, not sent (LINK-6-5 for a withdrawn one).
                 continue;
             }
             let Some(q) = self.queues.get(v) else {
@@ -1678,6 +1792,22 @@ impl Link {
                 }
                 if self.agreed.is_some_and(|a| vc.value() >= a.vcs) {
                     self.reject_not_agreed(vc.index());
+                }
+            }
+            Some(Pop::Withdrawn(vc)) => {
+                let v = vc.index();
+                if let Some(q) = self.queues.get_mut(v) {
+                    let len = q.front().map_or(0, |(_, p)| p.len());
+                    if q.pop_front().is_some()
+                        && let (Some(w), Some(b)) =
+                            (self.withdrawn.get_mut(v), self.withdrawn_bytes.get_mut(v))
+                    {
+                        *w = w.saturating_sub(1);
+                        *b = b.saturating_sub(len);
+                    }
+                }
+                if self.agreed.is_some_and(|a| vc.value() >= a.vcs) {
+                    self.reject_not_agreed(v);
                 }
             }
         }

@@ -3135,3 +3135,530 @@ fn header_fields_of_every_frame() {
     }
     assert_eq!(seen.len(), 7, "every kind was checked: {seen:?}");
 }
+
+// ----- withdrawal (LINK-6-5) ---------------------------------------------------------------------
+
+/// The `Lost` events of `evs` as (VC, reason, tag).
+fn lost_tags(evs: &[Ev]) -> Vec<(u8, LostReason, u32)> {
+    evs.iter()
+        .filter_map(|e| match e {
+            Ev::Lost {
+                vc,
+                reason,
+                payload,
+                ..
+            } => Some((*vc, *reason, tag_of(payload))),
+            _ => None,
+        })
+        .collect()
+}
+
+/// An owned `Lost` event of a withdrawn frame.
+fn withdrawn_ev(v: u8, payload: Vec<u8>) -> Ev {
+    Ev::Lost {
+        vc: v,
+        reason: LostReason::Withdrawn,
+        payload,
+    }
+}
+
+/// While UP, with both VCs out of credit and frames in the replay buffer not yet delivered: a
+/// withdrawal takes exactly the queued frames, reports them VC by VC in submission order with
+/// their payloads, and none of them ever goes on the wire, while the replay buffer's frames are
+/// still delivered. Frames submitted afterwards go as usual.
+//= docs/spec/link.md#6-flush-and-re-initialisation
+//= type=test
+//# LINK-6-5 An upper layer MAY withdraw the frames it submitted that have not been sent yet, for
+//# instance to send them over another link while this one is down. The end MUST then remove every
+//# such frame from its transmit queues, whatever its state, MUST NOT send any of them afterwards,
+//# and MUST report each to the upper layer as a frame that was never sent, after the events already
+//# pending and, on each VC, in submission order. Frames in the replay buffer have been sent and are
+//# not withdrawn
+#[test]
+fn withdraw_while_up_takes_only_the_unsent_frames() {
+    // 1024 B frames cost 16 credits: three of them exhaust a grant of 48.
+    let mut bench = Bench::up(config_a(), config_b().with_uniform_credits(4, 48));
+    // Until the withdrawal nothing comes back from B (no ACK, NACK or CF), and the first
+    // transmissions of sequence numbers 1 and 2 vanish: the replay buffer holds frames B lacks.
+    let quiet = Rc::new(Cell::new(true));
+    let q = quiet.clone();
+    bench.set_filter(move |s| match (s.dir, s.data) {
+        (1, _) if q.get() => Fate::Drop,
+        (0, Some((_, 1 | 2, false))) => Fate::Drop,
+        _ => Fate::Deliver,
+    });
+    for i in 0..6 {
+        bench.submit(0, 0, &payload_for_frame(1024, i));
+    }
+    for i in 100..105 {
+        bench.submit(0, 1, &payload_for_frame(1024, i));
+    }
+    assert!(bench.run_until(|b| b.data_sent(0).len() == 6, 10_000));
+    bench.run_for(200);
+    assert_eq!(bench.data_sent(0).len(), 6, "both VCs are out of credit");
+    let before = bench.end(0).counters().clone();
+    assert_eq!(bench.end(0).replay_frames(), 6);
+    assert_eq!(bench.end(0).queued(vc(0)).0, 3);
+    assert_eq!(bench.end(0).queued(vc(1)).0, 2);
+    assert_eq!(bench.end(0).tx_credits_available(vc(0)), 0);
+    let seen = bench.events[0].len();
+
+    assert_eq!(bench.ends[0].withdraw(), 5);
+    let after = bench.end(0).counters().clone();
+    assert_eq!(bench.end(0).queued(vc(0)), (0, 0));
+    assert_eq!(bench.end(0).queued(vc(1)), (0, 0));
+    assert_eq!(
+        bench.end(0).replay_frames(),
+        6,
+        "the replay buffer is not withdrawn"
+    );
+    bench.after(0);
+    let evs: Vec<Ev> = bench.events[0][seen..]
+        .iter()
+        .map(|(_, e)| e.clone())
+        .collect();
+    let expected: Vec<Ev> = (3..6)
+        .map(|i| withdrawn_ev(0, payload_for_frame(1024, i)))
+        .chain((103..105).map(|i| withdrawn_ev(1, payload_for_frame(1024, i))))
+        .collect();
+    assert_eq!(evs, expected);
+    // The VCs waited without credit until the withdrawal left nothing waiting on them.
+    assert!(after.credit_stall_ns[0] > 0 && after.credit_stall_ns[1] > 0);
+    assert_eq!(
+        after,
+        counters_after(&before, |c| {
+            c.frames_withdrawn = 5;
+            c.credit_stall_ns = after.credit_stall_ns;
+        })
+    );
+
+    quiet.set(false);
+    bench.settle(100_000);
+    bench.run_for(20_000);
+    assert_eq!(bench.delivered_tags(1, 0), vec![0, 1, 2]);
+    assert_eq!(bench.delivered_tags(1, 1), vec![100, 101, 102]);
+    let sent: Vec<u32> = bench.data_sent(0).iter().map(|s| s.3).collect();
+    for tag in [3, 4, 5, 103, 104] {
+        assert!(
+            !sent.contains(&tag),
+            "withdrawn frame {tag} was sent: {sent:?}"
+        );
+    }
+    assert_eq!(
+        bench.events[0].len(),
+        seen + 5,
+        "{:?}",
+        &bench.events[0][seen..]
+    );
+
+    // The link goes on: frames submitted after the withdrawal are delivered, in order.
+    bench.submit(0, 0, &payload_for_frame(1024, 6));
+    bench.submit(0, 1, &payload_for_frame(1024, 105));
+    bench.settle(100_000);
+    assert_eq!(bench.delivered_tags(1, 0), vec![0, 1, 2, 6]);
+    assert_eq!(bench.delivered_tags(1, 1), vec![100, 101, 102, 105]);
+    let c = bench.end(0).counters();
+    assert_eq!(c.frames_withdrawn, 5);
+    assert_eq!(
+        c.credit_stall_ns, after.credit_stall_ns,
+        "no stall after the withdrawal"
+    );
+}
+
+/// After a physical link down the upper layer withdraws what the link still held queued: first the
+/// link-down, then the replay buffer's frames of unknown fate, then the withdrawn frames, each in
+/// order. After the link is UP again none of the withdrawn frames goes, and a frame submitted while
+/// down is delivered.
+//= docs/spec/link.md#6-flush-and-re-initialisation
+//= type=test
+//# LINK-6-5 An upper layer MAY withdraw the frames it submitted that have not been sent yet, for
+//# instance to send them over another link while this one is down. The end MUST then remove every
+//# such frame from its transmit queues, whatever its state, MUST NOT send any of them afterwards,
+//# and MUST report each to the upper layer as a frame that was never sent, after the events already
+//# pending and, on each VC, in submission order.
+//# LINK-6-1 In FLUSH the TX MUST remove every frame from the replay buffer and report them to the
+//# upper layer, in sequence order, as frames of unknown fate
+#[test]
+fn withdraw_after_physical_down_follows_the_unknown_fate_frames() {
+    let mut bench = Bench::up(config_a(), config_b().with_uniform_credits(4, 48));
+    // Nothing comes back from B: the three frames sent stay in the replay buffer.
+    bench.set_filter(|s| {
+        if s.dir == 1 {
+            Fate::Drop
+        } else {
+            Fate::Deliver
+        }
+    });
+    for i in 0..7 {
+        bench.submit(0, 0, &payload_for_frame(1024, i));
+    }
+    assert!(bench.run_until(|b| b.data_sent(0).len() == 3, 10_000));
+    bench.run_for(200);
+    assert_eq!(bench.end(0).replay_frames(), 3);
+    assert_eq!(bench.end(0).queued(vc(0)).0, 4);
+    let seen = bench.events[0].len();
+
+    let now = bench.now();
+    bench.ends[0].physical_down(now);
+    assert_eq!(bench.end(0).tx_state(), TxState::Off);
+    assert_eq!(bench.ends[0].withdraw(), 4);
+    bench.after(0);
+    bench.ends[1].physical_down(now);
+    bench.after(1);
+    bench.flights = [VecDeque::new(), VecDeque::new()];
+    let evs: Vec<Ev> = bench.events[0][seen..]
+        .iter()
+        .map(|(_, e)| e.clone())
+        .collect();
+    let mut expected = vec![Ev::Down(DownReason::Physical)];
+    expected.extend((0..3).map(|i| Ev::Lost {
+        vc: 0,
+        reason: LostReason::UnknownFate,
+        payload: payload_for_frame(1024, i),
+    }));
+    expected.extend((3..7).map(|i| withdrawn_ev(0, payload_for_frame(1024, i))));
+    assert_eq!(evs, expected);
+    let c = bench.end(0).counters();
+    assert_eq!((c.frames_unknown_fate, c.frames_withdrawn), (3, 4));
+    assert!(bench.end(0).is_idle());
+
+    // A frame submitted while down goes after the new UP; the withdrawn ones never do.
+    bench.filter = None;
+    bench.submit(0, 0, &payload_for_frame(1024, 7));
+    bench.run_for(1_000);
+    let now = bench.now();
+    for e in 0..2 {
+        bench.ends[e].physical_up(now);
+        bench.after(e);
+    }
+    bench.settle(100_000);
+    bench.run_for(20_000);
+    assert_eq!(bench.delivered_tags(1, 0), vec![0, 1, 2, 7]);
+    let sent: Vec<u32> = bench.data_sent(0).iter().map(|s| s.3).collect();
+    assert!(sent.iter().all(|t| !(3..7).contains(t)), "{sent:?}");
+    assert_eq!(
+        lost_tags(
+            &bench.events[0][seen..]
+                .iter()
+                .map(|(_, e)| e.clone())
+                .collect::<Vec<_>>()
+        )
+        .len(),
+        7,
+        "no other frame was reported lost"
+    );
+}
+
+/// Withdrawing with nothing queued does nothing: no event, no counter, the replay buffer intact.
+//= docs/spec/link.md#6-flush-and-re-initialisation
+//= type=test
+//# LINK-6-5 [...] Frames in the replay buffer have been sent and are not withdrawn
+#[test]
+fn withdraw_with_nothing_queued_is_a_no_op() {
+    let mut fresh = Link::new(config_a()).unwrap();
+    assert_eq!(fresh.withdraw(), 0);
+    assert_eq!(fresh.poll_event(), None);
+    assert_eq!(*fresh.counters(), Counters::default());
+
+    let (mut link, t) = lone_end_up(config_a(), &config_b(), 500);
+    for i in 0..2 {
+        link.submit(vc(0), &payload_for_frame(256, i)).unwrap();
+    }
+    assert_eq!(drain_tx(&mut link, t).len(), 2);
+    let before = link.counters().clone();
+    assert_eq!(link.withdraw(), 0);
+    assert_eq!(link.withdraw(), 0);
+    assert_eq!(events_of(&mut link), vec![]);
+    assert_eq!(*link.counters(), before);
+    assert_eq!(link.replay_frames(), 2);
+    // The replay buffer is still acknowledged as usual.
+    link.handle_frame(t, &emit(LinkFrame::Ack(Seq::new(1))));
+    assert_eq!(link.replay_frames(), 0);
+    assert!(link.is_idle());
+}
+
+/// Frames submitted after a withdrawal, before its events are taken, queue behind the withdrawn
+/// ones, are not withdrawn by it, and are delivered once those events have been taken.
+//= docs/spec/link.md#6-flush-and-re-initialisation
+//= type=test
+//# LINK-6-5 [...] Frames submitted after the withdrawal are sent as usual, after the withdrawn
+//# frames have been reported.
+#[test]
+fn submit_after_withdraw_is_delivered() {
+    let (mut link, t) = lone_end_up(config_a(), &config_b(), 500);
+    for i in 0..3 {
+        link.submit(vc(0), &payload_for_frame(256, i)).unwrap();
+    }
+    assert_eq!(link.withdraw(), 3);
+    link.submit(vc(0), &payload_for_frame(256, 10)).unwrap();
+    link.submit(vc(0), &payload_for_frame(300, 11)).unwrap();
+    assert_eq!(link.queued(vc(0)), (2, 256 - 24 + 300 - 24));
+    assert!(!link.is_idle());
+    // Not before the withdrawn frames are reported.
+    let early: Vec<FrameKind> = kinds(&drain_tx(&mut link, t));
+    assert!(!early.contains(&FrameKind::Data), "{early:?}");
+    let evs = events_of(&mut link);
+    let expected: Vec<Ev> = (0..3)
+        .map(|i| withdrawn_ev(0, payload_for_frame(256, i)))
+        .collect();
+    assert_eq!(evs, expected);
+    let sent = drain_tx(&mut link, t);
+    let tags: Vec<u32> = sent
+        .iter()
+        .filter(|f| kinds(std::slice::from_ref(*f)) == vec![FrameKind::Data])
+        .map(|f| tag_of(data_payload(f)))
+        .collect();
+    assert_eq!(tags, vec![10, 11]);
+
+    // And end to end: B delivers exactly the later frames.
+    let mut bench = Bench::up(config_a(), config_b());
+    for i in 0..3 {
+        bench.ends[0]
+            .submit(vc(0), &payload_for_frame(512, i))
+            .unwrap();
+    }
+    assert_eq!(bench.ends[0].withdraw(), 3);
+    bench.submit(0, 0, &payload_for_frame(512, 10));
+    bench.submit(0, 0, &payload_for_frame(512, 11));
+    bench.after(0);
+    bench.settle(100_000);
+    assert_eq!(bench.delivered_tags(1, 0), vec![10, 11]);
+    assert_eq!(
+        lost_tags(
+            &bench.events[0]
+                .iter()
+                .map(|(_, e)| e.clone())
+                .collect::<Vec<_>>()
+        ),
+        vec![
+            (0, LostReason::Withdrawn, 0),
+            (0, LostReason::Withdrawn, 1),
+            (0, LostReason::Withdrawn, 2)
+        ]
+    );
+}
+
+/// Withdrawals in every state, repeated, with submissions and partly taken events in between:
+/// OFF (never UP), INIT, and FLUSH with its frames of unknown fate still to be reported. Each
+/// withdrawn frame is reported once, after the events pending at the withdrawal.
+//= docs/spec/link.md#6-flush-and-re-initialisation
+//= type=test
+//# LINK-6-5 An upper layer MAY withdraw the frames it submitted that have not been sent yet, for
+//# instance to send them over another link while this one is down. The end MUST then remove every
+//# such frame from its transmit queues, whatever its state, MUST NOT send any of them afterwards,
+//# and MUST report each to the upper layer as a frame that was never sent, after the events already
+//# pending and, on each VC, in submission order.
+#[test]
+fn withdraw_in_every_state() {
+    let p = |i: u32| payload_for_frame(200, i);
+    // OFF: two VCs, then a second withdrawal while the first one's events are partly taken.
+    let mut link = Link::new(config_a()).unwrap();
+    for i in 0..3 {
+        link.submit(vc(0), &p(i)).unwrap();
+    }
+    link.submit(vc(1), &p(10)).unwrap();
+    assert_eq!(link.withdraw(), 4);
+    let first = match link.poll_event() {
+        Some(Event::Lost {
+            vc,
+            reason,
+            payload,
+        }) => (vc.value(), reason, tag_of(payload)),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(first, (0, LostReason::Withdrawn, 0));
+    link.submit(vc(0), &p(3)).unwrap();
+    link.submit(vc(2), &p(20)).unwrap();
+    assert_eq!(link.withdraw(), 2);
+    let rest: Vec<(u8, u32)> = lost_tags(&events_of(&mut link))
+        .into_iter()
+        .map(|(v, r, t)| {
+            assert_eq!(r, LostReason::Withdrawn);
+            (v, t)
+        })
+        .collect();
+    assert_eq!(rest, vec![(0, 1), (0, 2), (1, 10), (0, 3), (2, 20)]);
+    assert_eq!(link.counters().frames_withdrawn, 6);
+    assert_eq!(link.queued(vc(0)), (0, 0));
+    assert!(link.is_idle());
+
+    // INIT: the frames never go, even once the link is UP.
+    let peer = config_b();
+    let mut link = Link::new(config_a()).unwrap();
+    let t = Instant::from_nanos(10);
+    link.physical_up(t);
+    link.submit(vc(0), &p(0)).unwrap();
+    link.submit(vc(3), &p(30)).unwrap();
+    assert_eq!(link.tx_state(), TxState::Init);
+    assert_eq!(link.withdraw(), 2);
+    link.handle_frame(t, &emit(LinkFrame::Init(init_of(&peer, 7))));
+    let nonce = link.nonce();
+    link.handle_frame(
+        t,
+        &emit(LinkFrame::InitEcho {
+            echo_nonce: nonce,
+            init: init_of(&peer, 7),
+        }),
+    );
+    assert!(link.is_up());
+    let evs = events_of(&mut link);
+    assert_eq!(
+        lost_tags(&evs),
+        vec![
+            (0, LostReason::Withdrawn, 0),
+            (3, LostReason::Withdrawn, 30)
+        ]
+    );
+    assert!(matches!(evs.last(), Some(Ev::Up(_))), "{evs:?}");
+    assert!(!kinds(&drain_tx(&mut link, t)).contains(&FrameKind::Data));
+
+    // FLUSH, its events not taken yet: the withdrawn frames follow the frames of unknown fate.
+    let (mut link, t) = lone_end_up(config_a(), &peer, 500);
+    for i in 0..3 {
+        link.submit(vc(0), &p(i)).unwrap();
+    }
+    assert_eq!(drain_tx(&mut link, t).len(), 3);
+    // NACKs of nothing: three replays, then FLUSH; frames queued before the last NACK wait.
+    let nack = emit(LinkFrame::Nack(Seq::new(0xFFFFF)));
+    for k in 0..4 {
+        if k == 3 {
+            for i in 3..5 {
+                link.submit(vc(0), &p(i)).unwrap();
+            }
+            link.submit(vc(1), &p(10)).unwrap();
+        }
+        link.handle_frame(t, &nack);
+        if k < 3 {
+            assert_eq!(drain_tx(&mut link, t).len(), 3);
+        }
+    }
+    assert_eq!(link.tx_state(), TxState::Flush);
+    assert_eq!(link.withdraw(), 3);
+    let evs = events_of(&mut link);
+    assert_eq!(evs[0], Ev::Down(DownReason::Flush));
+    assert_eq!(
+        lost_tags(&evs),
+        vec![
+            (0, LostReason::UnknownFate, 0),
+            (0, LostReason::UnknownFate, 1),
+            (0, LostReason::UnknownFate, 2),
+            (0, LostReason::Withdrawn, 3),
+            (0, LostReason::Withdrawn, 4),
+            (1, LostReason::Withdrawn, 10),
+        ]
+    );
+    assert_eq!(evs.len(), 7, "{evs:?}");
+    assert!(link.is_idle());
+}
+
+/// Withdrawals while refusals by the peer wait to be reported: a frame beyond the peer's MFS at the
+/// front of VC 0 and frames on VC 3, which the peer lacks. Each frame is reported exactly once,
+/// the refused ones as refused, the others as withdrawn; also when the upper layer has taken
+/// part of the events before withdrawing.
+//= docs/spec/link.md#6-flush-and-re-initialisation
+//= type=test
+//# LINK-6-5 [...] The end MUST then remove every such frame from its transmit queues, whatever
+//# its state, MUST NOT send any of them afterwards, and MUST report each to the upper layer as a
+//# frame that was never sent, after the events already pending and, on each VC, in submission
+//# order.
+#[test]
+fn withdraw_beside_pending_refusals_reports_each_frame_once() {
+    let peer = Config {
+        mfs: 1500,
+        ..config_b().with_uniform_credits(2, 512)
+    };
+    // An end with frames queued before UP; UP with the peer; its first DATA frame sent and the
+    // oversize one found. Events pending: UP, VC 3's front refused, VC 0's front refused.
+    let setup = || {
+        let mut link = Link::new(config_a()).unwrap();
+        let t = Instant::from_nanos(10);
+        link.physical_up(t);
+        link.submit(vc(0), &payload_for_frame(1000, 0)).unwrap();
+        link.submit(vc(0), &payload_for_frame(3000, 1)).unwrap();
+        link.submit(vc(0), &payload_for_frame(1000, 2)).unwrap();
+        link.submit(vc(0), &payload_for_frame(1000, 3)).unwrap();
+        link.submit(vc(3), &payload_for_frame(500, 30)).unwrap();
+        link.submit(vc(3), &payload_for_frame(500, 31)).unwrap();
+        link.handle_frame(t, &emit(LinkFrame::Init(init_of(&peer, 7))));
+        let nonce = link.nonce();
+        link.handle_frame(
+            t,
+            &emit(LinkFrame::InitEcho {
+                echo_nonce: nonce,
+                init: init_of(&peer, 7),
+            }),
+        );
+        let sent = drain_tx(&mut link, t);
+        let data: Vec<u32> = sent
+            .iter()
+            .filter(|f| kinds(std::slice::from_ref(*f)) == vec![FrameKind::Data])
+            .map(|f| tag_of(data_payload(f)))
+            .collect();
+        assert_eq!(data, vec![0]);
+        (link, t)
+    };
+
+    // Nothing taken before the withdrawal.
+    let (mut link, t) = setup();
+    assert_eq!(link.withdraw(), 3);
+    let evs = events_of(&mut link);
+    assert!(matches!(evs[0], Ev::Up(_)));
+    assert_eq!(
+        lost_tags(&evs),
+        vec![
+            (3, LostReason::VcNotAgreed, 30),
+            (0, LostReason::ExceedsPeerMfs, 1),
+            (0, LostReason::Withdrawn, 2),
+            (0, LostReason::Withdrawn, 3),
+            (3, LostReason::Withdrawn, 31),
+        ]
+    );
+    assert_eq!(evs.len(), 6, "{evs:?}");
+    assert!(!kinds(&drain_tx(&mut link, t)).contains(&FrameKind::Data));
+    assert_eq!(link.queued(vc(0)), (0, 0));
+    assert_eq!(link.queued(vc(3)), (0, 0));
+    let c = link.counters();
+    assert_eq!(
+        (c.oversize_for_peer, c.not_agreed_vc, c.frames_withdrawn),
+        (1, 1, 3)
+    );
+    events_of(&mut link);
+    link.handle_frame(t, &emit(LinkFrame::Ack(Seq::new(0))));
+    assert!(link.is_idle());
+
+    // The upper layer took the link-up and VC 3's first refusal (still lent out) first: the
+    // frame behind it is refused in turn before the withdrawal looks at VC 3.
+    let (mut link, t) = setup();
+    assert!(matches!(link.poll_event(), Some(Event::LinkUp(_))));
+    match link.poll_event() {
+        Some(Event::Lost {
+            vc,
+            reason,
+            payload,
+        }) => assert_eq!(
+            (vc.value(), reason, tag_of(payload)),
+            (3, LostReason::VcNotAgreed, 30)
+        ),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(link.withdraw(), 2);
+    let evs = events_of(&mut link);
+    assert_eq!(
+        lost_tags(&evs),
+        vec![
+            (0, LostReason::ExceedsPeerMfs, 1),
+            (3, LostReason::VcNotAgreed, 31),
+            (0, LostReason::Withdrawn, 2),
+            (0, LostReason::Withdrawn, 3),
+        ]
+    );
+    assert_eq!(evs.len(), 4, "{evs:?}");
+    assert!(!kinds(&drain_tx(&mut link, t)).contains(&FrameKind::Data));
+    let c = link.counters();
+    assert_eq!(
+        (c.oversize_for_peer, c.not_agreed_vc, c.frames_withdrawn),
+        (1, 2, 2)
+    );
+    link.handle_frame(t, &emit(LinkFrame::Ack(Seq::new(0))));
+    assert!(link.is_idle());
+}

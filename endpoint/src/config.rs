@@ -1,0 +1,281 @@
+//! Parameters of an endpoint (endpoint.md §1.1).
+
+use core::fmt;
+
+use ethlink_link::{Config as LinkConfig, Duration};
+use ethlink_protocol::{GpuId, MacAddr};
+
+use crate::memory::MemoryConfig;
+
+/// Bytes of one reassembly block: RDMA segments start and (except the last) end on multiples of
+/// it (EP-6-3, EP-6-8).
+pub const BLOCK: u32 = 256;
+/// Bytes of an RDMA_WRITE header (wire.md §6.7).
+const WRITE_HEADER: usize = 28;
+/// Bytes of an untagged DATA frame around its transactions: Ethernet 14, link 6, network 8, FCS 4.
+const FRAME_OVERHEAD: usize = 32;
+/// VCs every port needs (EP-3-1).
+pub const VCS_NEEDED: u8 = 4;
+
+/// How requests are spread over the usable ports (EP-4-2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Policy {
+    /// A fixed mix of (destination, stream or tag) picks the port.
+    Hash,
+    /// The next port in a cycle.
+    RoundRobin,
+    /// The port with the fewest bytes waiting.
+    LeastLoaded,
+    /// Round-robin, and every RDMA write segment on the next port.
+    #[default]
+    Spray,
+}
+
+impl Policy {
+    /// Every policy, in a fixed order.
+    pub const ALL: [Policy; 4] = [
+        Policy::Hash,
+        Policy::RoundRobin,
+        Policy::LeastLoaded,
+        Policy::Spray,
+    ];
+
+    /// The name endpoint.md uses.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Policy::Hash => "hash",
+            Policy::RoundRobin => "round-robin",
+            Policy::LeastLoaded => "least-loaded",
+            Policy::Spray => "spray",
+        }
+    }
+
+    /// The policy named `s` (as [`Policy::name`] writes it).
+    pub fn from_name(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|p| p.name() == s)
+    }
+}
+
+impl fmt::Display for Policy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Configuration of one GPU endpoint. [`Config::default`] gives the defaults of endpoint.md §1.1.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// This GPU's id.
+    pub gpu: GpuId,
+    /// Protocol stacks, 1..=16.
+    pub stacks: u8,
+    /// Ports per stack, 1..=16.
+    pub ports: u8,
+    /// Load-balancing policy.
+    pub policy: Policy,
+    /// Tags of the load-store unit, 1..=32768.
+    pub lsu_tags: u16,
+    /// Tags of the RDMA engine, 1..=32768.
+    pub rdma_tags: u16,
+    /// RDMA descriptors outstanding at most, 1..=65536.
+    pub rdma_queue: u32,
+    /// Bytes per RDMA segment: a multiple of 256, 256..=8192, fitting the link MFS.
+    pub segment: u32,
+    /// Bytes per RDMA_READ: a multiple of `segment`, at most 2^31.
+    pub read_chunk: u32,
+    /// Longest a transaction waits for others to share its frame, at most 100 us.
+    pub pack_delay: Duration,
+    /// Deadline of an operation after issue, retry or progress, 1 us..=1 s.
+    pub op_timeout: Duration,
+    /// Retries of one operation, 0..=16.
+    pub max_retries: u8,
+    /// Rest of a tag whose operation was retried or abandoned, at least `op_timeout`.
+    pub tag_quarantine: Duration,
+    /// RDMA writes a target reassembles at once, 1..=65536.
+    pub max_reassemblies: u32,
+    /// RDMA reads a target serves at once, 1..=65536.
+    pub max_read_jobs: u32,
+    /// Bytes of responses held before the target stops taking requests, at least 9216.
+    pub response_backlog: u32,
+    /// Bytes queued per port and VC before the RDMA engine waits, at least 9216.
+    pub port_queue: u32,
+    /// The sizes of the memory spaces.
+    pub memory: MemoryConfig,
+    /// The configuration of every port's link; each port gets its own MAC address and nonce
+    /// seed derived from this one, the GPU id and the port.
+    pub link: LinkConfig,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            gpu: GpuId::new(0).unwrap_or_default(),
+            stacks: 4,
+            ports: 2,
+            policy: Policy::Spray,
+            lsu_tags: 1024,
+            rdma_tags: 512,
+            rdma_queue: 64,
+            segment: 8192,
+            read_chunk: 65536,
+            pack_delay: Duration::from_nanos(50),
+            op_timeout: Duration::from_micros(200),
+            max_retries: 3,
+            tag_quarantine: Duration::from_micros(500),
+            max_reassemblies: 4096,
+            max_read_jobs: 256,
+            response_backlog: 1 << 20,
+            port_queue: 64 * 1024,
+            memory: MemoryConfig::default(),
+            link: LinkConfig::default(),
+        }
+    }
+}
+
+/// A configuration value out of its range: the parameter, its value and the rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConfigError {
+    /// The parameter, as endpoint.md §1.1 names it (`link.<name>` for the link's).
+    pub field: &'static str,
+    /// The value given (durations in nanoseconds).
+    pub value: u64,
+    /// The rule it breaks.
+    pub rule: &'static str,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} = {}: {}", self.field, self.value, self.rule)
+    }
+}
+
+impl core::error::Error for ConfigError {}
+
+fn ns(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+impl Config {
+    /// Number of ports, `stacks * ports`.
+    pub fn port_count(&self) -> usize {
+        usize::from(self.stacks) * usize::from(self.ports)
+    }
+
+    /// Checks every parameter against endpoint.md §1.1 and the link's against link.md §1.1.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let err = |field, value: u64, rule| Err(ConfigError { field, value, rule });
+        if !(1..=16).contains(&self.stacks) {
+            return err("stacks", self.stacks.into(), "must be 1..=16");
+        }
+        if !(1..=16).contains(&self.ports) {
+            return err("ports", self.ports.into(), "must be 1..=16");
+        }
+        if !(1..=32768).contains(&self.lsu_tags) {
+            return err("lsu_tags", self.lsu_tags.into(), "must be 1..=32768");
+        }
+        if !(1..=32768).contains(&self.rdma_tags) {
+            return err("rdma_tags", self.rdma_tags.into(), "must be 1..=32768");
+        }
+        if !(1..=65536).contains(&self.rdma_queue) {
+            return err("rdma_queue", self.rdma_queue.into(), "must be 1..=65536");
+        }
+        let mfs = usize::from(self.link.mfs);
+        let eth_extra = if self.link.vlan.is_some() { 4 } else { 0 };
+        let fits = (self.segment as usize)
+            .checked_add(WRITE_HEADER + FRAME_OVERHEAD + eth_extra)
+            .is_some_and(|n| n <= mfs);
+        if !self.segment.is_multiple_of(BLOCK) || !(256..=8192).contains(&self.segment) || !fits {
+            return err(
+                "segment",
+                self.segment.into(),
+                "must be a multiple of 256, 256..=8192, and fit in a frame of link.mfs bytes with its 60 bytes of headers",
+            );
+        }
+        if self.read_chunk == 0
+            || !self.read_chunk.is_multiple_of(self.segment)
+            || self.read_chunk > 1 << 31
+        {
+            return err(
+                "read_chunk",
+                self.read_chunk.into(),
+                "must be a non-zero multiple of segment, at most 2^31",
+            );
+        }
+        if ns(self.pack_delay) > 100_000 {
+            return err("pack_delay", ns(self.pack_delay), "must be at most 100 us");
+        }
+        if !(1_000..=1_000_000_000).contains(&ns(self.op_timeout)) {
+            return err("op_timeout", ns(self.op_timeout), "must be 1 us..=1 s");
+        }
+        if self.max_retries > 16 {
+            return err("max_retries", self.max_retries.into(), "must be 0..=16");
+        }
+        if self.tag_quarantine < self.op_timeout {
+            return err(
+                "tag_quarantine",
+                ns(self.tag_quarantine),
+                "must be at least op_timeout",
+            );
+        }
+        if !(1..=65536).contains(&self.max_reassemblies) {
+            return err(
+                "max_reassemblies",
+                self.max_reassemblies.into(),
+                "must be 1..=65536",
+            );
+        }
+        if !(1..=65536).contains(&self.max_read_jobs) {
+            return err(
+                "max_read_jobs",
+                self.max_read_jobs.into(),
+                "must be 1..=65536",
+            );
+        }
+        if self.response_backlog < 9216 {
+            return err(
+                "response_backlog",
+                self.response_backlog.into(),
+                "must be at least 9216",
+            );
+        }
+        if self.port_queue < 9216 {
+            return err(
+                "port_queue",
+                self.port_queue.into(),
+                "must be at least 9216",
+            );
+        }
+        //= docs/spec/endpoint.md#3-ports-and-virtual-channels
+        //# EP-3-1 Each port's link MUST have at least 4 VCs, used as follows, so that a full queue
+        //# of requests can never hold back the responses that would drain it:
+        if self.link.vcs < VCS_NEEDED {
+            return err(
+                "link.vcs",
+                self.link.vcs.into(),
+                "must be at least 4 (EP-3-1)",
+            );
+        }
+        self.link.validate().map_err(|e| ConfigError {
+            field: e.field,
+            value: e.value,
+            rule: e.rule,
+        })?;
+        Ok(())
+    }
+
+    /// The link configuration of port `port` of stack `stack`: its own locally administered MAC
+    /// address (02:00:gpu:gpu:stack:port) and nonce seed.
+    pub fn port_link(&self, stack: u8, port: u8) -> LinkConfig {
+        let mut l = self.link.clone();
+        let [hi, lo] = self.gpu.value().to_be_bytes();
+        l.mac = MacAddr([0x02, 0x00, hi, lo, stack, port]);
+        l.nonce_seed = self
+            .link
+            .nonce_seed
+            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+            .wrapping_add(
+                u64::from(self.gpu.value()) << 16 | u64::from(stack) << 8 | u64::from(port),
+            );
+        l
+    }
+}

@@ -1,0 +1,172 @@
+//! Counters of an endpoint (endpoint.md §10).
+
+use alloc::vec;
+use alloc::vec::Vec;
+
+use crate::ops::{CompletionStatus, OpKind};
+
+/// Load of one port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PortCounters {
+    /// DATA frames handed to the link.
+    pub frames_sent: u64,
+    /// Bytes of those frames' payloads (network header and transactions).
+    pub bytes_sent: u64,
+    /// Transactions in those frames.
+    pub txns_sent: u64,
+    /// DATA frames received from the link.
+    pub frames_received: u64,
+    /// Bytes of their payloads.
+    pub bytes_received: u64,
+    /// Times the port's link went down.
+    pub downs: u64,
+}
+
+/// Every counter of EP-10-1. Plain data: compare, clone and read freely.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Counters {
+    /// Operations completed, by kind ([`OpKind::index`]) and status class
+    /// ([`CompletionStatus::class`]).
+    pub completed: [[u64; CompletionStatus::CLASSES]; 8],
+    /// Bytes loads returned OK.
+    pub ls_bytes_read: u64,
+    /// Bytes stores wrote OK.
+    pub ls_bytes_written: u64,
+    /// Bytes of RDMA writes completed OK.
+    pub rdma_bytes_written: u64,
+    /// Bytes of RDMA reads completed OK.
+    pub rdma_bytes_read: u64,
+    /// Per port, in (stack, port) order.
+    pub ports: Vec<PortCounters>,
+    /// Requests sent again after their frame had unknown fate or their deadline passed.
+    pub retries: u64,
+    /// Requests and responses moved to another port without a retry (never sent).
+    pub moved: u64,
+    /// Responses discarded: no operation held their tag, the opcode did not match, or the
+    /// operation had completed (EP-5-4, EP-9-4).
+    pub responses_discarded: u64,
+    /// Frames whose destination was another GPU (EP-8-1).
+    pub misdelivered: u64,
+    /// Frames whose network header was malformed (WIRE-5-3).
+    pub malformed_frames: u64,
+    /// Transactions that could not be read or were bad responses (WIRE-6.1-3, WIRE-6.1-7).
+    pub malformed_txns: u64,
+    /// Requests performed as a target.
+    pub requests_served: u64,
+    /// Responses the target sent with a status other than OK.
+    pub requests_refused: u64,
+    /// Frames that carried more than one transaction.
+    pub packed_frames: u64,
+    /// Transactions that shared a frame with others.
+    pub packed_txns: u64,
+    /// First segments of RDMA writes discarded for want of a reassembly slot (EP-6-6).
+    pub reassembly_refused: u64,
+    /// Reassemblies forgotten after `op_timeout` without progress (EP-6-6).
+    pub reassembly_expired: u64,
+    /// RDMA segments whose blocks had all been received already.
+    pub duplicate_segments: u64,
+    /// RDMA reads answered BUSY (EP-6-9).
+    pub read_jobs_refused: u64,
+    /// Responses discarded after waiting `op_timeout` for a usable port (EP-8-5), and reads
+    /// the target stopped serving after `op_timeout` without a usable port.
+    pub responses_expired: u64,
+    /// Responses in frames a link reported of unknown fate, not sent again (TXN-5-5).
+    pub responses_lost: u64,
+    /// Times the target stopped taking requests for its response backlog (EP-8-4).
+    pub backlog_stalls: u64,
+    /// RDMA writes and reads in reassembly now (target writes and requester read chunks).
+    pub reassembly_now: u64,
+    /// Highest `reassembly_now`.
+    pub reassembly_max: u64,
+    /// Bytes received beyond the in-order point of their reassembly now (the reorder buffer).
+    pub reorder_bytes_now: u64,
+    /// Highest `reorder_bytes_now`.
+    pub reorder_bytes_max: u64,
+}
+
+impl Counters {
+    pub(crate) fn new(ports: usize) -> Self {
+        Counters {
+            completed: [[0; CompletionStatus::CLASSES]; 8],
+            ls_bytes_read: 0,
+            ls_bytes_written: 0,
+            rdma_bytes_written: 0,
+            rdma_bytes_read: 0,
+            ports: vec![PortCounters::default(); ports],
+            retries: 0,
+            moved: 0,
+            responses_discarded: 0,
+            misdelivered: 0,
+            malformed_frames: 0,
+            malformed_txns: 0,
+            requests_served: 0,
+            requests_refused: 0,
+            packed_frames: 0,
+            packed_txns: 0,
+            reassembly_refused: 0,
+            reassembly_expired: 0,
+            duplicate_segments: 0,
+            read_jobs_refused: 0,
+            responses_expired: 0,
+            responses_lost: 0,
+            backlog_stalls: 0,
+            reassembly_now: 0,
+            reassembly_max: 0,
+            reorder_bytes_now: 0,
+            reorder_bytes_max: 0,
+        }
+    }
+
+    /// Operations of `kind` completed with status class `class`.
+    pub fn completed_with(&self, kind: OpKind, class: usize) -> u64 {
+        self.completed
+            .get(kind.index())
+            .and_then(|r| r.get(class))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// Operations of `kind` completed, whatever their status.
+    pub fn completed_total(&self, kind: OpKind) -> u64 {
+        self.completed
+            .get(kind.index())
+            .map_or(0, |r| r.iter().sum())
+    }
+
+    /// Per-stack sums of the port counters, for `ports_per_stack` ports per stack.
+    pub fn stacks(&self, ports_per_stack: usize) -> Vec<PortCounters> {
+        self.ports
+            .chunks(ports_per_stack.max(1))
+            .map(|c| {
+                c.iter().fold(PortCounters::default(), |a, p| PortCounters {
+                    frames_sent: a.frames_sent + p.frames_sent,
+                    bytes_sent: a.bytes_sent + p.bytes_sent,
+                    txns_sent: a.txns_sent + p.txns_sent,
+                    frames_received: a.frames_received + p.frames_received,
+                    bytes_received: a.bytes_received + p.bytes_received,
+                    downs: a.downs + p.downs,
+                })
+            })
+            .collect()
+    }
+
+    pub(crate) fn count(&mut self, kind: OpKind, status: CompletionStatus) {
+        if let Some(c) = self
+            .completed
+            .get_mut(kind.index())
+            .and_then(|r| r.get_mut(status.class()))
+        {
+            *c += 1;
+        }
+    }
+
+    pub(crate) fn reassembly(&mut self, delta: i64) {
+        self.reassembly_now = self.reassembly_now.saturating_add_signed(delta);
+        self.reassembly_max = self.reassembly_max.max(self.reassembly_now);
+    }
+
+    pub(crate) fn reorder(&mut self, delta: i64) {
+        self.reorder_bytes_now = self.reorder_bytes_now.saturating_add_signed(delta);
+        self.reorder_bytes_max = self.reorder_bytes_max.max(self.reorder_bytes_now);
+    }
+}

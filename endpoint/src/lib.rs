@@ -1,0 +1,52 @@
+//! # ethlink-endpoint: the network side of a GPU
+//!
+//! This crate is the endpoint layer of ethlink, as `docs/spec/endpoint.md` and
+//! `docs/spec/transaction.md` specify it. An [`Endpoint`] is one GPU as the scale-up network
+//! sees it:
+//!
+//! - a [`Memory`] with a global and a shared space, sparse, with registered regions that carry a
+//!   key and read / write / atomic permissions (§2);
+//! - a load-store unit: [`Endpoint::issue`] a load, store or atomic to (GPU, space, address) and
+//!   get a tag; outstanding operations are bounded by the tag space (§5);
+//! - an RDMA engine: [`Endpoint::post`] a write or read descriptor of up to 4 GiB - 1; it is
+//!   segmented, sprayed and reassembled by offset and tag (§6);
+//! - `stacks x ports` ports, each one [`ethlink_link::Link`] end, with a load-balancing
+//!   [`Policy`] and per-stream path pinning so that ordered operations stay in order (§4);
+//! - transaction packing within a bound on added delay (§7);
+//! - the target side that performs other GPUs' requests and answers them (§8);
+//! - retries and error completions when a port goes down or a deadline passes, so that no
+//!   operation ever ends silently (§9, transaction.md §5);
+//! - [`Counters`] (§10).
+//!
+//! Like the link, the endpoint is sans-IO: frames, commands and time in; frames, completions
+//! and a deadline out. It reads no clock and draws no random numbers; the same inputs give the
+//! same outputs. [`harness`] joins two endpoints port by port through the link crate's wire and
+//! fault injector.
+//!
+//! It sits on `ethlink-link` (one end per port) and `ethlink-protocol` (every byte); the fabric
+//! and the C ABI sit on it.
+
+#![no_std]
+
+extern crate alloc;
+#[cfg(any(feature = "std", test))]
+extern crate std;
+
+mod config;
+mod counters;
+mod endpoint;
+pub mod harness;
+mod memory;
+mod ops;
+
+pub use config::{BLOCK, Config, ConfigError, Policy, VCS_NEEDED};
+pub use counters::{Counters, PortCounters};
+pub use endpoint::Endpoint;
+pub use memory::{
+    Access, MAX_SPACE_SIZE, Memory, MemoryConfig, MemoryConfigError, OutOfSpace, PAGE_SIZE, Perms,
+    Region, RegionError,
+};
+pub use ops::{
+    Bytes, Completion, CompletionData, CompletionStatus, IssueError, LsOp, LsRequest, OpId, OpKind,
+    Ordering, PostError, RdmaDesc, RdmaDir, Remote,
+};
