@@ -1980,9 +1980,11 @@ impl Endpoint {
         self.ports.get(i).is_some_and(|p| p.usable)
     }
 
+    /// Bytes waiting at port `i`: being packed, in the endpoint's queues and in the link's.
     fn load(&self, i: usize) -> usize {
         self.ports.get(i).map_or(usize::MAX, |p| {
-            p.out_bytes.iter().sum::<usize>()
+            p.packers.values().map(|pk| pk.buf.len()).sum::<usize>()
+                + p.out_bytes.iter().sum::<usize>()
                 + (0..4).map(|v| p.link.queued(vc(v)).1).sum::<usize>()
         })
     }
@@ -2439,6 +2441,8 @@ impl Endpoint {
     /// while the ports have room, held responses, and the target's reads.
     fn fill(&mut self) {
         if self.usable.is_empty() {
+            // Descriptors still take their tags, so that their deadlines run (TXN-5-4).
+            self.fill_rdma();
             return;
         }
         // Parked load-store operations, in order.

@@ -62,3 +62,725 @@ fn rdma_write_and_read() {
     assert_eq!(c[0].status, CompletionStatus::Ok);
     assert_eq!(read_mem(&b, 0, 0x40_0000, 1 << 20), data);
 }
+
+use ethlink_endpoint::harness::PortFault;
+use ethlink_endpoint::{
+    Completion, Config, IssueError, LsOp, LsRequest, PostError, RdmaDesc, RdmaDir,
+};
+use ethlink_link::Duration;
+use ethlink_protocol::{AtomicOp, Space, Width};
+
+fn fetch_add(to: u16, addr: u64, addend: u64, ordering: Ordering) -> LsRequest {
+    LsRequest {
+        op: LsOp::Atomic {
+            width: Width::W8,
+            op: AtomicOp::FetchAdd { addend },
+        },
+        remote: remote(to, addr),
+        ordering,
+    }
+}
+
+fn fast(id: u16, policy: Policy) -> Config {
+    Config {
+        op_timeout: Duration::from_micros(20),
+        tag_quarantine: Duration::from_micros(40),
+        ..config(id, policy)
+    }
+}
+
+fn by_id(c: &[Completion]) -> std::collections::BTreeMap<OpId, Completion> {
+    c.iter().map(|c| (c.id, *c)).collect()
+}
+
+#[test]
+fn a_flush_in_the_middle_of_rdma_ends_every_operation_once() {
+    let mut b = pair_with(
+        fast(0, Policy::Spray),
+        fast(1, Policy::Spray),
+        Faults::default(),
+        3,
+    );
+    const LEN: u64 = 256 * 1024;
+    let mut writes = Vec::new();
+    let mut reads = Vec::new();
+    let now = b.now();
+    for k in 0..24u64 {
+        let data = pattern(100 + k, LEN as usize);
+        b.gpu_mut(0)
+            .memory_mut()
+            .write(Space::Global, k * LEN, &data)
+            .unwrap();
+        // Remote source of the reads.
+        b.gpu_mut(1)
+            .memory_mut()
+            .write(Space::Global, 0x4000_0000 + k * LEN, &data)
+            .unwrap();
+    }
+    for k in 0..24u64 {
+        let w = b
+            .gpu_mut(0)
+            .post(now, write_desc(1, k * LEN, 0x1000_0000 + k * LEN, LEN))
+            .unwrap();
+        writes.push((w, k));
+    }
+    for k in 0..8u64 {
+        let r = b
+            .gpu_mut(0)
+            .post(
+                now,
+                read_desc(1, 0x2000_0000 + k * LEN, 0x4000_0000 + k * LEN, LEN),
+            )
+            .unwrap();
+        reads.push((r, k));
+    }
+    // Ports 0 and 3 go dark while segments are in flight: the links replay, give up and FLUSH.
+    let t = b.now_ns() + 2_000;
+    b.set_faults(vec![
+        PortFault {
+            port: 0,
+            start_ns: t,
+            duration_ns: 80_000,
+            blackout: true,
+        },
+        PortFault {
+            port: 3,
+            start_ns: t + 500,
+            duration_ns: 80_000,
+            blackout: true,
+        },
+    ]);
+    assert!(b.run_until_idle(10_000_000), "every operation completes");
+    let flushes: u64 = [0usize, 3]
+        .iter()
+        .map(|&p| b.gpu(0).link(p).unwrap().counters().flushes)
+        .sum();
+    assert!(flushes > 0, "the blackout made a link FLUSH");
+    let c = b.take_completions(0);
+    //= docs/spec/transaction.md#3-statuses
+    //= type=test
+    //# TXN-3-1 Every operation a requester accepts MUST end with exactly one completion carrying
+    //# one status of the table. An operation MUST NOT end silently, MUST NOT be completed twice,
+    assert_unique(&c);
+    assert_eq!(c.len(), writes.len() + reads.len(), "none lost");
+    let m = by_id(&c);
+    let mut ok = 0;
+    for (w, k) in &writes {
+        let done = m[&OpId::Rdma(*w)];
+        if done.status == CompletionStatus::Ok {
+            ok += 1;
+            assert_eq!(
+                read_mem(&b, 1, 0x1000_0000 + k * LEN, LEN as usize),
+                pattern(100 + k, LEN as usize),
+                "write {k} completed OK, so all of it is at the target"
+            );
+        } else {
+            assert_eq!(done.status, CompletionStatus::Timeout, "{done:?}");
+        }
+    }
+    for (r, k) in &reads {
+        let done = m[&OpId::Rdma(*r)];
+        if done.status == CompletionStatus::Ok {
+            ok += 1;
+            assert_eq!(
+                read_mem(&b, 0, 0x2000_0000 + k * LEN, LEN as usize),
+                pattern(100 + k, LEN as usize)
+            );
+        } else {
+            assert_eq!(done.status, CompletionStatus::Timeout, "{done:?}");
+        }
+    }
+    //= docs/spec/endpoint.md#9-ports-going-down-and-deadlines
+    //= type=test
+    //# EP-9-1 When a port's link goes down, the endpoint MUST take the port out of path choice,
+    //# take back every frame still queued for the port (its own queue and the link's, LINK-6-5),
+    //# and handle every transaction of those frames and of the frames the link reports of
+    //# unknown fate, in their order, by TXN-5-2, TXN-5-3, TXN-3-5 and TXN-5-5.
+    //= docs/spec/transaction.md#5-operations-that-can-no-longer-complete
+    //= type=test
+    //# TXN-5-3 A request of an idempotent operation whose frame had unknown fate MUST be sent
+    //# again on another usable path
+    let counters = b.gpu(0).counters();
+    assert!(
+        counters.retries > 0,
+        "segments of unknown fate were sent again"
+    );
+    assert!(counters.moved > 0, "queued segments moved to other ports");
+    // With six ports left and three retries each, the moved segments get through.
+    assert_eq!(ok, writes.len() + reads.len(), "{counters:?}");
+}
+
+#[test]
+fn spraying_spreads_rdma_over_every_port() {
+    // The bound stated: with spray, max over mean of the bytes sent per port stays within 1.05
+    // for 64 writes of 64 KiB over 8 ports; hashing one write puts it all on one port.
+    let mut b = pair(Policy::Spray, Faults::default(), 4);
+    let now = b.now();
+    for k in 0..64u64 {
+        b.gpu_mut(0)
+            .post(now, write_desc(1, k << 16, k << 16, 1 << 16))
+            .unwrap();
+    }
+    assert!(b.run_until_idle(10_000_000));
+    let bytes: Vec<u64> = b
+        .gpu(0)
+        .counters()
+        .ports
+        .iter()
+        .map(|p| p.bytes_sent)
+        .collect();
+    let max = *bytes.iter().max().unwrap() as f64;
+    let mean = bytes.iter().sum::<u64>() as f64 / bytes.len() as f64;
+    //= docs/spec/endpoint.md#4-paths-and-load-balancing
+    //= type=test
+    //# EP-4-2 The port of a new pin, of an unordered load-store operation, of an RDMA write
+    //# (all its segments) or of an RDMA read chunk MUST be chosen among the usable ports, in
+    //# (stack, port) order, by the run's policy:
+    assert!(
+        max / mean <= 1.05,
+        "spray imbalance {} ({bytes:?})",
+        max / mean
+    );
+
+    let mut h = pair(Policy::Hash, Faults::default(), 4);
+    let now = h.now();
+    h.gpu_mut(0)
+        .post(now, write_desc(1, 0, 0, 1 << 20))
+        .unwrap();
+    assert!(h.run_until_idle(10_000_000));
+    let bytes: Vec<u64> = h
+        .gpu(0)
+        .counters()
+        .ports
+        .iter()
+        .map(|p| p.bytes_sent)
+        .collect();
+    let busy = bytes.iter().filter(|&&x| x > 100_000).count();
+    assert_eq!(busy, 1, "hash keeps one write on one port: {bytes:?}");
+}
+
+#[test]
+fn round_robin_and_least_loaded_use_every_port() {
+    for policy in [Policy::RoundRobin, Policy::LeastLoaded] {
+        let mut b = pair(policy, Faults::default(), 5);
+        let now = b.now();
+        for k in 0..800u64 {
+            b.gpu_mut(0)
+                .issue(now, store(1, k * 64, &[k as u8; 64], Ordering::Unordered))
+                .unwrap();
+        }
+        assert!(b.run_until_idle(1_000_000));
+        let txns: Vec<u64> = b
+            .gpu(0)
+            .counters()
+            .ports
+            .iter()
+            .map(|p| p.txns_sent)
+            .collect();
+        assert!(txns.iter().all(|&t| t >= 50), "{policy}: {txns:?}");
+        if policy == Policy::RoundRobin {
+            let (lo, hi) = (txns.iter().min().unwrap(), txns.iter().max().unwrap());
+            assert!(hi - lo <= 1, "round-robin deals ports in turn: {txns:?}");
+        }
+    }
+}
+
+#[test]
+fn issue_is_refused_when_the_tags_are_gone_and_nothing_is_sent() {
+    let cfg = |id| Config {
+        lsu_tags: 16,
+        rdma_queue: 2,
+        ..config(id, Policy::Spray)
+    };
+    let mut b = pair_with(cfg(0), cfg(1), Faults::default(), 6);
+    let now = b.now();
+    for k in 0..16u64 {
+        b.gpu_mut(0)
+            .issue(now, load(1, k * 8, 8, Ordering::Unordered))
+            .unwrap();
+    }
+    let sent = |b: &ethlink_endpoint::harness::BackToBack| {
+        b.gpu(0)
+            .counters()
+            .ports
+            .iter()
+            .map(|p| p.txns_sent)
+            .sum::<u64>()
+    };
+    b.run_until(b.now_ns() + 10);
+    let before = (sent(&b), b.gpu(0).ls_outstanding());
+    //= docs/spec/endpoint.md#5-load-store-unit
+    //= type=test
+    //# EP-5-2 When every tag is held, issue MUST be refused with an error that says so, and
+    //# nothing of the operation MUST have been sent or recorded
+    let err = b
+        .gpu_mut(0)
+        .issue(now, load(1, 0, 8, Ordering::Unordered))
+        .unwrap_err();
+    assert_eq!(err, IssueError::TagsExhausted { outstanding: 16 });
+    assert!(err.to_string().contains("every load-store tag is held"));
+    b.run_until(b.now_ns() + 10);
+    assert_eq!((sent(&b), b.gpu(0).ls_outstanding()), before);
+    assert!(b.run_until_idle(1_000_000));
+    assert_eq!(
+        b.take_completions(0).len(),
+        16,
+        "an accepted operation is never dropped"
+    );
+    let now = b.now();
+    assert!(
+        b.gpu_mut(0)
+            .issue(now, load(1, 0, 8, Ordering::Unordered))
+            .is_ok()
+    );
+
+    //= docs/spec/endpoint.md#5-load-store-unit
+    //= type=test
+    //# EP-5-3 An operation's parameters MUST be checked at issue: length 1..256 for loads and
+    //# stores, operand size 4 or 8, a destination GPU id other than 0xFFFF, an address range
+    //# that does not wrap.
+    let bad = [
+        load(1, 0, 0, Ordering::Unordered),
+        load(1, 0, 257, Ordering::Unordered),
+        load(1, u64::MAX - 3, 8, Ordering::Unordered),
+        LsRequest {
+            op: LsOp::Atomic {
+                width: Width::W4,
+                op: AtomicOp::Swap { value: 1 << 40 },
+            },
+            remote: remote(1, 0),
+            ordering: Ordering::Unordered,
+        },
+        LsRequest {
+            remote: ethlink_endpoint::Remote {
+                gpu: ethlink_protocol::GpuId::new(0xFFFE).unwrap(),
+                ..remote(1, 0)
+            },
+            ..load(1, 0, 8, Ordering::Unordered)
+        },
+    ];
+    for (i, r) in bad.into_iter().enumerate() {
+        let e = b.gpu_mut(0).issue(now, r);
+        if i == 4 {
+            assert!(e.is_ok(), "0xFFFE is a valid id");
+        } else {
+            assert!(matches!(e, Err(IssueError::Invalid { .. })), "{i}: {e:?}");
+        }
+    }
+
+    //= docs/spec/endpoint.md#6-rdma-engine
+    //= type=test
+    //# EP-6-1 A descriptor MUST be refused at post, with an error naming the field, if its
+    //# length is 0 or above 2^32-1, if its local range is not inside the local space, if its
+    //# destination GPU id is 0xFFFF, or if `rdma_queue` descriptors are outstanding.
+    let field = |e: Result<u64, PostError>| match e {
+        Err(PostError::Invalid { field, .. }) => field,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(field(b.gpu_mut(0).post(now, write_desc(1, 0, 0, 0))), "len");
+    assert_eq!(
+        field(b.gpu_mut(0).post(now, write_desc(1, 0, 0, 1 << 32))),
+        "len"
+    );
+    assert_eq!(
+        field(b.gpu_mut(0).post(now, write_desc(1, (1 << 40) - 8, 0, 16))),
+        "local_addr"
+    );
+    let far = RdmaDesc {
+        remote: ethlink_endpoint::Remote {
+            gpu: ethlink_protocol::GpuId::new(3).unwrap(),
+            ..remote(1, 0)
+        },
+        ..write_desc(1, 0, 0, 8)
+    };
+    assert!(b.gpu_mut(0).post(now, far).is_ok());
+    assert!(b.gpu_mut(0).post(now, write_desc(1, 0, 0, 8)).is_ok());
+    assert_eq!(
+        b.gpu_mut(0).post(now, write_desc(1, 0, 0, 8)),
+        Err(PostError::QueueFull { outstanding: 2 })
+    );
+    // A largest descriptor is accepted (2^32-1 bytes).
+    assert!(b.run_until_idle(10_000_000));
+    let big = RdmaDesc {
+        dir: RdmaDir::Write,
+        ..write_desc(1, 0, 0, (1 << 32) - 1)
+    };
+    let now = b.now();
+    assert!(b.gpu_mut(0).post(now, big).is_ok());
+}
+
+fn lone_store_latency(pack_delay_ns: u64) -> (u64, u64) {
+    let cfg = |id| Config {
+        pack_delay: Duration::from_nanos(pack_delay_ns),
+        ..config(id, Policy::Hash)
+    };
+    let mut b = pair_with(cfg(0), cfg(1), Faults::default(), 7);
+    let now = b.now();
+    b.gpu_mut(0)
+        .issue(now, store(1, 0, &[1; 64], Ordering::Stream(1)))
+        .unwrap();
+    assert!(b.run_until_idle(1_000_000));
+    let c = b.take_completions(0);
+    let lone = c[0].completed.as_nanos() - c[0].issued.as_nanos();
+    // Then 40 stores at once on one stream.
+    let now = b.now();
+    for k in 0..40u64 {
+        b.gpu_mut(0)
+            .issue(now, store(1, k * 64, &[2; 64], Ordering::Stream(1)))
+            .unwrap();
+    }
+    assert!(b.run_until_idle(1_000_000));
+    let frames: u64 = b
+        .gpu(0)
+        .counters()
+        .ports
+        .iter()
+        .map(|p| p.frames_sent)
+        .sum();
+    (lone, frames)
+}
+
+#[test]
+fn small_operations_are_packed_within_the_delay_bound() {
+    let (l0, f0) = lone_store_latency(0);
+    let (l200, f200) = lone_store_latency(200);
+    //= docs/spec/endpoint.md#7-packing
+    //= type=test
+    //# EP-7-2 A transaction MUST NOT wait more than `pack_delay` for others to share its
+    //# frame: a frame being packed MUST be queued for its port when it is full or when its
+    //# first transaction has waited `pack_delay`, whichever comes first.
+    // The request waits at most 200 ns at GPU 0 and the response at most 200 ns at GPU 1.
+    assert!(
+        l200 <= l0 + 400 + 2,
+        "added delay {} > 2 x 200 ns",
+        l200 - l0
+    );
+    assert!(
+        l200 >= l0 + 380,
+        "the lone store waited for company: {l0} vs {l200}"
+    );
+    //= docs/spec/endpoint.md#7-packing
+    //= type=test
+    //# EP-7-1 The endpoint MAY put several transactions with the same destination, path and VC
+    //# into one frame (WIRE-5-1), up to the MFS agreed on the port and 255 transactions.
+    assert!(f0 >= 41, "no packing without a delay: {f0} frames");
+    assert!(
+        f200 <= 3,
+        "41 stores in at most 3 frames with packing: {f200}"
+    );
+}
+
+#[test]
+fn a_cut_port_moves_ordered_streams_and_keeps_their_order() {
+    let mut b = pair_with(
+        fast(0, Policy::Hash),
+        fast(1, Policy::Hash),
+        Faults::default(),
+        8,
+    );
+    // Atomics with addends that are powers of two: the final value says which were performed.
+    let mut adds = Vec::new();
+    let mut loads = Vec::new();
+    let mut all = Vec::new();
+    let t0 = b.now_ns();
+    b.set_faults(
+        (0..4)
+            .map(|p| PortFault {
+                port: p * 2,
+                start_ns: t0 + 3_000 + p as u64 * 700,
+                duration_ns: 30_000,
+                blackout: p % 2 == 1,
+            })
+            .collect(),
+    );
+    for round in 0..40u64 {
+        let now = b.now();
+        for s in 0..8u32 {
+            let addr = 0x10_0000 * u64::from(s + 1);
+            let val = [(round as u8) ^ (s as u8); 32];
+            b.gpu_mut(0)
+                .issue(now, store(1, addr, &val, Ordering::Stream(s)))
+                .unwrap();
+            let l = b
+                .gpu_mut(0)
+                .issue(now, load(1, addr, 32, Ordering::Stream(s)))
+                .unwrap();
+            loads.push((l, val));
+        }
+        if round < 48 {
+            let k = adds.len() as u64;
+            let t = b
+                .gpu_mut(0)
+                .issue(now, fetch_add(1, 0x8000, 1 << k, Ordering::Unordered))
+                .unwrap();
+            adds.push((t, 1u64 << k));
+        }
+        // Take the completions of this round before the tags are reused.
+        b.run_until(b.now_ns() + 1_000);
+        let c = b.take_completions(0);
+        for done in &c {
+            if let Some((_, val)) = loads.iter().find(|(t, _)| OpId::Ls(*t) == done.id) {
+                //= docs/spec/transaction.md#4-ordering
+                //= type=test
+                //# TXN-4-2 A Load issued after a Store on the same path to an overlapping
+                //# address MUST return the Store's bytes for the overlap
+                if done.status == CompletionStatus::Ok {
+                    match done.data {
+                        CompletionData::Load(d) => assert_eq!(d.as_slice(), val),
+                        other => panic!("{other:?}"),
+                    }
+                }
+                loads.retain(|(t, _)| OpId::Ls(*t) != done.id);
+            }
+        }
+        all.extend(c);
+    }
+    assert!(b.run_until_idle(10_000_000));
+    all.extend(b.take_completions(0));
+    let mut performed_at_least = 0u64;
+    let mut maybe = 0u64;
+    for (t, a) in &adds {
+        let done = all
+            .iter()
+            .rev()
+            .find(|c| c.id == OpId::Ls(*t) && c.kind == ethlink_endpoint::OpKind::FetchAdd)
+            .expect("every atomic completes");
+        match done.status {
+            CompletionStatus::Ok => performed_at_least |= a,
+            //= docs/spec/transaction.md#3-statuses
+            //= type=test
+            //# TXN-3-5 A requester MUST complete with FATE_UNKNOWN, and MUST NOT retransmit, an
+            //# atomic whose request was in a frame its link reported of unknown fate
+            CompletionStatus::FateUnknown | CompletionStatus::Timeout => maybe |= a,
+            other => panic!("{other:?}"),
+        }
+    }
+    let mut v = [0u8; 8];
+    b.gpu(1)
+        .memory()
+        .read(Space::Global, 0x8000, &mut v)
+        .unwrap();
+    let v = u64::from_le_bytes(v);
+    assert_eq!(
+        v & performed_at_least,
+        performed_at_least,
+        "every OK atomic was performed once"
+    );
+    assert_eq!(
+        v & !(performed_at_least | maybe),
+        0,
+        "nothing else was performed"
+    );
+    let c = b.gpu(0).counters();
+    assert!(
+        c.ports.iter().map(|p| p.downs).sum::<u64>() >= 4,
+        "{:?}",
+        c.ports
+    );
+    // Every load and store completed OK: they are idempotent and were moved or retried.
+    for kind in [
+        ethlink_endpoint::OpKind::Load,
+        ethlink_endpoint::OpKind::Store,
+    ] {
+        assert_eq!(
+            c.completed_with(kind, 0),
+            c.completed_total(kind),
+            "{kind:?}: {:?}",
+            c.completed
+        );
+    }
+}
+
+#[test]
+fn without_a_path_operations_end_no_path_and_without_answers_timeout() {
+    let mut b = pair_with(
+        fast(0, Policy::Spray),
+        fast(1, Policy::Spray),
+        Faults::default(),
+        9,
+    );
+    let n = b.gpu(0).port_count();
+    let t0 = b.now_ns();
+    // Every port cut for a long time: nothing can be sent.
+    b.set_faults(
+        (0..n)
+            .map(|p| PortFault {
+                port: p,
+                start_ns: t0 + 10,
+                duration_ns: 1_000_000,
+                blackout: false,
+            })
+            .collect(),
+    );
+    b.run_until(t0 + 100);
+    let now = b.now();
+    let s = b
+        .gpu_mut(0)
+        .issue(now, store(1, 0, &[9; 8], Ordering::Unordered))
+        .unwrap();
+    let w = b.gpu_mut(0).post(now, write_desc(1, 0, 0, 4096)).unwrap();
+    b.run_until(t0 + 200_000);
+    let c = by_id(&b.take_completions(0));
+    //= docs/spec/transaction.md#3-statuses
+    //= type=test
+    //# TXN-3-6 A requester MUST complete with NO_PATH an operation none of whose requests could
+    //# be sent before its deadline because no usable path to the target existed.
+    assert_eq!(c[&OpId::Ls(s)].status, CompletionStatus::NoPath);
+    assert_eq!(c[&OpId::Rdma(w)].status, CompletionStatus::NoPath);
+    let waited = c[&OpId::Ls(s)].completed.as_nanos() - c[&OpId::Ls(s)].issued.as_nanos();
+    assert!((20_000..=21_000).contains(&waited), "deadline {waited} ns");
+
+    // Now every frame vanishes while the links stay physically up: requests go out and nothing
+    // comes back.
+    let mut b = pair_with(
+        fast(0, Policy::Spray),
+        fast(1, Policy::Spray),
+        Faults::default(),
+        10,
+    );
+    let t0 = b.now_ns();
+    b.set_faults(
+        (0..n)
+            .map(|p| PortFault {
+                port: p,
+                start_ns: t0 + 1,
+                duration_ns: 10_000_000,
+                blackout: true,
+            })
+            .collect(),
+    );
+    let now = b.now();
+    let l = b
+        .gpu_mut(0)
+        .issue(now, load(1, 0, 8, Ordering::Unordered))
+        .unwrap();
+    let a = b
+        .gpu_mut(0)
+        .issue(now, fetch_add(1, 64, 1, Ordering::Unordered))
+        .unwrap();
+    let r = b.gpu_mut(0).post(now, read_desc(1, 0, 0, 4096)).unwrap();
+    assert!(b.run_until_idle(2_000_000));
+    let c = by_id(&b.take_completions(0));
+    //= docs/spec/transaction.md#3-statuses
+    //= type=test
+    //# TXN-3-7 A requester MUST complete with TIMEOUT an operation that has no final response
+    //# when its deadline passes and has no retry left, or that is not idempotent.
+    let load_done = c[&OpId::Ls(l)];
+    assert_eq!(load_done.status, CompletionStatus::Timeout);
+    //= docs/spec/transaction.md#5-operations-that-can-no-longer-complete
+    //= type=test
+    //# TXN-5-4 A requester MUST give every operation a deadline, `op_timeout` after it was issued
+    //# and again after each retry and each sign of progress (an RDMA segment sent or a response
+    //# received). When the deadline passes an idempotent operation MUST be retried whole on a
+    //# usable path, if it has retries left; otherwise it MUST complete with TIMEOUT
+    assert_eq!(load_done.retries, 3, "max_retries retries before TIMEOUT");
+    assert!(matches!(
+        c[&OpId::Ls(a)].status,
+        CompletionStatus::Timeout | CompletionStatus::FateUnknown
+    ));
+    assert_eq!(c[&OpId::Ls(a)].retries, 0, "an atomic is never sent twice");
+    //= docs/spec/endpoint.md#9-ports-going-down-and-deadlines
+    //= type=test
+    //# EP-9-3 An operation's deadline MUST be checked by the endpoint's timer; an operation
+    //# whose deadline passes MUST be retried or completed as TXN-5-4 says.
+    assert_eq!(c[&OpId::Rdma(r)].status, CompletionStatus::Timeout);
+    assert!(c[&OpId::Rdma(r)].retries >= 1);
+}
+
+#[test]
+fn a_stream_keeps_one_port_and_responses_come_back_on_it() {
+    let mut b = pair(Policy::RoundRobin, Faults::default(), 11);
+    let before: Vec<u64> = b
+        .gpu(0)
+        .counters()
+        .ports
+        .iter()
+        .map(|p| p.txns_sent)
+        .collect();
+    let now = b.now();
+    for k in 0..100u64 {
+        b.gpu_mut(0)
+            .issue(now, store(1, k * 8, &[1; 8], Ordering::Stream(42)))
+            .unwrap();
+    }
+    assert!(b.run_until_idle(1_000_000));
+    let after: Vec<u64> = b
+        .gpu(0)
+        .counters()
+        .ports
+        .iter()
+        .map(|p| p.txns_sent)
+        .collect();
+    let used: Vec<usize> = (0..after.len()).filter(|&i| after[i] > before[i]).collect();
+    //= docs/spec/endpoint.md#4-paths-and-load-balancing
+    //= type=test
+    //# EP-4-1 All requests of an ordered stream that are outstanding at once MUST use one path
+    assert_eq!(used.len(), 1, "{before:?} -> {after:?}");
+    //= docs/spec/endpoint.md#4-paths-and-load-balancing
+    //= type=test
+    //# EP-4-4 A response MUST be sent on the port its request arrived on, unless that port is no
+    //# longer usable (TXN-5-5).
+    let answered: Vec<u64> = b
+        .gpu(1)
+        .counters()
+        .ports
+        .iter()
+        .map(|p| p.txns_sent)
+        .collect();
+    assert_eq!(answered[used[0]], 100, "{answered:?}");
+    assert_eq!(answered.iter().sum::<u64>(), 100);
+    //= docs/spec/endpoint.md#10-counters
+    //= type=test
+    //# EP-10-1 An endpoint MUST count: operations completed by type and status; bytes of data
+    //# read and written by the load-store unit and the RDMA engine; frames and bytes sent per
+    //# stack and per port;
+    let c = b.gpu(0).counters();
+    assert_eq!(c.completed_with(ethlink_endpoint::OpKind::Store, 0), 100);
+    assert_eq!(c.ls_bytes_written, 800);
+    let stacks = c.stacks(2);
+    assert_eq!(stacks.len(), 4);
+    assert_eq!(
+        stacks.iter().map(|s| s.txns_sent).sum::<u64>(),
+        after.iter().sum::<u64>()
+    );
+    assert_eq!(b.gpu(1).counters().requests_served, 100);
+}
+
+#[test]
+fn a_fence_completes_after_everything_before_it() {
+    let mut b = pair(Policy::Spray, Faults::default(), 12);
+    let now = b.now();
+    let w = b
+        .gpu_mut(0)
+        .post(now, write_desc(1, 0, 0, 1 << 20))
+        .unwrap();
+    let s = b
+        .gpu_mut(0)
+        .issue(now, store(1, 1 << 21, &[5; 64], Ordering::Stream(1)))
+        .unwrap();
+    let f = b.gpu_mut(0).fence(now);
+    let after = b
+        .gpu_mut(0)
+        .issue(now, store(1, 1 << 22, &[6; 64], Ordering::Stream(2)))
+        .unwrap();
+    assert!(b.run_until_idle(10_000_000));
+    let c = b.take_completions(0);
+    let pos = |id| c.iter().position(|x| x.id == id).unwrap();
+    //= docs/spec/transaction.md#4-ordering
+    //= type=test
+    //# TXN-4-5 A fence MUST complete only after every operation the requester issued before it,
+    //# on every path, is complete. Operations issued after a fence MAY be performed before it
+    //# completes.
+    assert!(pos(OpId::Fence(f)) > pos(OpId::Rdma(w)));
+    assert!(pos(OpId::Fence(f)) > pos(OpId::Ls(s)));
+    assert!(
+        pos(OpId::Ls(after)) < pos(OpId::Fence(f)),
+        "later stores do not wait"
+    );
+    //= docs/spec/endpoint.md#5-load-store-unit
+    //= type=test
+    //# EP-5-6 A fence MUST complete once every operation issued before it (load-store and RDMA)
+    //# is complete (TXN-4-5). It sends no request and holds no tag.
+    assert_eq!(c[pos(OpId::Fence(f))].status, CompletionStatus::Ok);
+    assert_eq!(b.gpu(1).counters().requests_served, 128 + 2);
+}
