@@ -726,6 +726,10 @@ impl Endpoint {
         if desc.len == 0 || desc.len > MAX_RDMA_LEN {
             return bad("len", desc.len, "an RDMA length is 1..=2^32-1 bytes");
         }
+        //= docs/spec/transaction.md#2-operations
+        //# TXN-2-6 An RDMA operation's local side (where a write's data comes from, where a read's
+        //# data goes to) MAY be either local memory space, global or shared; its remote side MAY
+        //# be either space of the target (the SHARED flag, wire.md §6.2).
         let size = self.mem.size(desc.local_space);
         if desc
             .local_addr
@@ -1139,6 +1143,13 @@ impl Endpoint {
         //= docs/spec/endpoint.md#8-target
         //# EP-8-2 A target MUST perform the requests of a frame in the frame's order and the
         //# frames of a port in the order the link delivers them (TXN-4-1).
+        //= docs/spec/transaction.md#4-ordering
+        //# TXN-4-1 Load, store and atomic requests on one path MUST be performed at the target in
+        //# the order they were issued.
+        //= docs/spec/transaction.md#4-ordering
+        //# TXN-4-2 A Load issued after a Store on the same path to an overlapping address MUST
+        //# return the Store's bytes for the overlap (unless another requester wrote them in
+        //# between).
         for item in repr.txns.iter() {
             match item {
                 Ok(txn) if txn.is_request() => self.serve(i, src, &txn),
@@ -1168,10 +1179,21 @@ impl Endpoint {
     }
 
     /// Performs one request as the target and answers it.
+    //= docs/spec/transaction.md#2-operations
+    //# TXN-2-7 A target MUST answer every request it receives with exactly one response (an RDMA
+    //# write: one completion per write; an RDMA read: segments that cover the read, or one error
+    //# segment)
+    //= docs/spec/wire.md#61-common-prefix
+    //# WIRE-6.1-2 The tag is chosen by the requester; a responder MUST copy the tag of a request,
+    //# and the request's source GPU into the destination of the response, unchanged.
     fn serve(&mut self, i: usize, src: GpuId, txn: &TxnRepr<'_>) {
         self.counters.requests_served += 1;
         let resp = match *txn {
             TxnRepr::Load { tag, target, len } => {
+                //= docs/spec/transaction.md#2-operations
+                //# TXN-2-1 A Load MUST return exactly the bytes the target's memory held at the
+                //# addressed range when the load was performed, in memory order (WIRE-1.1-2), and
+                //# MUST NOT change memory.
                 let mut data = [0u8; 256];
                 let buf = data.get_mut(..usize::from(len)).unwrap_or(&mut []);
                 match self.mem.load(target.space, target.key, target.addr, buf) {
@@ -1188,6 +1210,9 @@ impl Endpoint {
                 }
             }
             TxnRepr::Store { tag, target, data } => {
+                //= docs/spec/transaction.md#2-operations
+                //# TXN-2-2 A Store MUST write exactly its bytes at the addressed range and nothing
+                //# else.
                 match self.mem.store(target.space, target.key, target.addr, data) {
                     Ok(()) => TxnRepr::StoreResp {
                         tag,
@@ -1202,6 +1227,10 @@ impl Endpoint {
                 width,
                 op,
             } => match self
+                //= docs/spec/transaction.md#2-operations
+                //# TXN-2-3 An atomic MUST be performed as one indivisible read-modify-write of a 4
+                //# or 8 byte little-endian value (endpoint.md EP-2-8) and MUST return the value
+                //# held before it.
                 .mem
                 .atomic(target.space, target.key, target.addr, width, op)
             {
@@ -1302,6 +1331,10 @@ impl Endpoint {
             //# EP-6-4 A target MUST check the whole range of a write (EP-2-3, EP-2-4: address,
             //# total length, key, write permission) when it sees the first segment of the write,
             //# and on refusal write none of it and answer one RDMA_COMPLETION with the status.
+            //= docs/spec/transaction.md#3-statuses
+            //# TXN-3-4 An operation refused by the target (any status but OK and BUSY) MUST NOT
+            //# have changed the target's memory (EP-2-7), and an RDMA write refused MUST NOT have
+            //# written any of its bytes.
             if let Err(s) = self.mem.check(
                 target.space,
                 target.key,
@@ -1374,6 +1407,11 @@ impl Endpoint {
         let beyond_before = i64::from(r.received - new) - i64::from(before);
         let beyond_after = i64::from(r.received) - i64::from(r.inorder);
         let delta = (beyond_after - beyond_before) * i64::from(BLOCK);
+        //= docs/spec/transaction.md#2-operations
+        //# TXN-2-4 An RDMA write MUST write exactly its bytes at `address .. address + length` of
+        //# the target space. Its segments MAY arrive in any order and on any path; the target MUST
+        //# report it complete (RDMA_COMPLETION) only after every byte of it has been written, and
+        //# MUST report it once per write it sees complete.
         let complete = r.received as usize == r.blocks.len();
         self.counters.reorder(delta);
         if complete {
@@ -1583,6 +1621,10 @@ impl Endpoint {
                         .local_addr
                         .saturating_add(chunk.saturating_mul(u64::from(self.cfg.read_chunk)))
                         .saturating_add(u64::from(offset));
+                    //= docs/spec/transaction.md#2-operations
+                    //# TXN-2-5 An RDMA read MUST place at the requester exactly the bytes of the
+                    //# target range, each at its offset from the start of the read, whatever order
+                    //# the segments arrive in
                     let _ = self.mem.write(op.desc.local_space, addr, data);
                     while (c.inorder as usize) < c.blocks.len()
                         && c.blocks.get(c.inorder as usize).is_some_and(|b| *b)
@@ -1617,6 +1659,12 @@ impl Endpoint {
 
     // ----- completion ------------------------------------------------------------------------
 
+    //= docs/spec/wire.md#69-responses
+    //# WIRE-6.9-2 A requester that receives an unknown status MUST complete the operation with an
+    //# error that reports the raw status value.
+    //= docs/spec/transaction.md#3-statuses
+    //# TXN-3-2 A completion with a target status MUST carry the status the target sent; an
+    //# unknown value MUST be reported with its raw value (WIRE-6.9-2).
     fn complete_ls(&mut self, tag: u16, status: CompletionStatus, data: CompletionData) {
         let Some(slot) = self.lsu.get_mut(usize::from(tag)).and_then(Option::take) else {
             return;
@@ -1742,6 +1790,10 @@ impl Endpoint {
         self.check_fences();
     }
 
+    //= docs/spec/transaction.md#4-ordering
+    //# TXN-4-3 Nothing is promised between operations on different paths: they MAY be performed
+    //# in either order. A requester that needs an order across paths MUST wait for the first
+    //# operation's completion, or use a fence.
     //= docs/spec/transaction.md#4-ordering
     //# TXN-4-5 A fence MUST complete only after every operation the requester issued before it,
     //# on every path, is complete.
@@ -2041,6 +2093,10 @@ impl Endpoint {
         let (req, era, old) = (slot.req, slot.era, slot.port);
         let port = match req.ordering {
             Ordering::Stream(s) => {
+                //= docs/spec/transaction.md#5-operations-that-can-no-longer-complete
+                //# TXN-5-6 A retried request of an ordered stream MUST be sent before every later
+                //# request of the stream, and on the stream's new path (endpoint.md EP-4-3), so
+                //# that TXN-4-1 holds for the requests that reach the target through the new path.
                 //= docs/spec/endpoint.md#4-paths-and-load-balancing
                 //# EP-4-1 All requests of an ordered stream that are outstanding at once MUST use
                 //# one path: the stream is pinned to a port when it has no outstanding operation
@@ -2669,6 +2725,9 @@ impl Endpoint {
                 *port = Some(p);
             }
         }
+        //= docs/spec/wire.md#67-rdma_write-0x10-hlen-7-one-segment-of-a-remote-write
+        //# WIRE-6.7-2 All segments of one write MUST carry the same tag, key, address, total
+        //# length and SHARED flag.
         //= docs/spec/endpoint.md#6-rdma-engine
         //# EP-6-2 An RDMA write of length L MUST be sent as RDMA_WRITE segments with one tag, each
         //# covering `offset .. offset + dlen` of the write with `offset` a multiple of `segment`
@@ -2809,6 +2868,67 @@ mod tests {
             hits[(mix(g, k) % 8) as usize] += 1;
         }
         assert!(hits.iter().all(|&h| (800..1200).contains(&h)), "{hits:?}");
+    }
+
+    #[test]
+    fn frames_carry_the_path_id_of_their_port() {
+        use crate::ops::{LsOp, LsRequest, Ordering, Remote};
+        use ethlink_protocol::{FrameRepr, LinkFrame, Space};
+        let cfg = |id| Config {
+            gpu: GpuId::new(id).unwrap_or_default(),
+            ..Config::default()
+        };
+        let (Ok(mut a), Ok(mut b)) = (Endpoint::new(cfg(0)), Endpoint::new(cfg(1))) else {
+            panic!("config");
+        };
+        // Only port 5 (stack 2, port 1) is cabled.
+        let port = 5;
+        a.port_up(Instant::ZERO, port);
+        b.port_up(Instant::ZERO, port);
+        let mut paths = Vec::new();
+        let mut buf = vec![0u8; 9216];
+        for ns in 0..20_000u64 {
+            let now = Instant::from_nanos(ns);
+            if ns == 10_000 {
+                let req = LsRequest {
+                    op: LsOp::Load { len: 8 },
+                    remote: Remote {
+                        gpu: GpuId::new(1).unwrap_or_default(),
+                        space: Space::Global,
+                        key: 0,
+                        addr: 0,
+                    },
+                    ordering: Ordering::Unordered,
+                };
+                assert!(a.issue(now, req).is_ok());
+            }
+            let mut eps = [a, b];
+            for e in 0..2 {
+                eps[e].handle_timeout(now);
+                while let Ok(Some(t)) = eps[e].poll_transmit(now, port, &mut buf) {
+                    let frame = &buf[..t.len];
+                    if let Ok(FrameRepr {
+                        link: LinkFrame::Data { payload, .. },
+                        ..
+                    }) = FrameRepr::parse_bytes(frame, 9216)
+                        && let Ok(d) = DataRepr::parse(payload)
+                    {
+                        paths.push(d.path);
+                    }
+                    eps[1 - e].handle_frame(now, port, frame);
+                }
+            }
+            [a, b] = eps;
+        }
+        //= docs/spec/endpoint.md#3-ports-and-virtual-channels
+        //= type=test
+        //# EP-3-4 The stack and port a frame is sent on MUST be the ones its path id names.
+        assert_eq!(paths.len(), 2, "the load and its response");
+        assert!(
+            paths.iter().all(|p| *p == PathId::from_parts(2, 1)),
+            "{paths:?}"
+        );
+        assert!(a.poll_completion().is_some());
     }
 
     #[test]

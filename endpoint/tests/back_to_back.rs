@@ -201,6 +201,10 @@ fn a_flush_in_the_middle_of_rdma_ends_every_operation_once() {
     //# TXN-5-3 A request of an idempotent operation whose frame had unknown fate MUST be sent
     //# again on another usable path
     let counters = b.gpu(0).counters();
+    //= docs/spec/endpoint.md#9-ports-going-down-and-deadlines
+    //= type=test
+    //# EP-9-2 A request to be sent again MUST go to a usable port other than the one it was
+    //# lost on, chosen by §4, and MUST count a retry when its frame had unknown fate.
     assert!(
         counters.retries > 0,
         "segments of unknown fate were sent again"
@@ -520,6 +524,14 @@ fn a_cut_port_moves_ordered_streams_and_keeps_their_order() {
         let c = b.take_completions(0);
         for done in &c {
             if let Some((_, val)) = loads.iter().find(|(t, _)| OpId::Ls(*t) == done.id) {
+                //= docs/spec/endpoint.md#4-paths-and-load-balancing
+                //= type=test
+                //# EP-4-3 When a port stops being usable, every stream pinned to it MUST be pinned
+                //# anew, and the requests it still holds MUST be moved as §9 says.
+                //= docs/spec/transaction.md#5-operations-that-can-no-longer-complete
+                //= type=test
+                //# TXN-5-6 A retried request of an ordered stream MUST be sent before every later
+                //# request of the stream, and on the stream's new path
                 //= docs/spec/transaction.md#4-ordering
                 //= type=test
                 //# TXN-4-2 A Load issued after a Store on the same path to an overlapping
@@ -783,4 +795,104 @@ fn a_fence_completes_after_everything_before_it() {
     //# is complete (TXN-4-5). It sends no request and holds no tag.
     assert_eq!(c[pos(OpId::Fence(f))].status, CompletionStatus::Ok);
     assert_eq!(b.gpu(1).counters().requests_served, 128 + 2);
+}
+
+#[test]
+fn packing_keeps_the_order_of_a_path() {
+    let cfg = |id| Config {
+        pack_delay: Duration::from_nanos(500),
+        ..config(id, Policy::Hash)
+    };
+    let mut b = pair_with(cfg(0), cfg(1), Faults::default(), 13);
+    let now = b.now();
+    let mut tags = std::collections::BTreeSet::new();
+    for k in 0..200u64 {
+        let t = b
+            .gpu_mut(0)
+            .issue(now, store(1, 0x40, &k.to_le_bytes(), Ordering::Stream(3)))
+            .unwrap();
+        //= docs/spec/endpoint.md#5-load-store-unit
+        //= type=test
+        //# EP-5-1 Each load-store operation MUST get a tag in `0 .. lsu_tags` that no other
+        //# outstanding operation of this GPU holds
+        assert!(
+            t < 1024 && tags.insert(t),
+            "tag {t} reused while outstanding"
+        );
+    }
+    assert!(b.run_until_idle(1_000_000));
+    //= docs/spec/endpoint.md#7-packing
+    //= type=test
+    //# EP-7-3 Packing MUST keep the order of the transactions of one path.
+    assert_eq!(read_mem(&b, 1, 0x40, 8), 199u64.to_le_bytes());
+    assert!(b.gpu(0).counters().packed_frames > 0);
+}
+
+#[test]
+fn rdma_traffic_does_not_hold_back_load_store() {
+    let mut b = pair(Policy::Spray, Faults::default(), 14);
+    let now = b.now();
+    for k in 0..32u64 {
+        b.gpu_mut(0)
+            .post(now, write_desc(1, k << 20, k << 20, 1 << 20))
+            .unwrap();
+    }
+    b.run_until(b.now_ns() + 2_000);
+    let now = b.now();
+    let l = b
+        .gpu_mut(0)
+        .issue(now, load(1, 0x7000_0000, 64, Ordering::Unordered))
+        .unwrap();
+    while !b.completions(0).iter().any(|c| c.id == OpId::Ls(l)) {
+        assert!(b.step(u64::MAX), "the load completes");
+    }
+    let c = *b
+        .completions(0)
+        .iter()
+        .find(|c| c.id == OpId::Ls(l))
+        .unwrap();
+    let lat = c.completed.as_nanos() - c.issued.as_nanos();
+    //= docs/spec/endpoint.md#3-ports-and-virtual-channels
+    //= type=test
+    //# EP-3-3 The endpoint MUST keep its own queue of frames per port and VC and submit a frame
+    //# to the port's link only when the link accepts it; a frame refused by the link (queue
+    //# full) MUST stay first in the endpoint's queue. Queues of different VCs MUST NOT block
+    //# each other.
+    // 32 MiB of writes take about 100 us on 8 x 400 Gb/s; the load overtakes them on its VC.
+    assert!(lat < 5_000, "load latency {lat} ns behind 32 MiB of RDMA");
+    assert!(
+        b.gpu(0).rdma_outstanding() > 0,
+        "the writes were still running"
+    );
+    assert!(b.run_until_idle(10_000_000));
+}
+
+#[test]
+fn configuration_is_checked() {
+    //= docs/spec/endpoint.md#3-ports-and-virtual-channels
+    //= type=test
+    //# EP-3-1 Each port's link MUST have at least 4 VCs
+    let mut c = config(0, Policy::Spray);
+    c.link.vcs = 3;
+    let e = ethlink_endpoint::Endpoint::new(c).unwrap_err();
+    assert_eq!(e.field, "link.vcs");
+    for (name, f) in [
+        (
+            "segment",
+            (|c: &mut Config| c.segment = 1000) as fn(&mut Config),
+        ),
+        ("segment", |c| c.segment = 8960),
+        ("read_chunk", |c| c.read_chunk = 10_000),
+        ("stacks", |c| c.stacks = 17),
+        ("lsu_tags", |c| c.lsu_tags = 0),
+        ("tag_quarantine", |c| {
+            c.tag_quarantine = Duration::from_nanos(10)
+        }),
+        ("op_timeout", |c| c.op_timeout = Duration::from_nanos(10)),
+    ] {
+        let mut c = config(0, Policy::Spray);
+        f(&mut c);
+        let e = ethlink_endpoint::Endpoint::new(c).unwrap_err();
+        assert_eq!(e.field, name, "{e}");
+    }
 }
