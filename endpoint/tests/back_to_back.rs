@@ -50,6 +50,12 @@ fn rdma_write_and_read() {
     assert_eq!(c[0].id, OpId::Rdma(w));
     assert_eq!(c[0].status, CompletionStatus::Ok);
     assert_eq!(read_mem(&b, 1, 0x20_0000, 1 << 20), data);
+    //= docs/spec/endpoint.md#6-rdma-engine
+    //= type=test
+    //# EP-6-2 An RDMA write of length L MUST be sent as RDMA_WRITE segments with one tag, each
+    //# covering `offset .. offset + dlen` of the write with `offset` a multiple of `segment`
+    let segs: u64 = b.gpu(0).counters().ports.iter().map(|p| p.txns_sent).sum();
+    assert_eq!(segs, (1 << 20) / 8192, "1 MiB in 8 KiB segments");
     let now = b.now();
     let r = b
         .gpu_mut(0)
@@ -58,9 +64,23 @@ fn rdma_write_and_read() {
     assert!(b.run_until_idle(20_000_000));
     let c = b.take_completions(0);
     assert_eq!(c.len(), 1);
+    //= docs/spec/endpoint.md#6-rdma-engine
+    //= type=test
+    //# EP-6-11 The requester MUST complete an RDMA write when its RDMA_COMPLETION arrives with
+    //# the status it carries
     assert_eq!(c[0].id, OpId::Rdma(r));
     assert_eq!(c[0].status, CompletionStatus::Ok);
+    //= docs/spec/endpoint.md#6-rdma-engine
+    //= type=test
+    //# EP-6-10 The requester MUST place each RDMA_READ_RESP segment's bytes in local memory at
+    //# the descriptor's local address plus the chunk's offset plus the segment's offset
     assert_eq!(read_mem(&b, 0, 0x40_0000, 1 << 20), data);
+    //= docs/spec/endpoint.md#6-rdma-engine
+    //= type=test
+    //# EP-6-7 An RDMA read of length L MUST be asked for in chunks of `read_chunk` bytes (the
+    //# last shorter), one RDMA_READ with its own tag per chunk
+    let reqs: u64 = b.gpu(0).counters().ports.iter().map(|p| p.txns_sent).sum();
+    assert_eq!(reqs - segs, (1 << 20) / 65536, "16 chunks of 64 KiB");
 }
 
 use ethlink_endpoint::harness::PortFault;
@@ -895,4 +915,41 @@ fn configuration_is_checked() {
         let e = ethlink_endpoint::Endpoint::new(c).unwrap_err();
         assert_eq!(e.field, name, "{e}");
     }
+}
+
+#[test]
+fn a_response_without_a_port_is_dropped_after_the_deadline() {
+    let one = |id| Config {
+        stacks: 1,
+        ports: 1,
+        pack_delay: Duration::from_nanos(200),
+        ..fast(id, Policy::Hash)
+    };
+    let mut b = pair_with(one(0), one(1), Faults::default(), 15);
+    let now = b.now();
+    let t0 = b.now_ns();
+    let l = b
+        .gpu_mut(0)
+        .issue(now, load(1, 0x100, 64, Ordering::Unordered))
+        .unwrap();
+    // The request waits 200 ns to be packed and reaches GPU 1 after about 240 ns; its response
+    // is being packed (another 200 ns) when the only port is cut for longer than op_timeout.
+    b.set_faults(vec![PortFault {
+        port: 0,
+        start_ns: t0 + 300,
+        duration_ns: 100_000,
+        blackout: false,
+    }]);
+    b.run_until(t0 + 60_000);
+    //= docs/spec/endpoint.md#8-target
+    //= type=test
+    //# EP-8-5 A response that waits for a usable port to its requester for longer than
+    //# `op_timeout` MUST be discarded and counted; the requester's deadline ends the operation.
+    assert_eq!(b.gpu(1).counters().responses_expired, 1);
+    assert_eq!(b.gpu(1).counters().requests_served, 1);
+    assert!(b.run_until_idle(1_000_000));
+    let c = b.take_completions(0);
+    assert_eq!(c.len(), 1);
+    assert_eq!(c[0].id, OpId::Ls(l));
+    assert_ne!(c[0].status, CompletionStatus::Ok, "{:?}", c[0]);
 }
