@@ -63,7 +63,8 @@ pub struct Counters {
     pub reassembly_refused: u64,
     /// Reassemblies forgotten after `op_timeout` without progress (EP-6-6).
     pub reassembly_expired: u64,
-    /// RDMA segments whose blocks had all been received already.
+    /// RDMA segments whose blocks had all been received already, or of a write refused at its
+    /// first segment.
     pub duplicate_segments: u64,
     /// RDMA reads answered BUSY (EP-6-9).
     pub read_jobs_refused: u64,

@@ -211,6 +211,8 @@ struct RdmaOp {
 /// A write being reassembled at the target (EP-6-5).
 #[derive(Debug)]
 struct Reasm {
+    /// A write refused at its first segment (EP-6-4): its later segments are dropped unanswered.
+    refused: bool,
     total: u32,
     blocks: BitVec,
     received: u32,
@@ -1165,8 +1167,18 @@ impl Endpoint {
                         status,
                     } => {
                         self.counters.requests_refused += 1;
+                        let status = if status == Status::Misaligned {
+                            self.misaligned(payload, e.offset)
+                        } else {
+                            status
+                        };
                         let r = refusal(opcode, tag, status);
-                        self.respond(i, src, VC_RESP, &r, true);
+                        let v = if Opcode::from_u8(opcode) == Opcode::RdmaReadResp {
+                            VC_READ
+                        } else {
+                            VC_RESP
+                        };
+                        self.respond(i, src, v, &r, true);
                     }
                     ethlink_protocol::Action::DiscardRest => {
                         self.counters.malformed_txns += 1;
@@ -1175,6 +1187,40 @@ impl Endpoint {
                     _ => self.counters.malformed_txns += 1,
                 },
             }
+        }
+    }
+
+    /// The status of an atomic the decoder found misaligned (WIRE-6.5-2): the memory checks that
+    /// EP-2-7 orders before alignment come first. `at` is the payload offset of its address.
+    fn misaligned(&self, payload: &[u8], at: usize) -> Status {
+        //= docs/spec/endpoint.md#2-memory-model
+        //# EP-2-7 The checks MUST be made in the order EP-2-3, EP-2-4, EP-2-5, EP-2-6; the first
+        //# that fails gives the status.
+        let start = at.saturating_sub(12);
+        let field = |a: usize, n: usize| payload.get(start + a..start + a + n);
+        let (Some(flags), Some(dlen), Some(key), Some(addr)) =
+            (field(1, 1), field(6, 2), field(8, 4), field(12, 8))
+        else {
+            return Status::Misaligned;
+        };
+        let space = if flags.first().is_some_and(|f| f & 1 != 0) {
+            ethlink_protocol::Space::Shared
+        } else {
+            ethlink_protocol::Space::Global
+        };
+        let dlen = u16::from_be_bytes([dlen[0], dlen[1]]);
+        let cas = payload.get(start) == Some(&Opcode::AtomicCompareSwap.to_u8());
+        let width = if cas { dlen / 2 } else { dlen };
+        let key = u32::from_be_bytes([key[0], key[1], key[2], key[3]]);
+        let mut a = [0u8; 8];
+        a.copy_from_slice(addr);
+        let addr = u64::from_be_bytes(a);
+        match self
+            .mem
+            .check(space, key, addr, u64::from(width), Access::Atomic)
+        {
+            Err(s) => s,
+            Ok(()) => Status::Misaligned,
         }
     }
 
@@ -1249,8 +1295,8 @@ impl Endpoint {
             TxnRepr::Fence { tag } => {
                 //= docs/spec/transaction.md#4-ordering
                 //# TXN-4-6 A target MUST answer a FENCE request only after every request it
-                //# received before the FENCE on the same path has been performed, RDMA reads
-                //# included.
+                //# received from the same source GPU before the FENCE has been performed, RDMA
+                //# reads included
                 let bound = self.next_job;
                 if self.read_jobs.iter().any(|j| j.src == src) {
                     self.fence_waits.push((src, i, tag, bound));
@@ -1286,6 +1332,11 @@ impl Endpoint {
             TxnRepr::Unknown { opcode, tag, .. } => refusal(opcode, tag, Status::Unsupported),
             _ => return,
         };
+        let v = if matches!(resp, TxnRepr::RdmaReadResp { .. }) {
+            VC_READ
+        } else {
+            VC_RESP
+        };
         if !matches!(
             resp,
             TxnRepr::StoreResp {
@@ -1302,7 +1353,7 @@ impl Endpoint {
         ) {
             self.counters.requests_refused += 1;
         }
-        self.respond(i, src, VC_RESP, &resp, true);
+        self.respond(i, src, v, &resp, true);
     }
 
     /// One RDMA_WRITE segment at the target; the completion status when one is due.
@@ -1342,6 +1393,24 @@ impl Endpoint {
                 u64::from(total),
                 Access::Write,
             ) {
+                // Remembered, room permitting, so that the write is answered once.
+                if self.reasm.len() < self.cfg.max_reassemblies as usize {
+                    self.reasm.insert(
+                        key,
+                        Reasm {
+                            refused: true,
+                            total,
+                            blocks: BitVec::new(),
+                            received: 0,
+                            inorder: 0,
+                            last: now,
+                        },
+                    );
+                    self.timers.push(Reverse((
+                        now.saturating_add(self.cfg.op_timeout),
+                        Key::Reasm(key.0, key.1),
+                    )));
+                }
                 return Some(s);
             }
             //= docs/spec/endpoint.md#6-rdma-engine
@@ -1357,6 +1426,7 @@ impl Endpoint {
             self.reasm.insert(
                 key,
                 Reasm {
+                    refused: false,
                     total,
                     blocks: BitVec::repeat(false, blocks),
                     received: 0,
@@ -1371,6 +1441,11 @@ impl Endpoint {
             )));
         }
         let r = self.reasm.get_mut(&key)?;
+        if r.refused {
+            r.last = now;
+            self.counters.duplicate_segments += 1;
+            return None;
+        }
         if r.total != total {
             return Some(Status::Malformed);
         }
@@ -1728,7 +1803,8 @@ impl Endpoint {
             RdmaState::Write { tag, has_tag, .. } => {
                 // A write that never got its tag holds none.
                 if *has_tag {
-                    self.free_rdma_tag(*tag, op.tainted);
+                    // Segments may still be on their way after an error: the tag rests.
+                    self.free_rdma_tag(*tag, op.tainted || !status.is_ok());
                 }
                 if status.is_ok() {
                     self.counters.rdma_bytes_written += op.desc.len;
@@ -1898,7 +1974,11 @@ impl Endpoint {
                     return;
                 }
                 let beyond = i64::from(r.received - r.inorder) * i64::from(BLOCK);
+                let refused = r.refused;
                 self.reasm.remove(&(src, tag));
+                if refused {
+                    return;
+                }
                 //= docs/spec/endpoint.md#6-rdma-engine
                 //# EP-6-6 It MUST forget a write that made no progress for `op_timeout`.
                 self.counters.reassembly_expired += 1;

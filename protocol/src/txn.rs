@@ -769,7 +769,9 @@ impl<'a> TxnRepr<'a> {
                 let target = mem(ext)?;
                 //= docs/spec/wire.md#65-atomics-atomic_fadd-0x03-atomic_swap-0x04-atomic_cas-0x05-hlen-5
                 //# WIRE-6.5-2 An atomic whose address is not a multiple of its operand size MUST NOT
-                //# be executed and MUST be answered with status MISALIGNED.
+                //# be executed and MUST be answered with status MISALIGNED, unless a check that
+                //# endpoint.md orders before alignment (EP-2-7: range, key, permission) refuses it
+                //# with another status.
                 if target.addr % width.bytes() as u64 != 0 {
                     return Err(reject(Field::Address, 12, "WIRE-6.5-2", Status::Misaligned));
                 }
@@ -1635,7 +1637,7 @@ pub(crate) mod tests {
 
     //= type=test
     //# WIRE-6.5-2 An atomic whose address is not a multiple of its operand size MUST NOT be
-    //# executed and MUST be answered with status MISALIGNED.
+    //# executed and MUST be answered with status MISALIGNED
     #[test]
     fn atomic_alignment() {
         // (request, address low byte, aligned?)

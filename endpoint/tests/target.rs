@@ -1,0 +1,1993 @@
+//! The endpoint as a target: protection, malformed and unknown requests, RDMA reassembly and
+//! reads, fences, the response backlog, and the responses it takes as a requester.
+//!
+//! Most tests drive one [`Endpoint`] through a bare [`Link`] end (the "raw peer") on its port 0:
+//! the test writes every request byte itself, on any VC, and reads every transaction the
+//! endpoint sends back exactly as it is on the wire. The protection cases are also run between
+//! two endpoints through [`BackToBack`] with the normal API, to check the completions.
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use common::{config, gpu, pair_with, pattern};
+use ethlink_endpoint::harness::BackToBack;
+use ethlink_endpoint::{
+    Completion, CompletionData, CompletionStatus, Config, Endpoint, LsOp, LsRequest, Memory, OpId,
+    OpKind, Ordering, Perms, Policy, RdmaDesc, RdmaDir, Region, Remote,
+};
+use ethlink_link::harness::Faults;
+use ethlink_link::{Duration, Event, Instant, Link, Release};
+use ethlink_protocol::{
+    AtomicOp, AtomicValue, DataRepr, MemTarget, NETWORK_HEADER_LEN, PathId, Space, Status, TxnRepr,
+    Txns, Vc, Width,
+};
+
+// ----- the raw peer ------------------------------------------------------------------------------
+
+/// GPU id of the endpoint under test.
+const EP: u16 = 0;
+/// GPU id of the raw peer.
+const PEER: u16 = 1;
+
+/// One transaction as it was on the wire, with the header of the frame that carried it.
+#[derive(Debug, Clone)]
+struct Txn {
+    vc: u8,
+    dst: u16,
+    src: u16,
+    opcode: u8,
+    /// Byte 1: flags of a request, status of a response.
+    fs: u8,
+    tag: u16,
+    hlen: u8,
+    dlen: u16,
+    /// Header bytes after the 8-byte prefix.
+    ext: Vec<u8>,
+    data: Vec<u8>,
+}
+
+impl Txn {
+    fn status(&self) -> Status {
+        Status::from_u8(self.fs)
+    }
+
+    /// The 32-bit header field at `at` bytes after the prefix.
+    fn word(&self, at: usize) -> u32 {
+        u32::from_be_bytes(self.ext[at..at + 4].try_into().expect("4 bytes"))
+    }
+
+    /// The 64-bit header field at `at` bytes after the prefix.
+    fn dword(&self, at: usize) -> u64 {
+        u64::from_be_bytes(self.ext[at..at + 8].try_into().expect("8 bytes"))
+    }
+}
+
+/// Splits a DATA payload the endpoint sent into its transactions, checking that it parses.
+fn split(vc: u8, payload: &[u8]) -> Vec<Txn> {
+    let repr = DataRepr::parse(payload).expect("the endpoint sent a bad network header");
+    let parsed: Vec<_> = repr.txns.iter().collect();
+    assert!(
+        parsed.iter().all(Result::is_ok),
+        "the endpoint sent a transaction that does not parse: {parsed:?}"
+    );
+    let mut out = Vec::with_capacity(parsed.len());
+    let mut pos = NETWORK_HEADER_LEN;
+    for _ in 0..parsed.len() {
+        let p = &payload[pos..];
+        let hlen = p[4];
+        let dlen = u16::from_be_bytes([p[6], p[7]]);
+        let h = usize::from(hlen) * 4;
+        let d = usize::from(dlen);
+        out.push(Txn {
+            vc,
+            dst: repr.dst.value(),
+            src: repr.src.value(),
+            opcode: p[0],
+            fs: p[1],
+            tag: u16::from_be_bytes([p[2], p[3]]),
+            hlen,
+            dlen,
+            ext: p[8..h].to_vec(),
+            data: p[h..h + d].to_vec(),
+        });
+        pos += h + d.div_ceil(4) * 4;
+    }
+    assert_eq!(
+        pos,
+        payload.len(),
+        "payload length and transactions disagree"
+    );
+    out
+}
+
+/// One endpoint whose port 0 is joined to a bare link end driven by the test.
+struct Peer {
+    ep: Endpoint,
+    link: Link,
+    now: u64,
+    /// While set, delivered frames are recorded but their buffers are not given back: the peer
+    /// stops taking frames and the endpoint runs out of credits.
+    hold: bool,
+    held: Vec<Release>,
+    /// Every transaction the endpoint sent to the peer, in arrival order.
+    rx: Vec<Txn>,
+    /// Completions the endpoint reported.
+    completions: Vec<Completion>,
+    buf: Vec<u8>,
+}
+
+/// The endpoint configuration the raw tests start from.
+fn ep_config() -> Config {
+    config(EP, Policy::Spray)
+}
+
+impl Peer {
+    /// The endpoint of `cfg` with the protected regions, its port 0 UP with the peer.
+    fn new(cfg: Config) -> Peer {
+        let link_cfg = Config {
+            gpu: gpu(PEER),
+            ..cfg.clone()
+        }
+        .port_link(0, 0);
+        assert_eq!(link_cfg.vcs, 4);
+        let mut ep = Endpoint::new(cfg).expect("endpoint config");
+        protect(ep.memory_mut());
+        let mut p = Peer {
+            ep,
+            link: Link::new(link_cfg).expect("link config"),
+            now: 0,
+            hold: false,
+            held: Vec::new(),
+            rx: Vec::new(),
+            completions: Vec::new(),
+            buf: vec![0; 9216],
+        };
+        p.ep.port_up(Instant::ZERO, 0);
+        p.link.physical_up(Instant::ZERO);
+        assert!(
+            p.run_until(100_000, |p| p.ep.is_usable(0) && p.link.is_up()),
+            "port 0 did not come up"
+        );
+        p
+    }
+
+    fn now(&self) -> Instant {
+        Instant::from_nanos(self.now)
+    }
+
+    /// Sends one DATA frame of `txns` from the peer to the endpoint on `vc`.
+    fn send(&mut self, vc: u8, txns: &[TxnRepr<'_>]) {
+        self.send_from(PEER, vc, txns);
+    }
+
+    /// As [`Peer::send`] with another source GPU id in the network header.
+    fn send_from(&mut self, src: u16, vc: u8, txns: &[TxnRepr<'_>]) {
+        let repr = DataRepr {
+            dst: gpu(EP),
+            src: gpu(src),
+            path: PathId(0),
+            txns: Txns::Slice(txns),
+        };
+        let mut payload = vec![0; repr.buffer_len()];
+        let n = repr.emit(&mut payload).expect("emit");
+        payload.truncate(n);
+        self.send_raw(vc, &payload);
+    }
+
+    /// Sends a payload (network header and transactions) written by hand.
+    fn send_raw(&mut self, vc: u8, payload: &[u8]) {
+        self.link
+            .submit(Vc::new(vc).expect("vc"), payload)
+            .expect("the peer's link takes the frame");
+        self.pump();
+    }
+
+    /// Takes every transaction received so far.
+    fn take(&mut self) -> Vec<Txn> {
+        std::mem::take(&mut self.rx)
+    }
+
+    /// Gives back every buffer held and takes frames again.
+    fn resume(&mut self) {
+        self.hold = false;
+        for r in std::mem::take(&mut self.held) {
+            self.link.release(r).expect("release");
+        }
+        self.pump();
+    }
+
+    fn drain_events(&mut self) {
+        loop {
+            let (vc, payload, release) = match self.link.poll_event() {
+                None => break,
+                Some(Event::LinkUp(_)) => continue,
+                Some(Event::Delivered {
+                    vc,
+                    payload,
+                    release,
+                    ..
+                }) => (vc, payload.to_vec(), release),
+                Some(other) => panic!("the peer's link reported {other:?}"),
+            };
+            self.rx.extend(split(vc.value(), &payload));
+            if self.hold {
+                self.held.push(release);
+            } else {
+                self.link.release(release).expect("release");
+            }
+        }
+    }
+
+    /// Moves frames both ways until neither side has one to send now.
+    fn pump(&mut self) {
+        let now = self.now();
+        let mut buf = std::mem::take(&mut self.buf);
+        loop {
+            let mut moved = false;
+            while let Some(t) = self.ep.poll_transmit(now, 0, &mut buf).expect("buffer") {
+                self.link.handle_frame(now, &buf[..t.len]);
+                self.drain_events();
+                moved = true;
+            }
+            while let Some(t) = self.link.poll_transmit(now, &mut buf).expect("buffer") {
+                self.ep.handle_frame(now, 0, &buf[..t.len]);
+                moved = true;
+            }
+            self.drain_events();
+            while let Some(c) = self.ep.poll_completion() {
+                self.completions.push(c);
+            }
+            if !moved {
+                break;
+            }
+        }
+        self.buf = buf;
+    }
+
+    /// Runs every timer that is due.
+    fn fire(&mut self) {
+        let now = self.now();
+        if self.ep.poll_timeout().is_some_and(|t| t <= now) {
+            self.ep.handle_timeout(now);
+        }
+        if self.link.poll_timeout().is_some_and(|t| t <= now) {
+            self.link.handle_timeout(now);
+            self.drain_events();
+        }
+    }
+
+    /// Runs until `done` holds (true) or until `limit_ns` of time (false). Time moves by at least
+    /// a nanosecond per round, straight to the next deadline when nothing moves.
+    fn run_until(&mut self, limit_ns: u64, mut done: impl FnMut(&Peer) -> bool) -> bool {
+        loop {
+            self.pump();
+            self.fire();
+            self.pump();
+            if done(self) {
+                return true;
+            }
+            let next = [self.ep.poll_timeout(), self.link.poll_timeout()]
+                .into_iter()
+                .flatten()
+                .map(Instant::as_nanos)
+                .min()
+                .unwrap_or(u64::MAX)
+                .max(self.now + 1);
+            if next > limit_ns {
+                self.now = self.now.max(limit_ns);
+                self.pump();
+                return done(self);
+            }
+            self.now = next;
+        }
+    }
+
+    /// Runs for `ns` nanoseconds.
+    fn run_for(&mut self, ns: u64) {
+        let end = self.now + ns;
+        self.run_until(end, |_| false);
+    }
+
+    /// Runs until a transaction with `tag` and `opcode` has arrived (within `ns`).
+    fn run_until_rx(&mut self, ns: u64, opcode: u8, tag: u16) -> bool {
+        let end = self.now + ns;
+        self.run_until(end, |p| {
+            p.rx.iter().any(|t| t.opcode == opcode && t.tag == tag)
+        })
+    }
+
+    fn read(&self, addr: u64, len: usize) -> Vec<u8> {
+        let mut v = vec![0; len];
+        self.ep
+            .memory()
+            .read(Space::Global, addr, &mut v)
+            .expect("inside the space");
+        v
+    }
+}
+
+// ----- transactions by hand ----------------------------------------------------------------------
+
+/// A transaction written byte by byte: prefix with `hlen` as given and `dlen` = `data.len()`, the
+/// header bytes after the prefix, the data and its padding.
+fn raw(opcode: u8, fs: u8, tag: u16, hlen: u8, ext: &[u8], data: &[u8]) -> Vec<u8> {
+    let mut v = vec![opcode, fs];
+    v.extend(tag.to_be_bytes());
+    v.push(hlen);
+    v.push(0);
+    v.extend(u16::try_from(data.len()).expect("dlen").to_be_bytes());
+    v.extend(ext);
+    v.extend(data);
+    v.resize(v.len().div_ceil(4) * 4, 0);
+    v
+}
+
+/// The header bytes after the prefix of a LOAD: key, address, length, reserved.
+fn load_ext(key: u32, addr: u64, len: u16) -> Vec<u8> {
+    let mut v = key.to_be_bytes().to_vec();
+    v.extend(addr.to_be_bytes());
+    v.extend(len.to_be_bytes());
+    v.extend([0, 0]);
+    v
+}
+
+/// The header bytes after the prefix of a STORE or an atomic: key, address.
+fn mem_ext(key: u32, addr: u64) -> Vec<u8> {
+    let mut v = key.to_be_bytes().to_vec();
+    v.extend(addr.to_be_bytes());
+    v
+}
+
+/// The encoding of a transaction.
+fn emit(t: &TxnRepr<'_>) -> Vec<u8> {
+    let mut b = vec![0; t.buffer_len()];
+    let n = t.emit(&mut b).expect("emit");
+    b.truncate(n);
+    b
+}
+
+/// A DATA payload written by hand: network header (path 0, count = `txns.len()`) and the
+/// transactions as given.
+fn payload(dst: u16, src: u16, txns: &[Vec<u8>]) -> Vec<u8> {
+    let body = txns.concat();
+    let mut p = dst.to_be_bytes().to_vec();
+    p.extend(src.to_be_bytes());
+    p.push(0);
+    p.push(u8::try_from(txns.len()).expect("count"));
+    p.extend(u16::try_from(body.len()).expect("length").to_be_bytes());
+    p.extend(body);
+    p
+}
+
+fn target(key: u32, addr: u64) -> MemTarget {
+    MemTarget {
+        space: Space::Global,
+        key,
+        addr,
+    }
+}
+
+/// The responses among `rx` that carry `tag`.
+fn with_tag(rx: &[Txn], tag: u16) -> Vec<&Txn> {
+    rx.iter().filter(|t| t.tag == tag).collect()
+}
+
+/// The one response carrying `tag`.
+fn only(rx: &[Txn], tag: u16) -> &Txn {
+    let v = with_tag(rx, tag);
+    assert_eq!(v.len(), 1, "tag {tag:#x}: expected one response, got {v:?}");
+    v[0]
+}
+
+/// Checks the prefix of a response sent by the endpoint to the peer: opcode, status, tag,
+/// hlen, dlen.
+fn check_prefix(t: &Txn, opcode: u8, status: Status, hlen: u8, dlen: u16) {
+    assert_eq!(t.opcode, opcode, "{t:?}");
+    assert_eq!(t.status(), status, "{t:?}");
+    assert_eq!(t.hlen, hlen, "{t:?}");
+    assert_eq!(t.dlen, dlen, "{t:?}");
+    assert_eq!(usize::from(t.dlen), t.data.len());
+    //= docs/spec/wire.md#61-common-prefix
+    //= type=test
+    //# WIRE-6.1-2 The tag is chosen by the requester; a responder MUST copy the tag of a request,
+    //# and the request's source GPU into the destination of the response, unchanged.
+    assert_eq!((t.dst, t.src), (PEER, EP), "{t:?}");
+}
+
+// ----- the protected memory ----------------------------------------------------------------------
+
+const BASE: u64 = 1 << 38;
+/// Key of A, B, BIG.
+const K1: u32 = 0x0101_0101;
+/// Key of the read-only region.
+const KR: u32 = 0x0202_0202;
+/// Key of the write-only region.
+const KW: u32 = 0x0303_0303;
+/// Key of the atomic-only region.
+const KX: u32 = 0x0404_0404;
+/// Key of the region with poisoned bytes.
+const KP: u32 = 0x0505_0505;
+/// Region A: [A, AB), key K1, every permission.
+const A: u64 = BASE;
+/// End of A and start of B: B is [AB, B_END), same key, every permission.
+const AB: u64 = BASE + 0x1004;
+/// End of B; nothing follows it.
+const B_END: u64 = BASE + 0x2004;
+/// An address in no region.
+const GAP: u64 = BASE + 0x8000;
+/// Read-only region of 4 KiB.
+const R: u64 = BASE + 0x1_0000;
+/// Write-only region of 4 KiB.
+const W: u64 = BASE + 0x2_0000;
+/// Atomic-only region of 4 KiB.
+const X: u64 = BASE + 0x3_0000;
+/// Region of 64 KiB with poisoned bytes, every permission.
+const P: u64 = BASE + 0x4_0000;
+/// One poisoned byte, in the second 8 KiB segment of a read from P.
+const P_BYTE: u64 = P + 0x2710;
+/// Eight poisoned bytes, 8-aligned.
+const P_WORD: u64 = P + 0xC000;
+/// A large region, key K1, every permission.
+const BIG: u64 = BASE + 0x100_0000;
+const BIG_LEN: u64 = 2 << 20;
+/// The bytes [BASE, BASE + SNAP) hold every small region and the gaps between them.
+const SNAP: usize = 0x5_0000;
+
+/// Registers the regions above and fills them with a pattern, then poisons P_BYTE and P_WORD.
+fn protect(m: &mut Memory) {
+    let regions = [
+        (A, AB - A, K1, Perms::ALL),
+        (AB, B_END - AB, K1, Perms::ALL),
+        (R, 0x1000, KR, Perms::READ),
+        (W, 0x1000, KW, Perms::WRITE),
+        (X, 0x1000, KX, Perms::ATOMIC),
+        (P, 0x1_0000, KP, Perms::ALL),
+        (BIG, BIG_LEN, K1, Perms::ALL),
+    ];
+    for (base, len, key, perms) in regions {
+        m.register(Region::new(Space::Global, base, len, key, perms))
+            .expect("region");
+        m.write(Space::Global, base, &pattern(base, len as usize))
+            .expect("fill");
+    }
+    m.poison(Space::Global, P_BYTE, 1).expect("poison");
+    m.poison(Space::Global, P_WORD, 8).expect("poison");
+}
+
+/// What a refusal case does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Op {
+    Load(u16),
+    Store(u16),
+    Fadd(Width),
+    Swap(Width),
+    Cas(Width),
+    /// An RDMA write of this total length; the raw peer sends only its first segment.
+    Write(u32),
+    /// An RDMA read of this length.
+    Read(u32),
+}
+
+impl Op {
+    fn request_opcode(self) -> u8 {
+        match self {
+            Op::Load(_) => 0x01,
+            Op::Store(_) => 0x02,
+            Op::Fadd(_) => 0x03,
+            Op::Swap(_) => 0x04,
+            Op::Cas(_) => 0x05,
+            Op::Write(_) => 0x10,
+            Op::Read(_) => 0x11,
+        }
+    }
+
+    fn response_hlen(self) -> u8 {
+        match self {
+            Op::Write(_) | Op::Read(_) => 4,
+            _ => 2,
+        }
+    }
+
+    fn vc(self) -> u8 {
+        match self {
+            Op::Write(_) | Op::Read(_) => 1,
+            _ => 0,
+        }
+    }
+
+    /// The operand size of an atomic (W8 for the others, unused).
+    fn width(self) -> Width {
+        match self {
+            Op::Fadd(w) | Op::Swap(w) | Op::Cas(w) => w,
+            _ => Width::W8,
+        }
+    }
+
+    fn atomic(self, current: u64) -> Option<(Width, AtomicOp)> {
+        match self {
+            Op::Fadd(w) => Some((w, AtomicOp::FetchAdd { addend: 0x0101 })),
+            Op::Swap(w) => Some((w, AtomicOp::Swap { value: 0x5A5A_5A5A })),
+            // The compare value is what memory holds: performed by mistake, it would change it.
+            Op::Cas(w) => Some((
+                w,
+                AtomicOp::CompareSwap {
+                    compare: current,
+                    value: !current & 0xFFFF_FFFF,
+                },
+            )),
+            _ => None,
+        }
+    }
+}
+
+/// One access the target must refuse.
+#[derive(Debug, Clone, Copy)]
+struct Case {
+    what: &'static str,
+    op: Op,
+    addr: u64,
+    key: u32,
+    expect: Status,
+}
+
+/// Every refusal of EP-2-3 .. EP-2-6 for every request that touches memory.
+fn cases() -> Vec<Case> {
+    use Status::{AccessViolation as Av, Misaligned, OutOfRange as Oor, Poisoned};
+    let mut v = Vec::new();
+    let mut add = |what, op, addr, key, expect| {
+        v.push(Case {
+            what,
+            op,
+            addr,
+            key,
+            expect,
+        })
+    };
+    for op in [Op::Load(16), Op::Store(16)] {
+        add("outside any region", op, GAP, K1, Oor);
+        add("past the end of a region", op, B_END - 8, K1, Oor);
+        add("across two adjacent regions", op, AB - 8, K1, Oor);
+        add("wrong key", op, A + 0x100, K1 ^ 0x10, Av);
+        add("atomic-only region", op, X + 0x100, KX, Av);
+    }
+    add("write-only region", Op::Load(16), W + 0x100, KW, Av);
+    add("read-only region", Op::Store(16), R + 0x100, KR, Av);
+    add("poisoned", Op::Load(16), P_WORD - 4, KP, Poisoned);
+    add("poisoned, wrong key", Op::Load(16), P_WORD - 4, KP ^ 1, Av);
+    add(
+        "poisoned, past the end",
+        Op::Load(16),
+        P + 0x1_0000 - 8,
+        KP,
+        Oor,
+    );
+    for op in [Op::Fadd(Width::W8), Op::Swap(Width::W8), Op::Cas(Width::W8)] {
+        add("outside any region", op, GAP, K1, Oor);
+        add("past the end of a region", op, B_END - 4, K1, Oor);
+        add("across two adjacent regions", op, AB - 4, K1, Oor);
+        add("wrong key", op, A + 0x100, K1 ^ 0x10, Av);
+        add("read-only region", op, R + 0x100, KR, Av);
+        add("write-only region", op, W + 0x100, KW, Av);
+        add("misaligned", op, A + 0x104, K1, Misaligned);
+        add("poisoned", op, P_WORD, KP, Poisoned);
+        add("misaligned and poisoned", op, P_WORD + 4, KP, Misaligned);
+    }
+    for op in [Op::Fadd(Width::W4), Op::Swap(Width::W4), Op::Cas(Width::W4)] {
+        add("outside any region", op, GAP, K1, Oor);
+        add("wrong key", op, A + 0x100, K1 ^ 0x10, Av);
+        add("read-only region", op, R + 0x100, KR, Av);
+        add("misaligned", op, A + 0x102, K1, Misaligned);
+        add("poisoned", op, P_WORD + 4, KP, Poisoned);
+    }
+    for op in [Op::Write(512), Op::Read(512)] {
+        add("outside any region", op, GAP, K1, Oor);
+        add("past the end of a region", op, B_END - 256, K1, Oor);
+        add("across two adjacent regions", op, AB - 256, K1, Oor);
+        add("wrong key", op, A, K1 ^ 0x10, Av);
+        add("atomic-only region", op, X, KX, Av);
+    }
+    add("read-only region", Op::Write(512), R, KR, Av);
+    add(
+        "first segment inside, total past the end",
+        Op::Write(0x4000),
+        BIG + BIG_LEN - 0x3000,
+        K1,
+        Oor,
+    );
+    add("write-only region", Op::Read(512), W, KW, Av);
+    add("poisoned", Op::Read(512), P_WORD - 256, KP, Poisoned);
+    add(
+        "poisoned, wrong key",
+        Op::Read(512),
+        P_WORD - 256,
+        KP ^ 1,
+        Av,
+    );
+    v
+}
+
+/// The value an atomic of `width` finds at `addr` (ignoring regions and poison).
+fn current(m: &Memory, addr: u64, width: Width) -> u64 {
+    let mut b = [0u8; 8];
+    m.read(Space::Global, addr, &mut b[..width.bytes()])
+        .expect("inside the space");
+    u64::from_le_bytes(b)
+}
+
+/// The bytes a refused store or write would have written.
+fn garbage() -> Vec<u8> {
+    vec![0xEE; 8192]
+}
+
+/// The memory checks of TXN-3-4 after refused accesses: the snapshot `before` is unchanged and
+/// the poison is still there.
+fn assert_untouched(m: &Memory, before: &[u8], big_tail: &[u8]) {
+    let mut now = vec![0; SNAP];
+    m.read(Space::Global, BASE, &mut now).expect("read");
+    let mut tail = vec![0; big_tail.len()];
+    m.read(Space::Global, BIG + BIG_LEN - 0x3000, &mut tail)
+        .expect("read");
+    //= docs/spec/transaction.md#3-statuses
+    //= type=test
+    //# TXN-3-4 An operation refused by the target (any status but OK and BUSY) MUST NOT have
+    //# changed the target's memory (EP-2-7), and an RDMA write refused MUST NOT have written any
+    //# of its bytes.
+    //= docs/spec/endpoint.md#2-memory-model
+    //= type=test
+    //# EP-2-7 The checks MUST be made in the order EP-2-3, EP-2-4, EP-2-5, EP-2-6; the first that
+    //# fails gives the status. A refused access MUST NOT change any byte of memory and returns no
+    //# data.
+    if let Some(i) = now.iter().zip(before).position(|(a, b)| a != b) {
+        panic!("a refused access wrote {:#x}", BASE + i as u64);
+    }
+    //= docs/spec/endpoint.md#6-rdma-engine
+    //= type=test
+    //# EP-6-4 A target MUST check the whole range of a write (EP-2-3, EP-2-4: address, total
+    //# length, key, write permission) when it sees the first segment of the write, and on
+    //# refusal write none of it and answer one RDMA_COMPLETION with the status.
+    assert!(
+        tail == big_tail,
+        "a write refused for its total length wrote its first segment"
+    );
+    assert!(m.is_poisoned(Space::Global, P_BYTE, 1));
+    assert!(m.is_poisoned(Space::Global, P_WORD, 8));
+}
+
+fn snapshot(m: &Memory) -> (Vec<u8>, Vec<u8>) {
+    let mut s = vec![0; SNAP];
+    m.read(Space::Global, BASE, &mut s).expect("read");
+    let mut t = vec![0; 0x3000];
+    m.read(Space::Global, BIG + BIG_LEN - 0x3000, &mut t)
+        .expect("read");
+    (s, t)
+}
+
+// ----- 1. protection -----------------------------------------------------------------------------
+
+/// Every refusal case sent by the raw peer: exactly one response per request, with the request's
+/// opcode | 0x80, the status of the first failing check, the request's tag, no data, addressed to
+/// the requester; memory unchanged.
+#[test]
+fn refused_accesses_on_the_wire() {
+    let mut p = Peer::new(ep_config());
+    let (before, tail) = snapshot(p.ep.memory());
+    let cases = cases();
+    let junk = garbage();
+    for (i, c) in cases.iter().enumerate() {
+        let tag = 0x200 + i as u16;
+        let t = target(c.key, c.addr);
+        let txn = match c.op {
+            Op::Load(len) => TxnRepr::Load {
+                tag,
+                target: t,
+                len,
+            },
+            Op::Store(len) => TxnRepr::Store {
+                tag,
+                target: t,
+                data: &junk[..usize::from(len)],
+            },
+            Op::Write(total) => TxnRepr::RdmaWrite {
+                tag,
+                target: t,
+                offset: 0,
+                total,
+                data: &junk[..(total as usize).min(256)],
+            },
+            Op::Read(total) => TxnRepr::RdmaRead {
+                tag,
+                target: t,
+                total,
+            },
+            atomic => {
+                let cur = current(p.ep.memory(), c.addr, atomic.width());
+                let (width, op) = atomic.atomic(cur).expect("an atomic");
+                TxnRepr::Atomic {
+                    tag,
+                    target: t,
+                    width,
+                    op,
+                }
+            }
+        };
+        p.send(c.op.vc(), &[txn]);
+    }
+    p.run_for(50_000);
+    let rx = p.take();
+    assert_eq!(rx.len(), cases.len(), "one response per request: {rx:?}");
+    for (i, c) in cases.iter().enumerate() {
+        let tag = 0x200 + i as u16;
+        let r = only(&rx, tag);
+        //= docs/spec/endpoint.md#2-memory-model
+        //= type=test
+        //# EP-2-3 A remote access to the bytes [address, address + length) of a space MUST be
+        //# refused with OUT_OF_RANGE unless all of them lie inside one registered region of that
+        //# space.
+        //# EP-2-4 An access inside a region MUST be refused with ACCESS_VIOLATION if its key
+        //# differs from the region's key, or if the region does not grant the access: read for
+        //# LOAD and RDMA_READ, write for STORE and RDMA_WRITE, atomic for the atomics.
+        //# EP-2-5 An atomic that passes EP-2-3 and EP-2-4 but whose address is not a multiple of
+        //# its operand size MUST be refused with MISALIGNED (WIRE-6.5-2).
+        //# EP-2-6 A byte may be poisoned, which models an uncorrectable memory error. A LOAD,
+        //# RDMA_READ or atomic that would read a poisoned byte MUST be refused with POISONED.
+        //= docs/spec/wire.md#69-responses
+        //= type=test
+        //# WIRE-6.9-1 A response whose status is not OK MUST carry no data (`dlen` 0).
+        assert_eq!(r.status(), c.expect, "{} {:?}: {r:?}", c.what, c.op);
+        check_prefix(
+            r,
+            c.op.request_opcode() | 0x80,
+            c.expect,
+            c.op.response_hlen(),
+            0,
+        );
+        if let Op::Write(total) = c.op {
+            assert_eq!(r.word(0), total, "RDMA_COMPLETION total: {r:?}");
+        }
+    }
+    assert_untouched(p.ep.memory(), &before, &tail);
+    assert_eq!(p.ep.counters().requests_refused, cases.len() as u64);
+}
+
+/// An RDMA read whose second segment would read a poisoned byte: the first segment comes with
+/// its data, the second is answered POISONED with no data, and nothing follows.
+#[test]
+fn rdma_read_ends_at_the_poisoned_segment() {
+    let mut p = Peer::new(ep_config());
+    let seg = p.ep.config().segment;
+    assert!(P_BYTE - P >= u64::from(seg) && P_BYTE - P < 2 * u64::from(seg));
+    let total = 4 * seg;
+    p.send(
+        1,
+        &[TxnRepr::RdmaRead {
+            tag: 0x77,
+            target: target(KP, P),
+            total,
+        }],
+    );
+    p.run_for(50_000);
+    let rx = p.take();
+    let segs = with_tag(&rx, 0x77);
+    //= docs/spec/endpoint.md#6-rdma-engine
+    //= type=test
+    //# EP-6-8 A target MUST check the whole range of an RDMA_READ (EP-2-3, EP-2-4) when it
+    //# receives it; on refusal it answers one RDMA_READ_RESP with the status and no data.
+    //# Otherwise it sends the data in segments of at most `segment` bytes at increasing offsets,
+    //# each offset a multiple of 256 and each length a multiple of 256 unless the segment ends
+    //# the read. A segment that would read a poisoned byte MUST be answered POISONED instead,
+    //# with no data, and ends the read.
+    assert_eq!(segs.len(), 2, "{segs:?}");
+    check_prefix(segs[0], 0x91, Status::Ok, 4, seg as u16);
+    assert_eq!(segs[0].word(0), 0, "offset");
+    assert_eq!(segs[0].word(4), total, "total");
+    assert_eq!(segs[0].data, p.read(P, seg as usize));
+    //= docs/spec/endpoint.md#2-memory-model
+    //= type=test
+    //# EP-2-6 [...] A LOAD, RDMA_READ or atomic that would read a poisoned byte MUST be refused
+    //# with POISONED.
+    check_prefix(segs[1], 0x91, Status::Poisoned, 4, 0);
+    assert_eq!(p.ep.counters().requests_refused, 1);
+}
+
+/// The same refusals between two endpoints through the normal API: each operation completes with
+/// the target's status and no data, and the target's memory is unchanged.
+#[test]
+fn refused_accesses_complete_with_the_target_status() {
+    let mut b = pair_with(
+        config(0, Policy::Spray),
+        config(1, Policy::Spray),
+        Faults::default(),
+        11,
+    );
+    protect(b.gpu_mut(1).memory_mut());
+    let src = 0x10_0000;
+    b.gpu_mut(0)
+        .memory_mut()
+        .write(Space::Global, src, &garbage())
+        .expect("local data");
+    let (before, tail) = snapshot(b.gpu(1).memory());
+    let cases = cases();
+    let mut ids: BTreeMap<OpId, Case> = BTreeMap::new();
+    for c in &cases {
+        let id = issue_case(&mut b, c, src);
+        assert!(ids.insert(id, *c).is_none());
+    }
+    assert!(b.run_until_idle(5_000_000), "operations still outstanding");
+    let done = b.take_completions(0);
+    assert_eq!(done.len(), cases.len(), "{done:?}");
+    common::assert_unique(&done);
+    for d in &done {
+        let c = ids[&d.id];
+        //= docs/spec/transaction.md#3-statuses
+        //= type=test
+        //# TXN-3-2 A completion with a target status MUST carry the status the target sent
+        assert_eq!(
+            d.status,
+            CompletionStatus::Remote(c.expect),
+            "{} {:?}",
+            c.what,
+            c.op
+        );
+        //= docs/spec/transaction.md#3-statuses
+        //= type=test
+        //# TXN-3-3 A completion that is not OK MUST carry no data.
+        assert_eq!(d.data, CompletionData::None, "{} {:?}", c.what, c.op);
+        assert_eq!(d.retries, 0);
+    }
+    assert_untouched(b.gpu(1).memory(), &before, &tail);
+    assert_eq!(b.gpu(1).counters().malformed_txns, 0);
+}
+
+/// Issues case `c` from GPU 0 to GPU 1 of `b`; RDMA writes take their bytes from `src`.
+fn issue_case(b: &mut BackToBack, c: &Case, src: u64) -> OpId {
+    let remote = Remote {
+        gpu: gpu(1),
+        space: Space::Global,
+        key: c.key,
+        addr: c.addr,
+    };
+    let now = b.now();
+    let rdma = |dir, len: u32| RdmaDesc {
+        dir,
+        local_space: Space::Global,
+        local_addr: src,
+        remote,
+        len: u64::from(len),
+    };
+    let op = match c.op {
+        Op::Load(len) => LsOp::Load { len },
+        Op::Store(len) => LsOp::Store {
+            data: ethlink_endpoint::Bytes::new(&garbage()[..usize::from(len)]).expect("bytes"),
+        },
+        Op::Write(len) => {
+            let id = b.gpu_mut(0).post(now, rdma(RdmaDir::Write, len));
+            return OpId::Rdma(id.expect("post"));
+        }
+        Op::Read(len) => {
+            let id = b.gpu_mut(0).post(now, rdma(RdmaDir::Read, len));
+            return OpId::Rdma(id.expect("post"));
+        }
+        atomic => {
+            let cur = current(b.gpu(1).memory(), c.addr, atomic.width());
+            let (width, op) = atomic.atomic(cur).expect("an atomic");
+            LsOp::Atomic { width, op }
+        }
+    };
+    let req = LsRequest {
+        op,
+        remote,
+        ordering: Ordering::Unordered,
+    };
+    OpId::Ls(b.gpu_mut(0).issue(now, req).expect("issue"))
+}
+
+/// EP-2-7 puts the alignment check after the range and key checks: an atomic that is both
+/// misaligned and outside any region, or misaligned with a wrong key, or misaligned in a region
+/// without the atomic permission, must get OUT_OF_RANGE or ACCESS_VIOLATION, not MISALIGNED.
+#[test]
+fn misalignment_is_checked_after_range_and_key() {
+    let mut p = Peer::new(ep_config());
+    let (before, tail) = snapshot(p.ep.memory());
+    let cases = [
+        (GAP + 4, K1, Status::OutOfRange),
+        (A + 0x104, K1 ^ 0x10, Status::AccessViolation),
+        (R + 0x104, KR, Status::AccessViolation),
+    ];
+    for (i, &(addr, key, _)) in cases.iter().enumerate() {
+        p.send(
+            0,
+            &[TxnRepr::Atomic {
+                tag: 0x40 + i as u16,
+                target: target(key, addr),
+                width: Width::W8,
+                op: AtomicOp::FetchAdd { addend: 1 },
+            }],
+        );
+    }
+    p.run_for(10_000);
+    let rx = p.take();
+    for (i, &(_, _, expect)) in cases.iter().enumerate() {
+        let r = only(&rx, 0x40 + i as u16);
+        //= docs/spec/endpoint.md#2-memory-model
+        //= type=test
+        //# EP-2-7 The checks MUST be made in the order EP-2-3, EP-2-4, EP-2-5, EP-2-6; the first
+        //# that fails gives the status.
+        check_prefix(r, 0x83, expect, 2, 0);
+    }
+    assert_untouched(p.ep.memory(), &before, &tail);
+}
+
+/// A write refused at its first segment is answered with one RDMA_COMPLETION, however many of
+/// its segments arrive.
+#[test]
+fn refused_rdma_write_is_answered_once() {
+    let mut p = Peer::new(ep_config());
+    let (before, tail) = snapshot(p.ep.memory());
+    let junk = garbage();
+    p.send(
+        1,
+        &[
+            seg(0x5, GAP, 0, 1024, &junk[..256]),
+            seg(0x5, GAP, 256, 1024, &junk[..256]),
+        ],
+    );
+    p.send(1, &[seg(0x5, GAP, 512, 1024, &junk[..512])]);
+    p.run_for(10_000);
+    let rx = p.take();
+    //= docs/spec/endpoint.md#6-rdma-engine
+    //= type=test
+    //# EP-6-4 A target MUST check the whole range of a write (EP-2-3, EP-2-4: address, total
+    //# length, key, write permission) when it sees the first segment of the write, and on
+    //# refusal write none of it and answer one RDMA_COMPLETION with the status.
+    //= docs/spec/transaction.md#2-operations
+    //= type=test
+    //# TXN-2-7 A target MUST answer every request it receives with exactly one response (an RDMA
+    //# write: one completion per write;
+    check_prefix(only(&rx, 0x5), 0x90, Status::OutOfRange, 4, 0);
+    assert_untouched(p.ep.memory(), &before, &tail);
+}
+
+// ----- 2. unknown, malformed and broken transactions ---------------------------------------------
+
+/// Unknown request opcodes are answered UNSUPPORTED and bad fields MALFORMED, with the matching
+/// response opcode, the request's tag and no data; nothing of them is performed and every next
+/// transaction of the frame is.
+#[test]
+fn unknown_and_malformed_requests_are_answered_and_the_frame_goes_on() {
+    let mut p = Peer::new(ep_config());
+    let (before, tail) = snapshot(p.ep.memory());
+    // The good stores go to BIG, outside the bytes compared.
+    const OK_AT: u64 = BIG + 0x9_0000;
+    let good_store = |tag: u16, addr: u64| {
+        emit(&TxnRepr::Store {
+            tag,
+            target: target(K1, addr),
+            data: &[0xAB; 8],
+        })
+    };
+    // (request bytes, tag, expected response opcode, status, hlen)
+    let bad: Vec<(Vec<u8>, u16, u8, Status, u8)> = vec![
+        // Unknown opcodes, short and long, with data.
+        (
+            raw(0x20, 0, 0x10, 2, &[], &[]),
+            0x10,
+            0xA0,
+            Status::Unsupported,
+            2,
+        ),
+        (
+            raw(0x7F, 1, 0x11, 4, &[1, 2, 3, 4, 5, 6, 7, 8], &[9, 9, 9]),
+            0x11,
+            0xFF,
+            Status::Unsupported,
+            2,
+        ),
+        // LOAD of 0 and of 300 bytes.
+        (
+            raw(0x01, 0, 0x12, 6, &load_ext(K1, A, 0), &[]),
+            0x12,
+            0x81,
+            Status::Malformed,
+            2,
+        ),
+        (
+            raw(0x01, 0, 0x13, 6, &load_ext(K1, A, 300), &[]),
+            0x13,
+            0x81,
+            Status::Malformed,
+            2,
+        ),
+        // LOAD with hlen 7.
+        (
+            raw(
+                0x01,
+                0,
+                0x14,
+                7,
+                &[load_ext(K1, A, 4), vec![0; 4]].concat(),
+                &[],
+            ),
+            0x14,
+            0x81,
+            Status::Malformed,
+            2,
+        ),
+        // STORE with hlen 6: not performed.
+        (
+            raw(
+                0x02,
+                0,
+                0x15,
+                6,
+                &[mem_ext(K1, A + 0x40), vec![0; 4]].concat(),
+                &[0xCD; 8],
+            ),
+            0x15,
+            0x82,
+            Status::Malformed,
+            2,
+        ),
+        // Atomics with dlen 5 and a CAS with dlen 12.
+        (
+            raw(0x03, 0, 0x16, 5, &mem_ext(K1, A + 0x80), &[1; 5]),
+            0x16,
+            0x83,
+            Status::Malformed,
+            2,
+        ),
+        (
+            raw(0x04, 0, 0x17, 5, &mem_ext(K1, A + 0x80), &[1; 5]),
+            0x17,
+            0x84,
+            Status::Malformed,
+            2,
+        ),
+        (
+            raw(0x05, 0, 0x18, 5, &mem_ext(K1, A + 0x80), &[1; 12]),
+            0x18,
+            0x85,
+            Status::Malformed,
+            2,
+        ),
+        // FENCE carrying data.
+        (
+            raw(0x06, 0, 0x19, 2, &[], &[1, 2, 3, 4]),
+            0x19,
+            0x86,
+            Status::Malformed,
+            2,
+        ),
+        // RDMA_WRITE segment past its total length.
+        (
+            raw(
+                0x10,
+                0,
+                0x1A,
+                7,
+                &[
+                    mem_ext(K1, A),
+                    256u32.to_be_bytes().to_vec(),
+                    300u32.to_be_bytes().to_vec(),
+                ]
+                .concat(),
+                &[0xCD; 256],
+            ),
+            0x1A,
+            0x90,
+            Status::Malformed,
+            4,
+        ),
+        // RDMA_READ of 0 bytes.
+        (
+            raw(
+                0x11,
+                0,
+                0x1B,
+                6,
+                &[mem_ext(K1, A), 0u32.to_be_bytes().to_vec()].concat(),
+                &[],
+            ),
+            0x1B,
+            0x91,
+            Status::Malformed,
+            4,
+        ),
+    ];
+    // Each bad request followed by a good store in the same frame.
+    for (i, (bytes, ..)) in bad.iter().enumerate() {
+        let tag = 0x100 + i as u16;
+        let vc = if bytes[0] >= 0x10 { 1 } else { 0 };
+        p.send_raw(
+            vc,
+            &payload(
+                EP,
+                PEER,
+                &[bytes.clone(), good_store(tag, OK_AT + 0x10 * i as u64)],
+            ),
+        );
+    }
+    // And all of them in one frame, then a load.
+    let mut all: Vec<Vec<u8>> = bad
+        .iter()
+        .map(|(b, tag, ..)| {
+            let mut b = b.clone();
+            b[2..4].copy_from_slice(&(tag + 0x1000).to_be_bytes());
+            b
+        })
+        .collect();
+    all.push(emit(&TxnRepr::Load {
+        tag: 0x300,
+        target: target(K1, A),
+        len: 32,
+    }));
+    p.send_raw(0, &payload(EP, PEER, &all));
+    p.run_for(20_000);
+    let rx = p.take();
+    assert_eq!(rx.len(), 3 * bad.len() + 1, "{rx:?}");
+    for (i, (_, tag, opcode, status, hlen)) in bad.iter().enumerate() {
+        for tag in [*tag, tag + 0x1000] {
+            let r = only(&rx, tag);
+            //= docs/spec/wire.md#61-common-prefix
+            //= type=test
+            //# WIRE-6.1-5 (unknown request) A request with an opcode this document does not
+            //# define, whose prefix is structurally valid, MUST NOT be executed; the receiver MUST
+            //# answer it with a response of opcode `opcode | 0x80`, status UNSUPPORTED, the
+            //# request's tag, `hlen` 2 and `dlen` 0, and go on with the next transaction.
+            //# WIRE-6.1-6 (malformed request) A request with a defined opcode whose `hlen` differs
+            //# from the table, or whose fields violate the ranges of its section, MUST NOT be
+            //# executed; the receiver MUST answer it with the matching response opcode, status
+            //# MALFORMED, the request's tag, and no data, and go on with the next transaction.
+            check_prefix(r, *opcode, *status, *hlen, 0);
+        }
+        //= docs/spec/endpoint.md#8-target
+        //= type=test
+        //# EP-8-3 A target MUST answer an unknown request UNSUPPORTED (WIRE-6.1-5) and a request
+        //# with bad fields MALFORMED (WIRE-6.1-6), and go on with the next transaction.
+        let after = only(&rx, 0x100 + i as u16);
+        check_prefix(after, 0x82, Status::Ok, 2, 0);
+        assert_eq!(p.read(OK_AT + 0x10 * i as u64, 8), [0xAB; 8]);
+    }
+    let load = only(&rx, 0x300);
+    check_prefix(load, 0x81, Status::Ok, 2, 32);
+    assert_eq!(load.data, p.read(A, 32));
+    // Nothing of the bad requests was performed.
+    assert_untouched(p.ep.memory(), &before, &tail);
+    assert_eq!(p.ep.counters().malformed_txns, 0);
+}
+
+/// A transaction whose structure cannot be read ends the frame: the transactions before it are
+/// performed and answered, it and the later ones are not, and it is counted.
+#[test]
+fn structural_error_discards_the_rest_of_the_frame() {
+    let mut p = Peer::new(ep_config());
+    let store = |tag: u16, addr: u64, byte: u8| {
+        emit(&TxnRepr::Store {
+            tag,
+            target: target(K1, addr),
+            data: &[byte; 16],
+        })
+    };
+    let before = p.read(A, 0x100);
+    // hlen 1.
+    let mut hlen1 = raw(0x02, 0, 0x3, 5, &mem_ext(K1, A + 0x40), &[7; 4]);
+    hlen1[4] = 1;
+    // dlen running past the end of the payload.
+    let mut long = raw(0x02, 0, 0x13, 5, &mem_ext(K1, A + 0xC0), &[7; 4]);
+    long[6..8].copy_from_slice(&200u16.to_be_bytes());
+    p.send_raw(
+        0,
+        &payload(
+            EP,
+            PEER,
+            &[
+                store(0x1, A, 1),
+                store(0x2, A + 0x20, 2),
+                hlen1,
+                store(0x4, A + 0x60, 4),
+            ],
+        ),
+    );
+    p.send_raw(
+        0,
+        &payload(
+            EP,
+            PEER,
+            &[store(0x11, A + 0x80, 5), long, store(0x14, A + 0xE0, 6)],
+        ),
+    );
+    p.run_for(20_000);
+    let rx = p.take();
+    let mut tags: Vec<u16> = rx.iter().map(|t| t.tag).collect();
+    tags.sort_unstable();
+    //= docs/spec/wire.md#61-common-prefix
+    //= type=test
+    //# WIRE-6.1-3 (structural error) If fewer than 8 bytes of payload remain where a transaction
+    //# should start, if `hlen` is less than 2, or if `4*hlen + roundup4(dlen)` runs past the end of
+    //# the payload, the receiver cannot find the next transaction. It MUST discard this
+    //# transaction and every later transaction of the frame, count one malformed frame, and MUST
+    //# process normally every transaction of the frame that came before it.
+    assert_eq!(tags, [0x1, 0x2, 0x11], "{rx:?}");
+    for t in &rx {
+        check_prefix(t, 0x82, Status::Ok, 2, 0);
+    }
+    let now = p.read(A, 0x100);
+    assert_eq!(now[..0x10], [1; 16]);
+    assert_eq!(now[0x20..0x30], [2; 16]);
+    assert_eq!(now[0x80..0x90], [5; 16]);
+    for range in [0x40..0x80, 0xC0..0x100] {
+        assert_eq!(
+            now[range.clone()],
+            before[range],
+            "a discarded transaction wrote"
+        );
+    }
+    assert_eq!(p.ep.counters().malformed_txns, 2);
+}
+
+// ----- 3. frames for another GPU and bad network headers -----------------------------------------
+
+/// A DATA frame addressed to another GPU is discarded and counted as misdelivered; one with a
+/// bad network header is discarded and counted as malformed; neither is answered or performed.
+#[test]
+fn misdelivered_and_malformed_frames_are_discarded() {
+    let mut p = Peer::new(ep_config());
+    let before = p.read(A, 0x100);
+    let store = emit(&TxnRepr::Store {
+        tag: 9,
+        target: target(K1, A),
+        data: &[0x99; 16],
+    });
+    p.send_raw(0, &payload(5, PEER, std::slice::from_ref(&store)));
+    p.run_for(5_000);
+    //= docs/spec/endpoint.md#8-target
+    //= type=test
+    //# EP-8-1 A target MUST discard, and count, a DATA frame whose destination GPU is not its
+    //# own.
+    assert_eq!(p.ep.counters().misdelivered, 1);
+    assert!(p.take().is_empty());
+    assert_eq!(p.read(A, 0x100), before);
+
+    // Source 0xFFFF, destination 0xFFFF, no transactions.
+    p.send_raw(0, &payload(EP, 0xFFFF, std::slice::from_ref(&store)));
+    p.send_raw(0, &payload(0xFFFF, PEER, std::slice::from_ref(&store)));
+    let mut zero = payload(EP, PEER, std::slice::from_ref(&store));
+    zero[5] = 0;
+    p.send_raw(0, &zero);
+    p.run_for(5_000);
+    //= docs/spec/wire.md#5-data-frames-the-network-header
+    //= type=test
+    //# WIRE-5-3 A receiver MUST discard, and count as malformed, a DATA frame whose network
+    //# header is incomplete, whose destination or source GPU id is 0xFFFF, whose transaction
+    //# count is zero, or whose payload length runs past the end of the frame (before the FCS).
+    assert_eq!(p.ep.counters().malformed_frames, 3);
+    assert_eq!(p.ep.counters().misdelivered, 1);
+    assert!(p.take().is_empty());
+    assert_eq!(p.read(A, 0x100), before);
+    assert_eq!(p.ep.counters().requests_served, 0);
+
+    // The endpoint goes on with the next frame.
+    p.send_raw(0, &payload(EP, PEER, &[store]));
+    p.run_for(5_000);
+    let rx = p.take();
+    check_prefix(only(&rx, 9), 0x82, Status::Ok, 2, 0);
+    assert_eq!(p.read(A, 16), [0x99; 16]);
+}
+
+// ----- 4..6. RDMA at the target ------------------------------------------------------------------
+
+fn seg<'a>(tag: u16, addr: u64, offset: u32, total: u32, data: &'a [u8]) -> TxnRepr<'a> {
+    TxnRepr::RdmaWrite {
+        tag,
+        target: target(K1, addr),
+        offset,
+        total,
+        data,
+    }
+}
+
+/// RDMA_WRITE segments that break the 256-byte alignment are answered RDMA_COMPLETION MALFORMED
+/// and write nothing; a short segment that ends the write is fine.
+#[test]
+fn misaligned_rdma_segments_are_malformed() {
+    let mut p = Peer::new(ep_config());
+    let base = BIG + 0x1_0000;
+    let before = p.read(base, 0x4000);
+    let junk = garbage();
+    // Offset not a multiple of 256.
+    p.send(1, &[seg(0x1, base, 128, 1024, &junk[..256])]);
+    // A segment that does not end the write and whose length is not a multiple of 256.
+    p.send(1, &[seg(0x2, base + 0x1000, 0, 1024, &junk[..300])]);
+    // Both wrong, later in the write.
+    p.send(1, &[seg(0x3, base + 0x2000, 300, 1024, &junk[..100])]);
+    p.run_for(10_000);
+    let rx = p.take();
+    assert_eq!(rx.len(), 3, "{rx:?}");
+    for tag in 1..=3 {
+        let r = only(&rx, tag);
+        //= docs/spec/endpoint.md#6-rdma-engine
+        //= type=test
+        //# EP-6-3 A target MUST reject, with RDMA_COMPLETION MALFORMED, a segment whose offset is
+        //# not a multiple of 256, or whose length is not a multiple of 256 and does not end the
+        //# write.
+        check_prefix(r, 0x90, Status::Malformed, 4, 0);
+    }
+    assert_eq!(p.read(base, 0x4000), before, "a rejected segment wrote");
+
+    // A write of 300 bytes in a 256-byte segment and a 44-byte last one is fine.
+    let data = pattern(3, 300);
+    p.send(1, &[seg(0x4, base + 0x3000, 256, 300, &data[256..])]);
+    p.send(1, &[seg(0x4, base + 0x3000, 0, 300, &data[..256])]);
+    p.run_for(10_000);
+    let rx = p.take();
+    let r = only(&rx, 4);
+    check_prefix(r, 0x90, Status::Ok, 4, 0);
+    assert_eq!(r.word(0), 300);
+    assert_eq!(p.read(base + 0x3000, 300), data);
+}
+
+/// Segments in scrambled order with a duplicate: exactly one RDMA_COMPLETION OK, sent only after
+/// the last missing segment, memory as the write says (the duplicate's different bytes ignored),
+/// the duplicate counted.
+#[test]
+fn rdma_write_reassembles_scrambled_and_duplicate_segments() {
+    let mut p = Peer::new(ep_config());
+    let addr = BIG + 0x2_0000;
+    let total: u32 = 9 * 256 + 100;
+    let data = pattern(21, total as usize);
+    let junk = garbage();
+    let piece = |k: u32| {
+        let start = (k * 256) as usize;
+        let end = ((k + 1) * 256).min(total) as usize;
+        (k * 256, &data[start..end])
+    };
+    let order = [5, 2, 9, 0, 2, 7, 1, 8, 3, 6, 4];
+    for (n, &k) in order.iter().enumerate() {
+        let (off, bytes) = piece(k);
+        // The second copy of segment 2 carries other bytes: it must be ignored whole.
+        let bytes = if n == 4 { &junk[..bytes.len()] } else { bytes };
+        p.send(1, &[seg(0x55, addr, off, total, bytes)]);
+        p.run_for(2_000);
+        let rx = p.take();
+        if n + 1 < order.len() {
+            //= docs/spec/transaction.md#2-operations
+            //= type=test
+            //# TXN-2-4 An RDMA write MUST write exactly its bytes at `address .. address + length`
+            //# of the target space. Its segments MAY arrive in any order and on any path; the
+            //# target MUST report it complete (RDMA_COMPLETION) only after every byte of it has
+            //# been written, and MUST report it once per write it sees complete.
+            assert!(rx.is_empty(), "answered after {} segments: {rx:?}", n + 1);
+        } else {
+            let r = only(&rx, 0x55);
+            //= docs/spec/endpoint.md#6-rdma-engine
+            //= type=test
+            //# EP-6-5 A target MUST reassemble a write by (source GPU, tag): it writes each
+            //# segment's bytes at `address + offset` when the segment arrives, keeps a record of
+            //# the 256-byte blocks received, ignores a segment whose blocks it has all received,
+            //# and sends RDMA_COMPLETION OK, on the port the completing segment arrived on, when
+            //# every block is received.
+            check_prefix(r, 0x90, Status::Ok, 4, 0);
+            assert_eq!(r.word(0), total);
+            assert_eq!(rx.len(), 1);
+        }
+    }
+    assert_eq!(p.read(addr, total as usize), data);
+    assert_eq!(p.ep.counters().duplicate_segments, 1);
+    assert_eq!(p.ep.counters().reassembly_now, 0);
+
+    // Two writes with the same tag from two source GPUs, interleaved, are two writes.
+    let (a1, a2) = (BIG + 0x3_0000, BIG + 0x4_0000);
+    let (d1, d2) = (pattern(31, 1024), pattern(32, 1024));
+    for k in 0..4usize {
+        let (k1, k2) = (k * 256, (3 - k) * 256);
+        let (o1, o2) = (k1 as u32, k2 as u32);
+        p.send_from(PEER, 1, &[seg(0x66, a1, o1, 1024, &d1[k1..k1 + 256])]);
+        p.send_from(7, 1, &[seg(0x66, a2, o2, 1024, &d2[k2..k2 + 256])]);
+    }
+    p.run_for(10_000);
+    let rx = p.take();
+    //= docs/spec/wire.md#67-rdma_write-0x10-hlen-7-one-segment-of-a-remote-write
+    //= type=test
+    //# WIRE-6.7-2 All segments of one write MUST carry the same tag, key, address, total length
+    //# and SHARED flag. The target identifies a write by (source GPU, tag).
+    assert_eq!(rx.len(), 2, "{rx:?}");
+    let mut dsts: Vec<u16> = rx.iter().map(|t| t.dst).collect();
+    dsts.sort_unstable();
+    assert_eq!(dsts, [PEER, 7]);
+    for t in &rx {
+        assert_eq!(
+            (t.opcode, t.status(), t.tag, t.word(0)),
+            (0x90, Status::Ok, 0x66, 1024)
+        );
+    }
+    assert_eq!(p.read(a1, 1024), d1);
+    assert_eq!(p.read(a2, 1024), d2);
+}
+
+/// With room for one reassembly, the first segment of a second write is discarded unanswered
+/// and counted, and a write that makes no progress for `op_timeout` is forgotten.
+#[test]
+fn reassembly_bound_and_expiry() {
+    let cfg = Config {
+        max_reassemblies: 1,
+        op_timeout: Duration::from_micros(20),
+        tag_quarantine: Duration::from_micros(20),
+        ..ep_config()
+    };
+    let mut p = Peer::new(cfg);
+    let (a1, a2) = (BIG + 0x5_0000, BIG + 0x6_0000);
+    let before2 = p.read(a2, 512);
+    let (d1, d2) = (pattern(41, 512), pattern(42, 512));
+    p.send(1, &[seg(0x1, a1, 0, 512, &d1[..256])]);
+    p.send(1, &[seg(0x2, a2, 0, 512, &d2[..256])]);
+    p.run_for(2_000);
+    //= docs/spec/endpoint.md#6-rdma-engine
+    //= type=test
+    //# EP-6-6 A target MUST bound the writes it reassembles at once (`max_reassemblies`). It MUST
+    //# discard, without writing anything or answering, the first segment of a write it has no
+    //# room for; the requester's deadline then retries the write (TXN-5-4).
+    assert!(p.take().is_empty());
+    assert_eq!(p.ep.counters().reassembly_refused, 1);
+    assert_eq!(
+        p.read(a2, 512),
+        before2,
+        "a refused first segment was written"
+    );
+    p.send(1, &[seg(0x1, a1, 256, 512, &d1[256..])]);
+    p.run_for(2_000);
+    let rx = p.take();
+    check_prefix(only(&rx, 1), 0x90, Status::Ok, 4, 0);
+    assert_eq!(p.read(a1, 512), d1);
+    // Room again: the second write goes through.
+    p.send(1, &[seg(0x2, a2, 256, 512, &d2[256..])]);
+    p.send(1, &[seg(0x2, a2, 0, 512, &d2[..256])]);
+    p.run_for(2_000);
+    let rx = p.take();
+    check_prefix(only(&rx, 2), 0x90, Status::Ok, 4, 0);
+    assert_eq!(p.read(a2, 512), d2);
+
+    // A write that stops halfway is forgotten after op_timeout.
+    let a3 = BIG + 0x7_0000;
+    let d3 = pattern(43, 512);
+    p.send(1, &[seg(0x3, a3, 0, 512, &d3[..256])]);
+    p.run_for(10_000);
+    assert_eq!(p.ep.counters().reassembly_expired, 0);
+    assert_eq!(p.ep.counters().reassembly_now, 1);
+    p.run_for(15_000);
+    //= docs/spec/endpoint.md#6-rdma-engine
+    //= type=test
+    //# EP-6-6 It MUST forget a write that made no progress for `op_timeout`.
+    assert_eq!(p.ep.counters().reassembly_expired, 1);
+    assert_eq!(p.ep.counters().reassembly_now, 0);
+    // Its second half now starts a new reassembly, which lacks the first half.
+    p.send(1, &[seg(0x3, a3, 256, 512, &d3[256..])]);
+    p.run_for(2_000);
+    assert!(p.take().is_empty(), "a forgotten write completed");
+    p.send(1, &[seg(0x3, a3, 0, 512, &d3[..256])]);
+    p.run_for(2_000);
+    let rx = p.take();
+    check_prefix(only(&rx, 3), 0x90, Status::Ok, 4, 0);
+    assert_eq!(p.read(a3, 512), d3);
+}
+
+/// Collects the data of the RDMA_READ_RESP segments of `tag` into a buffer of `total` bytes;
+/// returns it and the bytes received.
+fn reassemble_read(rx: &[Txn], tag: u16, total: u32, seg: u32) -> (Vec<u8>, usize) {
+    let mut out = vec![0u8; total as usize];
+    let mut got = 0;
+    for t in rx.iter().filter(|t| t.opcode == 0x91 && t.tag == tag) {
+        assert_eq!(t.status(), Status::Ok, "{t:?}");
+        let off = t.word(0);
+        assert_eq!(t.word(4), total);
+        assert_eq!(off % 256, 0);
+        assert!(t.data.len() <= seg as usize);
+        out[off as usize..off as usize + t.data.len()].copy_from_slice(&t.data);
+        got += t.data.len();
+    }
+    (out, got)
+}
+
+/// With room for one read job, a second RDMA_READ while the first is served is answered BUSY;
+/// the first read goes on and completes; later reads are served again.
+#[test]
+fn second_read_beyond_max_read_jobs_is_busy() {
+    let cfg = Config {
+        max_read_jobs: 1,
+        ..ep_config()
+    };
+    let mut p = Peer::new(cfg);
+    let seg = p.ep.config().segment;
+    let total: u32 = 1 << 20;
+    // The peer stops taking frames: the first read cannot be served to its end.
+    p.hold = true;
+    p.send(
+        1,
+        &[TxnRepr::RdmaRead {
+            tag: 0x100,
+            target: target(K1, BIG),
+            total,
+        }],
+    );
+    p.run_for(5_000);
+    p.send(
+        1,
+        &[TxnRepr::RdmaRead {
+            tag: 0x101,
+            target: target(K1, BIG + 0x10_0000),
+            total: 512,
+        }],
+    );
+    p.run_for(20_000);
+    let (_, got) = reassemble_read(&p.rx, 0x100, total, seg);
+    assert!(got < total as usize, "the first read was not outstanding");
+    // The refusal is counted at once; it travels on the read-data VC (EP-3-1), behind the
+    // first read's segments, so the peer sees it once it takes frames again.
+    assert_eq!(p.ep.counters().read_jobs_refused, 1);
+    p.resume();
+    let end = p.now + 2_000_000;
+    assert!(
+        p.run_until(end, |p| reassemble_read(&p.rx, 0x100, total, seg).1
+            == total as usize)
+    );
+    assert!(
+        p.run_until_rx(20_000, 0x91, 0x101),
+        "no answer to the second read"
+    );
+    //= docs/spec/endpoint.md#6-rdma-engine
+    //= type=test
+    //# EP-6-9 A target MUST bound the reads it serves at once (`max_read_jobs`) and answer an
+    //# RDMA_READ beyond the bound with BUSY.
+    check_prefix(only(&p.rx, 0x101), 0x91, Status::Busy, 4, 0);
+    let (data, _) = reassemble_read(&p.rx, 0x100, total, seg);
+    assert!(data == p.read(BIG, total as usize), "the first read's data");
+    p.take();
+    p.send(
+        1,
+        &[TxnRepr::RdmaRead {
+            tag: 0x102,
+            target: target(K1, BIG + 0x10_0000),
+            total: 512,
+        }],
+    );
+    p.run_for(10_000);
+    let rx = p.take();
+    let r = only(&rx, 0x102);
+    check_prefix(r, 0x91, Status::Ok, 4, 512);
+    assert_eq!(r.data, p.read(BIG + 0x10_0000, 512));
+    assert_eq!(p.ep.counters().read_jobs_refused, 1);
+}
+
+// ----- 7. responses to the endpoint as a requester -----------------------------------------------
+
+fn ls(op: LsOp, addr: u64) -> LsRequest {
+    LsRequest {
+        op,
+        remote: Remote {
+            gpu: gpu(PEER),
+            space: Space::Global,
+            key: 0x77,
+            addr,
+        },
+        ordering: Ordering::Unordered,
+    }
+}
+
+/// A response the peer writes by hand: opcode, status, tag, data (hlen 2).
+fn resp(opcode: u8, status: u8, tag: u16, data: &[u8]) -> Vec<u8> {
+    raw(opcode, status, tag, 2, &[], data)
+}
+
+/// The peer answers operations the endpoint issued: a status this version does not define is
+/// reported with its raw value; responses whose opcode or data do not fit the operation, for
+/// tags no operation holds, or for operations already complete are discarded and counted.
+#[test]
+fn responses_to_the_requester() {
+    let mut p = Peer::new(ep_config());
+    let now = p.now();
+    let ld =
+        p.ep.issue(now, ls(LsOp::Load { len: 16 }, 0x40))
+            .expect("issue");
+    p.run_for(1_000);
+    let rx = p.take();
+    let req = only(&rx, ld);
+    assert_eq!((req.vc, req.opcode, req.dst, req.src), (0, 0x01, PEER, EP));
+    assert_eq!(req.dword(4), 0x40);
+
+    // A STORE_RESP and a short LOAD_RESP for the load's tag: neither completes it.
+    let discarded = |p: &Peer| p.ep.counters().responses_discarded;
+    p.send_raw(2, &payload(EP, PEER, &[resp(0x82, 0, ld, &[])]));
+    p.run_for(1_000);
+    p.send_raw(2, &payload(EP, PEER, &[resp(0x81, 0, ld, &[1; 8])]));
+    p.run_for(1_000);
+    //= docs/spec/endpoint.md#5-load-store-unit
+    //= type=test
+    //# EP-5-4 A response MUST complete the operation holding its tag only if its opcode answers
+    //# that operation's request; any other response, and any response whose tag no operation
+    //# holds, MUST be discarded and counted.
+    assert!(p.completions.is_empty(), "{:?}", p.completions);
+    assert_eq!(discarded(&p), 2);
+    assert_eq!(p.ep.ls_outstanding(), 1);
+
+    // Status 0x42.
+    p.send_raw(2, &payload(EP, PEER, &[resp(0x81, 0x42, ld, &[])]));
+    p.run_for(1_000);
+    assert_eq!(p.completions.len(), 1);
+    let c = p.completions.remove(0);
+    assert_eq!(c.id, OpId::Ls(ld));
+    //= docs/spec/wire.md#69-responses
+    //= type=test
+    //# WIRE-6.9-2 A requester that receives an unknown status MUST complete the operation with an
+    //# error that reports the raw status value.
+    //= docs/spec/transaction.md#3-statuses
+    //= type=test
+    //# TXN-3-2 A completion with a target status MUST carry the status the target sent; an
+    //# unknown value MUST be reported with its raw value (WIRE-6.9-2).
+    assert_eq!(c.status, CompletionStatus::Remote(Status::Unknown(0x42)));
+    assert_eq!(c.status.to_string(), "UNKNOWN(0x42)");
+    assert_eq!(c.data, CompletionData::None);
+    assert_eq!(p.ep.counters().completed_with(OpKind::Load, 8), 1);
+
+    // The real answer, late: the operation is complete, the response is discarded.
+    p.send_raw(2, &payload(EP, PEER, &[resp(0x81, 0, ld, &[5; 16])]));
+    p.run_for(1_000);
+    //= docs/spec/endpoint.md#9-ports-going-down-and-deadlines
+    //= type=test
+    //# EP-9-4 A response that arrives for an operation already completed MUST be discarded and
+    //# counted, never reported.
+    assert!(p.completions.is_empty());
+    assert_eq!(discarded(&p), 3);
+    // Tags no operation holds: load-store and RDMA.
+    let rdma_tag = p.ep.config().lsu_tags + 3;
+    p.send_raw(
+        2,
+        &payload(
+            EP,
+            PEER,
+            &[
+                resp(0x82, 0, 0x3F0, &[]),
+                raw(0x90, 0, rdma_tag, 4, &[0, 0, 1, 0, 0, 0, 0, 0], &[]),
+            ],
+        ),
+    );
+    p.run_for(1_000);
+    assert!(p.completions.is_empty());
+    assert_eq!(discarded(&p), 5);
+
+    // A load completed only by its real response after a wrong one; an atomic after a response
+    // of another atomic and one of the wrong width; a store refused.
+    let now = p.now();
+    let ld =
+        p.ep.issue(now, ls(LsOp::Load { len: 16 }, 0x80))
+            .expect("issue");
+    let fa =
+        p.ep.issue(
+            now,
+            ls(
+                LsOp::Atomic {
+                    width: Width::W8,
+                    op: AtomicOp::FetchAdd { addend: 1 },
+                },
+                0x100,
+            ),
+        )
+        .expect("issue");
+    let st =
+        p.ep.issue(
+            now,
+            ls(
+                LsOp::Store {
+                    data: ethlink_endpoint::Bytes::new(&[1, 2, 3]).expect("bytes"),
+                },
+                0x200,
+            ),
+        )
+        .expect("issue");
+    p.run_for(1_000);
+    let rx = p.take();
+    assert_eq!(only(&rx, fa).opcode, 0x03);
+    assert_eq!(only(&rx, st).opcode, 0x02);
+    let old = 0x1122_3344_5566_7788u64.to_le_bytes();
+    p.send_raw(
+        2,
+        &payload(
+            EP,
+            PEER,
+            &[
+                resp(0x86, 0, ld, &[]),
+                resp(0x84, 0, fa, &old),
+                resp(0x83, 0, fa, &old[..4]),
+            ],
+        ),
+    );
+    p.run_for(1_000);
+    assert!(p.completions.is_empty(), "{:?}", p.completions);
+    assert_eq!(discarded(&p), 8);
+    p.send_raw(
+        2,
+        &payload(
+            EP,
+            PEER,
+            &[
+                resp(0x81, 0, ld, &[7; 16]),
+                resp(0x83, 0, fa, &old),
+                resp(0x82, 1, st, &[]),
+            ],
+        ),
+    );
+    p.run_for(1_000);
+    let done: BTreeMap<OpId, Completion> = p.completions.drain(..).map(|c| (c.id, c)).collect();
+    assert_eq!(done.len(), 3);
+    let l = &done[&OpId::Ls(ld)];
+    assert_eq!(l.status, CompletionStatus::Ok);
+    assert!(matches!(l.data, CompletionData::Load(b) if b.as_slice() == [7; 16]));
+    let a = &done[&OpId::Ls(fa)];
+    assert_eq!(a.status, CompletionStatus::Ok);
+    assert_eq!(
+        a.data,
+        CompletionData::Atomic(AtomicValue::U64(0x1122_3344_5566_7788))
+    );
+    //= docs/spec/transaction.md#3-statuses
+    //= type=test
+    //# TXN-3-2 A completion with a target status MUST carry the status the target sent
+    assert_eq!(
+        done[&OpId::Ls(st)].status,
+        CompletionStatus::Remote(Status::AccessViolation)
+    );
+    assert_eq!(discarded(&p), 8);
+    assert_eq!(p.ep.outstanding(), 0);
+}
+
+/// The endpoint's RDMA write as the peer sees it: every segment carries the same tag, key,
+/// address, total length and SHARED flag, and together they cover the write; the peer's
+/// completion with an unknown status is reported with its raw value.
+#[test]
+fn rdma_write_segments_and_an_unknown_completion_status() {
+    let mut p = Peer::new(ep_config());
+    let seg = p.ep.config().segment;
+    let len: u32 = 2 * seg + 1000;
+    let data = pattern(51, len as usize);
+    p.ep.memory_mut()
+        .write(Space::Shared, 0x1000, &data)
+        .expect("local data");
+    let now = p.now();
+    let id =
+        p.ep.post(
+            now,
+            RdmaDesc {
+                dir: RdmaDir::Write,
+                local_space: Space::Shared,
+                local_addr: 0x1000,
+                remote: Remote {
+                    gpu: gpu(PEER),
+                    space: Space::Shared,
+                    key: 0xCAFE,
+                    addr: 0x9_0000,
+                },
+                len: u64::from(len),
+            },
+        )
+        .expect("post");
+    p.run_for(5_000);
+    let rx = p.take();
+    assert_eq!(rx.len(), 3, "{rx:?}");
+    let tag = rx[0].tag;
+    let mut got = vec![0u8; len as usize];
+    let mut offsets = Vec::new();
+    for t in &rx {
+        //= docs/spec/wire.md#67-rdma_write-0x10-hlen-7-one-segment-of-a-remote-write
+        //= type=test
+        //# WIRE-6.7-2 All segments of one write MUST carry the same tag, key, address, total
+        //# length and SHARED flag.
+        assert_eq!(
+            (t.vc, t.opcode, t.hlen, t.dst, t.src),
+            (1, 0x10, 7, PEER, EP)
+        );
+        assert_eq!(t.tag, tag);
+        assert_eq!(t.fs, 1, "SHARED flag");
+        assert_eq!(t.word(0), 0xCAFE, "key");
+        assert_eq!(t.dword(4), 0x9_0000, "address");
+        assert_eq!(t.word(16), len, "total");
+        let off = t.word(12);
+        offsets.push(off);
+        got[off as usize..off as usize + t.data.len()].copy_from_slice(&t.data);
+    }
+    offsets.sort_unstable();
+    assert_eq!(offsets, [0, seg, 2 * seg]);
+    assert!(got == data, "the segments' bytes");
+    assert!(p.completions.is_empty());
+    let mut ext = len.to_be_bytes().to_vec();
+    ext.extend([0; 4]);
+    p.send_raw(2, &payload(EP, PEER, &[raw(0x90, 0x99, tag, 4, &ext, &[])]));
+    p.run_for(1_000);
+    assert_eq!(p.completions.len(), 1);
+    let c = p.completions[0];
+    assert_eq!(c.id, OpId::Rdma(id));
+    //= docs/spec/wire.md#69-responses
+    //= type=test
+    //# WIRE-6.9-2 A requester that receives an unknown status MUST complete the operation with an
+    //# error that reports the raw status value.
+    assert_eq!(c.status, CompletionStatus::Remote(Status::Unknown(0x99)));
+    assert_eq!(c.data, CompletionData::None);
+}
+
+// ----- 8. FENCE ----------------------------------------------------------------------------------
+
+/// A FENCE is answered FENCE_RESP OK after the responses to the requests before it on its path;
+/// one behind an RDMA read still being served waits for the read.
+#[test]
+fn fence_is_answered_after_the_requests_before_it() {
+    let mut p = Peer::new(ep_config());
+    let seg = p.ep.config().segment;
+    // A fence alone.
+    p.send(0, &[TxnRepr::Fence { tag: 0x1 }]);
+    p.run_for(2_000);
+    let rx = p.take();
+    assert_eq!(rx.len(), 1);
+    check_prefix(&rx[0], 0x86, Status::Ok, 2, 0);
+    assert_eq!(rx[0].tag, 0x1);
+
+    // Requests, then a fence, then a load, in one frame; a read in a frame of its own before it.
+    p.send(
+        1,
+        &[TxnRepr::RdmaRead {
+            tag: 0x12,
+            target: target(K1, BIG),
+            total: 2 * seg,
+        }],
+    );
+    p.send(
+        0,
+        &[
+            TxnRepr::Store {
+                tag: 0x11,
+                target: target(K1, A),
+                data: &[3; 64],
+            },
+            TxnRepr::Load {
+                tag: 0x13,
+                target: target(K1, A),
+                len: 64,
+            },
+            TxnRepr::Atomic {
+                tag: 0x14,
+                target: target(K1, A + 0x100),
+                width: Width::W8,
+                op: AtomicOp::Swap { value: 9 },
+            },
+            TxnRepr::Fence { tag: 0x15 },
+            TxnRepr::Load {
+                tag: 0x16,
+                target: target(K1, A + 0x100),
+                len: 8,
+            },
+        ],
+    );
+    p.run_for(10_000);
+    let rx = p.take();
+    let pos = |tag: u16| {
+        let v: Vec<usize> = rx
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| t.tag == tag)
+            .map(|(i, _)| i)
+            .collect();
+        assert!(!v.is_empty(), "no response for {tag:#x}: {rx:?}");
+        v
+    };
+    let fence = pos(0x15);
+    assert_eq!(fence.len(), 1);
+    check_prefix(&rx[fence[0]], 0x86, Status::Ok, 2, 0);
+    //= docs/spec/transaction.md#4-ordering
+    //= type=test
+    //# TXN-4-6 A target MUST answer a FENCE request only after every request it received before
+    //# the FENCE on the same path has been performed, RDMA reads included.
+    for tag in [0x11, 0x13, 0x14] {
+        assert!(
+            pos(tag).iter().all(|&i| i < fence[0]),
+            "the response to {tag:#x} came after the FENCE_RESP: {rx:?}"
+        );
+    }
+    assert_eq!(only(&rx, 0x13).data, [3; 64]);
+    // The read (on another VC, so another path) is served whole.
+    assert_eq!(pos(0x12).len(), 2);
+    assert_eq!(only(&rx, 0x16).data, 9u64.to_le_bytes());
+
+    // A fence behind a read that cannot be served to its end while the peer takes no frames.
+    let total: u32 = 1 << 20;
+    p.hold = true;
+    p.send(
+        1,
+        &[TxnRepr::RdmaRead {
+            tag: 0x21,
+            target: target(K1, BIG),
+            total,
+        }],
+    );
+    p.send(0, &[TxnRepr::Fence { tag: 0x22 }]);
+    p.run_for(50_000);
+    let (_, got) = reassemble_read(&p.rx, 0x21, total, seg);
+    assert!(got < total as usize);
+    assert!(
+        with_tag(&p.rx, 0x22).is_empty(),
+        "FENCE_RESP before the read was served"
+    );
+    p.resume();
+    assert!(p.run_until_rx(2_000_000, 0x86, 0x22), "no FENCE_RESP");
+    let end = p.now + 2_000_000;
+    assert!(
+        p.run_until(end, |p| reassemble_read(&p.rx, 0x21, total, seg).1
+            == total as usize)
+    );
+    let rx = p.take();
+    check_prefix(only(&rx, 0x22), 0x86, Status::Ok, 2, 0);
+    let (data, _) = reassemble_read(&rx, 0x21, total, seg);
+    assert!(data == p.read(BIG, total as usize));
+}
+
+// ----- 9. response backlog -----------------------------------------------------------------------
+
+/// While the peer takes no frames, the endpoint's responses back up until its backlog is full;
+/// it then stops taking requests (their credits unreturned) and, once the peer takes frames
+/// again, answers every request exactly once.
+#[test]
+fn response_backlog_stalls_requests_and_drops_nothing() {
+    let cfg = Config {
+        response_backlog: 9216,
+        ..ep_config()
+    };
+    let mut p = Peer::new(cfg);
+    let n: u16 = 2400;
+    p.hold = true;
+    for chunk in (0..n).collect::<Vec<_>>().chunks(250) {
+        let txns: Vec<TxnRepr<'_>> = chunk
+            .iter()
+            .map(|&tag| TxnRepr::Load {
+                tag,
+                target: target(K1, BIG + u64::from(tag) * 256),
+                len: 256,
+            })
+            .collect();
+        p.send(0, &txns);
+    }
+    p.run_for(100_000);
+    let answered = p.rx.len();
+    //= docs/spec/endpoint.md#8-target
+    //= type=test
+    //# EP-8-4 When its response backlog reaches `response_backlog` bytes a target MUST stop taking
+    //# request frames from its ports, keeping them in the link's receive buffer (their credits
+    //# unreturned), until the backlog drains. Responses MUST NOT be dropped for want of room.
+    assert!(p.ep.counters().backlog_stalls > 0);
+    assert!(answered < usize::from(n), "nothing backed up");
+    let vc0 = Vc::new(0).expect("vc");
+    assert!(
+        p.ep.link(0).expect("port 0").rx_occupied(vc0) > 0,
+        "request frames left the link's buffer"
+    );
+    let served = p.ep.counters().requests_served;
+    assert!(served < u64::from(n));
+    p.resume();
+    let end = p.now + 5_000_000;
+    assert!(
+        p.run_until(end, |p| p.rx.len() >= usize::from(n)),
+        "{} of {n} answered",
+        p.rx.len()
+    );
+    p.run_for(10_000);
+    let rx = p.take();
+    //= docs/spec/transaction.md#2-operations
+    //= type=test
+    //# TXN-2-7 A target MUST answer every request it receives with exactly one response
+    assert_eq!(rx.len(), usize::from(n));
+    let mut seen = vec![false; usize::from(n)];
+    for t in &rx {
+        assert!(
+            !std::mem::replace(&mut seen[usize::from(t.tag)], true),
+            "{t:?} twice"
+        );
+        check_prefix(t, 0x81, Status::Ok, 2, 256);
+        assert_eq!(t.data, p.read(BIG + u64::from(t.tag) * 256, 256));
+    }
+    assert_eq!(p.ep.counters().requests_served, u64::from(n));
+    assert_eq!(p.ep.counters().responses_expired, 0);
+    assert_eq!(p.ep.link(0).expect("port 0").rx_occupied(vc0), 0);
+}
