@@ -83,6 +83,8 @@ pub struct Config {
     pub segment: u32,
     /// Bytes per RDMA_READ: a multiple of `segment`, at most 2^31.
     pub read_chunk: u32,
+    /// Chunks of one RDMA read outstanding at most, 1..=65536.
+    pub read_window: u32,
     /// Longest a transaction waits for others to share its frame, at most 100 us.
     pub pack_delay: Duration,
     /// Deadline of an operation after issue, retry or progress, 1 us..=1 s.
@@ -118,6 +120,7 @@ impl Default for Config {
             rdma_queue: 64,
             segment: 8192,
             read_chunk: 65536,
+            read_window: 16,
             pack_delay: Duration::from_nanos(50),
             op_timeout: Duration::from_micros(200),
             max_retries: 3,
@@ -200,6 +203,9 @@ impl Config {
                 self.read_chunk.into(),
                 "must be a non-zero multiple of segment, at most 2^31",
             );
+        }
+        if !(1..=65536).contains(&self.read_window) {
+            return err("read_window", self.read_window.into(), "must be 1..=65536");
         }
         if ns(self.pack_delay) > 100_000 {
             return err("pack_delay", ns(self.pack_delay), "must be at most 100 us");

@@ -168,6 +168,8 @@ impl Tags {
 struct ChunkState {
     tag: u16,
     era: u32,
+    /// Its request was sent more than once (its tag rests after it, EP-5-5).
+    tainted: bool,
     len: u32,
     blocks: BitVec,
     received: u32,
@@ -1096,9 +1098,12 @@ impl Endpoint {
                     self.active_writes.push_back(id);
                 }
             }
-            (RdmaState::Read { port, .. }, TxnRepr::RdmaRead { .. }) => {
+            (RdmaState::Read { port, active, .. }, TxnRepr::RdmaRead { .. }) => {
                 if *port == Some(from) {
                     *port = None;
+                }
+                if let Some(c) = active.get_mut(&chunk) {
+                    c.tainted |= fate;
                 }
                 self.send_read_chunk(id, chunk, Some(from));
             }
@@ -1718,7 +1723,7 @@ impl Endpoint {
                     }
                 }
                 // A chunk ended: free its tag.
-                let (t, tainted) = (c.tag, op.tainted);
+                let (t, tainted) = (c.tag, c.tainted || !status.is_ok());
                 self.counters.reassembly(-1);
                 let finished = *done_chunks == *chunks
                     || (error.is_some() && { active.values().all(|c| c.done) });
@@ -1824,7 +1829,7 @@ impl Endpoint {
                     }
                     self.rdma_tags.release(
                         t,
-                        op.tainted || !status.is_ok(),
+                        c.tainted || !status.is_ok(),
                         self.now,
                         self.cfg.tag_quarantine,
                     );
@@ -1859,6 +1864,9 @@ impl Endpoint {
     //# TXN-3-1 Every operation a requester accepts MUST end with exactly one completion carrying
     //# one status of the table. An operation MUST NOT end silently, MUST NOT be completed twice,
     //# and MUST NOT be completed OK unless the target answered OK for all of it.
+    //= docs/spec/transaction.md#4-ordering
+    //# TXN-4-7 Completions MAY be reported in any order; an operation's completion carries its tag
+    //# (load-store) or its descriptor id (RDMA) to match it.
     fn finish(&mut self, seq: u64, c: Completion) {
         self.counters.count(c.kind, c.status);
         self.outstanding.remove(&seq);
@@ -2031,7 +2039,8 @@ impl Endpoint {
         };
         let started = match &op.state {
             RdmaState::Write { has_tag, .. } => *has_tag,
-            RdmaState::Read { next_chunk, .. } => *next_chunk > 0,
+            // A read with no chunk in flight is waiting for tags, like a write without its tag.
+            RdmaState::Read { active, .. } => active.values().any(|c| !c.done),
         };
         if !started {
             // Still waiting for a tag: the deadline runs from the start (TXN-5-4 counts from
@@ -2075,9 +2084,12 @@ impl Endpoint {
             RdmaState::Read { active, port, .. } => {
                 *port = None;
                 let chunks: Vec<u64> = active
-                    .iter()
+                    .iter_mut()
                     .filter(|(_, c)| !c.done)
-                    .map(|(k, _)| *k)
+                    .map(|(k, c)| {
+                        c.tainted = true;
+                        *k
+                    })
                     .collect();
                 for c in chunks {
                     self.send_read_chunk(id, c, None);
@@ -2649,6 +2661,7 @@ impl Endpoint {
                 break;
             };
             let mut keep = false;
+            let mut window_full = false;
             let chunk_size = u64::from(self.cfg.read_chunk);
             let len = self.rdma.get(&id).map_or(0, |o| o.desc.len);
             let dir = self.rdma.get(&id).map(|o| o.desc.dir);
@@ -2677,20 +2690,29 @@ impl Endpoint {
                     None => keep = true,
                 },
                 Some(RdmaDir::Read) => loop {
+                    let window = self.cfg.read_window as usize;
                     let next = match self.rdma.get(&id).map(|o| &o.state) {
                         Some(RdmaState::Read {
                             next_chunk,
                             chunks,
                             error: None,
+                            active,
                             ..
-                        }) if next_chunk < chunks => *next_chunk,
+                        }) if next_chunk < chunks => {
+                            if active.values().filter(|c| !c.done).count() >= window {
+                                // The window is full: the read waits for its own chunks.
+                                window_full = true;
+                                break;
+                            }
+                            *next_chunk
+                        }
                         _ => break,
                     };
                     //= docs/spec/endpoint.md#6-rdma-engine
                     //# EP-6-7 An RDMA read of length L MUST be asked for in chunks of
                     //# `read_chunk` bytes (the last shorter), one RDMA_READ with its own tag per
-                    //# chunk; at most `rdma_tags` chunks of all reads are outstanding at once, and
-                    //# further chunks wait for tags.
+                    //# chunk; at most `read_window` chunks of one read and `rdma_tags` chunks of
+                    //# all reads are outstanding at once, and further chunks wait.
                     let Some((tag, era)) = self.rdma_tags.alloc(self.now) else {
                         keep = true;
                         break;
@@ -2713,6 +2735,7 @@ impl Endpoint {
                             ChunkState {
                                 tag,
                                 era,
+                                tainted: false,
                                 len: clen32,
                                 blocks: BitVec::repeat(false, clen32.div_ceil(BLOCK) as usize),
                                 received: 0,
@@ -2730,6 +2753,9 @@ impl Endpoint {
                 self.reads_waiting.push_back(id);
                 // Tags are gone: later descriptors wait behind this one.
                 break;
+            }
+            if window_full {
+                self.reads_waiting.push_back(id);
             }
         }
         // Write segments, one per write in turn, while ports have room.
@@ -2752,6 +2778,9 @@ impl Endpoint {
         }
     }
 
+    //= docs/spec/transaction.md#4-ordering
+    //# TXN-4-4 An RDMA operation is performed segment by segment. Its segments MAY be performed in
+    //# any order and interleaved with any other operation, on its own path as on others
     fn write_one_segment(&mut self, id: u64) -> Segment {
         let seg = u64::from(self.cfg.segment);
         let spray = self.cfg.policy == crate::Policy::Spray;

@@ -609,6 +609,11 @@ fn a_cut_port_moves_ordered_streams_and_keeps_their_order() {
         "{:?}",
         c.ports
     );
+    //= docs/spec/transaction.md#5-operations-that-can-no-longer-complete
+    //= type=test
+    //# TXN-5-1 An operation is **idempotent** when performing it twice in a row leaves memory and
+    //# its result as performing it once: loads, stores, RDMA writes, RDMA reads and fences.
+    //# Atomics are not.
     // Every load and store completed OK: they are idempotent and were moved or retried.
     for kind in [
         ethlink_endpoint::OpKind::Load,
@@ -952,4 +957,60 @@ fn a_response_without_a_port_is_dropped_after_the_deadline() {
     assert_eq!(c.len(), 1);
     assert_eq!(c[0].id, OpId::Ls(l));
     assert_ne!(c[0].status, CompletionStatus::Ok, "{:?}", c[0]);
+}
+
+#[test]
+fn a_read_window_keeps_a_big_read_within_the_targets_read_jobs() {
+    let run = |window: u32| {
+        let cfg = |id| Config {
+            max_read_jobs: 8,
+            read_window: window,
+            ..config(id, Policy::Spray)
+        };
+        let mut b = pair_with(cfg(0), cfg(1), Faults::default(), 16);
+        let data = pattern(77, 4 << 20);
+        b.gpu_mut(1)
+            .memory_mut()
+            .write(Space::Global, 0, &data)
+            .unwrap();
+        let now = b.now();
+        b.gpu_mut(0).post(now, read_desc(1, 0, 0, 4 << 20)).unwrap();
+        assert!(b.run_until_idle(10_000_000));
+        let c = b.take_completions(0);
+        (c[0].status, read_mem(&b, 0, 0, 4 << 20) == data)
+    };
+    //= docs/spec/endpoint.md#6-rdma-engine
+    //= type=test
+    //# EP-6-7 An RDMA read of length L MUST be asked for in chunks of `read_chunk` bytes (the
+    //# last shorter), one RDMA_READ with its own tag per chunk; at most `read_window` chunks of
+    //# one read and `rdma_tags` chunks of all reads are outstanding at once
+    assert_eq!(run(4), (CompletionStatus::Ok, true));
+    // A window wider than the target's read jobs: chunks beyond them are refused BUSY.
+    assert_eq!(
+        run(64).0,
+        CompletionStatus::Remote(ethlink_protocol::Status::Busy)
+    );
+}
+
+#[test]
+fn a_port_whose_mfs_cannot_hold_a_segment_is_not_usable() {
+    let a = config(0, Policy::Spray);
+    let mut bcfg = config(1, Policy::Spray);
+    bcfg.link.mfs = 4096;
+    bcfg.link.replay_max_bytes = 58_768;
+    bcfg.segment = 3840;
+    bcfg.read_chunk = 3840 * 16;
+    let b = pair_with(a, bcfg, Faults::default(), 17);
+    //= docs/spec/endpoint.md#3-ports-and-virtual-channels
+    //= type=test
+    //# EP-3-2 A port is **usable** while its link is UP with at least 4 VCs agreed and an agreed
+    //# MFS that holds a frame of one full segment (`segment` + 60 bytes).
+    for i in 0..8 {
+        assert!(b.gpu(0).link(i).unwrap().is_up());
+        assert!(
+            !b.gpu(0).is_usable(i),
+            "8192 B segments do not fit 4096 B frames"
+        );
+        assert!(b.gpu(1).is_usable(i), "3840 B segments do");
+    }
 }
