@@ -76,7 +76,6 @@ struct Port {
 /// A deadline in the timer heap. Entries are hints: the owner's own deadline decides.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Key {
-    Ls(u16, u32),
     Rdma(u64),
     Pack(u16, u8, u16),
     Reasm(u16, u16),
@@ -286,6 +285,9 @@ pub struct Endpoint {
     next_seq: u64,
     completions: VecDeque<Completion>,
     timers: BinaryHeap<Reverse<(Instant, Key)>>,
+    /// Load-store deadlines in the order they fall (each is `op_timeout` after its issue or
+    /// retry, and time only goes forward); entries of completed operations are trimmed.
+    ls_deadlines: VecDeque<(Instant, u16, u32)>,
     // Target.
     reasm: BTreeMap<(u16, u16), Reasm>,
     read_jobs: VecDeque<ReadJob>,
@@ -440,6 +442,7 @@ impl Endpoint {
             next_seq: 0,
             completions: VecDeque::new(),
             timers: BinaryHeap::new(),
+            ls_deadlines: VecDeque::new(),
             reasm: BTreeMap::new(),
             read_jobs: VecDeque::new(),
             next_job: 0,
@@ -580,6 +583,11 @@ impl Endpoint {
             .filter_map(|p| p.link.poll_timeout())
             .min();
         let own = self.timers.peek().map(|Reverse((t, _))| *t);
+        let ls = self.ls_deadlines.front().map(|(t, _, _)| *t);
+        let own = match (own, ls) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         match (links, own) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -602,6 +610,14 @@ impl Endpoint {
                 self.drain_link(i);
             }
         }
+        while let Some(&(t, tag, era)) = self.ls_deadlines.front() {
+            if t > self.now {
+                break;
+            }
+            self.ls_deadlines.pop_front();
+            self.ls_deadline(tag, era);
+        }
+        self.trim_ls_deadlines();
         while let Some(Reverse((t, key))) = self.timers.peek().copied() {
             if t > self.now {
                 break;
@@ -702,7 +718,7 @@ impl Endpoint {
                 episode: 0,
             });
         }
-        self.timers.push(Reverse((deadline, Key::Ls(tag, era))));
+        self.ls_deadlines.push_back((deadline, tag, era));
         self.send_ls(tag, None);
         self.fill();
         Ok(tag)
@@ -1751,6 +1767,7 @@ impl Endpoint {
         };
         self.lsu_tags
             .release(tag, slot.tainted, self.now, self.cfg.tag_quarantine);
+        self.trim_ls_deadlines();
         if let Ordering::Stream(s) = slot.req.ordering
             && let Some(e) = self.streams.get_mut(&s)
         {
@@ -1909,52 +1926,6 @@ impl Endpoint {
     fn on_timer(&mut self, key: Key) {
         let now = self.now;
         match key {
-            Key::Ls(tag, era) => {
-                let Some(Some(slot)) = self.lsu.get_mut(usize::from(tag)) else {
-                    return;
-                };
-                if slot.era != era {
-                    return;
-                }
-                if slot.deadline > now {
-                    self.timers.push(Reverse((slot.deadline, key)));
-                    return;
-                }
-                //= docs/spec/transaction.md#5-operations-that-can-no-longer-complete
-                //# TXN-5-4 When the deadline passes an idempotent operation MUST be retried whole
-                //# on a usable path, if it has retries left; otherwise it MUST complete with
-                //# TIMEOUT (or NO_PATH, TXN-3-6).
-                if !slot.sent {
-                    //= docs/spec/transaction.md#3-statuses
-                    //# TXN-3-6 A requester MUST complete with NO_PATH an operation none of whose
-                    //# requests could be sent before its deadline because no usable path to the
-                    //# target existed.
-                    self.complete_ls(tag, CompletionStatus::NoPath, CompletionData::None);
-                    return;
-                }
-                if !slot.kind.idempotent() || slot.retries >= self.cfg.max_retries {
-                    //= docs/spec/transaction.md#3-statuses
-                    //# TXN-3-7 A requester MUST complete with TIMEOUT an operation that has no
-                    //# final response when its deadline passes and has no retry left, or that is
-                    //# not idempotent.
-                    self.complete_ls(tag, CompletionStatus::Timeout, CompletionData::None);
-                    return;
-                }
-                slot.retries += 1;
-                slot.tainted = true;
-                slot.deadline = now.saturating_add(self.cfg.op_timeout);
-                let d = slot.deadline;
-                self.counters.retries += 1;
-                self.timers.push(Reverse((d, key)));
-                // An ordered stream keeps its path; others try another port.
-                let avoid = match slot.req.ordering {
-                    Ordering::Stream(_) => None,
-                    Ordering::Unordered => slot.port,
-                };
-                if !slot.waiting {
-                    self.send_ls(tag, avoid);
-                }
-            }
             Key::Rdma(id) => self.rdma_deadline(id),
             Key::Pack(port, v, dst) => {
                 let i = usize::from(port);
@@ -2027,6 +1998,70 @@ impl Endpoint {
                     self.timers.push(Reverse((t, Key::Held)));
                 }
             }
+        }
+    }
+
+    /// The deadline of load-store operation `tag` (holder `era`) fell.
+    fn ls_deadline(&mut self, tag: u16, era: u32) {
+        let now = self.now;
+        let Some(Some(slot)) = self.lsu.get_mut(usize::from(tag)) else {
+            return;
+        };
+        if slot.era != era {
+            return;
+        }
+        if slot.deadline > now {
+            // A later deadline of this operation is queued.
+            return;
+        }
+        //= docs/spec/transaction.md#5-operations-that-can-no-longer-complete
+        //# TXN-5-4 When the deadline passes an idempotent operation MUST be retried whole
+        //# on a usable path, if it has retries left; otherwise it MUST complete with
+        //# TIMEOUT (or NO_PATH, TXN-3-6).
+        if !slot.sent {
+            //= docs/spec/transaction.md#3-statuses
+            //# TXN-3-6 A requester MUST complete with NO_PATH an operation none of whose
+            //# requests could be sent before its deadline because no usable path to the
+            //# target existed.
+            self.complete_ls(tag, CompletionStatus::NoPath, CompletionData::None);
+            return;
+        }
+        if !slot.kind.idempotent() || slot.retries >= self.cfg.max_retries {
+            //= docs/spec/transaction.md#3-statuses
+            //# TXN-3-7 A requester MUST complete with TIMEOUT an operation that has no
+            //# final response when its deadline passes and has no retry left, or that is
+            //# not idempotent.
+            self.complete_ls(tag, CompletionStatus::Timeout, CompletionData::None);
+            return;
+        }
+        slot.retries += 1;
+        slot.tainted = true;
+        slot.deadline = now.saturating_add(self.cfg.op_timeout);
+        let d = slot.deadline;
+        self.counters.retries += 1;
+        self.ls_deadlines.push_back((d, tag, era));
+        // An ordered stream keeps its path; others try another port.
+        let avoid = match slot.req.ordering {
+            Ordering::Stream(_) => None,
+            Ordering::Unordered => slot.port,
+        };
+        if !slot.waiting {
+            self.send_ls(tag, avoid);
+        }
+    }
+
+    /// Drops the deadlines of completed operations from the front of the queue.
+    fn trim_ls_deadlines(&mut self) {
+        while let Some(&(_, tag, era)) = self.ls_deadlines.front() {
+            let live = self
+                .lsu
+                .get(usize::from(tag))
+                .and_then(Option::as_ref)
+                .is_some_and(|s| s.era == era);
+            if live {
+                break;
+            }
+            self.ls_deadlines.pop_front();
         }
     }
 

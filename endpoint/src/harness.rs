@@ -117,6 +117,9 @@ impl BackToBack {
     }
 
     /// GPU A (0) or B (1), mutably: issue operations, post descriptors, register memory.
+    /// Every port of that GPU is then polled at the current instant by the next
+    /// [`BackToBack::step`], so a loop that calls this before each step does not advance time
+    /// while the GPU has nothing to send: wait with steps alone (or [`BackToBack::run_until`]).
     pub fn gpu_mut(&mut self, e: usize) -> &mut Endpoint {
         let n = self.poll.len();
         for p in self.poll.iter_mut().take(n) {
