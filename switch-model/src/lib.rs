@@ -1,0 +1,23 @@
+//! # ethlink-switch: an EthLink switch
+//!
+//! This crate is the switch model of ethlink, as `docs/spec/switch.md` specifies it. A
+//! [`Switch`] has N ports, each one [`ethlink_link::Link`] end (LLR and CBFC on every hop); it
+//! forwards DATA frames by destination GPU through a [`Routes`] table, with a fixed per-path
+//! choice among equal egress ports so that every path keeps its order. Frames wait in virtual
+//! output queues (one per input port, VC and egress port) inside the input's link buffer, whose
+//! credits go back upstream only when the frame leaves: the switch never drops a frame for want
+//! of buffer. Egress ports serve the response VCs first and the inputs round-robin, and add a
+//! port-to-port latency (cut-through or store-and-forward).
+//!
+//! Like the link and the endpoint, a switch is sans-IO: frames and time in, frames and a deadline
+//! out; no clock, no randomness. The fabric simulation wires switches and endpoints together.
+
+#![no_std]
+
+extern crate alloc;
+#[cfg(any(feature = "std", test))]
+extern crate std;
+
+mod switch;
+
+pub use switch::{Config, ConfigError, Counters, Mode, PortCounters, Routes, Switch};
