@@ -2794,6 +2794,9 @@ impl Endpoint {
             }
         }
         // Write segments, one per write in turn, while ports have room.
+        if !self.usable.iter().any(|&p| self.room(p, VC_RDMA)) {
+            return;
+        }
         let mut idle_rounds = 0;
         while idle_rounds < self.active_writes.len() {
             let Some(id) = self.active_writes.pop_front() else {
@@ -2921,6 +2924,10 @@ impl Endpoint {
 
     /// The target's reads: segments while the ports have room.
     fn fill_reads(&mut self) {
+        // Nothing can move while no port has room for read data.
+        if self.read_jobs.is_empty() || !self.usable.iter().any(|&p| self.room(p, VC_READ)) {
+            return;
+        }
         let mut idle = 0;
         while idle < self.read_jobs.len() {
             let Some(mut job) = self.read_jobs.pop_front() else {
