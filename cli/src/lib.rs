@@ -21,6 +21,7 @@ pub mod encode;
 pub mod hexio;
 pub mod link;
 pub mod model;
+pub mod plots;
 pub mod vectors;
 
 use std::io::{Read, Write};

@@ -1,0 +1,1743 @@
+//! The simulation: nodes (GPU endpoints and switches), cables, the event loop, and the report.
+//!
+//! Time is kept in picoseconds so that serialisation at hundreds of Gb/s does not round; the
+//! nodes see whole nanoseconds (the current picosecond rounded down). Events are ordered by time
+//! and then by a sequence number given when they are scheduled, so that one scenario always
+//! gives one order. Kinds of event: a frame arriving at the end of a channel, a channel's wire
+//! becoming free, a node's deadline, an outage starting or ending, a workload waking up, bring-up
+//! checks, samples and the stop.
+//!
+//! After any event the nodes it touched are *serviced*: a node whose deadline has come runs its
+//! timers; every port that may have something to send and whose wire is free is polled for one
+//! frame (a GPU: all its ports; a switch: the ports it reports ready); completions go to the
+//! workloads, which may issue more; and the node's next deadline is armed. A node has at most
+//! one armed deadline that counts: an event for an earlier deadline supersedes it, and an event
+//! whose time no longer matches the node's armed time is ignored. A deadline already due when
+//! the node is serviced is one the node meets by sending (an ACK, a credit update) once a wire
+//! is free: the wire-free event services it then.
+
+use std::collections::{BinaryHeap, VecDeque};
+use std::time::Instant as WallInstant;
+
+use ethlink_endpoint::{
+    Completion, Config as EpConfig, Endpoint, IssueError, LsRequest, MemoryConfig, OpId, OpKind,
+    Perms, PostError, RdmaDesc, RdmaDir, Region, Remote,
+};
+use ethlink_link::harness::{Channel, Faults, Verdict, Wire};
+use ethlink_link::{Config as LinkConfig, Duration, Instant};
+use ethlink_protocol::{FrameKind, GpuId, Space};
+use ethlink_switch::{Config as SwConfig, Mode, Routes, Switch};
+
+use crate::check::mix64;
+use crate::report::{
+    CollectiveRow, EndpointTotals, LinkTotals, Load, Overhead, Report, Series, SimTotals,
+    SwitchReport, SwitchTotals, Throughput, Wall, peak_rss_bytes,
+};
+use crate::scenario::{OutageTarget, Scenario, ScenarioError, SwitchMode, Topology, TopologyKind};
+use crate::track::{Effect, OpRec, Tracker};
+use crate::workload::{self, Wl};
+
+const PS_PER_NS: u64 = 1000;
+const NONE: u64 = u64::MAX;
+/// Longest bring-up before the traffic starts anyway, ns.
+const BRING_UP_LIMIT_NS: u64 = 100_000;
+/// Interval of the bring-up checks, ns.
+const BRING_UP_CHECK_NS: u64 = 500;
+/// Bytes of a DATA frame around a full RDMA segment, preamble and gap included.
+const SEGMENT_OVERHEAD: u64 = 60 + 20;
+/// Bytes of a DATA frame around its payload (network header and transactions): Ethernet 14,
+/// link header 6, FCS 4.
+const DATA_FRAMING: usize = 24;
+
+/// The key of GPU `g`'s region (all of its global memory, every permission).
+pub(crate) fn key_of(g: u16) -> u32 {
+    0x5EED_0000 | u32::from(g)
+}
+
+fn dur(ns: u64) -> Duration {
+    Duration::from_nanos(ns)
+}
+
+/// The link configuration every port starts from.
+pub(crate) fn link_config(s: &Scenario) -> LinkConfig {
+    let l = &s.link;
+    let base = LinkConfig::default();
+    LinkConfig {
+        credit_size: l.credit_size,
+        rx_credits: [
+            l.rx_credits,
+            l.rx_credits,
+            l.rx_credits,
+            l.rx_credits,
+            0,
+            0,
+            0,
+            0,
+        ],
+        mfs: l.mfs,
+        replay_max_frames: l.replay_max_frames,
+        replay_max_bytes: l.replay_max_bytes,
+        ack_spacing: l.ack_spacing,
+        ack_timer: dur(l.ack_timer_ns),
+        replay_timer: dur(l.replay_timer_ns),
+        replay_count_max: l.replay_count_max,
+        cf_min_credits: l.cf_min_credits,
+        cf_min_interval: dur(l.cf_min_interval_ns),
+        cf_max_interval: dur(l.cf_max_interval_ns),
+        cc_interval: dur(l.cc_interval_ns),
+        init_interval: dur(l.init_interval_ns),
+        tx_queue_frames: l.tx_queue_frames,
+        tx_queue_bytes: l.tx_queue_bytes,
+        nonce_seed: mix64(s.seed ^ 0x4E4F_4E43_4553_4545),
+        ..base
+    }
+}
+
+/// The endpoint configuration of GPU `g`.
+pub(crate) fn endpoint_config(s: &Scenario, g: u16) -> EpConfig {
+    let e = &s.endpoint;
+    EpConfig {
+        gpu: GpuId::new(g).unwrap_or_default(),
+        stacks: s.topology.stacks,
+        ports: s.topology.ports_per_stack,
+        policy: e.policy.policy(),
+        lsu_tags: e.lsu_tags,
+        rdma_tags: e.rdma_tags,
+        rdma_queue: e.rdma_queue,
+        segment: e.segment,
+        read_chunk: e.read_chunk,
+        read_window: e.read_window,
+        pack_delay: dur(e.pack_delay_ns),
+        op_timeout: dur(e.op_timeout_ns),
+        max_retries: e.max_retries,
+        tag_quarantine: dur(e.tag_quarantine_ns),
+        max_reassemblies: e.max_reassemblies,
+        max_read_jobs: e.max_read_jobs,
+        response_backlog: e.response_backlog,
+        port_queue: e.port_queue,
+        memory: MemoryConfig {
+            global_size: e.global_bytes,
+            shared_size: 1 << 20,
+        },
+        link: link_config(s),
+    }
+}
+
+/// The configuration of switch `id` with `ports` ports.
+pub(crate) fn switch_config(s: &Scenario, id: u16, ports: u16) -> SwConfig {
+    let w = &s.switch;
+    let mut link = link_config(s);
+    link.tx_queue_frames = w.tx_queue_frames;
+    link.tx_queue_bytes = w.tx_queue_bytes;
+    SwConfig {
+        id,
+        ports,
+        latency: dur(w.latency_ns),
+        mode: match w.mode {
+            SwitchMode::CutThrough => Mode::CutThrough,
+            SwitchMode::StoreAndForward => Mode::StoreAndForward,
+        },
+        rate_gbps: s.link.rate_gbps,
+        egress_depth: w.egress_depth,
+        link,
+    }
+}
+
+/// Ports of switch `sw` in topology `t`, if it exists.
+pub(crate) fn switch_ports(t: &Topology, sw: usize) -> Option<usize> {
+    if sw >= t.switches() {
+        return None;
+    }
+    match t.kind {
+        TopologyKind::BackToBack => None,
+        TopologyKind::SingleTier => Some(usize::from(t.gpus)),
+        TopologyKind::TwoTier => {
+            let per_plane = usize::from(t.leaves) + usize::from(t.spines);
+            if sw % per_plane < usize::from(t.leaves) {
+                Some(t.gpus_per_leaf() + usize::from(t.spines))
+            } else {
+                Some(usize::from(t.leaves))
+            }
+        }
+    }
+}
+
+/// One end of a cable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+pub enum End {
+    /// A GPU's port (`stack * ports_per_stack + port`).
+    Gpu {
+        /// The GPU.
+        gpu: u16,
+        /// Its port.
+        port: u16,
+    },
+    /// A switch's port.
+    Switch {
+        /// The switch.
+        switch: u32,
+        /// Its port.
+        port: u16,
+    },
+}
+
+/// A cable of the fabric.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct CableInfo {
+    /// Its number.
+    pub index: usize,
+    /// One end.
+    pub a: End,
+    /// The other end.
+    pub b: End,
+}
+
+/// A frame crossing the captured cable.
+#[derive(Debug, Clone, Copy)]
+pub struct CapturedFrame<'a> {
+    /// The cable.
+    pub cable: usize,
+    /// The end that sent it.
+    pub from: End,
+    /// The end it goes to.
+    pub to: End,
+    /// Its first bit went on the wire, ps of simulated time.
+    pub start_ps: u64,
+    /// It arrives (unless it vanished), ps.
+    pub arrive_ps: u64,
+    /// The frame as sent, destination MAC through FCS.
+    pub bytes: &'a [u8],
+    /// Its link frame kind.
+    pub kind: FrameKind,
+    /// It arrives damaged (one bit flipped).
+    pub damaged: bool,
+    /// It never arrives.
+    pub vanished: bool,
+    /// It arrives twice.
+    pub duplicated: bool,
+}
+
+/// Where the frames of the captured cable go.
+pub type CaptureSink = Box<dyn FnMut(&CapturedFrame<'_>)>;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ev {
+    Arrive(u32),
+    WireFree(u32),
+    Timer(u32),
+    OutageOn(u32),
+    OutageOff(u32),
+    Wake(u16, u64),
+    WlStart(u16),
+    BringUp,
+    Sample,
+    Stop,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    t: u64,
+    seq: u64,
+    ev: Ev,
+}
+
+impl PartialEq for Entry {
+    fn eq(&self, o: &Self) -> bool {
+        (self.t, self.seq) == (o.t, o.seq)
+    }
+}
+impl Eq for Entry {}
+impl PartialOrd for Entry {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Entry {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        // Earliest first in the max-heap.
+        (o.t, o.seq).cmp(&(self.t, self.seq))
+    }
+}
+
+#[derive(Debug)]
+struct Chan {
+    ch: Channel,
+    to_node: u32,
+    to_port: u16,
+    cable: u32,
+    /// Time of the pending arrival event, or NONE.
+    armed: u64,
+}
+
+#[derive(Debug)]
+struct Cable {
+    ends: [(u32, u16); 2],
+    chans: [u32; 2],
+    down: u32,
+    blackout: u32,
+}
+
+/// Nodes, cables and the event queue.
+pub(crate) struct Core {
+    now: u64,
+    seq: u64,
+    heap: BinaryHeap<Entry>,
+    gpus: Vec<Endpoint>,
+    sws: Vec<Switch>,
+    n_gpus: u32,
+    node_base: Vec<u32>,
+    /// Per global port: its outgoing channel.
+    out_chan: Vec<u32>,
+    /// Per global port: its node.
+    port_node: Vec<u32>,
+    chans: Vec<Chan>,
+    cables: Vec<Cable>,
+    armed: Vec<u64>,
+    /// Per node: its timers are due (a deadline event fired, or it was found due).
+    due: Vec<bool>,
+    dirty: Vec<bool>,
+    dirty_list: Vec<u32>,
+    txbuf: Vec<u8>,
+    rxbuf: Vec<u8>,
+    ready: Vec<u16>,
+    completions: VecDeque<(u16, Completion)>,
+    /// Per GPU: workloads waiting for room (tags or RDMA queue).
+    blocked: Vec<Vec<u16>>,
+    frame_hops: u64,
+    data_hops: u64,
+    wire_data: u64,
+    wire_ctl: u64,
+    data_payload: u64,
+    events: u64,
+    idle_wakeups: u64,
+    capture: Option<(u32, CaptureSink)>,
+}
+
+impl Core {
+    fn push(&mut self, t: u64, ev: Ev) {
+        self.seq += 1;
+        self.heap.push(Entry {
+            t,
+            seq: self.seq,
+            ev,
+        });
+    }
+
+    fn inst(&self) -> Instant {
+        Instant::from_nanos(self.now / PS_PER_NS)
+    }
+
+    fn mark(&mut self, n: u32) {
+        if let Some(d) = self.dirty.get_mut(n as usize)
+            && !*d
+        {
+            *d = true;
+            self.dirty_list.push(n);
+        }
+    }
+
+    fn ports_of(&self, n: u32) -> std::ops::Range<u32> {
+        let a = self.node_base.get(n as usize).copied().unwrap_or(0);
+        let b = self.node_base.get(n as usize + 1).copied().unwrap_or(a);
+        a..b
+    }
+
+    fn wire_free(&self, gp: u32) -> bool {
+        self.out_chan
+            .get(gp as usize)
+            .and_then(|&c| self.chans.get(c as usize))
+            .is_some_and(|c| c.ch.free_at() <= self.now)
+    }
+
+    fn poll_timeout(&self, n: u32) -> Option<Instant> {
+        if n < self.n_gpus {
+            self.gpus.get(n as usize).and_then(Endpoint::poll_timeout)
+        } else {
+            self.sws
+                .get((n - self.n_gpus) as usize)
+                .and_then(Switch::poll_timeout)
+        }
+    }
+
+    /// Polls port `p` of node `n` for one frame and puts it on the wire.
+    fn transmit(&mut self, n: u32, p: u16) -> bool {
+        let inst = self.inst();
+        let gp = self.ports_of(n).start + u32::from(p);
+        let res = if n < self.n_gpus {
+            match self.gpus.get_mut(n as usize) {
+                Some(ep) => ep.poll_transmit(inst, usize::from(p), &mut self.txbuf),
+                None => return false,
+            }
+        } else {
+            match self.sws.get_mut((n - self.n_gpus) as usize) {
+                Some(sw) => sw.poll_transmit(inst, usize::from(p), &mut self.txbuf),
+                None => return false,
+            }
+        };
+        let Ok(Some(t)) = res else {
+            return false;
+        };
+        let Some(&ci) = self.out_chan.get(gp as usize) else {
+            return false;
+        };
+        let Some(chan) = self.chans.get_mut(ci as usize) else {
+            return false;
+        };
+        let blackout = self
+            .cables
+            .get(chan.cable as usize)
+            .is_some_and(|c| c.blackout > 0);
+        let verdict = if blackout {
+            Verdict::Drop
+        } else {
+            Verdict::Pass
+        };
+        let frame = self.txbuf.get(..t.len).unwrap_or(&[]);
+        let out = chan.ch.transmit(self.now, frame, t.kind, verdict);
+        self.frame_hops += 1;
+        let on_wire = (t.len + ethlink_protocol::WIRE_OVERHEAD) as u64;
+        if t.kind == FrameKind::Data {
+            self.data_hops += 1;
+            self.wire_data += on_wire;
+            self.data_payload += t.len.saturating_sub(DATA_FRAMING) as u64;
+        } else {
+            self.wire_ctl += on_wire;
+        }
+        let arm = !out.fate.vanish && chan.armed == NONE;
+        if arm {
+            chan.armed = out.arrive_ps;
+        }
+        let to = (chan.to_node, chan.to_port);
+        let cable = chan.cable;
+        if let Some((cc, sink)) = self.capture.as_mut()
+            && *cc == cable
+        {
+            let from = end_of(self.n_gpus, n, p);
+            let to = end_of(self.n_gpus, to.0, to.1);
+            sink(&CapturedFrame {
+                cable: cable as usize,
+                from,
+                to,
+                start_ps: out.start_ps,
+                arrive_ps: out.arrive_ps,
+                bytes: frame,
+                kind: t.kind,
+                damaged: out.fate.corrupt,
+                vanished: out.fate.vanish,
+                duplicated: out.fate.duplicate,
+            });
+        }
+        self.push(out.end_ps, Ev::WireFree(gp));
+        if arm {
+            self.push(out.arrive_ps, Ev::Arrive(ci));
+        }
+        true
+    }
+
+    /// The arrival event of channel `ci` for time `t` fired.
+    fn arrive(&mut self, ci: u32, t: u64) {
+        let now = self.now;
+        let inst = self.inst();
+        let Some(chan) = self.chans.get_mut(ci as usize) else {
+            return;
+        };
+        if chan.armed != t {
+            // Superseded: the wire was cut since.
+            return;
+        }
+        chan.armed = NONE;
+        let (n, p) = (chan.to_node, usize::from(chan.to_port));
+        while chan.ch.pop_arrival(now, &mut self.rxbuf) {
+            if n < self.n_gpus {
+                if let Some(ep) = self.gpus.get_mut(n as usize) {
+                    ep.handle_frame(inst, p, &self.rxbuf);
+                }
+            } else if let Some(sw) = self.sws.get_mut((n - self.n_gpus) as usize) {
+                sw.handle_frame(inst, p, &self.rxbuf);
+            }
+        }
+        if let Some(t) = chan.ch.next_arrival() {
+            chan.armed = t;
+            self.push(t, Ev::Arrive(ci));
+        }
+        self.mark(n);
+    }
+
+    /// Runs node `n`'s due timers, sends what it can, collects completions, re-arms its timer.
+    fn service(&mut self, n: u32) {
+        let inst = self.inst();
+        let timed = self.due.get(n as usize).copied().unwrap_or(false);
+        if let Some(d) = self.due.get_mut(n as usize) {
+            *d = false;
+        }
+        if n < self.n_gpus {
+            let g = n as usize;
+            if timed && let Some(ep) = self.gpus.get_mut(g) {
+                ep.handle_timeout(inst);
+            }
+            // Sending on one port may queue work for others (the RDMA engine fills every port
+            // with room): poll again until a pass sends nothing.
+            loop {
+                let mut sent = false;
+                for gp in self.ports_of(n) {
+                    if self.wire_free(gp) {
+                        let p = (gp - self.ports_of(n).start) as u16;
+                        sent |= self.transmit(n, p);
+                    }
+                }
+                if !sent {
+                    break;
+                }
+            }
+            if let Some(ep) = self.gpus.get_mut(g) {
+                while let Some(c) = ep.poll_completion() {
+                    self.completions.push_back((n as u16, c));
+                }
+            }
+        } else {
+            let s = (n - self.n_gpus) as usize;
+            if timed && let Some(sw) = self.sws.get_mut(s) {
+                sw.handle_timeout(inst);
+            }
+            let base = self.ports_of(n).start;
+            let mut ready = std::mem::take(&mut self.ready);
+            loop {
+                ready.clear();
+                if let Some(sw) = self.sws.get_mut(s) {
+                    sw.take_ready_ports(&mut ready);
+                }
+                if ready.is_empty() {
+                    break;
+                }
+                for &p in &ready {
+                    if self.wire_free(base + u32::from(p)) {
+                        self.transmit(n, p);
+                    }
+                }
+            }
+            self.ready = ready;
+        }
+        self.rearm(n, timed);
+    }
+
+    /// Arms node `n`'s next deadline. `timed`: its timers have just run.
+    fn rearm(&mut self, n: u32, timed: bool) {
+        let Some(t) = self.poll_timeout(n) else {
+            return;
+        };
+        let mut ps = t.as_nanos().saturating_mul(PS_PER_NS);
+        if ps <= self.now {
+            if !timed {
+                // Due now: run the timers at once.
+                if let Some(d) = self.due.get_mut(n as usize) {
+                    *d = true;
+                }
+                self.mark(n);
+                return;
+            }
+            // Still due after the timers ran: it waits for a wire. A busy wire's free event
+            // services the node; with every wire free, look again at the next nanosecond.
+            if self.ports_of(n).any(|gp| !self.wire_free(gp)) {
+                return;
+            }
+            self.idle_wakeups += 1;
+            ps = (self.now / PS_PER_NS + 1) * PS_PER_NS;
+        }
+        let Some(a) = self.armed.get_mut(n as usize) else {
+            return;
+        };
+        if ps < *a {
+            *a = ps;
+            self.push(ps, Ev::Timer(n));
+        }
+    }
+
+    fn set_cable(&mut self, c: u32, up: bool) {
+        let inst = self.inst();
+        let now = self.now;
+        let Some(cable) = self.cables.get(c as usize) else {
+            return;
+        };
+        let ends = cable.ends;
+        if !up {
+            for ch in cable.chans {
+                if let Some(x) = self.chans.get_mut(ch as usize) {
+                    x.ch.clear(now);
+                    x.armed = NONE;
+                }
+            }
+        }
+        for (n, p) in ends {
+            let p = usize::from(p);
+            if n < self.n_gpus {
+                if let Some(ep) = self.gpus.get_mut(n as usize) {
+                    if up {
+                        ep.port_up(inst, p);
+                    } else {
+                        ep.port_down(inst, p);
+                    }
+                }
+            } else if let Some(sw) = self.sws.get_mut((n - self.n_gpus) as usize) {
+                if up {
+                    sw.port_up(inst, p);
+                } else {
+                    sw.port_down(inst, p);
+                }
+            }
+            self.mark(n);
+        }
+    }
+
+    fn all_up(&self) -> bool {
+        self.gpus
+            .iter()
+            .all(|ep| (0..ep.port_count()).all(|p| ep.is_usable(p)))
+            && self.sws.iter().all(|sw| {
+                (0..usize::from(sw.config().ports)).all(|p| sw.link(p).is_some_and(|l| l.is_up()))
+            })
+    }
+}
+
+fn end_of(n_gpus: u32, n: u32, p: u16) -> End {
+    if n < n_gpus {
+        End::Gpu {
+            gpu: n as u16,
+            port: p,
+        }
+    } else {
+        End::Switch {
+            switch: n - n_gpus,
+            port: p,
+        }
+    }
+}
+
+/// What a workload may do, and when.
+pub(crate) struct Cx<'a> {
+    core: &'a mut Core,
+    ops: &'a mut Tracker,
+    w: u16,
+    scratch: &'a mut Vec<u8>,
+}
+
+impl Cx<'_> {
+    /// Now, ps.
+    pub(crate) fn now_ps(&self) -> u64 {
+        self.core.now
+    }
+
+    /// A fresh pattern seed.
+    pub(crate) fn seed(&mut self) -> u64 {
+        self.ops.next_seed()
+    }
+
+    /// Issues a load-store operation on GPU `gpu`.
+    pub(crate) fn issue(
+        &mut self,
+        gpu: u16,
+        req: LsRequest,
+        token: u64,
+        bytes: u64,
+        effect: Effect,
+    ) -> Result<u16, IssueError> {
+        let inst = self.core.inst();
+        let ep = self
+            .core
+            .gpus
+            .get_mut(usize::from(gpu))
+            .ok_or(IssueError::Invalid {
+                field: "gpu",
+                value: u64::from(gpu),
+                rule: "no such GPU",
+            })?;
+        let kind = match req.op {
+            ethlink_endpoint::LsOp::Load { .. } => OpKind::Load,
+            ethlink_endpoint::LsOp::Store { .. } => OpKind::Store,
+            ethlink_endpoint::LsOp::Atomic { op, .. } => match op {
+                ethlink_protocol::AtomicOp::FetchAdd { .. } => OpKind::FetchAdd,
+                ethlink_protocol::AtomicOp::Swap { .. } => OpKind::Swap,
+                ethlink_protocol::AtomicOp::CompareSwap { .. } => OpKind::CompareSwap,
+            },
+        };
+        let tag = ep.issue(inst, req)?;
+        self.ops.issued(
+            gpu,
+            OpId::Ls(tag),
+            OpRec {
+                workload: self.w,
+                token,
+                kind,
+                issued_ns: inst.as_nanos(),
+                bytes,
+                effect,
+            },
+        );
+        self.core.mark(u32::from(gpu));
+        Ok(tag)
+    }
+
+    /// Fills `gpu`'s staging bytes at `stage` with pattern `seed` and posts an RDMA write of them
+    /// to `dst` at `addr`.
+    pub(crate) fn post_write(
+        &mut self,
+        gpu: u16,
+        stage: u64,
+        dst: u16,
+        addr: u64,
+        len: u64,
+        token: u64,
+    ) -> Result<u64, PostError> {
+        let inst = self.core.inst();
+        let Some(ep) = self.core.gpus.get_mut(usize::from(gpu)) else {
+            return Err(PostError::Invalid {
+                field: "gpu",
+                value: u64::from(gpu),
+                rule: "no such GPU",
+            });
+        };
+        if ep.rdma_outstanding() >= ep.config().rdma_queue as usize {
+            self.ops.rdma_queue_waits += 1;
+            return Err(PostError::QueueFull {
+                outstanding: u32::try_from(ep.rdma_outstanding()).unwrap_or(u32::MAX),
+            });
+        }
+        let seed = self.ops.next_seed();
+        // The source bytes: the pattern, written into the staging buffer before the post.
+        let chunk = 1 << 16;
+        self.scratch.resize(chunk, 0);
+        let mut off = 0;
+        while off < len {
+            let n = (len - off).min(chunk as u64) as usize;
+            if let Some(buf) = self.scratch.get_mut(..n) {
+                crate::check::fill_pattern(seed, off, buf);
+                let _ = ep.memory_mut().write(Space::Global, stage + off, buf);
+            }
+            off += n as u64;
+        }
+        let desc = RdmaDesc {
+            dir: RdmaDir::Write,
+            local_space: Space::Global,
+            local_addr: stage,
+            remote: Remote {
+                gpu: GpuId::new(dst).unwrap_or_default(),
+                space: Space::Global,
+                key: key_of(dst),
+                addr,
+            },
+            len,
+        };
+        let id = ep.post(inst, desc)?;
+        self.ops.issued(
+            gpu,
+            OpId::Rdma(id),
+            OpRec {
+                workload: self.w,
+                token,
+                kind: OpKind::RdmaWrite,
+                issued_ns: inst.as_nanos(),
+                bytes: len,
+                effect: Effect::Write {
+                    gpu: dst,
+                    addr,
+                    len,
+                    seed,
+                },
+            },
+        );
+        self.core.mark(u32::from(gpu));
+        Ok(id)
+    }
+
+    /// Wakes the workload at `at_ps` with `token`.
+    pub(crate) fn wake(&mut self, at_ps: u64, token: u64) {
+        let w = self.w;
+        self.core.push(at_ps.max(self.core.now), Ev::Wake(w, token));
+    }
+
+    /// Asks to be told when GPU `gpu` completes an operation (it may then have room).
+    pub(crate) fn block(&mut self, gpu: u16) {
+        let w = self.w;
+        if let Some(b) = self.core.blocked.get_mut(usize::from(gpu))
+            && !b.contains(&w)
+        {
+            b.push(w);
+        }
+    }
+
+    /// Records in the integrity reference a write of pattern `seed` to `gpu`'s `[addr, addr +
+    /// len)` that completed OK (`ok`) or with an error.
+    pub(crate) fn reference_write(&mut self, gpu: u16, addr: u64, len: u64, seed: u64, ok: bool) {
+        self.ops
+            .reference
+            .write(usize::from(gpu), addr, len, seed, ok);
+    }
+
+    /// Records a load of `gpu`'s `addr` that the workload checked itself: it expected
+    /// `expected` and the load returned `found`.
+    pub(crate) fn load_checked(&mut self, gpu: u16, addr: u64, expected: &[u8], found: &[u8]) {
+        self.ops.reference.load_result(gpu, addr, expected, found);
+    }
+
+    /// Counts an open-loop arrival that found no tag.
+    pub(crate) fn refused_no_tag(&mut self) {
+        self.ops.refused_no_tag += 1;
+    }
+}
+
+/// A fabric ready to run one scenario.
+pub struct Fabric {
+    scen: Scenario,
+    core: Core,
+    ops: Tracker,
+    wls: Vec<Wl>,
+    outages: Vec<Vec<u32>>,
+    cable_info: Vec<CableInfo>,
+    scratch: Vec<u8>,
+    start: u64,
+    stop: u64,
+    stopping: bool,
+    started: bool,
+    all_up: bool,
+    finite_left: usize,
+    ended: bool,
+    time_limit_hit: bool,
+    integrity: crate::check::Integrity,
+    series: Series,
+    last_sample: SampleState,
+    ran: bool,
+}
+
+impl std::fmt::Debug for Fabric {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Fabric")
+            .field("gpus", &self.core.gpus.len())
+            .field("switches", &self.core.sws.len())
+            .field("cables", &self.core.cables.len())
+            .field("now_ps", &self.core.now)
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(Debug, Default, Clone)]
+struct SampleState {
+    t: u64,
+    ops: u64,
+    bytes: u64,
+    wire: Vec<(u64, u64)>,
+}
+
+impl Fabric {
+    /// Builds the GPUs, switches, cables and routes of `scen`, registers every GPU's memory and
+    /// brings every link up (the run starts the traffic once they are UP).
+    pub fn new(scen: &Scenario) -> Result<Fabric, ScenarioError> {
+        scen.validate()?;
+        let t = &scen.topology;
+        let g_n = usize::from(t.gpus);
+        let ports = t.ports();
+        let mut gpus = Vec::with_capacity(g_n);
+        for g in 0..t.gpus {
+            let mut ep = Endpoint::new(endpoint_config(scen, g)).map_err(|e| ScenarioError {
+                key: format!("endpoint.{}", e.field),
+                reason: e.to_string(),
+            })?;
+            ep.memory_mut()
+                .register(Region::new(
+                    Space::Global,
+                    0,
+                    scen.endpoint.global_bytes,
+                    key_of(g),
+                    Perms::ALL,
+                ))
+                .map_err(|e| ScenarioError {
+                    key: "endpoint.global_bytes".into(),
+                    reason: e.to_string(),
+                })?;
+            gpus.push(ep);
+        }
+        // Switches and their routes; cables as (node, port) pairs.
+        let mut sws = Vec::new();
+        let mut links: Vec<[(u32, u16); 2]> = Vec::new();
+        let gn = t.gpus as u32;
+        let gpu_node = |g: usize| g as u32;
+        let sw_err = |e: ethlink_switch::ConfigError| ScenarioError {
+            key: format!("switch.{}", e.field),
+            reason: e.to_string(),
+        };
+        match t.kind {
+            TopologyKind::BackToBack => {
+                for p in 0..ports {
+                    links.push([(0, p as u16), (1, p as u16)]);
+                }
+            }
+            TopologyKind::SingleTier => {
+                for p in 0..ports {
+                    let mut routes = Routes::new();
+                    for g in 0..g_n {
+                        routes.add(GpuId::new(g as u16).unwrap_or_default(), g as u16);
+                        links.push([(gpu_node(g), p as u16), (gn + p as u32, g as u16)]);
+                    }
+                    let cfg = switch_config(scen, p as u16, t.gpus);
+                    sws.push(Switch::new(cfg, routes).map_err(sw_err)?);
+                }
+            }
+            TopologyKind::TwoTier => {
+                let leaves = usize::from(t.leaves);
+                let spines = usize::from(t.spines);
+                let gpl = t.gpus_per_leaf();
+                let per_plane = leaves + spines;
+                for p in 0..ports {
+                    let base = p * per_plane;
+                    for l in 0..leaves {
+                        let mut routes = Routes::new();
+                        for g in 0..g_n {
+                            let id = GpuId::new(g as u16).unwrap_or_default();
+                            if g / gpl == l {
+                                routes.add(id, (g % gpl) as u16);
+                            } else {
+                                for s in 0..spines {
+                                    routes.add(id, (gpl + s) as u16);
+                                }
+                            }
+                        }
+                        let id = (base + l) as u16;
+                        let cfg = switch_config(scen, id, (gpl + spines) as u16);
+                        sws.push(Switch::new(cfg, routes).map_err(sw_err)?);
+                        for i in 0..gpl {
+                            let g = l * gpl + i;
+                            if g < g_n {
+                                links.push([(gpu_node(g), p as u16), (gn + id as u32, i as u16)]);
+                            }
+                        }
+                        for s in 0..spines {
+                            let spine = (base + leaves + s) as u32;
+                            links
+                                .push([(gn + id as u32, (gpl + s) as u16), (gn + spine, l as u16)]);
+                        }
+                    }
+                    for s in 0..spines {
+                        let mut routes = Routes::new();
+                        for g in 0..g_n {
+                            routes.add(GpuId::new(g as u16).unwrap_or_default(), (g / gpl) as u16);
+                        }
+                        let id = (base + leaves + s) as u16;
+                        let cfg = switch_config(scen, id, leaves as u16);
+                        sws.push(Switch::new(cfg, routes).map_err(sw_err)?);
+                    }
+                }
+            }
+        }
+        let n_nodes = g_n + sws.len();
+        let mut node_base = Vec::with_capacity(n_nodes + 1);
+        let mut acc = 0u32;
+        for ep in &gpus {
+            node_base.push(acc);
+            acc += ep.port_count() as u32;
+        }
+        for sw in &sws {
+            node_base.push(acc);
+            acc += u32::from(sw.config().ports);
+        }
+        node_base.push(acc);
+        let wire = Wire {
+            rate_gbps: scen.link.rate_gbps,
+            propagation_ns: scen
+                .link
+                .propagation_ns
+                .unwrap_or_else(|| Wire::cable_ns(scen.link.cable_m)),
+            faults: Faults {
+                loss: scen.link.loss,
+                drop: scen.link.drop,
+                burst: scen.link.burst,
+                ber: scen.link.ber,
+                duplicate: scen.link.duplicate,
+                control_loss: scen.link.control_loss,
+            },
+        };
+        let mut out_chan = vec![u32::MAX; acc as usize];
+        let mut port_node = vec![0u32; acc as usize];
+        for n in 0..n_nodes {
+            for gp in node_base[n]..node_base[n + 1] {
+                port_node[gp as usize] = n as u32;
+            }
+        }
+        let mut chans = Vec::with_capacity(links.len() * 2);
+        let mut cables = Vec::with_capacity(links.len());
+        let mut cable_info = Vec::with_capacity(links.len());
+        for (ci, ends) in links.iter().enumerate() {
+            let mut ids = [0u32; 2];
+            for d in 0..2 {
+                let (from, to) = (ends[d], ends[1 - d]);
+                let seed = mix64(scen.seed ^ mix64(((ci as u64) << 1 | d as u64) ^ 0xC4A7_7E15));
+                let id = chans.len() as u32;
+                chans.push(Chan {
+                    ch: wire.channel(seed),
+                    to_node: to.0,
+                    to_port: to.1,
+                    cable: ci as u32,
+                    armed: NONE,
+                });
+                let gp = node_base[from.0 as usize] + u32::from(from.1);
+                out_chan[gp as usize] = id;
+                ids[d] = id;
+            }
+            cables.push(Cable {
+                ends: *ends,
+                chans: ids,
+                down: 0,
+                blackout: 0,
+            });
+            cable_info.push(CableInfo {
+                index: ci,
+                a: end_of(gn, ends[0].0, ends[0].1),
+                b: end_of(gn, ends[1].0, ends[1].1),
+            });
+        }
+        let mut core = Core {
+            now: 0,
+            seq: 0,
+            heap: BinaryHeap::new(),
+            gpus,
+            sws,
+            n_gpus: gn,
+            node_base,
+            out_chan,
+            port_node,
+            chans,
+            cables,
+            armed: vec![NONE; n_nodes],
+            due: vec![false; n_nodes],
+            dirty: vec![false; n_nodes],
+            dirty_list: Vec::new(),
+            txbuf: vec![0; 9216 + 64],
+            rxbuf: Vec::with_capacity(9216 + 64),
+            ready: Vec::new(),
+            completions: VecDeque::new(),
+            blocked: vec![Vec::new(); g_n],
+            frame_hops: 0,
+            data_hops: 0,
+            wire_data: 0,
+            wire_ctl: 0,
+            data_payload: 0,
+            events: 0,
+            idle_wakeups: 0,
+            capture: None,
+        };
+        // Every port comes up at time 0.
+        for c in 0..core.cables.len() as u32 {
+            core.set_cable(c, true);
+        }
+        let outages = scen
+            .outages
+            .iter()
+            .map(|o| outage_cables(scen, &core, &links, o.what))
+            .collect();
+        let areas = workload::layout(scen)?;
+        let mut ops = Tracker::new(g_n, scen.seed);
+        let mut wls = Vec::with_capacity(scen.traffic.len());
+        for (i, w) in scen.traffic.iter().enumerate() {
+            let area = areas.get(i).copied().unwrap_or_default();
+            for g in 0..g_n {
+                if area.stage_len > 0 {
+                    ops.reference
+                        .add_local(g, area.stage_base, area.stage_base + area.stage_len);
+                }
+            }
+            wls.push(Wl::new(i as u16, w, scen, area));
+        }
+        let finite_left = scen.traffic.iter().filter(|w| w.is_finite()).count();
+        Ok(Fabric {
+            scen: scen.clone(),
+            core,
+            ops,
+            wls,
+            outages,
+            cable_info,
+            scratch: Vec::new(),
+            start: 0,
+            stop: 0,
+            stopping: false,
+            started: false,
+            all_up: false,
+            finite_left,
+            ended: false,
+            time_limit_hit: false,
+            integrity: crate::check::Integrity::default(),
+            series: Series::default(),
+            last_sample: SampleState::default(),
+            ran: false,
+        })
+    }
+
+    /// The scenario.
+    pub fn scenario(&self) -> &Scenario {
+        &self.scen
+    }
+
+    /// Every cable and its two ends.
+    pub fn cables(&self) -> &[CableInfo] {
+        &self.cable_info
+    }
+
+    /// The cable with `end` at one of its ends.
+    pub fn cable_of(&self, end: End) -> Option<usize> {
+        self.cable_info
+            .iter()
+            .find(|c| c.a == end || c.b == end)
+            .map(|c| c.index)
+    }
+
+    /// GPU `g`'s endpoint.
+    pub fn gpu(&self, g: usize) -> Option<&Endpoint> {
+        self.core.gpus.get(g)
+    }
+
+    /// GPU `g`'s endpoint, mutably: for tests and tools that change a GPU outside the
+    /// workloads (write or poison its memory, issue operations of their own). Whatever is
+    /// changed this way is not in the integrity reference: the next [`Fabric::run`] reports it.
+    pub fn gpu_mut(&mut self, g: usize) -> Option<&mut Endpoint> {
+        self.core.gpus.get_mut(g)
+    }
+
+    /// Switch `s`.
+    pub fn switch(&self, s: usize) -> Option<&Switch> {
+        self.core.sws.get(s)
+    }
+
+    /// Simulated time, ns.
+    pub fn now_ns(&self) -> u64 {
+        self.core.now / PS_PER_NS
+    }
+
+    /// Hands every frame put on cable `cable` (either direction) to `sink`, with its time and
+    /// fate: for a packet capture. One cable at a time; call before [`Fabric::run`].
+    pub fn capture(&mut self, cable: usize, sink: CaptureSink) -> Result<(), ScenarioError> {
+        if cable >= self.core.cables.len() {
+            return Err(ScenarioError {
+                key: "capture".into(),
+                reason: format!(
+                    "no cable {cable} (the fabric has {})",
+                    self.core.cables.len()
+                ),
+            });
+        }
+        self.core.capture = Some((cable as u32, sink));
+        Ok(())
+    }
+
+    fn settle(&mut self) {
+        loop {
+            while let Some(n) = self.core.dirty_list.pop() {
+                if let Some(d) = self.core.dirty.get_mut(n as usize) {
+                    *d = false;
+                }
+                self.core.service(n);
+            }
+            if self.core.completions.is_empty() {
+                break;
+            }
+            while let Some((g, c)) = self.core.completions.pop_front() {
+                let rec = self.ops.complete(g, &c);
+                if let Some(rec) = rec {
+                    self.with_wl(rec.workload, |wl, cx| {
+                        wl.on_completion(cx, g, rec.token, &c);
+                    });
+                }
+                let mut waiting = self
+                    .core
+                    .blocked
+                    .get_mut(usize::from(g))
+                    .map(std::mem::take)
+                    .unwrap_or_default();
+                for &w in &waiting {
+                    self.with_wl(w, |wl, cx| wl.on_room(cx, g));
+                }
+                // Keep the list's buffer; workloads still waiting have blocked again.
+                if let Some(b) = self.core.blocked.get_mut(usize::from(g)) {
+                    waiting.clear();
+                    waiting.append(b);
+                    *b = waiting;
+                }
+            }
+        }
+    }
+
+    fn with_wl(&mut self, w: u16, f: impl FnOnce(&mut Wl, &mut Cx<'_>)) {
+        let Some(wl) = self.wls.get_mut(usize::from(w)) else {
+            return;
+        };
+        let was_done = wl.is_done();
+        let mut cx = Cx {
+            core: &mut self.core,
+            ops: &mut self.ops,
+            w,
+            scratch: &mut self.scratch,
+        };
+        f(wl, &mut cx);
+        if !was_done && wl.is_done() && wl.is_finite() {
+            self.finite_left = self.finite_left.saturating_sub(1);
+        }
+    }
+
+    fn begin_traffic(&mut self) {
+        self.started = true;
+        self.all_up = self.core.all_up();
+        let now = self.core.now;
+        self.start = now;
+        for (i, w) in self.scen.traffic.iter().enumerate() {
+            let at = now + w.start_ns().saturating_mul(PS_PER_NS);
+            self.core.push(at, Ev::WlStart(i as u16));
+        }
+        for (i, o) in self.scen.outages.iter().enumerate() {
+            let at = now + o.start_ns.saturating_mul(PS_PER_NS);
+            self.core.push(at, Ev::OutageOn(i as u32));
+            if let Some(d) = o.duration_ns {
+                self.core
+                    .push(at + d.saturating_mul(PS_PER_NS), Ev::OutageOff(i as u32));
+            }
+        }
+        if let Some(d) = self.scen.duration_ns {
+            self.core.push(now + d.saturating_mul(PS_PER_NS), Ev::Stop);
+        }
+        if self.scen.metrics.sample_ns > 0 {
+            self.take_sample(false);
+            self.core
+                .push(now + self.scen.metrics.sample_ns * PS_PER_NS, Ev::Sample);
+        }
+        if self.finite_left == 0 && self.scen.duration_ns.is_none() {
+            self.begin_stop();
+        }
+    }
+
+    fn begin_stop(&mut self) {
+        if self.stopping {
+            return;
+        }
+        self.stopping = true;
+        self.stop = self.core.now;
+        for w in 0..self.wls.len() {
+            self.with_wl(w as u16, |wl, cx| wl.stop(cx));
+        }
+    }
+
+    fn drain_limit_ps(&self) -> u64 {
+        let e = &self.scen.endpoint;
+        let ns = self.scen.drain_ns.unwrap_or(
+            (u64::from(e.max_retries) + 2)
+                .saturating_mul(e.op_timeout_ns)
+                .saturating_add(e.tag_quarantine_ns),
+        );
+        ns.saturating_mul(PS_PER_NS)
+    }
+
+    fn take_sample(&mut self, record: bool) {
+        let core = &self.core;
+        let ports = self.scen.topology.ports();
+        let gpu_ports = core.gpus.len() * ports;
+        let mut wire: Vec<(u64, u64)> = Vec::with_capacity(gpu_ports);
+        for gp in 0..gpu_ports {
+            let c = core
+                .out_chan
+                .get(gp)
+                .and_then(|&c| core.chans.get(c as usize));
+            wire.push(c.map_or((0, 0), |c| (c.ch.frames_sent(), c.ch.bytes_sent())));
+        }
+        let now = core.now;
+        if record {
+            let max = self.scen.metrics.max_samples as usize;
+            if self.series.t_ns.len() >= max {
+                self.series.dropped += 1;
+            } else {
+                let dt_ns = (now - self.last_sample.t) as f64 / PS_PER_NS as f64;
+                let cap = dt_ns * self.scen.link.rate_gbps / 8.0;
+                let util: Vec<f32> = wire
+                    .iter()
+                    .zip(self.last_sample.wire.iter())
+                    .map(|(&(f, b), &(f0, b0))| {
+                        let bytes = (b - b0) + (f - f0) * ethlink_protocol::WIRE_OVERHEAD as u64;
+                        if cap > 0.0 {
+                            (bytes as f64 / cap) as f32
+                        } else {
+                            0.0
+                        }
+                    })
+                    .collect();
+                let per_gpu = util
+                    .chunks(ports.max(1))
+                    .map(|c| c.iter().sum::<f32>() / c.len().max(1) as f32)
+                    .collect();
+                self.series.interval_ns = self.scen.metrics.sample_ns;
+                self.series.t_ns.push(self.last_sample.t / PS_PER_NS);
+                self.series
+                    .ops_completed
+                    .push(self.ops.completed - self.last_sample.ops);
+                self.series
+                    .bytes_completed
+                    .push(self.ops.bytes_ok - self.last_sample.bytes);
+                self.series.gpu_utilisation.push(per_gpu);
+                if self.scen.metrics.series_per_port {
+                    self.series.port_utilisation.push(util);
+                }
+            }
+        }
+        self.last_sample = SampleState {
+            t: now,
+            ops: self.ops.completed,
+            bytes: self.ops.bytes_ok,
+            wire,
+        };
+    }
+
+    /// Runs the scenario to its end and reports. `progress`, if given, is called now and then
+    /// with the simulated time and the planned end (0 when the end is not known in advance),
+    /// both ns. A fabric runs once: a second call simulates nothing more, checks every GPU's
+    /// memory against the reference again and reports.
+    pub fn run(&mut self, mut progress: Option<&mut dyn FnMut(u64, u64)>) -> Report {
+        let wall = WallInstant::now();
+        if !self.ran {
+            self.ran = true;
+            self.run_events(&mut progress);
+        }
+        let check = WallInstant::now();
+        let mems: Vec<&ethlink_endpoint::Memory> =
+            self.core.gpus.iter().map(Endpoint::memory).collect();
+        self.integrity = self.ops.reference.verify(mems.into_iter());
+        let check_seconds = check.elapsed().as_secs_f64();
+        let mut report = self.report();
+        let seconds = wall.elapsed().as_secs_f64();
+        let per_s = |x: u64| {
+            if seconds > 0.0 {
+                x as f64 / seconds
+            } else {
+                0.0
+            }
+        };
+        report.wall = Wall {
+            seconds,
+            check_seconds,
+            frame_hops_per_s: per_s(report.sim.frame_hops),
+            data_frames_per_s: per_s(report.sim.data_frames_delivered),
+            events_per_s: per_s(report.sim.events),
+            sim_over_wall: if seconds > 0.0 {
+                report.end_ns as f64 * 1e-9 / seconds
+            } else {
+                0.0
+            },
+            peak_rss_bytes: peak_rss_bytes(),
+        };
+        if let Some(p) = progress.as_mut() {
+            p(report.end_ns, report.end_ns);
+        }
+        report
+    }
+
+    fn planned_end_ns(&self) -> u64 {
+        match self.scen.duration_ns {
+            Some(d) if self.started => self.start / PS_PER_NS + d,
+            _ => 0,
+        }
+    }
+
+    fn run_events(&mut self, progress: &mut Option<&mut dyn FnMut(u64, u64)>) {
+        // Bring-up: every node polled at time 0, then checks until every link is UP.
+        for n in 0..self.core.armed.len() as u32 {
+            self.core.mark(n);
+        }
+        self.core.push(BRING_UP_CHECK_NS * PS_PER_NS, Ev::BringUp);
+        self.settle();
+        while let Some(e) = self.core.heap.pop() {
+            self.core.now = e.t;
+            self.core.events += 1;
+            match e.ev {
+                Ev::Arrive(c) => self.core.arrive(c, e.t),
+                Ev::WireFree(gp) => {
+                    let n = self.core.port_node.get(gp as usize).copied().unwrap_or(0);
+                    if n >= self.core.n_gpus {
+                        let p = (gp - self.core.ports_of(n).start) as u16;
+                        if self.core.wire_free(gp) {
+                            self.core.transmit(n, p);
+                        }
+                    }
+                    self.core.mark(n);
+                }
+                Ev::Timer(n) => {
+                    if self.core.armed.get(n as usize) == Some(&e.t) {
+                        if let Some(a) = self.core.armed.get_mut(n as usize) {
+                            *a = NONE;
+                        }
+                        if let Some(d) = self.core.due.get_mut(n as usize) {
+                            *d = true;
+                        }
+                        self.core.mark(n);
+                    }
+                }
+                Ev::OutageOn(k) => {
+                    let blackout = self
+                        .scen
+                        .outages
+                        .get(k as usize)
+                        .is_some_and(|o| o.blackout);
+                    let cables = self.outages.get(k as usize).cloned().unwrap_or_default();
+                    for c in cables {
+                        let Some(cb) = self.core.cables.get_mut(c as usize) else {
+                            continue;
+                        };
+                        if blackout {
+                            cb.blackout += 1;
+                        } else {
+                            cb.down += 1;
+                            if cb.down == 1 {
+                                self.core.set_cable(c, false);
+                            }
+                        }
+                    }
+                }
+                Ev::OutageOff(k) => {
+                    let blackout = self
+                        .scen
+                        .outages
+                        .get(k as usize)
+                        .is_some_and(|o| o.blackout);
+                    let cables = self.outages.get(k as usize).cloned().unwrap_or_default();
+                    for c in cables {
+                        let Some(cb) = self.core.cables.get_mut(c as usize) else {
+                            continue;
+                        };
+                        if blackout {
+                            cb.blackout = cb.blackout.saturating_sub(1);
+                        } else {
+                            cb.down = cb.down.saturating_sub(1);
+                            if cb.down == 0 {
+                                self.core.set_cable(c, true);
+                            }
+                        }
+                    }
+                }
+                Ev::Wake(w, token) => {
+                    self.with_wl(w, |wl, cx| wl.on_wake(cx, token));
+                }
+                Ev::WlStart(w) => {
+                    if !self.stopping {
+                        self.with_wl(w, |wl, cx| wl.start(cx));
+                    }
+                }
+                Ev::BringUp => {
+                    if !self.started {
+                        if self.core.all_up() || self.core.now >= BRING_UP_LIMIT_NS * PS_PER_NS {
+                            self.begin_traffic();
+                        } else {
+                            let t = self.core.now + BRING_UP_CHECK_NS * PS_PER_NS;
+                            self.core.push(t, Ev::BringUp);
+                        }
+                    }
+                }
+                Ev::Sample => {
+                    if !self.ended {
+                        self.take_sample(true);
+                        let t = self.core.now + self.scen.metrics.sample_ns * PS_PER_NS;
+                        self.core.push(t, Ev::Sample);
+                    }
+                }
+                Ev::Stop => self.begin_stop(),
+            }
+            self.settle();
+            if self.started && !self.stopping && self.finite_left == 0 && self.scen.stop_when_done {
+                let any_finite = self.scen.traffic.iter().any(|w| w.is_finite());
+                if any_finite {
+                    self.begin_stop();
+                    self.settle();
+                }
+            }
+            if self.stopping
+                && (self.ops.outstanding == 0
+                    || self.core.now >= self.stop.saturating_add(self.drain_limit_ps()))
+            {
+                break;
+            }
+            if self.core.now >= self.scen.time_limit_ns.saturating_mul(PS_PER_NS) {
+                self.time_limit_hit = true;
+                break;
+            }
+            if self.core.events & 0xFFFF == 0
+                && let Some(p) = progress.as_mut()
+            {
+                p(self.core.now / PS_PER_NS, self.planned_end_ns());
+            }
+        }
+        self.ended = true;
+        if self.scen.metrics.sample_ns > 0 && self.core.now > self.last_sample.t {
+            self.take_sample(true);
+        }
+    }
+
+    fn report(&mut self) -> Report {
+        let scen = &self.scen;
+        let t = &scen.topology;
+        let core = &self.core;
+        let ports = t.ports();
+        let stop = if self.stopping { self.stop } else { core.now };
+        let window_ps = stop.saturating_sub(self.start).max(1);
+        let window_ns = window_ps / PS_PER_NS;
+        let gbps = |bytes: u64| bytes as f64 * 8.0 * PS_PER_NS as f64 / window_ps as f64;
+        let rate = scen.link.rate_gbps;
+        let util = |frames: u64, bytes: u64| {
+            let b = bytes + frames * ethlink_protocol::WIRE_OVERHEAD as u64;
+            b as f64 * 8.0 * PS_PER_NS as f64 / (window_ps as f64 * rate)
+        };
+        // Per port loads (counters over the whole run; the window is the traffic time).
+        let mut port_loads = Vec::new();
+        let mut stack_loads = Vec::new();
+        let mut gpu_loads = Vec::new();
+        for (g, ep) in core.gpus.iter().enumerate() {
+            let c = ep.counters();
+            let mut gsum = Load {
+                gpu: g as u16,
+                ..Load::default()
+            };
+            for s in 0..usize::from(t.stacks) {
+                let mut ssum = Load {
+                    gpu: g as u16,
+                    stack: Some(s as u8),
+                    ..Load::default()
+                };
+                for q in 0..usize::from(t.ports_per_stack) {
+                    let i = s * usize::from(t.ports_per_stack) + q;
+                    let pc = c.ports.get(i).copied().unwrap_or_default();
+                    let gp = core.node_base.get(g).copied().unwrap_or(0) as usize + i;
+                    let ch = core
+                        .out_chan
+                        .get(gp)
+                        .and_then(|&x| core.chans.get(x as usize));
+                    let (wf, wb) = ch.map_or((0, 0), |c| (c.ch.frames_sent(), c.ch.bytes_sent()));
+                    let u = util(wf, wb);
+                    let l = Load {
+                        gpu: g as u16,
+                        stack: Some(s as u8),
+                        port: Some(i as u16),
+                        tx_bytes: pc.bytes_sent,
+                        rx_bytes: pc.bytes_received,
+                        tx_frames: pc.frames_sent,
+                        tx_gbps: gbps(pc.bytes_sent),
+                        rx_gbps: gbps(pc.bytes_received),
+                        wire_utilisation: u,
+                    };
+                    for sum in [&mut ssum, &mut gsum] {
+                        sum.tx_bytes += l.tx_bytes;
+                        sum.rx_bytes += l.rx_bytes;
+                        sum.tx_frames += l.tx_frames;
+                        sum.wire_utilisation += u;
+                    }
+                    port_loads.push(l);
+                }
+                ssum.tx_gbps = gbps(ssum.tx_bytes);
+                ssum.rx_gbps = gbps(ssum.rx_bytes);
+                ssum.wire_utilisation /= f64::from(t.ports_per_stack);
+                stack_loads.push(ssum);
+            }
+            gsum.tx_gbps = gbps(gsum.tx_bytes);
+            gsum.rx_gbps = gbps(gsum.rx_bytes);
+            gsum.wire_utilisation /= ports as f64;
+            gpu_loads.push(gsum);
+        }
+        let imbalance = |v: &[u64]| {
+            let sum: u64 = v.iter().sum();
+            if sum == 0 || v.is_empty() {
+                return 0.0;
+            }
+            let mean = sum as f64 / v.len() as f64;
+            *v.iter().max().unwrap_or(&0) as f64 / mean
+        };
+        let port_bytes: Vec<u64> = port_loads.iter().map(|l| l.tx_bytes).collect();
+        let mut sw_port_bytes = Vec::new();
+        let mut st = SwitchTotals {
+            input_buffer_bytes: u64::from(scen.link.rx_credits) * u64::from(scen.link.credit_size),
+            ..SwitchTotals::default()
+        };
+        let mut links = LinkTotals::default();
+        let mut add_link = |lc: &ethlink_link::Counters| {
+            links.ends += 1;
+            links.data_frames += lc.tx_frames_total();
+            links.frames_replayed += lc.frames_replayed;
+            links.replays_by_nack += lc.replays_by_nack;
+            links.replay_timeouts += lc.replay_timeouts;
+            links.nacks += lc.nacks_sent;
+            links.acks += lc.acks_sent;
+            links.cf += lc.cf_sent;
+            links.cc += lc.cc_sent;
+            links.flushes += lc.flushes;
+            links.frames_unknown_fate += lc.frames_unknown_fate;
+            links.fcs_errors += lc.fcs_errors;
+            links.duplicates += lc.duplicates;
+            links.credit_stalls += lc.credit_stalls_total();
+            links.credit_stall_ns += lc.credit_stall_ns.iter().sum::<u64>();
+            links.credit_overruns += lc.credit_overruns.iter().sum::<u64>();
+            links.link_ups += lc.link_ups;
+            links.reinits += lc.reinits;
+            links.replay_bytes_max = links.replay_bytes_max.max(lc.replay_bytes_max);
+        };
+        for ep in &core.gpus {
+            for i in 0..ep.port_count() {
+                if let Some(l) = ep.link(i) {
+                    add_link(l.counters());
+                }
+            }
+        }
+        for (k, sw) in core.sws.iter().enumerate() {
+            let c = sw.counters();
+            let mut r = SwitchReport {
+                switch: k as u32,
+                forwarded: c.forwarded(),
+                held_max_bytes: c.held_max_bytes(),
+                ..SwitchReport::default()
+            };
+            for pc in &c.ports {
+                r.malformed += pc.malformed;
+                r.unroutable += pc.unroutable;
+                r.lost_port_down += pc.lost_port_down;
+                r.buffer_drops += pc.buffer_drops;
+                let b: u64 = pc.tx_bytes.iter().sum();
+                if b > 0 {
+                    sw_port_bytes.push(b);
+                }
+            }
+            for p in 0..usize::from(sw.config().ports) {
+                if let Some(l) = sw.link(p) {
+                    add_link(l.counters());
+                }
+            }
+            st.forwarded += r.forwarded;
+            st.held_max_bytes = st.held_max_bytes.max(r.held_max_bytes);
+            st.malformed += r.malformed;
+            st.unroutable += r.unroutable;
+            st.lost_port_down += r.lost_port_down;
+            st.buffer_drops += r.buffer_drops;
+            st.switches.push(r);
+        }
+        let mut et = EndpointTotals::default();
+        let mut delivered = 0u64;
+        for ep in &core.gpus {
+            let c = ep.counters();
+            et.retries += c.retries;
+            et.moved += c.moved;
+            et.responses_discarded += c.responses_discarded;
+            et.misdelivered += c.misdelivered;
+            et.malformed += c.malformed_frames + c.malformed_txns;
+            et.requests_served += c.requests_served;
+            et.packed_frames += c.packed_frames;
+            et.packed_txns += c.packed_txns;
+            et.reassembly_refused += c.reassembly_refused;
+            et.reassembly_expired += c.reassembly_expired;
+            et.duplicate_segments += c.duplicate_segments;
+            et.responses_expired += c.responses_expired;
+            et.responses_lost += c.responses_lost;
+            et.backlog_stalls += c.backlog_stalls;
+            et.reorder_bytes_max = et.reorder_bytes_max.max(c.reorder_bytes_max);
+            et.reassembly_max = et.reassembly_max.max(c.reassembly_max);
+            delivered += c.ports.iter().map(|p| p.frames_received).sum::<u64>();
+        }
+        let mut sim = SimTotals {
+            events: core.events,
+            frame_hops: core.frame_hops,
+            data_frame_hops: core.data_hops,
+            data_frames_delivered: delivered,
+            idle_wakeups: core.idle_wakeups,
+            ..SimTotals::default()
+        };
+        for c in &core.chans {
+            sim.wire_bytes += c.ch.bytes_sent();
+            let inj = c.ch.injected();
+            sim.frames_damaged += inj.damaged;
+            sim.frames_dropped += inj.dropped;
+            sim.frames_duplicated += inj.duplicated;
+            sim.frames_cut += inj.outage;
+        }
+        let gpu_line = rate * ports as f64;
+        let mut collectives: Vec<CollectiveRow> = Vec::new();
+        for wl in &self.wls {
+            collectives.extend(wl.rows(gpu_line));
+        }
+        let segment = u64::from(scen.endpoint.segment);
+        let overhead = Overhead {
+            segment_bytes: segment,
+            segment_overhead_bytes: SEGMENT_OVERHEAD,
+            rdma_payload_bound: segment as f64 / (segment + SEGMENT_OVERHEAD) as f64,
+            control_share: share(core.wire_ctl, core.wire_ctl + core.wire_data),
+            data_payload_share: share(core.data_payload, core.wire_ctl + core.wire_data),
+        };
+        let ops = self.ops.report();
+        let integrity = self.integrity.clone();
+        let pass = !self.time_limit_hit
+            && ops.lost == 0
+            && ops.duplicated == 0
+            && ops.unexpected == 0
+            && integrity.is_clean()
+            && st.buffer_drops == 0;
+        Report {
+            seed: scen.seed,
+            gpus: core.gpus.len(),
+            switches: core.sws.len(),
+            cables: core.cables.len(),
+            start_ns: self.start / PS_PER_NS,
+            stop_ns: stop / PS_PER_NS,
+            end_ns: core.now / PS_PER_NS,
+            all_links_up: self.all_up,
+            time_limit_hit: self.time_limit_hit,
+            pass,
+            ops,
+            integrity,
+            throughput: Throughput {
+                window_ns,
+                gpu_line_rate_gbps: gpu_line,
+                gpus: gpu_loads,
+                stacks: stack_loads,
+                ports: port_loads,
+                port_imbalance: imbalance(&port_bytes),
+                switch_port_imbalance: imbalance(&sw_port_bytes),
+            },
+            collectives,
+            overhead,
+            links,
+            endpoints: et,
+            switch: st,
+            sim,
+            series: self.series.clone(),
+            wall: Wall::default(),
+        }
+    }
+}
+
+fn share(a: u64, b: u64) -> f64 {
+    if b == 0 { 0.0 } else { a as f64 / b as f64 }
+}
+
+/// The cables an outage of `target` takes out.
+fn outage_cables(
+    scen: &Scenario,
+    core: &Core,
+    links: &[[(u32, u16); 2]],
+    target: OutageTarget,
+) -> Vec<u32> {
+    let gn = core.n_gpus;
+    let t = &scen.topology;
+    let hit = |f: &dyn Fn((u32, u16)) -> bool| -> Vec<u32> {
+        links
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| f(e[0]) || f(e[1]))
+            .map(|(i, _)| i as u32)
+            .collect()
+    };
+    match target {
+        OutageTarget::Link { gpu, port } => hit(&|(n, p)| n == u32::from(gpu) && p == port),
+        OutageTarget::SwitchPort { switch, port } => hit(&|(n, p)| n == gn + switch && p == port),
+        OutageTarget::Switch { switch } => hit(&|(n, _)| n == gn + switch),
+        OutageTarget::Plane { plane } => {
+            let per_plane = match t.kind {
+                TopologyKind::TwoTier => u32::from(t.leaves) + u32::from(t.spines),
+                _ => 1,
+            };
+            let lo = gn + u32::from(plane) * per_plane;
+            let hi = lo + per_plane;
+            hit(&|(n, _)| (lo..hi).contains(&n))
+        }
+    }
+}
