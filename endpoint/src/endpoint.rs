@@ -2040,11 +2040,9 @@ impl Endpoint {
         let d = slot.deadline;
         self.counters.retries += 1;
         self.ls_deadlines.push_back((d, tag, era));
-        // An ordered stream keeps its path; others try another port.
-        let avoid = match slot.req.ordering {
-            Ordering::Stream(_) => None,
-            Ordering::Unordered => slot.port,
-        };
+        // Another port: the path may have lost frames beyond the first hop. An ordered stream
+        // is pinned anew with it (TXN-5-6).
+        let avoid = slot.port;
         if !slot.waiting {
             self.send_ls(tag, avoid);
         }
@@ -2221,14 +2219,15 @@ impl Endpoint {
         let port = match req.ordering {
             Ordering::Stream(s) => {
                 //= docs/spec/transaction.md#5-operations-that-can-no-longer-complete
-                //# TXN-5-6 A retried request of an ordered stream MUST be sent before every later
-                //# request of the stream, and on the stream's new path (endpoint.md EP-4-3), so
-                //# that TXN-4-1 holds for the requests that reach the target through the new path.
+                //# TXN-5-6 A request of an ordered stream that is sent again (TXN-5-2, TXN-5-3,
+                //# TXN-5-4) MUST be sent on the stream's current path before every request of the
+                //# stream issued after it is sent again; a stream whose request passed its
+                //# deadline is pinned anew to another usable port
                 //= docs/spec/endpoint.md#4-paths-and-load-balancing
                 //# EP-4-1 All requests of an ordered stream that are outstanding at once MUST use
                 //# one path: the stream is pinned to a port when it has no outstanding operation
-                //# and a request is issued, and stays pinned until it has none again or its port
-                //# stops being usable.
+                //# and a request is issued, and stays pinned until it has none again, its port
+                //# stops being usable, or one of its requests passes its deadline (TXN-5-6).
                 let pinned = self.streams.get(&s).and_then(|e| e.0);
                 match pinned.filter(|&p| self.is_port_usable(p) && Some(p) != avoid) {
                     Some(p) => Some(p),

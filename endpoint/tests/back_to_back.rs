@@ -550,8 +550,9 @@ fn a_cut_port_moves_ordered_streams_and_keeps_their_order() {
                 //# anew, and the requests it still holds MUST be moved as §9 says.
                 //= docs/spec/transaction.md#5-operations-that-can-no-longer-complete
                 //= type=test
-                //# TXN-5-6 A retried request of an ordered stream MUST be sent before every later
-                //# request of the stream, and on the stream's new path
+                //# TXN-5-6 A request of an ordered stream that is sent again (TXN-5-2, TXN-5-3,
+                //# TXN-5-4) MUST be sent on the stream's current path before every request of the
+                //# stream issued after it is sent again
                 //= docs/spec/transaction.md#4-ordering
                 //= type=test
                 //# TXN-4-2 A Load issued after a Store on the same path to an overlapping

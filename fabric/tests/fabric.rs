@@ -253,48 +253,6 @@ fn two_tier_keeps_per_path_order_end_to_end() {
 }
 
 #[test]
-#[ignore = "endpoint: a deadline retry of an ordered-stream request is sent after later requests \
-            of the stream (TXN-5-6), so a load can see a later store and a retried store can \
-            overwrite one issued after it"]
-fn ordered_streams_keep_their_order_through_a_deadline_retry() {
-    // GPU 0 runs one ordered stream to GPUs 1 and 2, several operations outstanding on one
-    // address per target. GPU 2's port 0 is cut for 20 us: the requests to GPU 2 that plane 0
-    // was carrying die in the switch, silently, and are retried when their deadline passes;
-    // meanwhile the stream goes on (its own port is fine) and later requests to GPU 2 go
-    // through once the deadline retries have freed room in the window.
-    let mut s = small(TopologyKind::SingleTier, 3, 2);
-    s.endpoint.op_timeout_ns = 20_000;
-    s.endpoint.tag_quarantine_ns = 40_000;
-    s.outages = vec![Outage {
-        what: OutageTarget::Link { gpu: 2, port: 0 },
-        start_ns: 2_000,
-        duration_ns: Some(20_000),
-        blackout: false,
-    }];
-    s.traffic = vec![Workload::LoadStore(LoadStore {
-        gpus: Some(vec![0]),
-        ordered_share: 1.0,
-        streams: 1,
-        stream_slots: 1,
-        ..ls(4_000, 8)
-    })];
-    let r = run(&s);
-    assert_eq!(r.ops.lost, 0);
-    assert_eq!(r.ops.completed_error, 0);
-    //= docs/spec/transaction.md#5-operations-that-can-no-longer-complete
-    //= type=test
-    //# TXN-5-6 A retried request of an ordered stream MUST be sent before every later request of
-    //# the stream, and on the stream's new path (endpoint.md EP-4-3), so that TXN-4-1 holds for
-    //# the requests that reach the target through the new path.
-    assert_eq!(
-        r.integrity.loads_mismatched, 0,
-        "{:?}",
-        r.integrity.examples
-    );
-    assert_eq!(r.integrity.bytes_mismatched, 0);
-}
-
-#[test]
 fn same_seed_gives_the_same_report() {
     let mut s = small(TopologyKind::SingleTier, 4, 2);
     s.link.ber = 1e-7;
