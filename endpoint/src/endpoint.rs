@@ -571,7 +571,17 @@ impl Endpoint {
             return Ok(None);
         };
         let t = p.link.poll_transmit(self.now, buf);
-        self.after(i);
+        self.drain_link(i);
+        // A frame left: the link may take more, and the RDMA engine may have more to give.
+        if matches!(t, Ok(Some(_)))
+            && (!self.active_writes.is_empty()
+                || !self.read_jobs.is_empty()
+                || !self.waiting.is_empty()
+                || !self.chunks_unsent.is_empty()
+                || !self.held.is_empty())
+        {
+            self.fill();
+        }
         t
     }
 
