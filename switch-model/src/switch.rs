@@ -1,6 +1,6 @@
 //! The switch state machine (switch.md).
 
-use alloc::collections::{BinaryHeap, VecDeque};
+use alloc::collections::{BTreeMap, BTreeSet, BinaryHeap, VecDeque};
 use alloc::vec;
 use alloc::vec::Vec;
 use core::cmp::Reverse;
@@ -237,6 +237,81 @@ struct Queued {
     ready: Instant,
 }
 
+/// The virtual output queues (SW-4-3), kept sparse: a queue exists once an input has sent a frame
+/// toward an egress port on a VC, and each (egress, VC) knows which inputs have frames waiting.
+#[derive(Debug, Default)]
+struct Voqs {
+    queues: BTreeMap<(u16, u8, u16), VecDeque<Queued>>,
+    /// Per `egress * vcs + vc`: the inputs with a frame waiting.
+    active: Vec<BTreeSet<u16>>,
+    vcs: usize,
+    len: usize,
+}
+
+impl Voqs {
+    fn new(ports: usize, vcs: usize) -> Self {
+        Voqs {
+            queues: BTreeMap::new(),
+            active: vec![BTreeSet::new(); ports * vcs],
+            vcs,
+            len: 0,
+        }
+    }
+
+    fn key(e: usize, v: usize, i: usize) -> (u16, u8, u16) {
+        (
+            u16::try_from(e).unwrap_or(u16::MAX),
+            u8::try_from(v).unwrap_or(u8::MAX),
+            u16::try_from(i).unwrap_or(u16::MAX),
+        )
+    }
+
+    fn active(&self, e: usize, v: usize) -> Option<&BTreeSet<u16>> {
+        self.active.get(e * self.vcs + v)
+    }
+
+    fn front(&self, e: usize, v: usize, i: usize) -> Option<&Queued> {
+        self.queues
+            .get(&Self::key(e, v, i))
+            .and_then(VecDeque::front)
+    }
+
+    fn push_back(&mut self, e: usize, v: usize, i: usize, q: Queued) {
+        self.queues
+            .entry(Self::key(e, v, i))
+            .or_default()
+            .push_back(q);
+        self.mark(e, v, i);
+    }
+
+    fn push_front(&mut self, e: usize, v: usize, i: usize, q: Queued) {
+        self.queues
+            .entry(Self::key(e, v, i))
+            .or_default()
+            .push_front(q);
+        self.mark(e, v, i);
+    }
+
+    fn mark(&mut self, e: usize, v: usize, i: usize) {
+        self.len += 1;
+        if let Some(a) = self.active.get_mut(e * self.vcs + v) {
+            a.insert(u16::try_from(i).unwrap_or(u16::MAX));
+        }
+    }
+
+    fn pop_front(&mut self, e: usize, v: usize, i: usize) -> Option<Queued> {
+        let q = self.queues.get_mut(&Self::key(e, v, i))?;
+        let f = q.pop_front()?;
+        self.len -= 1;
+        if q.is_empty()
+            && let Some(a) = self.active.get_mut(e * self.vcs + v)
+        {
+            a.remove(&u16::try_from(i).unwrap_or(u16::MAX));
+        }
+        Some(f)
+    }
+}
+
 #[derive(Debug)]
 struct Port {
     link: Link,
@@ -258,8 +333,8 @@ pub struct Switch {
     routes: Routes,
     ports: Vec<Port>,
     vcs: usize,
-    /// Virtual output queues, index `((egress * vcs) + vc) * ports + input` (SW-4-3).
-    voq: Vec<VecDeque<Queued>>,
+    /// Virtual output queues (SW-4-3).
+    voq: Voqs,
     wake: BinaryHeap<Reverse<(Instant, u16)>>,
     ready: Vec<bool>,
     ready_list: Vec<u16>,
@@ -310,8 +385,7 @@ impl Switch {
                 waiting: [0; 8],
             });
         }
-        let mut voq = Vec::new();
-        voq.resize_with(n * vcs * n, VecDeque::new);
+        let voq = Voqs::new(n, vcs);
         Ok(Switch {
             routes,
             ports,
@@ -352,7 +426,7 @@ impl Switch {
 
     /// Frames waiting in the switch.
     pub fn queued(&self) -> usize {
-        self.voq.iter().map(VecDeque::len).sum()
+        self.voq.len
     }
 
     fn mark(&mut self, p: usize) {
@@ -461,11 +535,6 @@ impl Switch {
         t
     }
 
-    fn voq_index(&self, egress: usize, vc: usize, input: usize) -> usize {
-        let n = self.ports.len();
-        (egress * self.vcs + vc) * n + input
-    }
-
     /// Takes port `p`'s link events.
     fn drain(&mut self, p: usize) {
         loop {
@@ -511,18 +580,14 @@ impl Switch {
 
     /// Discards every frame waiting for egress port `e` (SW-7-3).
     fn flush_egress(&mut self, e: usize) {
-        let n = self.ports.len();
         for v in 0..self.vcs {
-            for i in 0..n {
-                let idx = self.voq_index(e, v, i);
-                let Some(q) = self.voq.get_mut(idx) else {
-                    continue;
-                };
-                let mut dropped = Vec::new();
-                while let Some(f) = q.pop_front() {
-                    dropped.push(f);
-                }
-                for f in dropped {
+            let inputs: Vec<u16> = self
+                .voq
+                .active(e, v)
+                .map(|a| a.iter().copied().collect())
+                .unwrap_or_default();
+            for i in inputs.into_iter().map(usize::from) {
+                while let Some(f) = self.voq.pop_front(e, v, i) {
                     self.leave(i, v, &f.payload);
                     //= docs/spec/switch.md#7-frames-a-switch-cannot-forward
                     //# SW-7-4 Every discarded frame's credits MUST be returned at once.
@@ -644,7 +709,6 @@ impl Switch {
                 *m = (*m).max(*h);
             }
         }
-        let idx = self.voq_index(e, v, i);
         //= docs/spec/switch.md#4-buffers-and-losslessness
         //# SW-4-3 A switch MUST keep frames waiting for different egress ports in separate queues
         //# (one per input port, VC and egress port), so that a frame waiting for a busy egress
@@ -652,13 +716,16 @@ impl Switch {
         //= docs/spec/switch.md#3-order
         //# SW-3-1 Frames received on one input port and VC and forwarded to one egress port MUST
         //# be handed to the egress port's link in the order they were received.
-        if let Some(q) = self.voq.get_mut(idx) {
-            q.push_back(Queued {
+        self.voq.push_back(
+            e,
+            v,
+            i,
+            Queued {
                 payload,
                 release,
                 ready,
-            });
-        }
+            },
+        );
         if let Some(w) = self.ports.get_mut(e).and_then(|x| x.waiting.get_mut(v)) {
             *w += 1;
         }
@@ -682,11 +749,12 @@ impl Switch {
 
     /// Whether a frame toward egress `e` on VC `v` is ready to go.
     fn has_ready(&self, e: usize, v: usize) -> bool {
-        (0..self.ports.len()).any(|i| {
-            self.voq
-                .get(self.voq_index(e, v, i))
-                .and_then(VecDeque::front)
-                .is_some_and(|f| f.ready <= self.now)
+        self.voq.active(e, v).is_some_and(|a| {
+            a.iter().any(|&i| {
+                self.voq
+                    .front(e, v, usize::from(i))
+                    .is_some_and(|f| f.ready <= self.now)
+            })
         })
     }
 
@@ -723,18 +791,19 @@ impl Switch {
                 //# SW-5-1 For each egress port and VC, a switch MUST take ready frames from the
                 //# input ports round-robin: after taking from input *i* it next considers input
                 //# *i*+1.
-                let first = usize::from(x.rr.get(v).copied().unwrap_or(0));
+                let first = x.rr.get(v).copied().unwrap_or(0);
                 let mut pick = None;
                 let mut later: Option<Instant> = None;
-                for k in 0..n {
-                    let i = (first + k) % n;
-                    let idx = self.voq_index(e, v, i);
-                    if let Some(head) = self.voq.get(idx).and_then(VecDeque::front) {
-                        if head.ready <= now {
-                            pick = Some(i);
-                            break;
+                if let Some(active) = self.voq.active(e, v) {
+                    for &i in active.range(first..).chain(active.range(..first)) {
+                        let i = usize::from(i);
+                        if let Some(head) = self.voq.front(e, v, i) {
+                            if head.ready <= now {
+                                pick = Some(i);
+                                break;
+                            }
+                            later = Some(later.map_or(head.ready, |l| l.min(head.ready)));
                         }
-                        later = Some(later.map_or(head.ready, |l| l.min(head.ready)));
                     }
                 }
                 let Some(i) = pick else {
@@ -744,8 +813,7 @@ impl Switch {
                     }
                     break;
                 };
-                let idx = self.voq_index(e, v, i);
-                let Some(f) = self.voq.get_mut(idx).and_then(VecDeque::pop_front) else {
+                let Some(f) = self.voq.pop_front(e, v, i) else {
                     break;
                 };
                 let Some(x) = self.ports.get_mut(e) else {
@@ -757,9 +825,7 @@ impl Switch {
                 match x.link.submit(vcx, &f.payload) {
                     Ok(()) => {}
                     Err(SubmitError::QueueFull { .. }) => {
-                        if let Some(q) = self.voq.get_mut(idx) {
-                            q.push_front(f);
-                        }
+                        self.voq.push_front(e, v, i, f);
                         break;
                     }
                     Err(_) => {
