@@ -336,6 +336,13 @@ pub struct Switch {
     /// Virtual output queues (SW-4-3).
     voq: Voqs,
     wake: BinaryHeap<Reverse<(Instant, u16)>>,
+    /// Each port link's deadline as last seen, and a heap of them (entries whose time no longer
+    /// matches are stale and skipped), so that no call scans every port.
+    link_deadline: Vec<Option<Instant>>,
+    link_timers: BinaryHeap<Reverse<(Instant, u16)>>,
+    /// Ports whose link was called since their deadline was last read.
+    touched: Vec<bool>,
+    touched_list: Vec<u16>,
     ready: Vec<bool>,
     ready_list: Vec<u16>,
     counters: Counters,
@@ -392,6 +399,10 @@ impl Switch {
             vcs,
             voq,
             wake: BinaryHeap::new(),
+            link_deadline: vec![None; n],
+            link_timers: BinaryHeap::new(),
+            touched: vec![false; n],
+            touched_list: Vec::new(),
             ready: vec![false; n],
             ready_list: Vec::new(),
             counters: Counters {
@@ -429,7 +440,39 @@ impl Switch {
         self.voq.len
     }
 
+    /// Port `p`'s link was called: read its deadline before returning to the caller.
+    fn touch(&mut self, p: usize) {
+        if let Some(t) = self.touched.get_mut(p)
+            && !*t
+        {
+            *t = true;
+            self.touched_list.push(u16::try_from(p).unwrap_or(u16::MAX));
+        }
+    }
+
+    /// Reads the deadlines of the links called since the last time.
+    fn refresh(&mut self) {
+        while let Some(p) = self.touched_list.pop() {
+            let p = usize::from(p);
+            if let Some(t) = self.touched.get_mut(p) {
+                *t = false;
+            }
+            let Some(x) = self.ports.get(p) else { continue };
+            let t = x.link.poll_timeout();
+            if let Some(d) = self.link_deadline.get_mut(p)
+                && *d != t
+            {
+                *d = t;
+                if let Some(t) = t {
+                    self.link_timers
+                        .push(Reverse((t, u16::try_from(p).unwrap_or(u16::MAX))));
+                }
+            }
+        }
+    }
+
     fn mark(&mut self, p: usize) {
+        self.touch(p);
         if let Some(r) = self.ready.get_mut(p)
             && !*r
         {
@@ -456,6 +499,7 @@ impl Switch {
         }
         self.drain(p);
         self.mark(p);
+        self.refresh();
     }
 
     /// The physical link of port `p` went down.
@@ -466,6 +510,7 @@ impl Switch {
         }
         self.drain(p);
         self.mark(p);
+        self.refresh();
     }
 
     /// A frame arrived on port `p`'s wire.
@@ -476,15 +521,12 @@ impl Switch {
         }
         self.drain(p);
         self.mark(p);
+        self.refresh();
     }
 
     /// When [`Switch::handle_timeout`] must be called next.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let links = self
-            .ports
-            .iter()
-            .filter_map(|p| p.link.poll_timeout())
-            .min();
+        let links = self.link_timers.peek().map(|Reverse((t, _))| *t);
         let wake = self.wake.peek().map(|Reverse((t, _))| *t);
         match (links, wake) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -495,19 +537,26 @@ impl Switch {
     /// Time passed: runs the links' timers and wakes egress ports whose frames became ready.
     pub fn handle_timeout(&mut self, now: Instant) {
         self.now = self.now.max(now);
-        for p in 0..self.ports.len() {
-            let due = self
-                .ports
-                .get(p)
-                .and_then(|x| x.link.poll_timeout())
-                .is_some_and(|t| t <= self.now);
-            if due {
-                if let Some(x) = self.ports.get_mut(p) {
-                    x.link.handle_timeout(self.now);
-                }
-                self.drain(p);
-                self.mark(p);
+        let mut due = Vec::new();
+        while let Some(&Reverse((t, p))) = self.link_timers.peek() {
+            if t > self.now {
+                break;
             }
+            self.link_timers.pop();
+            if self.link_deadline.get(usize::from(p)).copied().flatten() == Some(t) {
+                // Read again below, whatever happens.
+                if let Some(d) = self.link_deadline.get_mut(usize::from(p)) {
+                    *d = None;
+                }
+                due.push(usize::from(p));
+            }
+        }
+        for p in due {
+            if let Some(x) = self.ports.get_mut(p) {
+                x.link.handle_timeout(self.now);
+            }
+            self.drain(p);
+            self.mark(p);
         }
         while let Some(&Reverse((t, e))) = self.wake.peek() {
             if t > self.now {
@@ -516,6 +565,7 @@ impl Switch {
             self.wake.pop();
             self.mark(usize::from(e));
         }
+        self.refresh();
     }
 
     /// The next frame for port `p`'s wire, written into `buf`.
@@ -532,6 +582,8 @@ impl Switch {
         };
         let t = x.link.poll_transmit(self.now, buf);
         self.drain(p);
+        self.touch(p);
+        self.refresh();
         t
     }
 
