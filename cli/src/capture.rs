@@ -217,6 +217,110 @@ pub fn write_pcapng(frames: &[(&str, &[u8])]) -> Result<Vec<u8>, CaptureError> {
     Ok(writer.into_inner())
 }
 
+/// Which way a frame went, seen from the interface of a [`PcapngStream`]: pcapng's `epb_flags`
+/// direction bits (1 inbound, 2 outbound).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    /// Received by the interface's end of the cable.
+    Inbound,
+    /// Sent by the interface's end of the cable.
+    Outbound,
+}
+
+/// A pcapng capture written frame by frame as the frames come, with their own timestamps: one
+/// section header, one Ethernet interface with nanosecond timestamps (`if_tsresol` = 9) whose
+/// frames keep their 4-byte FCS (`if_fcslen` = 4), then one enhanced packet block per frame
+/// with its time, its direction (`epb_flags`) and a comment. Memory stays bounded whatever the
+/// number of frames: each block goes to the writer at once.
+pub struct PcapngStream<W: std::io::Write> {
+    writer: PcapNgWriter<W>,
+    frames: u64,
+}
+
+impl<W: std::io::Write> fmt::Debug for PcapngStream<W> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PcapngStream")
+            .field("frames", &self.frames)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<W: std::io::Write> PcapngStream<W> {
+    /// Writes the section header and the interface (`if_name` = `name`, `if_description` =
+    /// `description`) to `out`.
+    pub fn new(out: W, name: &str, description: &str) -> Result<Self, CaptureError> {
+        let section = SectionHeaderBlock {
+            endianness: pcap_file::Endianness::Little,
+            major_version: 1,
+            minor_version: 0,
+            section_length: -1,
+            options: vec![],
+        };
+        let mut writer = PcapNgWriter::with_section_header(out, section).map_err(write_error)?;
+        let interface = InterfaceDescriptionBlock {
+            linktype: DataLink::ETHERNET,
+            snaplen: 0,
+            options: vec![
+                InterfaceDescriptionOption::IfName(Cow::Borrowed(name)),
+                InterfaceDescriptionOption::IfDescription(Cow::Borrowed(description)),
+                InterfaceDescriptionOption::IfTsResol(9),
+                InterfaceDescriptionOption::IfFcsLen(4),
+            ],
+        };
+        writer.write_pcapng_block(interface).map_err(write_error)?;
+        Ok(PcapngStream { writer, frames: 0 })
+    }
+
+    /// Writes one frame (destination MAC through FCS) seen at `timestamp_ns`, with its direction
+    /// and a comment (none when empty).
+    pub fn write(
+        &mut self,
+        timestamp_ns: u64,
+        bytes: &[u8],
+        direction: Option<Direction>,
+        comment: &str,
+    ) -> Result<(), CaptureError> {
+        let len = u32::try_from(bytes.len())
+            .map_err(|_| CaptureError("a frame is too long for pcapng".to_owned()))?;
+        let mut options = Vec::new();
+        if let Some(d) = direction {
+            options.push(EnhancedPacketOption::Flags(match d {
+                Direction::Inbound => 1,
+                Direction::Outbound => 2,
+            }));
+        }
+        if !comment.is_empty() {
+            options.push(EnhancedPacketOption::Comment(Cow::Borrowed(comment)));
+        }
+        let packet = EnhancedPacketBlock {
+            interface_id: 0,
+            timestamp: Duration::from_nanos(timestamp_ns),
+            original_len: len,
+            data: Cow::Borrowed(bytes),
+            options,
+        };
+        self.writer
+            .write_pcapng_block(packet)
+            .map_err(write_error)?;
+        self.frames += 1;
+        Ok(())
+    }
+
+    /// Frames written so far.
+    pub fn frames(&self) -> u64 {
+        self.frames
+    }
+
+    /// The writer, every block written to it.
+    pub fn into_inner(self) -> W {
+        self.writer.into_inner()
+    }
+}
+
+fn write_error(e: pcap_file::PcapError) -> CaptureError {
+    CaptureError(format!("cannot write pcapng: {e}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -238,5 +342,34 @@ mod tests {
         for cut in 0..file.len() {
             let _ = read_capture(file.get(..cut).unwrap_or_default());
         }
+    }
+
+    #[test]
+    fn stream_keeps_times_directions_and_fcs() {
+        let a = [3u8; 64];
+        let b = [4u8; 100];
+        let mut stream = PcapngStream::new(Vec::new(), "gpu0.p0", "test").expect("header");
+        stream
+            .write(1_234_567_890_123, &a, Some(Direction::Outbound), "first")
+            .expect("a");
+        stream
+            .write(1_234_567_890_999, &b, Some(Direction::Inbound), "")
+            .expect("b");
+        assert_eq!(stream.frames(), 2);
+        let file = stream.into_inner();
+        let frames = read_capture(&file).expect("readable");
+        assert_eq!(frames.len(), 2);
+        assert!(frames.iter().all(|f| f.has_fcs));
+        assert_eq!(frames.get(1).map(|f| f.bytes.clone()), Some(Ok(b.to_vec())));
+        let (mut rest, mut parser) = PcapNgParser::new(&file).expect("pcapng");
+        let mut seen = Vec::new();
+        while !rest.is_empty() {
+            let (next, block) = parser.next_block(rest).expect("block");
+            rest = next;
+            if let Block::EnhancedPacket(p) = block {
+                seen.push((p.timestamp.as_nanos(), p.options.len()));
+            }
+        }
+        assert_eq!(seen, vec![(1_234_567_890_123, 2), (1_234_567_890_999, 1)]);
     }
 }

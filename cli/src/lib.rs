@@ -6,9 +6,11 @@
 //! experiments on a simulated link and writes the golden test vectors under
 //! `conformance/vectors/`. Every wire rule it applies is the `ethlink-protocol` crate's, cited by
 //! requirement id of `docs/spec/wire.md`. `ethlink link` runs an experiment on one
-//! simulated link with the harness of the `ethlink-link` crate (`docs/spec/link.md`).
+//! simulated link with the harness of the `ethlink-link` crate (`docs/spec/link.md`);
+//! `ethlink run` runs a whole fabric of GPUs and switches with the `ethlink-fabric` crate
+//! (`docs/scenarios.md`).
 //!
-//! The binary (`src/main.rs`) only parses arguments and calls [`run`]; everything else is here
+//! The binary (`src/main.rs`) only parses arguments and calls [`run()`]; everything else is here
 //! so that tests can call it directly.
 //!
 //! Exit status: 0 on success, 1 when a frame (or a transaction in it) is malformed, 2 when the
@@ -22,6 +24,7 @@ pub mod hexio;
 pub mod link;
 pub mod model;
 pub mod plots;
+pub mod run;
 pub mod vectors;
 
 use std::io::{Read, Write};
@@ -149,6 +152,37 @@ pub enum Command {
             stopped it); 2 when an option is out of range, with a message naming it."
     )]
     Link(link::LinkArgs),
+    /// Run a whole fabric simulation.
+    #[command(
+        about = "Run a fabric simulation: GPUs, switch planes, workloads, faults, a report",
+        long_about = "Run a fabric simulation: GPUs, switch planes, workloads, faults, a report.\n\n\
+            GPU endpoints (docs/spec/endpoint.md) and switches (docs/spec/switch.md) are joined \
+            by simulated cables with a line rate, a propagation delay and seeded faults; \
+            workloads (loads and stores, RDMA all-to-all, ring and halving-doubling \
+            all-reduce, all-gather, reduce-scatter, send/recv, incast, permutation) run side \
+            by side, and every GPU's memory is checked against a reference at the end. \
+            Without --scenario the built-in default runs: 8 GPUs of 4 stacks x 2 ports at \
+            400 Gb/s, a single tier of 8 switch planes, 64 B loads and stores beside an RDMA \
+            all-to-all and a ring all-reduce, at a bit error rate of 1e-10. --scenario reads a \
+            TOML file (JSON when the name ends in .json) in the schema of docs/scenarios.md; \
+            examples/scenarios/ has examples, and --print-scenario prints the effective \
+            scenario as TOML to start one from.\n\n\
+            The output is a summary table (operations and their latency percentiles, \
+            integrity, throughput and balance, collectives as nccl-tests prints them, link and \
+            switch counters, the speed of the simulation), or with --json the scenario and the \
+            full report as one JSON object. --out DIR also writes metrics.json (the same \
+            JSON), timeseries.csv, capture.pcapng (the frames crossing the cable of \
+            --capture-port, nanosecond timestamps, FCS included) and SVG plots: latency_cdf.svg, \
+            port_utilisation.svg and busbw.svg. On a terminal, a progress bar shows on standard \
+            error once a run takes more than a second.\n\n\
+            One seed gives one output, byte for byte, except the JSON's \"wall\" section and the \
+            summary's speed line (wall-clock time, memory).\n\n\
+            Exit status: 0 when the run passes; 1 when it fails (an operation lost, \
+            duplicated or unexpected, data corrupted, a switch buffer overrun, the time limit \
+            reached); 2 when the scenario or an option cannot be used, with one line naming \
+            the key and what is wrong with it."
+    )]
+    Run(run::RunArgs),
 }
 
 /// Arguments of `decode`.
@@ -250,6 +284,7 @@ pub fn run(cli: Cli, io: &mut Io<'_>) -> u8 {
         Command::Efficiency(args) => run_efficiency(&args, io),
         Command::Vectors(args) => run_vectors(&args, io),
         Command::Link(args) => run_link(&args, io),
+        Command::Run(args) => run::execute(&args, io).map_err(usage),
     };
     match result {
         Ok(status) => status,

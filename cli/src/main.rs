@@ -1,4 +1,4 @@
-//! The `ethlink` binary: parses the command line and hands it to [`ethlink_cli::run`].
+//! The `ethlink` binary: parses the command line and hands it to [`ethlink_cli::run()`].
 
 use std::process::ExitCode;
 

@@ -463,10 +463,10 @@ fn efficiency_table_and_json() {
 fn help_documents_every_option() {
     let top = ethlink(&["--help"], "");
     assert_eq!(status(&top), 0);
-    for sub in ["decode", "encode", "efficiency", "vectors"] {
+    for sub in ["decode", "encode", "efficiency", "vectors", "link", "run"] {
         assert!(stdout(&top).contains(sub), "top-level help lacks {sub}");
     }
-    let cases: [(&str, &[&str]); 4] = [
+    let cases: [(&str, &[&str]); 5] = [
         (
             "decode",
             &[
@@ -487,6 +487,20 @@ fn help_documents_every_option() {
         (
             "vectors",
             &["--out <DIR>", "vectors.json", "vectors.pcapng"],
+        ),
+        (
+            "run",
+            &[
+                "--scenario <FILE>",
+                "--seed <N>",
+                "--json",
+                "--out <DIR>",
+                "--capture-port <GPU:PORT>",
+                "--capture-limit <N>",
+                "--no-progress",
+                "--print-scenario",
+                "docs/scenarios.md",
+            ],
         ),
     ];
     for (sub, needles) in cases {
