@@ -823,7 +823,8 @@ struct SampleState {
     t: u64,
     ops: u64,
     bytes: u64,
-    wire: Vec<(u64, u64)>,
+    /// Per GPU port: picoseconds its transmit wire has been busy up to `t`.
+    wire: Vec<u64>,
 }
 
 impl Fabric {
@@ -1233,29 +1234,34 @@ impl Fabric {
         let core = &self.core;
         let ports = self.scen.topology.ports();
         let gpu_ports = core.gpus.len() * ports;
-        let mut wire: Vec<(u64, u64)> = Vec::with_capacity(gpu_ports);
+        let now = core.now;
+        // Busy time up to now: every frame's serialisation, less what the frame on the wire
+        // still has to go, so that a frame counts in the intervals it actually occupies.
+        let mut wire: Vec<u64> = Vec::with_capacity(gpu_ports);
         for gp in 0..gpu_ports {
             let c = core
                 .out_chan
                 .get(gp)
                 .and_then(|&c| core.chans.get(c as usize));
-            wire.push(c.map_or((0, 0), |c| (c.ch.frames_sent(), c.ch.bytes_sent())));
+            wire.push(c.map_or(0, |c| {
+                let bytes =
+                    c.ch.bytes_sent() + c.ch.frames_sent() * ethlink_protocol::WIRE_OVERHEAD as u64;
+                let total = (bytes as f64 * 8000.0 / c.ch.rate_gbps()).round() as u64;
+                total.saturating_sub(c.ch.free_at().saturating_sub(now))
+            }));
         }
-        let now = core.now;
         if record {
             let max = self.scen.metrics.max_samples as usize;
             if self.series.t_ns.len() >= max {
                 self.series.dropped += 1;
             } else {
-                let dt_ns = (now - self.last_sample.t) as f64 / PS_PER_NS as f64;
-                let cap = dt_ns * self.scen.link.rate_gbps / 8.0;
+                let dt = now.saturating_sub(self.last_sample.t) as f64;
                 let util: Vec<f32> = wire
                     .iter()
                     .zip(self.last_sample.wire.iter())
-                    .map(|(&(f, b), &(f0, b0))| {
-                        let bytes = (b - b0) + (f - f0) * ethlink_protocol::WIRE_OVERHEAD as u64;
-                        if cap > 0.0 {
-                            (bytes as f64 / cap) as f32
+                    .map(|(&b, &b0)| {
+                        if dt > 0.0 {
+                            (b.saturating_sub(b0) as f64 / dt) as f32
                         } else {
                             0.0
                         }
