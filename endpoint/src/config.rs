@@ -2,7 +2,7 @@
 
 use core::fmt;
 
-use ethlink_link::{Config as LinkConfig, Duration};
+use ethlink_link::{Config as LinkConfig, ConfigError, Duration};
 use ethlink_protocol::{GpuId, MacAddr};
 
 use crate::memory::MemoryConfig;
@@ -135,25 +135,6 @@ impl Default for Config {
     }
 }
 
-/// A configuration value out of its range: the parameter, its value and the rule.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ConfigError {
-    /// The parameter, as endpoint.md §1.1 names it (`link.<name>` for the link's).
-    pub field: &'static str,
-    /// The value given (durations in nanoseconds).
-    pub value: u64,
-    /// The rule it breaks.
-    pub rule: &'static str,
-}
-
-impl fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} = {}: {}", self.field, self.value, self.rule)
-    }
-}
-
-impl core::error::Error for ConfigError {}
-
 fn ns(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
@@ -261,11 +242,7 @@ impl Config {
                 "must be at least 4 (EP-3-1)",
             );
         }
-        self.link.validate().map_err(|e| ConfigError {
-            field: e.field,
-            value: e.value,
-            rule: e.rule,
-        })?;
+        self.link.validate()?;
         Ok(())
     }
 

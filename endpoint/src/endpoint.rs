@@ -15,13 +15,14 @@ use ethlink_protocol::{
     PathId, Status, TxnRepr, VLAN_TAG_LEN, Vc, frame_len,
 };
 
-use crate::config::{BLOCK, Config, ConfigError};
+use crate::config::{BLOCK, Config};
 use crate::counters::Counters;
 use crate::memory::{Access, Memory};
 use crate::ops::{
     Bytes, Completion, CompletionData, CompletionStatus, IssueError, LsOp, LsRequest, OpId, OpKind,
     Ordering, PostError, RdmaDesc, RdmaDir,
 };
+use ethlink_link::ConfigError;
 
 /// VC of load-store requests (EP-3-1).
 const VC_LS: usize = 0;
@@ -163,6 +164,64 @@ impl Tags {
     }
 }
 
+/// The 256-byte blocks of one RDMA transfer received so far (EP-6-5, EP-6-10), and the
+/// in-order point: the blocks before it have all arrived.
+#[derive(Debug)]
+struct Blocks {
+    bits: BitVec,
+    received: u32,
+    inorder: u32,
+}
+
+/// What [`Blocks::mark`] found.
+enum Marked {
+    /// The segment runs past the transfer.
+    Outside,
+    /// Every block of it had arrived already.
+    Duplicate,
+    /// New blocks; the bytes beyond the in-order point changed by this much.
+    New(i64),
+}
+
+impl Blocks {
+    fn new(len: u32) -> Self {
+        Blocks {
+            bits: BitVec::repeat(false, len.div_ceil(BLOCK) as usize),
+            received: 0,
+            inorder: 0,
+        }
+    }
+
+    /// Records the segment at `offset`, `dlen` bytes long.
+    fn mark(&mut self, offset: u32, dlen: u32) -> Marked {
+        let first = (offset / BLOCK) as usize;
+        let n = dlen.div_ceil(BLOCK) as usize;
+        let Some(bits) = self.bits.get_mut(first..first + n) else {
+            return Marked::Outside;
+        };
+        if bits.all() {
+            return Marked::Duplicate;
+        }
+        let new = bits.count_zeros() as u32;
+        bits.fill(true);
+        let before = self.beyond();
+        self.received += new;
+        while self.bits.get(self.inorder as usize).is_some_and(|b| *b) {
+            self.inorder += 1;
+        }
+        Marked::New(self.beyond() - before)
+    }
+
+    /// Bytes received beyond the in-order point (the reorder buffer's share of this transfer).
+    fn beyond(&self) -> i64 {
+        i64::from(self.received - self.inorder) * i64::from(BLOCK)
+    }
+
+    fn complete(&self) -> bool {
+        self.received as usize == self.bits.len()
+    }
+}
+
 #[derive(Debug)]
 struct ChunkState {
     tag: u16,
@@ -170,9 +229,7 @@ struct ChunkState {
     /// Its request was sent more than once (its tag rests after it, EP-5-5).
     tainted: bool,
     len: u32,
-    blocks: BitVec,
-    received: u32,
-    inorder: u32,
+    blocks: Blocks,
     done: bool,
 }
 
@@ -215,9 +272,7 @@ struct Reasm {
     /// A write refused at its first segment (EP-6-4): its later segments are dropped unanswered.
     refused: bool,
     total: u32,
-    blocks: BitVec,
-    received: u32,
-    inorder: u32,
+    blocks: Blocks,
     last: Instant,
 }
 
@@ -401,11 +456,7 @@ impl Endpoint {
         let mut ports = Vec::with_capacity(cfg.port_count());
         for s in 0..cfg.stacks {
             for p in 0..cfg.ports {
-                let link = Link::new(cfg.port_link(s, p)).map_err(|e| ConfigError {
-                    field: e.field,
-                    value: e.value,
-                    rule: e.rule,
-                })?;
+                let link = Link::new(cfg.port_link(s, p))?;
                 ports.push(Port {
                     link,
                     path: PathId::from_parts(s, p),
@@ -1431,9 +1482,7 @@ impl Endpoint {
                         Reasm {
                             refused: true,
                             total,
-                            blocks: BitVec::new(),
-                            received: 0,
-                            inorder: 0,
+                            blocks: Blocks::new(0),
                             last: now,
                         },
                     );
@@ -1453,15 +1502,12 @@ impl Endpoint {
                 self.counters.reassembly_refused += 1;
                 return None;
             }
-            let blocks = total.div_ceil(BLOCK) as usize;
             self.reasm.insert(
                 key,
                 Reasm {
                     refused: false,
                     total,
-                    blocks: BitVec::repeat(false, blocks),
-                    received: 0,
-                    inorder: 0,
+                    blocks: Blocks::new(total),
                     last: now,
                 },
             );
@@ -1481,44 +1527,31 @@ impl Endpoint {
             return Some(Status::Malformed);
         }
         r.last = now;
-        let first = (offset / BLOCK) as usize;
-        let n = dlen.div_ceil(BLOCK) as usize;
-        let Some(bits) = r.blocks.get_mut(first..first + n) else {
-            return Some(Status::Malformed);
-        };
-        if bits.all() {
-            self.counters.duplicate_segments += 1;
-            return None;
-        }
         //= docs/spec/endpoint.md#6-rdma-engine
         //# EP-6-5 A target MUST reassemble a write by (source GPU, tag): it writes each segment's
         //# bytes at `address + offset` when the segment arrives, keeps a record of the 256-byte
         //# blocks received, ignores a segment whose blocks it has all received, and sends
         //# RDMA_COMPLETION OK, on the port the completing segment arrived on, when every block is
         //# received.
-        let new = bits.count_zeros() as u32;
-        bits.fill(true);
-        r.received += new;
+        let delta = match r.blocks.mark(offset, dlen) {
+            Marked::Outside => return Some(Status::Malformed),
+            Marked::Duplicate => {
+                self.counters.duplicate_segments += 1;
+                return None;
+            }
+            Marked::New(delta) => delta,
+        };
         let _ = self.mem.write(
             target.space,
             target.addr.saturating_add(u64::from(offset)),
             data,
         );
-        let before = r.inorder;
-        while (r.inorder as usize) < r.blocks.len()
-            && r.blocks.get(r.inorder as usize).is_some_and(|b| *b)
-        {
-            r.inorder += 1;
-        }
-        let beyond_before = i64::from(r.received - new) - i64::from(before);
-        let beyond_after = i64::from(r.received) - i64::from(r.inorder);
-        let delta = (beyond_after - beyond_before) * i64::from(BLOCK);
         //= docs/spec/transaction.md#2-operations
         //# TXN-2-4 An RDMA write MUST write exactly its bytes at `address .. address + length` of
         //# the target space. Its segments MAY arrive in any order and on any path; the target MUST
         //# report it complete (RDMA_COMPLETION) only after every byte of it has been written, and
         //# MUST report it once per write it sees complete.
-        let complete = r.received as usize == r.blocks.len();
+        let complete = r.blocks.complete();
         self.counters.reorder(delta);
         if complete {
             self.reasm.remove(&key);
@@ -1692,8 +1725,7 @@ impl Endpoint {
                     c.done = true;
                     *done_chunks += 1;
                     error.get_or_insert(status);
-                    self.counters
-                        .reorder(-(i64::from(c.received - c.inorder) * i64::from(BLOCK)));
+                    self.counters.reorder(-c.blocks.beyond());
                 } else {
                     let dlen = u32::try_from(data.len()).unwrap_or(u32::MAX);
                     let end = offset.saturating_add(dlen);
@@ -1709,19 +1741,14 @@ impl Endpoint {
                         self.counters.malformed_txns += 1;
                         return;
                     }
-                    let first = (offset / BLOCK) as usize;
-                    let n = dlen.div_ceil(BLOCK) as usize;
-                    let Some(bits) = c.blocks.get_mut(first..first + n) else {
-                        return;
+                    let delta = match c.blocks.mark(offset, dlen) {
+                        Marked::Outside => return,
+                        Marked::Duplicate => {
+                            self.counters.duplicate_segments += 1;
+                            return;
+                        }
+                        Marked::New(delta) => delta,
                     };
-                    if bits.all() {
-                        self.counters.duplicate_segments += 1;
-                        return;
-                    }
-                    let new = bits.count_zeros() as u32;
-                    bits.fill(true);
-                    let before_beyond = c.received - c.inorder;
-                    c.received += new;
                     let addr = op
                         .desc
                         .local_addr
@@ -1732,16 +1759,8 @@ impl Endpoint {
                     //# target range, each at its offset from the start of the read, whatever order
                     //# the segments arrive in
                     let _ = self.mem.write(op.desc.local_space, addr, data);
-                    while (c.inorder as usize) < c.blocks.len()
-                        && c.blocks.get(c.inorder as usize).is_some_and(|b| *b)
-                    {
-                        c.inorder += 1;
-                    }
-                    let after_beyond = c.received - c.inorder;
-                    self.counters.reorder(
-                        (i64::from(after_beyond) - i64::from(before_beyond)) * i64::from(BLOCK),
-                    );
-                    if c.received as usize == c.blocks.len() {
+                    self.counters.reorder(delta);
+                    if c.blocks.complete() {
                         c.done = true;
                         *done_chunks += 1;
                     } else {
@@ -1845,8 +1864,7 @@ impl Endpoint {
             RdmaState::Read { active, .. } => {
                 for c in active.values().filter(|c| !c.done) {
                     self.counters.reassembly(-1);
-                    self.counters
-                        .reorder(-(i64::from(c.received - c.inorder) * i64::from(BLOCK)));
+                    self.counters.reorder(-c.blocks.beyond());
                     let t = c.tag;
                     if let Some(o) = self
                         .rdma_owner
@@ -1962,7 +1980,7 @@ impl Endpoint {
                     self.timers.push(Reverse((due, key)));
                     return;
                 }
-                let beyond = i64::from(r.received - r.inorder) * i64::from(BLOCK);
+                let beyond = r.blocks.beyond();
                 let refused = r.refused;
                 self.reasm.remove(&(src, tag));
                 if refused {
@@ -2781,9 +2799,7 @@ impl Endpoint {
                                 era,
                                 tainted: false,
                                 len: clen32,
-                                blocks: BitVec::repeat(false, clen32.div_ceil(BLOCK) as usize),
-                                received: 0,
-                                inorder: 0,
+                                blocks: Blocks::new(clen32),
                                 done: false,
                             },
                         );

@@ -39,9 +39,10 @@ pub mod harness;
 mod memory;
 mod ops;
 
-pub use config::{BLOCK, Config, ConfigError, Policy, VCS_NEEDED};
+pub use config::{BLOCK, Config, Policy, VCS_NEEDED};
 pub use counters::{Counters, PortCounters};
 pub use endpoint::Endpoint;
+pub use ethlink_link::ConfigError;
 pub use memory::{
     Access, MAX_SPACE_SIZE, Memory, MemoryConfig, MemoryConfigError, OutOfSpace, PAGE_SIZE, Perms,
     Region, RegionError,

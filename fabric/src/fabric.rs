@@ -1230,6 +1230,35 @@ impl Fabric {
         ns.saturating_mul(PS_PER_NS)
     }
 
+    /// Outage `k` begins (`on`) or ends on its cables. Outages nest: a cable is cut (or dark)
+    /// while at least one of its outages runs.
+    fn outage(&mut self, k: usize, on: bool) {
+        let blackout = self.scen.outages.get(k).is_some_and(|o| o.blackout);
+        let Some(cables) = self.outages.get(k) else {
+            return;
+        };
+        for &c in cables {
+            let Some(cb) = self.core.cables.get_mut(c as usize) else {
+                continue;
+            };
+            let count = if blackout {
+                &mut cb.blackout
+            } else {
+                &mut cb.down
+            };
+            *count = if on {
+                *count + 1
+            } else {
+                count.saturating_sub(1)
+            };
+            // The physical links change only when the first cut begins or the last one ends.
+            let edge = if on { *count == 1 } else { *count == 0 };
+            if !blackout && edge {
+                self.core.set_cable(c, !on);
+            }
+        }
+    }
+
     fn take_sample(&mut self, record: bool) {
         let core = &self.core;
         let ports = self.scen.topology.ports();
@@ -1376,48 +1405,8 @@ impl Fabric {
                         self.core.mark(n);
                     }
                 }
-                Ev::OutageOn(k) => {
-                    let blackout = self
-                        .scen
-                        .outages
-                        .get(k as usize)
-                        .is_some_and(|o| o.blackout);
-                    let cables = self.outages.get(k as usize).cloned().unwrap_or_default();
-                    for c in cables {
-                        let Some(cb) = self.core.cables.get_mut(c as usize) else {
-                            continue;
-                        };
-                        if blackout {
-                            cb.blackout += 1;
-                        } else {
-                            cb.down += 1;
-                            if cb.down == 1 {
-                                self.core.set_cable(c, false);
-                            }
-                        }
-                    }
-                }
-                Ev::OutageOff(k) => {
-                    let blackout = self
-                        .scen
-                        .outages
-                        .get(k as usize)
-                        .is_some_and(|o| o.blackout);
-                    let cables = self.outages.get(k as usize).cloned().unwrap_or_default();
-                    for c in cables {
-                        let Some(cb) = self.core.cables.get_mut(c as usize) else {
-                            continue;
-                        };
-                        if blackout {
-                            cb.blackout = cb.blackout.saturating_sub(1);
-                        } else {
-                            cb.down = cb.down.saturating_sub(1);
-                            if cb.down == 0 {
-                                self.core.set_cable(c, true);
-                            }
-                        }
-                    }
-                }
+                Ev::OutageOn(k) => self.outage(k as usize, true),
+                Ev::OutageOff(k) => self.outage(k as usize, false),
                 Ev::Wake(w, token) => {
                     self.with_wl(w, |wl, cx| wl.on_wake(cx, token));
                 }

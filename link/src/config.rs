@@ -88,7 +88,9 @@ impl Default for Config {
 /// A configuration value out of its range: which parameter, its value and the rule.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ConfigError {
-    /// The parameter, as link.md §1.1 names it.
+    /// The parameter, as the spec of its layer names it (link.md §1.1; the endpoint and the
+    /// switch, which use this type too, name their own parameters and a port link's as
+    /// `link.<name>` or as link.md does).
     pub field: &'static str,
     /// The value given (durations in nanoseconds).
     pub value: u64,

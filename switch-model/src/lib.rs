@@ -20,4 +20,5 @@ extern crate std;
 
 mod switch;
 
-pub use switch::{Config, ConfigError, Counters, Mode, PortCounters, Routes, Switch};
+pub use ethlink_link::ConfigError;
+pub use switch::{Config, Counters, Mode, PortCounters, Routes, Switch};

@@ -7,8 +7,8 @@ use core::cmp::Reverse;
 use core::fmt;
 
 use ethlink_link::{
-    BufferTooSmall, Config as LinkConfig, Duration, Event, Instant, Link, Release, SubmitError,
-    Transmit,
+    BufferTooSmall, Config as LinkConfig, ConfigError, Duration, Event, Instant, Link, Release,
+    SubmitError, Transmit,
 };
 use ethlink_protocol::{DataRepr, GpuId, MacAddr, Vc, WIRE_OVERHEAD, frame_len};
 
@@ -68,25 +68,6 @@ impl Default for Config {
     }
 }
 
-/// A configuration value out of its range.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ConfigError {
-    /// The parameter (`link.<name>` for the links').
-    pub field: &'static str,
-    /// Its value (durations in ns).
-    pub value: u64,
-    /// The rule it breaks.
-    pub rule: &'static str,
-}
-
-impl fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} = {}: {}", self.field, self.value, self.rule)
-    }
-}
-
-impl core::error::Error for ConfigError {}
-
 impl Config {
     /// Checks the parameters against switch.md §1.1 and the link's against link.md §1.1.
     pub fn validate(&self) -> Result<(), ConfigError> {
@@ -104,11 +85,7 @@ impl Config {
         if !(1..=64).contains(&self.egress_depth) {
             return err("egress_depth", self.egress_depth.into(), "must be 1..=64");
         }
-        self.link.validate().map_err(|e| ConfigError {
-            field: e.field,
-            value: e.value,
-            rule: e.rule,
-        })
+        self.link.validate()
     }
 
     /// The link configuration of port `p`: a locally administered MAC 02:01:id:id:p:p and its
@@ -380,11 +357,7 @@ impl Switch {
         let vcs = usize::from(cfg.link.vcs);
         let mut ports = Vec::with_capacity(n);
         for p in 0..cfg.ports {
-            let link = Link::new(cfg.port_link(p)).map_err(|e| ConfigError {
-                field: e.field,
-                value: e.value,
-                rule: e.rule,
-            })?;
+            let link = Link::new(cfg.port_link(p))?;
             ports.push(Port {
                 link,
                 up: false,
