@@ -274,6 +274,9 @@ fn init_json(init: &ethlink_protocol::InitRepr, echo_nonce: Option<u32>) -> Init
         mfs: init.mfs,
         llr_window: init.window,
         credits: init.credits,
+        credit_overhead: init.credit_overhead,
+        caps: init.caps.names().map(str::to_owned).collect(),
+        role: init.role.name().to_owned(),
     }
 }
 

@@ -10,9 +10,9 @@
 use std::fmt;
 
 use ethlink_protocol::{
-    AtomicKind, AtomicOp, AtomicValue, CreditRepr, DataFlags, DataHeader, DataRepr, EthernetRepr,
-    FrameRepr, GpuId, InitRepr, LinkFrame, MAX_FRAME_LEN, MemTarget, PathId, Seq, Space, TxnRepr,
-    Txns, Vc, VlanTag, Width, data_frame_len, emit_data_frame, fcs,
+    AtomicKind, AtomicOp, AtomicValue, Capabilities, CreditRepr, DataFlags, DataHeader, DataRepr,
+    EthernetRepr, FrameRepr, GpuId, InitRepr, LinkFrame, MAX_FRAME_LEN, MemTarget, PathId, Role,
+    Seq, Space, TxnRepr, Txns, Vc, VlanTag, Width, data_frame_len, emit_data_frame, fcs,
 };
 use serde_json::Value;
 
@@ -419,8 +419,33 @@ fn init_repr(init: &InitJson) -> Result<InitRepr, EncodeError> {
         } else {
             0
         };
-        in_range(&format!("init.credits[{v}]"), u64::from(*c), 0, max)?;
+        let min = u64::from(v < usize::from(init.vcs));
+        in_range(&format!("init.credits[{v}]"), u64::from(*c), min, max)?;
     }
+    let mut caps = Capabilities::NONE;
+    for name in &init.caps {
+        caps = caps
+            | Capabilities::from_name(name).ok_or_else(|| {
+                EncodeError::new(
+                    "init.caps",
+                    format!(
+                        "unknown capability {name:?} (rdma, atomics, shared, packing, tagged, \
+                         cut_through)"
+                    ),
+                )
+            })?;
+    }
+    let role = match init.role.as_str() {
+        "link_end" => Role::LinkEnd,
+        "endpoint" => Role::Endpoint,
+        "switch" => Role::Switch,
+        other => {
+            return Err(EncodeError::new(
+                "init.role",
+                format!("unknown role {other:?} (link_end, endpoint, switch)"),
+            ));
+        }
+    };
     Ok(InitRepr {
         nonce: init.nonce,
         vcs: init.vcs,
@@ -428,6 +453,9 @@ fn init_repr(init: &InitJson) -> Result<InitRepr, EncodeError> {
         mfs: init.mfs,
         window: init.llr_window,
         credits: init.credits,
+        credit_overhead: init.credit_overhead,
+        caps,
+        role,
     })
 }
 

@@ -193,6 +193,19 @@ pub struct InitJson {
     pub llr_window: u32,
     /// Credits granted on each VC 0..=7.
     pub credits: [u32; 8],
+    /// Bytes the sender's receiver adds to a frame's length when it computes its cost (0..=255).
+    #[serde(default)]
+    pub credit_overhead: u8,
+    /// The capabilities announced, by name: rdma, atomics, shared, packing, tagged, cut_through.
+    #[serde(default)]
+    pub caps: Vec<String>,
+    /// The sender's role: link_end, endpoint or switch.
+    #[serde(default = "default_role")]
+    pub role: String,
+}
+
+fn default_role() -> String {
+    "link_end".to_owned()
 }
 
 /// The network header of a DATA frame.

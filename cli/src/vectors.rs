@@ -12,9 +12,10 @@
 use std::path::Path;
 
 use ethlink_protocol::{
-    Action, AtomicKind, AtomicOp, AtomicValue, CreditRepr, DataFlags, DataHeader, DataRepr,
-    EthernetRepr, Field, FrameRepr, GpuId, InitRepr, LinkFrame, MAX_FRAME_LEN, MacAddr, MemTarget,
-    PathId, Seq, Space, Status, TxnRepr, Txns, Vc, VlanTag, data_frame_len, emit_data_frame,
+    Action, AtomicKind, AtomicOp, AtomicValue, Capabilities, CreditRepr, DataFlags, DataHeader,
+    DataRepr, EthernetRepr, Field, FrameRepr, GpuId, InitRepr, LinkFrame, MAX_FRAME_LEN, MacAddr,
+    MemTarget, PathId, Role, Seq, Space, Status, TxnRepr, Txns, Vc, VlanTag, data_frame_len,
+    emit_data_frame,
 };
 use serde::{Deserialize, Serialize};
 
@@ -861,6 +862,9 @@ fn init_repr(vcs: u8, credit_size: u16, mfs: u16, window: u32, grant: u32) -> In
         mfs,
         window,
         credits,
+        credit_overhead: 0,
+        caps: Capabilities::NONE,
+        role: Role::LinkEnd,
     }
 }
 
@@ -1153,9 +1157,10 @@ fn well_formed_frames(b: &mut Builder) -> Result<(), String> {
     );
     b.good(
         "init_1vc_min",
-        "INIT with the smallest parameters: 1 VC, credit size 32, MFS 320, window 1",
+        "INIT with the smallest parameters: 1 VC, credit size 32, MFS 320, window 1, a grant of \
+         10 credits (one 320 B frame)",
         &["WIRE-4.5-1", "WIRE-4.5-2"],
-        control(eth(), LinkFrame::Init(init_repr(1, 32, 320, 1, 0)))?,
+        control(eth(), LinkFrame::Init(init_repr(1, 32, 320, 1, 10)))?,
     );
     b.good(
         "init_8vc_max",

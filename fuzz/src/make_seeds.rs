@@ -8,7 +8,7 @@ use std::path::Path;
 
 use ethlink_protocol::{
     AtomicKind, AtomicOp, AtomicValue, CreditRepr, DataFlags, DataHeader, DataRepr, EthernetRepr,
-    FrameRepr, GpuId, InitRepr, LinkFrame, MacAddr, MemTarget, PathId, Seq, Space, Status, TxnRepr,
+    FrameRepr, GpuId, Capabilities, InitRepr, Role, LinkFrame, MacAddr, MemTarget, PathId, Seq, Space, Status, TxnRepr,
     Txns, Vc, VlanTag, Width, data_frame_len, emit_data_frame,
 };
 
@@ -166,6 +166,9 @@ fn main() {
         mfs: 9216,
         window: 512,
         credits: [64, 32, 0, 0, 0, 0, 0, 0],
+        credit_overhead: 0,
+        caps: Capabilities::NONE,
+        role: Role::LinkEnd,
     };
     let credits = CreditRepr {
         counters: [

@@ -26,8 +26,8 @@ use ethlink_link::{
     SubmitError, TxState,
 };
 use ethlink_protocol::{
-    CreditRepr, DataFlags, DataHeader, EthernetRepr, FLAG_REPLAY, FrameKind, FrameRepr, InitRepr,
-    LinkFrame, MacAddr, Seq, Vc, VlanTag, fcs,
+    Capabilities, CreditRepr, DataFlags, DataHeader, EthernetRepr, FLAG_REPLAY, FrameKind,
+    FrameRepr, InitRepr, LinkFrame, MacAddr, Role, Seq, Vc, VlanTag, fcs,
 };
 
 // ----- the bench: two ends, one wire each way ---------------------------------------------------
@@ -549,6 +549,9 @@ fn init_of(cfg: &Config, nonce: u32) -> InitRepr {
         mfs: cfg.mfs,
         window: cfg.llr_window,
         credits,
+        credit_overhead: 0,
+        caps: Capabilities::NONE,
+        role: Role::LinkEnd,
     }
 }
 

@@ -38,6 +38,8 @@ pub enum Field {
     InitWindow,
     /// INIT: credit grant of a VC.
     InitCredits,
+    /// INIT: capability bits.
+    InitCaps,
     /// The network header as a whole.
     NetworkHeader,
     /// Network header: destination GPU id.
@@ -86,6 +88,7 @@ impl Field {
             Field::InitMfs => "init.mfs",
             Field::InitWindow => "init.llr_window",
             Field::InitCredits => "init.credits",
+            Field::InitCaps => "init.caps",
             Field::NetworkHeader => "net.header",
             Field::DstGpu => "net.dst_gpu",
             Field::SrcGpu => "net.src_gpu",

@@ -13,7 +13,7 @@ use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
 use crate::error::{Action, EmitError, Error, ErrorKind, Field};
 use crate::fcs::{self, FCS_LEN};
-use crate::types::{MacAddr, Seq, Vc};
+use crate::types::{Capabilities, MacAddr, Role, Seq, Vc};
 
 /// The EthLink EtherType (WIRE-2.1-1).
 pub const ETHERTYPE: u16 = 0x88B5;
@@ -180,10 +180,10 @@ pub struct InitBody {
     nonce: U32,
     echo_nonce: U32,
     vcs: u8,
-    reserved0: u8,
+    credit_overhead: u8,
     credit_size: U16,
     mfs: U16,
-    reserved1: [u8; 2],
+    caps: U16,
     window: U32,
     credits: [U32; 8],
 }
@@ -575,8 +575,15 @@ pub struct InitRepr {
     pub mfs: u16,
     /// LLR window in frames, 1..=2^19.
     pub window: u32,
-    /// Credits granted on each VC (entries at or above `vcs` are zero), each below 2^19.
+    /// Credits granted on each VC (entries at or above `vcs` are zero), each 1..2^19-1.
     pub credits: [u32; 8],
+    /// Bytes the sender's receiver adds to a frame's length when it computes the frame's cost
+    /// in credits (link.md LINK-5-1), 0..=255.
+    pub credit_overhead: u8,
+    /// The optional features the sender supports (classes.md §3).
+    pub caps: Capabilities,
+    /// The sender's role.
+    pub role: Role,
 }
 
 impl InitRepr {
@@ -593,7 +600,7 @@ impl InitRepr {
         //= docs/spec/wire.md#45-init-kind-0x5-and-init_echo-kind-0x6
         //# WIRE-4.5-1 The number of VCs MUST be 1..8, the credit size a power of two in 32..2048,
         //# the MFS in 320..9216, the LLR window in 1..2^19, and the credit grant of each VC below the
-        //# number of VCs at most 2^19 - 1.
+        //# number of VCs 1..2^19 - 1.
         let vcs = body.vcs;
         if !(1..=8).contains(&vcs) {
             return Err(bad(Field::InitVcs, 8));
@@ -614,7 +621,7 @@ impl InitRepr {
         for (v, (out, c)) in credits.iter_mut().zip(body.credits.iter()).enumerate() {
             if v < usize::from(vcs) {
                 let value = c.get() & Seq::MASK;
-                if value >= Seq::MAX_WINDOW {
+                if value == 0 || value >= Seq::MAX_WINDOW {
                     return Err(bad(Field::InitCredits, 20 + 4 * v));
                 }
                 *out = value;
@@ -627,6 +634,12 @@ impl InitRepr {
             mfs,
             window,
             credits,
+            credit_overhead: body.credit_overhead,
+            //= docs/spec/wire.md#45-init-kind-0x5-and-init_echo-kind-0x6
+            //# WIRE-4.5-3 A receiver MUST ignore the capability bits this document does not
+            //# define.
+            caps: Capabilities::from_bits_truncate(body.caps.get()),
+            role: Role::from_code((body.caps.get() >> 14) as u8),
         })
     }
 
@@ -634,7 +647,7 @@ impl InitRepr {
     //= docs/spec/wire.md#45-init-kind-0x5-and-init_echo-kind-0x6
     //# WIRE-4.5-1 The number of VCs MUST be 1..8, the credit size a power of two in 32..2048, the
     //# MFS in 320..9216, the LLR window in 1..2^19, and the credit grant of each VC below the
-    //# number of VCs at most 2^19 - 1.
+    //# number of VCs 1..2^19 - 1.
     pub fn validate(&self) -> Result<(), EmitError> {
         let bad = |f| Err(EmitError::Invalid(f));
         if !(1..=8).contains(&self.vcs) {
@@ -652,11 +665,15 @@ impl InitRepr {
         for (v, c) in self.credits.iter().enumerate() {
             // Entries at or above `vcs` are reserved: emitted as given would break the round trip,
             // so they must be zero in a representation.
-            if v < usize::from(self.vcs) && *c >= Seq::MAX_WINDOW
+            if v < usize::from(self.vcs) && (*c == 0 || *c >= Seq::MAX_WINDOW)
                 || v >= usize::from(self.vcs) && *c != 0
             {
                 return bad(Field::InitCredits);
             }
+        }
+        // Undefined capability bits are reserved: a representation holds only defined ones.
+        if self.caps.bits() & !Capabilities::DEFINED.bits() != 0 {
+            return bad(Field::InitCaps);
         }
         Ok(())
     }
@@ -665,10 +682,10 @@ impl InitRepr {
         body.nonce = U32::new(self.nonce);
         body.echo_nonce = U32::new(echo_nonce);
         body.vcs = self.vcs;
-        body.reserved0 = 0;
+        body.credit_overhead = self.credit_overhead;
         body.credit_size = U16::new(self.credit_size);
         body.mfs = U16::new(self.mfs);
-        body.reserved1 = [0; 2];
+        body.caps = U16::new(self.caps.bits() | (u16::from(self.role.code()) << 14));
         body.window = U32::new(self.window);
         for (c, out) in self.credits.iter().zip(body.credits.iter_mut()) {
             *out = U32::new(*c);
@@ -1147,6 +1164,9 @@ mod tests {
             mfs: 9216,
             window: 512,
             credits: [64, 32, 0, 0, 0, 0, 0, 0],
+            credit_overhead: 0,
+            caps: Capabilities::NONE,
+            role: Role::LinkEnd,
         }
     }
 
@@ -1158,6 +1178,9 @@ mod tests {
             mfs: 320,
             window: 1 << 19,
             credits: [(1 << 19) - 1; 8],
+            credit_overhead: 0,
+            caps: Capabilities::NONE,
+            role: Role::LinkEnd,
         }
     }
 
@@ -1325,6 +1348,9 @@ mod tests {
             mfs: 9216,
             window: 1 << 19,
             credits: [100, 200, 0, 0, 0, 0, 0, 0],
+            credit_overhead: 0,
+            caps: Capabilities::NONE,
+            role: Role::LinkEnd,
         };
         assert_eq!(good.validate(), Ok(()));
         let cases = [

@@ -59,4 +59,4 @@ pub use txn::{
     AtomicKind, AtomicOp, AtomicValue, MAX_LOAD_STORE_LEN, MemTarget, PREFIX_LEN, TxnPrefix,
     TxnRepr, Width,
 };
-pub use types::{GpuId, MacAddr, Opcode, PathId, Seq, Space, Status, Vc};
+pub use types::{Capabilities, GpuId, MacAddr, Opcode, PathId, Role, Seq, Space, Status, Vc};

@@ -137,6 +137,143 @@ impl PathId {
     }
 }
 
+/// The optional features a device announces in its INIT and INIT_ECHO frames (wire.md §4.5,
+/// classes.md §3). Bits 13..0 of the capability field; bits this version does not define are
+/// reserved (zero on transmit, ignored on receipt).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, PartialOrd, Ord)]
+pub struct Capabilities(u16);
+
+impl Capabilities {
+    /// Bit 0: the device performs RDMA_WRITE and RDMA_READ as a target (CAP-RDMA).
+    pub const RDMA: Capabilities = Capabilities(1 << 0);
+    /// Bit 1: the device performs the atomics as a target (CAP-ATOMICS).
+    pub const ATOMICS: Capabilities = Capabilities(1 << 1);
+    /// Bit 2: the device has a shared memory space that requests with the SHARED flag reach
+    /// (CAP-SHARED).
+    pub const SHARED: Capabilities = Capabilities(1 << 2);
+    /// Bit 3: the device may send DATA frames that carry more than one transaction (CAP-PACKING).
+    pub const PACKING: Capabilities = Capabilities(1 << 3);
+    /// Bit 4: the device may send frames with an 802.1Q tag (CAP-TAGGED).
+    pub const TAGGED: Capabilities = Capabilities(1 << 4);
+    /// Bit 5: the device may begin to send a frame before its FCS has been checked, and ends a
+    /// frame found damaged with a stomped FCS (CAP-CUT-THROUGH).
+    pub const CUT_THROUGH: Capabilities = Capabilities(1 << 5);
+    /// The bits this version defines.
+    pub const DEFINED: Capabilities = Capabilities(0x003F);
+    /// No optional feature.
+    pub const NONE: Capabilities = Capabilities(0);
+
+    /// The capabilities whose bits are set in `bits`; bits this version does not define are
+    /// dropped (they are reserved).
+    pub const fn from_bits_truncate(bits: u16) -> Self {
+        Capabilities(bits & Self::DEFINED.0)
+    }
+
+    /// The raw bits.
+    pub const fn bits(self) -> u16 {
+        self.0
+    }
+
+    /// Whether every capability of `other` is in `self`.
+    pub const fn contains(self, other: Capabilities) -> bool {
+        self.0 & other.0 == other.0
+    }
+
+    /// The capabilities of both.
+    pub const fn union(self, other: Capabilities) -> Self {
+        Capabilities(self.0 | other.0)
+    }
+
+    /// `self` without the capabilities of `other`.
+    pub const fn without(self, other: Capabilities) -> Self {
+        Capabilities(self.0 & !other.0)
+    }
+
+    /// The names of the capabilities set, in bit order.
+    pub fn names(self) -> impl Iterator<Item = &'static str> {
+        const NAMES: [&str; 6] = [
+            "rdma",
+            "atomics",
+            "shared",
+            "packing",
+            "tagged",
+            "cut_through",
+        ];
+        NAMES
+            .iter()
+            .enumerate()
+            .filter(move |(bit, _)| self.0 & (1 << bit) != 0)
+            .map(|(_, name)| *name)
+    }
+
+    /// The capability named `name` (as [`Capabilities::names`] spells it).
+    pub fn from_name(name: &str) -> Option<Self> {
+        Some(match name {
+            "rdma" => Self::RDMA,
+            "atomics" => Self::ATOMICS,
+            "shared" => Self::SHARED,
+            "packing" => Self::PACKING,
+            "tagged" => Self::TAGGED,
+            "cut_through" => Self::CUT_THROUGH,
+            _ => return None,
+        })
+    }
+}
+
+impl core::ops::BitOr for Capabilities {
+    type Output = Capabilities;
+    fn bitor(self, rhs: Capabilities) -> Capabilities {
+        self.union(rhs)
+    }
+}
+
+/// The role a device announces in its INIT and INIT_ECHO frames (bits 15..14 of the capability
+/// field, wire.md §4.5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, PartialOrd, Ord)]
+pub enum Role {
+    /// 0: a link end that does not say what is behind it (a link tester, a bridge).
+    #[default]
+    LinkEnd,
+    /// 1: a GPU endpoint.
+    Endpoint,
+    /// 2: a switch.
+    Switch,
+    /// 3: reserved; kept so that the value round-trips.
+    Unknown(u8),
+}
+
+impl Role {
+    /// The role of the two-bit code `code` (only its low two bits are read).
+    pub const fn from_code(code: u8) -> Self {
+        match code & 0x3 {
+            0 => Role::LinkEnd,
+            1 => Role::Endpoint,
+            2 => Role::Switch,
+            other => Role::Unknown(other),
+        }
+    }
+
+    /// The two-bit code.
+    pub const fn code(self) -> u8 {
+        match self {
+            Role::LinkEnd => 0,
+            Role::Endpoint => 1,
+            Role::Switch => 2,
+            Role::Unknown(v) => v & 0x3,
+        }
+    }
+
+    /// The role's name: `link_end`, `endpoint`, `switch` or `reserved`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Role::LinkEnd => "link_end",
+            Role::Endpoint => "endpoint",
+            Role::Switch => "switch",
+            Role::Unknown(_) => "reserved",
+        }
+    }
+}
+
 /// A six-byte MAC address.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, PartialOrd, Ord)]
 pub struct MacAddr(pub [u8; 6]);

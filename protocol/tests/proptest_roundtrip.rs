@@ -17,10 +17,10 @@
 mod roundtrip;
 
 use ethlink_protocol::{
-    AtomicKind, AtomicOp, AtomicValue, CreditRepr, DataFlags, DataHeader, DataRepr, EthernetRepr,
-    Frame, FrameRepr, GpuId, InitRepr, LinkFrame, MAX_FRAME_LEN, MacAddr, MemTarget, Opcode,
-    PathId, Seq, Space, Status, TxnRepr, Txns, Vc, VlanTag, Width, data_frame_len, emit_data_frame,
-    fcs,
+    AtomicKind, AtomicOp, AtomicValue, Capabilities, CreditRepr, DataFlags, DataHeader, DataRepr,
+    EthernetRepr, Frame, FrameRepr, GpuId, InitRepr, LinkFrame, MAX_FRAME_LEN, MacAddr, MemTarget,
+    Opcode, PathId, Role, Seq, Space, Status, TxnRepr, Txns, Vc, VlanTag, Width, data_frame_len,
+    emit_data_frame, fcs,
 };
 use proptest::collection::vec;
 use proptest::prelude::*;
@@ -84,6 +84,9 @@ fn init() -> impl Strategy<Value = InitRepr> {
                 mfs,
                 window,
                 credits,
+                credit_overhead: 0,
+                caps: Capabilities::NONE,
+                role: Role::LinkEnd,
             }
         })
 }
