@@ -120,6 +120,10 @@ pub enum Action {
     /// The frame was damaged on the link (bad FCS, runt, oversize): discard it without reading any
     /// field, count an FCS error, and let the link layer NACK.
     DiscardDamaged,
+    /// The frame ends with a stomped FCS (WIRE-2.5-4): its sender gave it up on purpose. Discard
+    /// it without reading any field and count it as stomped; no NACK, and the link layer takes no
+    /// sequence number from it.
+    DiscardStomped,
     /// The frame is not EthLink (EtherType): discard and count as foreign; no NACK.
     DiscardForeign,
     /// The frame has a good FCS but is not acceptable (version, kind, body): discard and count as
@@ -159,6 +163,7 @@ impl fmt::Display for Action {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Action::DiscardDamaged => f.write_str("discard as damaged, count FCS error, NACK"),
+            Action::DiscardStomped => f.write_str("discard as stomped, count; no NACK"),
             Action::DiscardForeign => f.write_str("discard as foreign, count"),
             Action::DiscardMalformed => f.write_str("discard as malformed, count"),
             Action::DiscardRest => f.write_str("discard the rest of the frame, count"),
@@ -190,6 +195,8 @@ pub enum ErrorKind {
     Inconsistent,
     /// The frame check sequence does not match.
     BadFcs,
+    /// The frame check sequence is the stomped FCS (WIRE-2.5-4).
+    StompedFcs,
 }
 
 impl ErrorKind {
@@ -201,6 +208,7 @@ impl ErrorKind {
             ErrorKind::Unknown => "unknown",
             ErrorKind::Inconsistent => "inconsistent",
             ErrorKind::BadFcs => "bad_fcs",
+            ErrorKind::StompedFcs => "stomped_fcs",
         }
     }
 
@@ -212,6 +220,7 @@ impl ErrorKind {
             ErrorKind::Unknown => "unknown value",
             ErrorKind::Inconsistent => "inconsistent",
             ErrorKind::BadFcs => "FCS mismatch",
+            ErrorKind::StompedFcs => "stomped FCS",
         }
     }
 }

@@ -33,6 +33,23 @@ pub fn fcs_bytes(frame_without_fcs: &[u8]) -> [u8; FCS_LEN] {
     crc32(frame_without_fcs).to_le_bytes()
 }
 
+//= docs/spec/wire.md#25-frame-check-sequence
+//# WIRE-2.5-4 A device that has begun to transmit a frame and then learns that the frame is
+//# damaged MUST end it with the stomped FCS: the bitwise complement of the frame's correct FCS.
+/// The four bytes of a stomped FCS (wire.md §2.5): the complement of the correct FCS of
+/// `frame_without_fcs`, in transmission order.
+pub fn stomped_bytes(frame_without_fcs: &[u8]) -> [u8; FCS_LEN] {
+    (!crc32(frame_without_fcs)).to_le_bytes()
+}
+
+/// Whether the last four bytes of `frame` are the stomped FCS of the bytes before them.
+pub fn is_stomped(frame: &[u8]) -> bool {
+    match frame.split_last_chunk::<FCS_LEN>() {
+        Some((body, fcs)) => stomped_bytes(body) == *fcs,
+        None => false,
+    }
+}
+
 /// Whether the last four bytes of `frame` are the FCS of the bytes before them.
 /// A frame shorter than four bytes never checks.
 pub fn check(frame: &[u8]) -> bool {
@@ -71,6 +88,26 @@ mod tests {
         frame[10] ^= 0x01;
         assert!(!check(&frame));
         assert!(!check(&[1, 2, 3]));
+    }
+
+    //= type=test
+    // WIRE-2.5-4: the stomped FCS is the complement of the good one, and never checks as good.
+    #[test]
+    fn stomped_fcs_is_the_complement() {
+        let frame: std::vec::Vec<u8> = (0..60u8).collect();
+        let good = fcs_bytes(&frame);
+        let stomped = stomped_bytes(&frame);
+        for (g, s) in good.iter().zip(stomped.iter()) {
+            assert_eq!(*g, !*s);
+        }
+        let mut whole = frame.clone();
+        whole.extend_from_slice(&stomped);
+        assert!(is_stomped(&whole));
+        assert!(!check(&whole));
+        let mut good_whole = frame;
+        good_whole.extend_from_slice(&good);
+        assert!(!is_stomped(&good_whole));
+        assert!(!is_stomped(&[1, 2]));
     }
 
     #[test]

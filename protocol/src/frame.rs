@@ -324,6 +324,19 @@ impl<B: AsRef<[u8]>> Frame<B> {
         //= docs/spec/wire.md#25-frame-check-sequence
         //# WIRE-2.5-3 A receiver MUST check the FCS before it interprets any other field.
         if fcs_len == FCS_LEN && !fcs::check(bytes) {
+            //= docs/spec/wire.md#25-frame-check-sequence
+            //# WIRE-2.5-5 A receiver MUST discard a frame that ends with a stomped FCS without
+            //# interpreting any of its fields, count it as stomped, and MUST NOT treat it as a
+            //# damaged frame: it causes no NACK.
+            if fcs::is_stomped(bytes) {
+                return Err(Error::new(
+                    ErrorKind::StompedFcs,
+                    Field::Fcs,
+                    len.saturating_sub(FCS_LEN),
+                    "WIRE-2.5-5",
+                    Action::DiscardStomped,
+                ));
+            }
             return Err(Error::new(
                 ErrorKind::BadFcs,
                 Field::Fcs,
