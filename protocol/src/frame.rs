@@ -1896,21 +1896,20 @@ mod tests {
                 }),
             ),
             ("CC", edited(&CC, |v| v[24..28].copy_from_slice(&[0xFF; 4]))),
-            // INIT: echo nonce, reserved bytes 9 and 14..15, upper window and grant bits.
+            // INIT: echo nonce, the undefined capability bits 13..6, upper window and grant bits.
             (
                 "INIT",
                 edited(&INIT, |v| {
                     v[16..20].copy_from_slice(&[0x12; 4]);
                     v[24..28].copy_from_slice(&[0xFF; 4]);
-                    v[29] = 0xFF;
-                    v[34..36].copy_from_slice(&[0xFF, 0xFF]);
+                    v[34..36].copy_from_slice(&[0x3F, 0xC0]);
                     v[36] = 0xFF;
                     v[37] |= 0xF0;
                     v[40] = 0xFF;
                     v[41] |= 0xF0;
                 }),
             ),
-            ("INIT_ECHO", edited(&INIT_ECHO, |v| v[29] = 0x77)),
+            ("INIT_ECHO", edited(&INIT_ECHO, |v| v[34] = 0x17)),
         ];
         for (name, bytes) in cases {
             assert_eq!(

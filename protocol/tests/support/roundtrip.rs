@@ -259,8 +259,10 @@ fn canonical_frame(bytes: &[u8], eth_len: usize, repr: &FrameRepr<'_>) -> Vec<u8
             if kind == FrameKind::Init {
                 c[body + 4..body + 8].fill(0);
             }
-            c[body + 9] = 0;
-            c[body + 14..body + 16].fill(0);
+            // Byte 9 is the credit overhead; of the capability field only bits 13..6 are
+            // reserved.
+            c[body + 14] &= 0xC0;
+            c[body + 15] &= 0x3F;
             top12(&mut c, body + 16);
             let vcs = usize::from(c[body + 8]);
             for v in 0..8 {
