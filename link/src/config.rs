@@ -2,7 +2,7 @@
 
 use core::fmt;
 
-use ethlink_protocol::{MacAddr, Seq, VlanTag};
+use ethlink_protocol::{Capabilities, MacAddr, Role, Seq, VlanTag};
 
 use crate::time::Duration;
 
@@ -20,7 +20,8 @@ pub struct Config {
     /// Credits this end's receiver grants on each VC (its buffer for the VC / `credit_size`),
     /// each 1..2^19 for the VCs in use.
     pub rx_credits: [u32; 8],
-    /// Bytes added to a frame's length when its credit cost is computed, 0..=256.
+    /// Bytes this end's receiver adds to a frame's length when it computes the frame's credit
+    /// cost, 0..=255; announced in INIT, so the peer's transmitter uses the same value.
     pub credit_overhead: u16,
     /// Maximum frame size this end sends and accepts, 320..=9216.
     pub mfs: u16,
@@ -54,6 +55,10 @@ pub struct Config {
     pub tx_queue_bytes: u32,
     /// Seed of the nonces this end picks for its initialisations (LINK-2-1).
     pub nonce_seed: u64,
+    /// The capabilities this end announces in INIT and INIT_ECHO (wire.md §4.5, classes.md).
+    pub caps: Capabilities,
+    /// The role this end announces in INIT and INIT_ECHO.
+    pub role: Role,
 }
 
 impl Default for Config {
@@ -81,6 +86,8 @@ impl Default for Config {
             tx_queue_frames: 256,
             tx_queue_bytes: 256 * 1024,
             nonce_seed: 1,
+            caps: Capabilities::NONE,
+            role: Role::LinkEnd,
         }
     }
 }
@@ -142,7 +149,7 @@ impl Config {
                 );
             }
         }
-        if self.credit_overhead > 256 {
+        if self.credit_overhead > 255 {
             return err(
                 "credit_overhead",
                 self.credit_overhead.into(),

@@ -5,9 +5,9 @@ use alloc::vec::Vec;
 use core::fmt;
 
 use ethlink_protocol::{
-    Action, Capabilities, CreditRepr, DataFlags, DataHeader, ETH_HEADER_LEN, ErrorKind,
-    EthernetRepr, FLAG_REPLAY, Frame, FrameKind, FrameRepr, InitRepr, LINK_HEADER_LEN, LinkFrame,
-    MacAddr, NETWORK_HEADER_LEN, Role, Seq, VLAN_TAG_LEN, Vc, fcs, frame_len,
+    Action, CreditRepr, DataFlags, DataHeader, ETH_HEADER_LEN, ErrorKind, EthernetRepr,
+    FLAG_REPLAY, Frame, FrameKind, FrameRepr, InitRepr, LINK_HEADER_LEN, LinkFrame, MacAddr,
+    NETWORK_HEADER_LEN, Seq, VLAN_TAG_LEN, Vc, fcs, frame_len,
 };
 
 use crate::config::{Agreed, Config, ConfigError};
@@ -1079,9 +1079,10 @@ impl Link {
             mfs: self.cfg.mfs,
             window: self.cfg.llr_window,
             credits,
-            credit_overhead: 0,
-            caps: Capabilities::NONE,
-            role: Role::LinkEnd,
+            // The range check of Config::validate keeps the overhead within a byte.
+            credit_overhead: u8::try_from(self.cfg.credit_overhead).unwrap_or(u8::MAX),
+            caps: self.cfg.caps,
+            role: self.cfg.role,
         }
     }
 

@@ -229,6 +229,7 @@ fn build_config(end: usize, vcs: u8, overhead: u16, k: &EndKnobs) -> Config {
         tx_queue_frames: 256,
         tx_queue_bytes: 64 * 1024,
         nonce_seed: end as u64 + 1,
+        ..Config::default()
     }
 }
 
