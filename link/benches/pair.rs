@@ -272,7 +272,7 @@ fn check_direct(frame_size: usize, loss: f64) {
     assert!(d.idle_steps < frames / 100, "{} idle steps", d.idle_steps);
     let (ca, cb) = (d.a.counters(), d.b.counters());
     assert_eq!(
-        cb.fcs_errors, d.damaged,
+        cb.rx_fcs_errors, d.damaged,
         "every damaged frame failed its FCS"
     );
     assert_eq!(cb.duplicates, 0);

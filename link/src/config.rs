@@ -18,7 +18,8 @@ pub struct Config {
     /// Bytes per credit at this end's receiver: a power of two, 32..=2048.
     pub credit_size: u16,
     /// Credits this end's receiver grants on each VC (its buffer for the VC / `credit_size`),
-    /// each 1..2^19 for the VCs in use.
+    /// each 1..2^19-1 for the VCs in use, and enough for one frame of `mfs` bytes:
+    /// `rx_credits[v] * credit_size >= mfs + credit_overhead` (LINK-2-13).
     pub rx_credits: [u32; 8],
     /// Bytes this end's receiver adds to a frame's length when it computes the frame's credit
     /// cost, 0..=255; announced in INIT, so the peer's transmitter uses the same value.
@@ -49,11 +50,18 @@ pub struct Config {
     pub cc_interval: Duration,
     /// Period of INIT frames while the link initialises.
     pub init_interval: Duration,
+    /// Time in INIT, while the physical link is up, after which the end reports an
+    /// [`crate::Notice::InitTimeout`] and counts `init_timeouts` once; it goes on sending INIT
+    /// (LINK-2-14).
+    pub init_timeout: Duration,
     /// Frames the transmit queue of each VC holds before `submit` refuses (at least 1).
     pub tx_queue_frames: u32,
     /// Bytes the transmit queue of each VC holds before `submit` refuses (at least `mfs`).
     pub tx_queue_bytes: u32,
-    /// Seed of the nonces this end picks for its initialisations (LINK-2-1).
+    /// Seed of the nonces this end draws for its initialisations (LINK-2-9). An end has no
+    /// entropy source of its own: the embedder MUST give each incarnation of a device (each
+    /// reset, each power-up) a different seed, for instance from a random source or a boot
+    /// counter, or a restart may go unnoticed by the peer.
     pub nonce_seed: u64,
     /// The capabilities this end announces in INIT and INIT_ECHO (wire.md §4.5, classes.md).
     pub caps: Capabilities,
@@ -83,6 +91,7 @@ impl Default for Config {
             cf_max_interval: Duration::from_micros(2),
             cc_interval: Duration::from_micros(10),
             init_interval: Duration::from_micros(1),
+            init_timeout: Duration::from_millis(1),
             tx_queue_frames: 256,
             tx_queue_bytes: 256 * 1024,
             nonce_seed: 1,
@@ -145,7 +154,7 @@ impl Config {
                 return err(
                     "rx_credits",
                     (*c).into(),
-                    "each VC in use must grant 1..2^19 credits",
+                    "each VC in use must grant 1..=2^19-1 credits",
                 );
             }
         }
@@ -153,11 +162,25 @@ impl Config {
             return err(
                 "credit_overhead",
                 self.credit_overhead.into(),
-                "must be 0..=256",
+                "must be 0..=255",
             );
         }
         if !(320..=9216).contains(&self.mfs) {
             return err("mfs", self.mfs.into(), "must be 320..=9216");
+        }
+        //= docs/spec/link.md#2-bring-up
+        //# LINK-2-13 An end MUST NOT be configured with a grant that cannot hold one frame of its
+        //# own MFS: for every VC *v* below `vcs`, `rx_credits[v] * credit_size >= mfs +
+        //# credit_overhead`.
+        let one_frame = u64::from(self.mfs) + u64::from(self.credit_overhead);
+        for c in self.rx_credits.iter().take(usize::from(self.vcs)) {
+            if u64::from(*c) * u64::from(self.credit_size) < one_frame {
+                return err(
+                    "rx_credits",
+                    (*c).into(),
+                    "each VC in use must hold one frame: rx_credits * credit_size >= mfs + credit_overhead",
+                );
+            }
         }
         if !(1..=Seq::MAX_WINDOW).contains(&self.llr_window) {
             return err("llr_window", self.llr_window.into(), "must be 1..=2^19");
@@ -184,10 +207,31 @@ impl Config {
             ("replay_timer", self.replay_timer),
             ("cc_interval", self.cc_interval),
             ("init_interval", self.init_interval),
+            ("init_timeout", self.init_timeout),
         ] {
             if d.is_zero() {
                 return err(field, 0, "must be greater than 0");
             }
+        }
+        for (field, d) in [
+            ("ack_timer", self.ack_timer),
+            ("replay_timer", self.replay_timer),
+            ("cf_min_interval", self.cf_min_interval),
+            ("cf_max_interval", self.cf_max_interval),
+            ("cc_interval", self.cc_interval),
+            ("init_interval", self.init_interval),
+            ("init_timeout", self.init_timeout),
+        ] {
+            if d > Duration::from_secs(1) {
+                return err(field, ns(d), "must be at most 1 s");
+            }
+        }
+        if self.init_timeout < self.init_interval {
+            return err(
+                "init_timeout",
+                ns(self.init_timeout),
+                "must be at least init_interval",
+            );
         }
         if self.replay_count_max == 0 {
             return err("replay_count_max", 0, "must be 1..=255");
@@ -242,4 +286,6 @@ pub struct Agreed {
     pub tx_credit_size: u16,
     /// The peer's grants, which this end's TX uses.
     pub tx_credits: [u32; 8],
+    /// The peer's credit overhead, which this end's TX adds to a frame's length (LINK-5-1).
+    pub tx_credit_overhead: u8,
 }

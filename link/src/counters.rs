@@ -1,4 +1,5 @@
-//! The counters of link.md §7.
+//! The counters of link.md §7 (Table LINK-T3). Every field is a 64-bit unsigned counter that
+//! wraps modulo 2^64 (LINK-7-2), but the three high-water marks at the end.
 
 //= docs/spec/link.md#7-counters
 //# LINK-7-1 Every discard this document or wire.md requires to be counted MUST increment exactly
@@ -34,18 +35,33 @@ pub struct Counters {
     pub flushes: u64,
     /// Frames reported of unknown fate by a FLUSH or a link down.
     pub frames_unknown_fate: u64,
-    /// Frames with a bad FCS.
-    pub fcs_errors: u64,
-    /// Other damaged frames: shorter than 64 B or longer than the MFS.
-    pub damaged_frames: u64,
-    /// Frames that are not EthLink (another EtherType).
-    pub foreign_frames: u64,
-    /// EthLink frames discarded as malformed: bad version, unknown kind, bad padding or body,
-    /// INIT parameters out of range, a VC beyond those agreed.
-    pub malformed_frames: u64,
+    /// Frames discarded for a bad FCS (WIRE-2.5-3); they draw a NACK while UP (LINK-4-3).
+    pub rx_fcs_errors: u64,
+    /// Frames discarded as damaged for their size: shorter than 64 B or longer than the MFS in
+    /// force (WIRE-2.4-2, LINK-2-16); they draw a NACK while UP.
+    pub rx_damaged: u64,
+    /// Frames discarded for a stomped FCS (WIRE-2.5-5, LINK-4-10): no NACK, no sequence number,
+    /// no credit.
+    pub rx_stomped: u64,
+    /// Frames discarded as not EthLink: another EtherType (WIRE-2.1-2).
+    pub rx_foreign: u64,
+    /// EthLink frames discarded for a version other than 1 (WIRE-3-2).
+    pub rx_bad_version: u64,
+    /// EthLink frames discarded for an unknown kind (WIRE-3-3).
+    pub rx_unknown_kind: u64,
+    /// Control frames discarded for a malformed body: short or long body (WIRE-4-1), INIT or
+    /// INIT_ECHO parameters out of range (WIRE-4.5-1).
+    pub rx_malformed_control: u64,
+    /// DATA frames accepted by the LLR on a VC beyond the agreed count, then discarded without
+    /// credit (LINK-4-11).
+    pub rx_vc_not_agreed: u64,
+    /// Frames discarded because the end is not UP: every frame while the physical link is down,
+    /// and DATA, ACK, NACK, CF and CC frames while initialising (LINK-2-10, LINK-2-11).
+    pub rx_not_up: u64,
     /// DATA duplicates discarded (LINK-4-5).
     pub duplicates: u64,
-    /// Frames discarded in NACK_SENT or SEND_NACK while waiting for the expected one (LINK-4-4).
+    /// DATA frames discarded because their sequence number is ahead of the expected one (a gap,
+    /// LINK-4-3, LINK-4-7), in any receive state.
     pub discarded_after_nack: u64,
     /// ACKs and NACKs whose sequence number was stale or impossible (LINK-3-4).
     pub stale_acks: u64,
@@ -53,10 +69,6 @@ pub struct Counters {
     pub stale_cf_entries: u64,
     /// CC entries that were stale or impossible (LINK-5-8).
     pub stale_cc_entries: u64,
-    /// DATA frames received while the link was not UP (LINK-2-7).
-    pub data_not_up: u64,
-    /// ACK, NACK, CF and CC frames received while the link was not UP.
-    pub control_not_up: u64,
     /// Times a VC with frames waiting ran out of credit, per VC.
     pub credit_stalls: [u64; 8],
     /// Nanoseconds a VC with frames waiting spent without credit, per VC.
@@ -83,8 +95,11 @@ pub struct Counters {
     pub init_echoes_received: u64,
     /// INIT_ECHO frames ignored: another echo nonce, or not initialising (LINK-2-3).
     pub init_echoes_ignored: u64,
-    /// INIT and INIT_ECHO frames received while the physical link was down.
-    pub init_while_off: u64,
+    /// INIT and INIT_ECHO frames refused because a grant cannot carry one frame of the agreed
+    /// MFS (LINK-2-12).
+    pub init_refused: u64,
+    /// Times an initialisation lasted `init_timeout` without reaching UP (LINK-2-14).
+    pub init_timeouts: u64,
     /// Transitions to UP.
     pub link_ups: u64,
     /// Re-initialisations (after FLUSH, physical link down, or a peer restart).
@@ -95,6 +110,9 @@ pub struct Counters {
     pub not_agreed_vc: u64,
     /// Frames taken back by the upper layer before they were sent, reported lost (LINK-6-5).
     pub frames_withdrawn: u64,
+    /// DATA frames this end stomped while sending and took back out of its replay buffer
+    /// (LINK-3-12).
+    pub tx_stomped: u64,
     /// Highest number of bytes the replay buffer has held.
     pub replay_bytes_max: u64,
     /// Highest number of frames the replay buffer has held.
@@ -112,6 +130,39 @@ impl Counters {
     /// DATA frames accepted on every VC.
     pub fn rx_frames_total(&self) -> u64 {
         self.rx_frames.iter().sum()
+    }
+
+    /// Frames discarded, whatever the reason: the sum of every discard counter of LINK-7-1
+    /// (stale ACKs and stale CF or CC entries are not frames discarded: their frames were
+    /// received and counted as such).
+    pub fn discarded(&self) -> u64 {
+        self.rx_fcs_errors
+            + self.rx_damaged
+            + self.rx_stomped
+            + self.rx_foreign
+            + self.rx_bad_version
+            + self.rx_unknown_kind
+            + self.rx_malformed_control
+            + self.rx_vc_not_agreed
+            + self.rx_not_up
+            + self.duplicates
+            + self.discarded_after_nack
+            + self.credit_overruns.iter().sum::<u64>()
+            + self.init_echoes_ignored
+            + self.init_refused
+    }
+
+    /// Every frame handed to the end, each counted once (LINK-7-3): the DATA frames delivered,
+    /// the control frames taken, and the frames discarded.
+    pub fn frames_arrived(&self) -> u64 {
+        self.rx_frames_total()
+            + self.acks_received
+            + self.nacks_received
+            + self.cf_received
+            + self.cc_received
+            + self.inits_received
+            + self.init_echoes_received
+            + self.discarded()
     }
 
     /// Credit stalls on every VC.

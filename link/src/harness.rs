@@ -15,6 +15,9 @@
 //! - `ber`: independent bit errors on every frame of both directions;
 //! - `duplicate`: a frame arrives twice;
 //! - `control_loss`: an ACK, NACK, CF, CC, INIT or INIT_ECHO vanishes;
+//! - stomp ([`Injector::with_stomp`], [`Verdict::Stomp`]): a new DATA frame is ended with a
+//!   stomped FCS (WIRE-2.5-4), as a cut-through sender ends a frame it found bad; the sending end
+//!   takes it back with [`Link::stomp_last`] (LINK-3-12) and the payload is dropped;
 //! - outages: the physical link goes down for a time, frames in flight are lost;
 //! - a [`Filter`] for scripted faults on chosen frames.
 //!
@@ -144,6 +147,9 @@ pub enum Verdict {
     Corrupt,
     /// It arrives twice.
     Duplicate,
+    /// A new DATA frame is stomped: it arrives with the stomped FCS and its sender takes it back
+    /// (LINK-3-12). For any other frame this is [`Verdict::Pass`].
+    Stomp,
 }
 
 /// A frame about to go on the wire, as a [`Filter`] sees it.
@@ -329,6 +335,8 @@ pub struct Report {
     pub lost: u64,
     /// Frames the link reported of unknown fate (FLUSH or link down).
     pub unknown_fate: u64,
+    /// Frames stomped on the wire and taken back by their sender (LINK-3-12): never delivered.
+    pub stomped: u64,
     /// Delivered frames whose bytes differ from what was sent.
     pub corrupted: u64,
     /// Payload bytes delivered (network header and transactions).
@@ -373,6 +381,8 @@ pub struct Fate {
     pub vanish: bool,
     /// It arrives twice, both copies alike (both damaged when `corrupt`).
     pub duplicate: bool,
+    /// It arrives once, with the stomped FCS (WIRE-2.5-4); never with another fault.
+    pub stomp: bool,
 }
 
 /// Counts of the faults an [`Injector`] or a [`Channel`] applied, in frames.
@@ -384,6 +394,8 @@ pub struct Injected {
     pub dropped: u64,
     /// Frames that arrived twice (counted once each).
     pub duplicated: u64,
+    /// Frames stomped (not part of [`Injected::to_array`]).
+    pub stomped: u64,
     /// Frames lost in flight when the wire was cut ([`Channel::clear`]); always 0 for an
     /// [`Injector`].
     pub outage: u64,
@@ -403,6 +415,7 @@ impl Injected {
 #[derive(Debug, Clone)]
 pub struct Injector {
     faults: Faults,
+    stomp: f64,
     rng: Pcg64Mcg,
     burst_left: u32,
     injected: Injected,
@@ -413,6 +426,7 @@ impl Injector {
     pub fn new(faults: Faults, seed: u64) -> Self {
         Injector {
             faults,
+            stomp: 0.0,
             rng: Pcg64Mcg::seed_from_u64(seed),
             burst_left: 0,
             injected: Injected::default(),
@@ -422,6 +436,14 @@ impl Injector {
     /// The faults it injects.
     pub fn faults(&self) -> &Faults {
         &self.faults
+    }
+
+    /// The same injector that also stomps each new DATA frame with probability `p` (clamped to
+    /// 0..=1). With `p` above 0, [`Injector::fate`] makes one more draw for every DATA frame
+    /// given [`Verdict::Pass`], before every other draw; a stomped frame gets no other fault.
+    pub fn with_stomp(mut self, p: f64) -> Self {
+        self.stomp = if p.is_finite() { p.clamp(0.0, 1.0) } else { 0.0 };
+        self
     }
 
     /// Decides the fate of one frame of `kind`, `len` bytes long (FCS included), and counts the
@@ -443,7 +465,12 @@ impl Injector {
             Verdict::Drop => fate.vanish = true,
             Verdict::Corrupt => fate.corrupt = true,
             Verdict::Duplicate => fate.duplicate = true,
-            Verdict::Pass => {
+            Verdict::Stomp if kind == FrameKind::Data => fate.stomp = true,
+            Verdict::Pass | Verdict::Stomp => {
+                if kind == FrameKind::Data && self.stomp > 0.0 && uniform(&mut self.rng) < self.stomp
+                {
+                    fate.stomp = true;
+                }
                 if kind == FrameKind::Data {
                     if self.burst_left > 0 {
                         self.burst_left -= 1;
@@ -474,7 +501,13 @@ impl Injector {
                 }
             }
         }
-        if fate.vanish {
+        if fate.stomp {
+            fate = Fate {
+                stomp: true,
+                ..Fate::default()
+            };
+            self.injected.stomped += 1;
+        } else if fate.vanish {
             fate.corrupt = false;
             fate.duplicate = false;
             self.injected.dropped += 1;
@@ -616,6 +649,13 @@ impl Channel {
             copy.extend_from_slice(frame);
             if fate.corrupt {
                 self.injector.flip_bit(&mut copy);
+            }
+            if fate.stomp {
+                let body = copy.len().saturating_sub(ethlink_protocol::fcs::FCS_LEN);
+                let stomped = ethlink_protocol::fcs::stomped_bytes(copy.get(..body).unwrap_or(&[]));
+                if let Some(f) = copy.get_mut(body..) {
+                    f.copy_from_slice(&stomped);
+                }
             }
             if fate.duplicate {
                 let mut second = self.pool.pop().unwrap_or_default();
@@ -855,7 +895,8 @@ impl Pair {
     pub fn done(&self) -> bool {
         let offered_all =
             (0..2).all(|s| self.streams[s].next_offer == self.streams[s].seen.len() as u64);
-        let accounted = self.report.delivered + self.report.unknown_fate >= self.total_offered();
+        let accounted = self.report.delivered + self.report.unknown_fate + self.report.stomped
+            >= self.total_offered();
         offered_all
             && accounted
             && self.ends.iter().all(Link::is_idle)
@@ -1053,7 +1094,13 @@ impl Pair {
             }),
             None => Verdict::Pass,
         };
-        self.dirs[e].wire.transmit(self.now, frame, t.kind, verdict);
+        let out = self.dirs[e].wire.transmit(self.now, frame, t.kind, verdict);
+        if out.fate.stomp {
+            // The sender ends the frame with the stomped FCS and takes it back (LINK-3-12).
+            if self.ends[e].stomp_last().is_some() {
+                self.report.stomped += 1;
+            }
+        }
         self.dirs[e].poll_at_free = true;
         self.txbuf = buf;
     }
@@ -1119,7 +1166,7 @@ impl Pair {
                     self.dirs[e].drain.clear();
                     self.dirs[e].drain_free_at = now;
                 }
-                Event::LinkUp(_) => {}
+                Event::LinkUp(_) | Event::Notice(_) => {}
             }
         }
     }

@@ -36,7 +36,7 @@ mod time;
 pub use config::{Agreed, Config, ConfigError};
 pub use counters::Counters;
 pub use link::{
-    BufferTooSmall, DownReason, Event, Link, LostReason, Release, ReleaseError, RxState,
-    SubmitError, Transmit, TxState,
+    BufferTooSmall, DownReason, Event, Link, LostReason, Notice, Release, ReleaseError, RxState,
+    Stomped, SubmitError, Transmit, TxState,
 };
 pub use time::{Duration, Instant};

@@ -22,8 +22,8 @@ use std::rc::Rc;
 
 use ethlink_link::harness::{FrameInfo, Pair, Scenario, Traffic, Verdict, Wire};
 use ethlink_link::{
-    Agreed, Config, Counters, DownReason, Event, Instant, Link, LostReason, Release, RxState,
-    SubmitError, TxState,
+    Agreed, Config, Counters, DownReason, Event, Instant, Link, LostReason, Notice, Release,
+    RxState, SubmitError, TxState,
 };
 use ethlink_protocol::{
     Capabilities, CreditRepr, DataFlags, DataHeader, EthernetRepr, FLAG_REPLAY, FrameKind,
@@ -68,6 +68,7 @@ struct Sent {
 enum Ev {
     Up(Agreed),
     Down(DownReason),
+    Notice(Notice),
     Delivered {
         vc: u8,
         seq: u32,
@@ -206,6 +207,7 @@ impl Bench {
             let owned = match ev {
                 Event::LinkUp(a) => Ev::Up(a),
                 Event::LinkDown(r) => Ev::Down(r),
+                Event::Notice(n) => Ev::Notice(n),
                 Event::Delivered {
                     vc,
                     seq,
@@ -579,6 +581,7 @@ fn events_of(link: &mut Link) -> Vec<Ev> {
         out.push(match ev {
             Event::LinkUp(a) => Ev::Up(a),
             Event::LinkDown(r) => Ev::Down(r),
+            Event::Notice(n) => Ev::Notice(n),
             Event::Delivered {
                 vc, seq, payload, ..
             } => Ev::Delivered {
@@ -746,7 +749,7 @@ fn llr_nack_before_any_data_carries_fffff() {
     assert_eq!(nacks.len(), 1);
     assert_eq!(nacks[0].2, LinkFrame::Nack(Seq::new(0xFFFFF)));
     assert_eq!(bench.end(0).counters().stale_acks, 0);
-    assert_eq!(bench.end(1).counters().fcs_errors, 1);
+    assert_eq!(bench.end(1).counters().rx_fcs_errors, 1);
     let first: Vec<u32> = bench.data_sent(0).iter().take(4).map(|s| s.1).collect();
     assert_eq!(
         first,
@@ -1111,7 +1114,7 @@ fn frame_sizes_at_the_bounds() {
     assert_eq!(bench.end(1).counters().rx_bytes[0], total);
     let b = bench.end(1).counters();
     assert_eq!(
-        (b.damaged_frames, b.malformed_frames, b.fcs_errors),
+        (b.rx_damaged, b.rx_malformed_control, b.rx_fcs_errors),
         (0, 0, 0)
     );
 }
@@ -1348,7 +1351,7 @@ fn retransmit_on_nack() {
     }
     bench.settle(100_000);
     let b = bench.end(1).counters();
-    assert_eq!(b.fcs_errors, 1);
+    assert_eq!(b.rx_fcs_errors, 1);
     assert_eq!(b.nacks_sent, 1);
     assert_eq!(bench.end(0).counters().replays_by_nack, 1);
     let data: Vec<&Sent> = bench
@@ -1602,7 +1605,7 @@ fn corrupted_control_frames_do_no_harm() {
     assert_eq!(hit.get(), (true, true));
     assert_lossless(&r);
     let (a, b) = (&r.counters[0], &r.counters[1]);
-    assert_eq!(a.fcs_errors, 2);
+    assert_eq!(a.rx_fcs_errors, 2);
     assert_eq!(a.nacks_sent, 1, "one NACK, then NACK_SENT discards quietly");
     assert_eq!(b.nacks_received, 1);
     assert_eq!(b.stale_acks, 0);
@@ -1646,35 +1649,37 @@ fn undefined_encodings_are_discarded_without_nack() {
         let mut f = ack.clone();
         f[14] = 0x10 | kind;
         refcs(&mut f);
-        cases.push(("unknown kind", f, |c| c.malformed_frames += 1));
+        cases.push(("unknown kind", f, |c| c.rx_unknown_kind += 1));
     }
     let mut f = data.clone();
     f[14] = 0x20; // version 2, kind DATA
     refcs(&mut f);
-    cases.push(("version 2", f, |c| c.malformed_frames += 1));
+    cases.push(("version 2", f, |c| c.rx_bad_version += 1));
     let mut f = ack.clone();
     f[14] = 0x01; // version 0, kind ACK
     refcs(&mut f);
-    cases.push(("version 0", f, |c| c.malformed_frames += 1));
+    cases.push(("version 0", f, |c| c.rx_bad_version += 1));
     let mut f = data.clone();
     f[12..14].copy_from_slice(&0x0800u16.to_be_bytes());
     refcs(&mut f);
-    cases.push(("EtherType IPv4", f, |c| c.foreign_frames += 1));
+    cases.push(("EtherType IPv4", f, |c| c.rx_foreign += 1));
     // Two 802.1Q tags: after one tag the EtherType is 0x8100, not 0x88B5.
     let mut f = data[..12].to_vec();
     f.extend_from_slice(&[0x81, 0x00, 0x00, 0x01, 0x81, 0x00, 0x00, 0x01]);
     f.extend_from_slice(&data[12..]);
     refcs(&mut f);
-    cases.push(("two VLAN tags", f, |c| c.foreign_frames += 1));
+    cases.push(("two VLAN tags", f, |c| c.rx_foreign += 1));
     let mut f = ack.clone();
     f.splice(60..60, [0u8; 4]);
     refcs(&mut f);
-    cases.push(("ACK body too long", f, |c| c.malformed_frames += 1));
-    let mut f = data.clone();
+    cases.push(("ACK body too long", f, |c| c.rx_malformed_control += 1));
+    let mut f = data_frame(0, 0, false, &payload_for_frame(256, 99));
     let end = f.len() - 4;
     f.splice(end..end, [0u8; 4]);
     refcs(&mut f);
-    cases.push(("bytes after the DATA body", f, |c| c.malformed_frames += 1));
+    // The LLR judges a DATA frame on its link header alone (LINK-4-12): this one carries a
+    // sequence number already accepted, so it is a duplicate, whatever its body.
+    cases.push(("bytes after the DATA body", f, |c| c.duplicates += 1));
 
     for (name, frame, edit) in cases {
         let before = bench.end(1).counters().clone();
@@ -1720,7 +1725,7 @@ fn damaged_sizes_cause_a_nack() {
         bench.inject(1, &frame);
         assert_eq!(
             *bench.end(1).counters(),
-            counters_after(&before, |c| c.damaged_frames += 1),
+            counters_after(&before, |c| c.rx_damaged += 1),
             "{name}"
         );
         assert_eq!(bench.end(1).rx_state(), RxState::SendNack, "{name}");
@@ -2015,7 +2020,7 @@ fn bringup_peer_restart_reinitialises() {
     assert_eq!(link.queued(vc(0)).0, queued);
     // DATA before UP again is discarded and counted.
     link.handle_frame(t2, &data_frame(1, 0, false, &payload_for_frame(256, 41)));
-    assert_eq!(link.counters().data_not_up, 1);
+    assert_eq!(link.counters().rx_not_up, 1);
     // The INIT is answered, and INIT frames go out with the new nonce; no DATA.
     let out = drain_tx(&mut link, t2);
     assert!(kinds(&out).iter().all(|k| *k != FrameKind::Data));
@@ -2116,7 +2121,7 @@ fn bringup_data_before_up_is_discarded() {
     link.handle_frame(t, &data_frame(0, 0, false, &payload_for_frame(256, 7)));
     assert_eq!(
         *link.counters(),
-        counters_after(&before, |c| c.data_not_up += 1)
+        counters_after(&before, |c| c.rx_not_up += 1)
     );
     assert!(events_of(&mut link).is_empty());
     for k in 0..5u64 {
@@ -2140,7 +2145,7 @@ fn bringup_data_while_physically_down_counts_as_data_not_up() {
     off.handle_frame(t, &data_frame(0, 0, false, &payload_for_frame(256, 7)));
     assert_eq!(
         *off.counters(),
-        counters_after(&before, |c| c.data_not_up += 1)
+        counters_after(&before, |c| c.rx_not_up += 1)
     );
     assert!(drain_tx(&mut off, t).is_empty());
     assert!(events_of(&mut off).is_empty());
@@ -2176,6 +2181,7 @@ fn bringup_agreed_parameters_are_the_minima() {
         window: 100,
         tx_credit_size: 128,
         tx_credits: [300, 200, 0, 0, 0, 0, 0, 0],
+        tx_credit_overhead: 0,
     };
     let at_b = Agreed {
         vcs: 2,
@@ -2183,6 +2189,7 @@ fn bringup_agreed_parameters_are_the_minima() {
         window: 100,
         tx_credit_size: 64,
         tx_credits: [512, 512, 0, 0, 0, 0, 0, 0],
+        tx_credit_overhead: 0,
     };
     assert_eq!(bench.end(0).agreed(), Some(&at_a));
     assert_eq!(bench.end(1).agreed(), Some(&at_b));
@@ -2493,7 +2500,11 @@ fn ack_after_spacing_timer_and_ack_req() {
 //# one counter.
 #[test]
 fn credit_overrun_is_discarded_silently() {
-    let cfg = config_b().with_uniform_credits(1, 8);
+    // 8 credits of 64 B hold one frame of the MFS (LINK-2-13) and two of 256 B.
+    let cfg = Config {
+        mfs: 512,
+        ..config_b().with_uniform_credits(1, 8)
+    };
     let (mut b, t) = lone_end_up(cfg, &config_a(), 500);
     b.handle_frame(t, &data_frame(0, 0, false, &payload_for_frame(256, 0)));
     b.handle_frame(t, &data_frame(1, 0, false, &payload_for_frame(256, 1)));
@@ -2656,7 +2667,7 @@ fn init_out_of_range_is_malformed() {
             a.handle_frame(t, &f);
             assert_eq!(
                 *a.counters(),
-                counters_after(&before, |c| c.malformed_frames += 1),
+                counters_after(&before, |c| c.rx_malformed_control += 1),
                 "field at {off} = {bytes:?}"
             );
             assert!(drain_tx(&mut a, t).is_empty(), "no INIT_ECHO for it");
@@ -2678,10 +2689,12 @@ fn init_out_of_range_is_malformed() {
 /// frame right after the expected one (the replay lost it again) draws one more NACK; duplicates
 /// draw an ACK, never a NACK.
 //= type=test
-//# LINK-4-4 In NACK_SENT the RX MUST discard every frame until the expected sequence number
-//# arrives, and MUST NOT send another NACK, with one exception: a DATA frame with the REPLAY flag
-//# whose sequence number is the one after the expected shows that the replay the NACK asked for has
-//# lost the expected frame again, and the RX MUST then send one more NACK.
+//# LINK-4-7 In NACK_SENT the RX MUST discard every DATA frame but the expected one and MUST NOT
+//# send another NACK except as LINK-4-8 says; it processes control frames as in every other state.
+//# LINK-4-8 In NACK_SENT, a DATA frame ahead of the expected one whose sequence number is not
+//# beyond that of the previous such frame received since the last NACK shows that a new replay has
+//# begun and has lost the expected frame again: the RX MUST then send one more NACK. The REPLAY
+//# flag plays no part in it.
 #[test]
 fn nack_sent_discards_quietly_and_renacks_a_lost_replay() {
     let (mut b, t) = lone_end_up(config_b(), &config_a(), 500);
@@ -2695,38 +2708,38 @@ fn nack_sent_discards_quietly_and_renacks_a_lost_replay() {
     assert_eq!(b.rx_state(), RxState::NackSent);
     let mut damaged = data_frame(2, 0, true, &p(2));
     damaged[30] ^= 1;
+    // Frames still on their way from before the replay: each further ahead than the last.
     let quiet: Vec<(&str, Vec<u8>)> = vec![
         ("new frame after the gap", data_frame(4, 0, false, &p(4))),
-        (
-            "new frame after the expected",
-            data_frame(3, 0, false, &p(3)),
-        ),
-        (
-            "replay two after the expected",
-            data_frame(4, 0, true, &p(4)),
-        ),
+        ("replayed frame further on", data_frame(5, 0, true, &p(5))),
         ("damaged", damaged),
         ("duplicate", data_frame(0, 0, true, &p(0))),
+        ("an ACK is processed", emit(LinkFrame::Ack(Seq::new(0xFFFFF)))),
     ];
     for (name, f) in quiet {
         b.handle_frame(t, &f);
         assert_eq!(b.rx_state(), RxState::NackSent, "{name}");
         assert!(nacks_in(&drain_tx(&mut b, t)).is_empty(), "{name}");
     }
-    b.handle_frame(t, &data_frame(3, 0, true, &p(3)));
+    // The numbers went back: a new replay began and lost 2 again. The flag is not looked at.
+    b.handle_frame(t, &data_frame(3, 0, false, &p(3)));
     assert_eq!(
         nacks_in(&drain_tx(&mut b, t)),
         vec![1],
         "the replay lost 2 again"
     );
     assert_eq!(b.rx_state(), RxState::NackSent);
+    // The rest of that replay is quiet.
+    b.handle_frame(t, &data_frame(4, 0, true, &p(4)));
+    assert!(nacks_in(&drain_tx(&mut b, t)).is_empty());
+    assert_eq!(b.counters().acks_received, 1);
     b.handle_frame(t, &data_frame(2, 0, true, &p(2)));
     b.handle_frame(t, &data_frame(3, 0, true, &p(3)));
     assert_eq!(b.rx_state(), RxState::SendAcks);
     assert_eq!(b.expected_seq(), Seq::new(4));
     assert_eq!(b.counters().nacks_sent, 2);
     assert_eq!(b.counters().duplicates, 1);
-    assert_eq!(b.counters().fcs_errors, 1);
+    assert_eq!(b.counters().rx_fcs_errors, 1);
     let seqs: Vec<u32> = events_of(&mut b)
         .iter()
         .filter_map(|e| match e {
@@ -3180,7 +3193,13 @@ fn withdrawn_ev(v: u8, payload: Vec<u8>) -> Ev {
 #[test]
 fn withdraw_while_up_takes_only_the_unsent_frames() {
     // 1024 B frames cost 16 credits: three of them exhaust a grant of 48.
-    let mut bench = Bench::up(config_a(), config_b().with_uniform_credits(4, 48));
+    let mut bench = Bench::up(
+        config_a(),
+        Config {
+            mfs: 3072,
+            ..config_b().with_uniform_credits(4, 48)
+        },
+    );
     // Until the withdrawal nothing comes back from B (no ACK, NACK or CF), and the first
     // transmissions of sequence numbers 1 and 2 vanish: the replay buffer holds frames B lacks.
     let quiet = Rc::new(Cell::new(true));
@@ -3283,7 +3302,13 @@ fn withdraw_while_up_takes_only_the_unsent_frames() {
 //# upper layer, in sequence order, as frames of unknown fate
 #[test]
 fn withdraw_after_physical_down_follows_the_unknown_fate_frames() {
-    let mut bench = Bench::up(config_a(), config_b().with_uniform_credits(4, 48));
+    let mut bench = Bench::up(
+        config_a(),
+        Config {
+            mfs: 3072,
+            ..config_b().with_uniform_credits(4, 48)
+        },
+    );
     // Nothing comes back from B: the three frames sent stay in the replay buffer.
     bench.set_filter(|s| {
         if s.dir == 1 {
