@@ -664,7 +664,7 @@ fn summarise(parameters: Parameters, r: &Report, loss_free: &Report) -> LinkRepo
         replay_timeouts: sum(|c| c.replay_timeouts),
         flushes: sum(|c| c.flushes),
         credit_stalls: sum(ethlink_link::Counters::credit_stalls_total),
-        fcs_errors: sum(|c| c.fcs_errors),
+        fcs_errors: sum(|c| c.rx_fcs_errors),
         duplicates_discarded: sum(|c| c.duplicates),
         link_ups: sum(|c| c.link_ups),
         max_replay_bytes: r.max_replay_bytes,

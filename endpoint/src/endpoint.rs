@@ -918,6 +918,8 @@ impl Endpoint {
                         self.usable.sort_unstable();
                     }
                 }
+                // A refused INIT or a slow initialisation: the link's counters keep it.
+                Event::Notice(_) => {}
                 Event::LinkDown(_) => {
                     if p.usable {
                         p.usable = false;

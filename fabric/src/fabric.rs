@@ -1560,7 +1560,7 @@ impl Fabric {
             links.cc += lc.cc_sent;
             links.flushes += lc.flushes;
             links.frames_unknown_fate += lc.frames_unknown_fate;
-            links.fcs_errors += lc.fcs_errors;
+            links.fcs_errors += lc.rx_fcs_errors;
             links.duplicates += lc.duplicates;
             links.credit_stalls += lc.credit_stalls_total();
             links.credit_stall_ns += lc.credit_stall_ns.iter().sum::<u64>();

@@ -574,6 +574,8 @@ impl Switch {
                     x.up = true;
                     self.mark(p);
                 }
+                // A refused INIT or a slow initialisation: the link's counters keep it.
+                Event::Notice(_) => {}
                 Event::LinkDown(_) => {
                     x.up = false;
                     x.link.withdraw();
