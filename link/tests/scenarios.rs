@@ -23,7 +23,7 @@ use std::rc::Rc;
 use ethlink_link::harness::{FrameInfo, Pair, Scenario, Traffic, Verdict, Wire};
 use ethlink_link::{
     Agreed, Config, Counters, DownReason, Event, Instant, Link, LostReason, Notice, Release,
-    RxState, SubmitError, TxState,
+    RxState, Stomped, SubmitError, TxState,
 };
 use ethlink_protocol::{
     Capabilities, CreditRepr, DataFlags, DataHeader, EthernetRepr, FLAG_REPLAY, FrameKind,
@@ -2442,8 +2442,10 @@ fn claims_of(link: &mut Link) -> Vec<Release> {
 /// accepted sequence number.
 //= type=test
 //# LINK-4-2 The RX MUST send an ACK carrying the last accepted sequence number when the bytes
-//# accepted since its last ACK or NACK reach `ack_spacing`, when an accepted frame has waited
-//# `ack_timer`, and when an accepted frame has the ACK_REQ flag.
+//# accepted since its last ACK or NACK reach `ack_spacing`
+//# LINK-4-14 The RX MUST send an ACK when an accepted frame has waited `ack_timer` for one.
+//# LINK-4-15 The RX MUST send an ACK as soon as it has accepted a DATA frame with the ACK_REQ
+//# flag.
 //# WIRE-3-6 The ACK_REQ flag asks the receiver to send an ACK without waiting for its ACK spacing
 //# or timer.
 #[test]
@@ -3689,4 +3691,694 @@ fn withdraw_beside_pending_refusals_reports_each_frame_once() {
     );
     link.handle_frame(t, &emit(LinkFrame::Ack(Seq::new(0))));
     assert!(link.is_idle());
+}
+
+// ----- version 1.1 of link.md: bring-up, refusal, pipeline, stomping, replay counting -------------
+
+/// Brings a lone end UP with hand-crafted frames from a peer announcing `peer`.
+fn lone_end_up_with(cfg: Config, peer: InitRepr) -> (Link, Instant) {
+    let mut link = Link::new(cfg).unwrap();
+    let t = Instant::from_nanos(10);
+    link.physical_up(t);
+    drain_tx(&mut link, t);
+    link.handle_frame(t, &emit(LinkFrame::Init(peer)));
+    let own = link.nonce();
+    link.handle_frame(
+        t,
+        &emit(LinkFrame::InitEcho {
+            echo_nonce: own,
+            init: peer,
+        }),
+    );
+    assert!(link.is_up());
+    drain_tx(&mut link, t);
+    events_of(&mut link);
+    (link, t)
+}
+
+/// The next DATA frame the end writes at `now` (control frames before it are skipped).
+fn next_data(link: &mut Link, now: Instant) -> Option<(Vc, Seq, bool)> {
+    let mut buf = vec![0u8; 9216];
+    while let Some(t) = link.poll_transmit(now, &mut buf).unwrap() {
+        if t.data.is_some() {
+            return t.data;
+        }
+    }
+    None
+}
+
+fn stomp_fcs(frame: &mut [u8]) {
+    let n = frame.len() - fcs::FCS_LEN;
+    let sum = fcs::stomped_bytes(&frame[..n]);
+    frame[n..].copy_from_slice(&sum);
+}
+
+//= type=test
+//# LINK-2-9 A nonce MUST NOT be 0 and MUST differ from the end's previous nonce.
+//# LINK-2-1 On entering INIT an end MUST draw a new nonce (LINK-2-9) and send its first INIT at
+//# once
+#[test]
+fn nonces_are_never_zero_and_change_at_every_initialisation() {
+    for seed in 0..200u64 {
+        let mut l = Link::new(Config {
+            nonce_seed: seed,
+            ..config_a()
+        })
+        .unwrap();
+        l.physical_up(at(0));
+        assert_eq!(kinds(&drain_tx(&mut l, at(0))), vec![FrameKind::Init]);
+        let mut prev = l.nonce();
+        assert_ne!(prev, 0);
+        for i in 1..20 {
+            l.physical_down(at(i));
+            l.physical_up(at(i));
+            let n = l.nonce();
+            assert_ne!(n, 0, "seed {seed}");
+            assert_ne!(n, prev, "seed {seed}");
+            prev = n;
+        }
+    }
+}
+
+/// Frames that reach an end that is not UP are counted once, as received while not UP, unless
+/// an earlier stage of the pipeline discards them; a damaged one draws no NACK.
+//= type=test
+//# LINK-2-10 DATA frames received while not UP MUST be discarded and counted.
+//# LINK-2-11 An end MUST discard, and count as received while not UP, every frame that passes the
+//# checks of wire.md §7 up to the kind while its physical link is down, and every ACK, NACK, CF or
+//# CC frame while it is not UP.
+//# LINK-4-13 A frame discarded before link-layer acceptance [...] MUST NOT consume a sequence
+//# number or a credit. Only a damaged frame (size or FCS) draws a NACK, and only from an RX in
+//# SEND_ACKS: an RX that is OFF, in INIT or already in SEND_NACK or NACK_SENT sends none for it.
+//# LINK-7-1 Every discard this document or wire.md requires to be counted MUST increment exactly
+//# one counter.
+#[test]
+fn frames_while_not_up_are_counted_as_such() {
+    let mut l = Link::new(config_b()).unwrap();
+    let t = at(5);
+    let p = payload_for_frame(256, 1);
+    let credits = CreditRepr {
+        counters: [Some(0), None, None, None, None, None, None, None],
+    };
+    let mut bad = data_frame(0, 0, false, &p);
+    bad[30] ^= 1;
+    let down: Vec<Vec<u8>> = vec![
+        data_frame(0, 0, false, &p),
+        emit(LinkFrame::Ack(Seq::new(0))),
+        emit(LinkFrame::Init(init_of(&config_a(), 9))),
+    ];
+    for f in &down {
+        let before = l.counters().clone();
+        l.handle_frame(t, f);
+        assert_eq!(*l.counters(), counters_after(&before, |c| c.rx_not_up += 1));
+    }
+    let before = l.counters().clone();
+    l.handle_frame(t, &bad);
+    assert_eq!(
+        *l.counters(),
+        counters_after(&before, |c| c.rx_fcs_errors += 1)
+    );
+    l.physical_up(t);
+    assert_eq!(kinds(&drain_tx(&mut l, t)), vec![FrameKind::Init]);
+    let init: Vec<Vec<u8>> = vec![
+        data_frame(0, 0, false, &p),
+        emit(LinkFrame::Ack(Seq::new(0))),
+        emit(LinkFrame::Nack(Seq::new(0))),
+        emit(LinkFrame::CreditUpdate(credits)),
+        emit(LinkFrame::CreditResync(credits)),
+    ];
+    for f in &init {
+        let before = l.counters().clone();
+        l.handle_frame(t, f);
+        assert_eq!(*l.counters(), counters_after(&before, |c| c.rx_not_up += 1));
+    }
+    let before = l.counters().clone();
+    l.handle_frame(t, &bad);
+    assert_eq!(
+        *l.counters(),
+        counters_after(&before, |c| c.rx_fcs_errors += 1)
+    );
+    assert!(drain_tx(&mut l, t).is_empty(), "no NACK from an end in INIT");
+    assert_eq!(l.counters().frames_arrived(), 10);
+}
+
+/// An INIT or INIT_ECHO whose grant cannot carry one frame of the MFS that would be agreed is
+/// refused: no echo, not UP, counted each time, its reason reported once.
+//= type=test
+//# LINK-2-12 An end MUST NOT answer an INIT, nor come UP on an INIT_ECHO, whose grants cannot carry
+//# one frame of the MFS that would be agreed on some VC that would be agreed: `grant[v] <
+//# ceil((mfs + credit_overhead) / credit_size)` with the sender's credit size and overhead. It
+//# MUST count the frame as refused, stay in its state and report the reason (the VC and the
+//# numbers) to the upper layer.
+#[test]
+fn init_whose_grant_cannot_carry_a_frame_is_refused_with_a_reason() {
+    let mut l = Link::new(config_b()).unwrap();
+    let t = at(10);
+    l.physical_up(t);
+    drain_tx(&mut l, t);
+    let mut peer = init_of(&config_a(), 77);
+    peer.credits[2] = 144;
+    peer.credit_overhead = 64;
+    let before = l.counters().clone();
+    l.handle_frame(t, &emit(LinkFrame::Init(peer)));
+    l.handle_frame(t, &emit(LinkFrame::Init(peer)));
+    assert_eq!(
+        *l.counters(),
+        counters_after(&before, |c| c.init_refused += 2)
+    );
+    assert!(drain_tx(&mut l, t).is_empty(), "no INIT_ECHO");
+    let refused = |echo| {
+        Ev::Notice(Notice::InitRefused {
+            echo,
+            vc: vc(2),
+            grant: 144,
+            needed: 145,
+            mfs: 9216,
+            credit_size: 64,
+            credit_overhead: 64,
+        })
+    };
+    assert_eq!(events_of(&mut l), vec![refused(false)]);
+    let echo = |init: InitRepr, nonce: u32| emit(LinkFrame::InitEcho { echo_nonce: nonce, init });
+    l.handle_frame(t, &echo(peer, l.nonce()));
+    assert!(!l.is_up());
+    assert_eq!(l.counters().init_refused, 3);
+    assert_eq!(events_of(&mut l), vec![refused(true)]);
+    // Without the overhead 144 credits carry a 9216 B frame.
+    peer.credit_overhead = 0;
+    l.handle_frame(t, &echo(peer, l.nonce()));
+    assert!(l.is_up());
+    assert_eq!(l.counters().init_refused, 3);
+}
+
+//= type=test
+//# LINK-2-13 An end MUST NOT be configured with a grant that cannot hold one frame of its own MFS:
+//# for every VC *v* below `vcs`, `rx_credits[v] * credit_size >= mfs + credit_overhead`.
+#[test]
+fn a_grant_smaller_than_one_frame_is_a_configuration_error() {
+    let c = Config {
+        credit_overhead: 16,
+        ..config_a().with_uniform_credits(4, 144)
+    };
+    assert_eq!(Link::new(c).unwrap_err().field, "rx_credits");
+    for c in [
+        Config {
+            credit_overhead: 16,
+            ..config_a().with_uniform_credits(4, 145)
+        },
+        Config {
+            mfs: 1024,
+            ..config_a().with_uniform_credits(4, 16)
+        },
+    ] {
+        assert!(Link::new(c).is_ok());
+    }
+}
+
+/// An initialisation that lasts is reported once, and INIT frames go on.
+//= type=test
+//# LINK-2-14 An end in INIT whose physical link is up MUST go on sending INIT frames for as long as
+//# it stays in INIT; when it has stayed there for `init_timeout` it MUST report it to the upper
+//# layer and count it, once per initialisation.
+#[test]
+fn a_long_initialisation_is_reported_once_and_goes_on() {
+    let cfg = Config {
+        init_timeout: core::time::Duration::from_micros(5),
+        ..config_a()
+    };
+    let mut l = Link::new(cfg).unwrap();
+    l.physical_up(at(0));
+    let mut inits = 0;
+    let mut notices = Vec::new();
+    let run = |l: &mut Link, until: u64, inits: &mut usize, notices: &mut Vec<Ev>| {
+        while let Some(to) = l.poll_timeout() {
+            if to.as_nanos() > until {
+                break;
+            }
+            l.handle_timeout(to);
+            let out = drain_tx(l, to);
+            *inits += kinds(&out).iter().filter(|k| **k == FrameKind::Init).count();
+            notices.extend(events_of(l));
+        }
+    };
+    run(&mut l, 20_000, &mut inits, &mut notices);
+    assert_eq!(l.counters().init_timeouts, 1);
+    assert_eq!(
+        notices,
+        vec![Ev::Notice(Notice::InitTimeout {
+            waited: core::time::Duration::from_micros(5)
+        })]
+    );
+    assert!(inits >= 20, "{inits} INIT frames in 20 us");
+    l.physical_down(at(20_001));
+    l.physical_up(at(20_001));
+    run(&mut l, 30_000, &mut inits, &mut notices);
+    assert_eq!(l.counters().init_timeouts, 2);
+}
+
+//= type=test
+//# LINK-2-15 An end MUST take the peer's MAC address from every INIT it answers and from the
+//# INIT_ECHO that brings it UP, MUST keep it across re-initialisation, and MUST forget it when the
+//# physical link goes down.
+#[test]
+fn the_peer_mac_is_kept_across_reinit_and_forgotten_on_physical_down() {
+    let (mut l, t) = lone_end_up(config_a(), &config_b(), 500);
+    let dst = |f: &Vec<u8>| FrameRepr::parse_bytes(f, 9216).unwrap().eth.dst;
+    // The peer restarts: re-initialisation, still addressed to it.
+    l.handle_frame(t, &emit(LinkFrame::Init(init_of(&config_b(), 501))));
+    assert!(!l.is_up());
+    let out = drain_tx(&mut l, t);
+    assert_eq!(kinds(&out), vec![FrameKind::InitEcho, FrameKind::Init]);
+    assert!(out.iter().all(|f| dst(f) == MAC_B));
+    l.physical_down(t);
+    l.physical_up(t);
+    let out = drain_tx(&mut l, t);
+    assert_eq!(kinds(&out), vec![FrameKind::Init]);
+    assert_eq!(dst(&out[0]), MacAddr::LINK_LOCAL);
+}
+
+//= type=test
+//# LINK-2-16 Before it is UP an end MUST check a received frame's size against its own configured
+//# MFS; while UP, against the agreed MFS.
+#[test]
+fn sizes_are_checked_against_the_configured_mfs_before_up_and_the_agreed_one_after() {
+    let big = data_frame(0, 0, false, &payload_for_frame(4000, 1));
+    let mut l = Link::new(config_a()).unwrap();
+    l.physical_up(at(1));
+    drain_tx(&mut l, at(1));
+    let before = l.counters().clone();
+    l.handle_frame(at(1), &big);
+    assert_eq!(*l.counters(), counters_after(&before, |c| c.rx_not_up += 1));
+    let peer = Config {
+        mfs: 1500,
+        ..config_b()
+    };
+    let (mut l, t) = lone_end_up(config_a(), &peer, 500);
+    let before = l.counters().clone();
+    l.handle_frame(t, &big);
+    assert_eq!(*l.counters(), counters_after(&before, |c| c.rx_damaged += 1));
+    assert_eq!(nacks_in(&drain_tx(&mut l, t)), vec![0xFFFFF]);
+}
+
+/// A NACK that comes before the pending replay has sent anything is not another replay; one that
+/// comes after is. An ACK during a replay lets it go on; a NACK that empties the buffer starts
+/// nothing.
+//= type=test
+//# LINK-3-9 A NACK or a replay-timer expiry that comes while a replay is due but has not sent its
+//# first frame yet MUST NOT start another replay and MUST NOT count towards `replay_count_max`: the
+//# pending replay already begins with the oldest frame. The replay timer is restarted.
+//# LINK-3-10 An ACK or NACK that acknowledges frames during a replay MUST remove them from the
+//# buffer; the replay then goes on with the first frame it has not re-sent yet, or with the oldest
+//# frame left if that is later.
+//# LINK-3-14 A NACK that leaves the replay buffer empty MUST NOT start a replay and MUST NOT count
+//# towards `replay_count_max`.
+//# LINK-3-7 The TX MUST count the replays it starts, by a NACK or by the replay timer, since the
+//# last acknowledgement progress: the count rises by one when a replay starts and returns to 0 when
+//# an ACK or NACK acknowledges at least one frame
+#[test]
+fn a_nack_before_the_pending_replay_sent_anything_is_not_another_replay() {
+    let (mut l, t) = lone_end_up(config_a(), &config_b(), 500);
+    for i in 0..4 {
+        l.submit(vc(0), &payload_for_frame(256, i)).unwrap();
+    }
+    for i in 0..4 {
+        assert_eq!(next_data(&mut l, t), Some((vc(0), Seq::new(i), false)));
+    }
+    let nack = |s: u32| emit(LinkFrame::Nack(Seq::new(s)));
+    let count = |l: &Link| (l.replay_count(), l.counters().replays_by_nack);
+    l.handle_frame(t, &nack(0xFFFFF));
+    assert_eq!(count(&l), (1, 1));
+    assert_eq!(l.tx_state(), TxState::Replay);
+    l.handle_frame(t, &nack(0xFFFFF));
+    assert_eq!(count(&l), (1, 1), "the replay has not sent anything yet");
+    assert_eq!(next_data(&mut l, t), Some((vc(0), Seq::new(0), true)));
+    l.handle_frame(t, &nack(0xFFFFF));
+    assert_eq!(count(&l), (2, 2));
+    assert_eq!(next_data(&mut l, t), Some((vc(0), Seq::new(0), true)));
+    assert_eq!(next_data(&mut l, t), Some((vc(0), Seq::new(1), true)));
+    // 0 acknowledged: the replay goes on with 2, the first it has not re-sent.
+    l.handle_frame(t, &emit(LinkFrame::Ack(Seq::new(0))));
+    assert_eq!(l.replay_count(), 0);
+    assert_eq!(next_data(&mut l, t), Some((vc(0), Seq::new(2), true)));
+    // 0..=2 acknowledged while the replay is at 3... and 3 too: nothing left to replay.
+    l.handle_frame(t, &emit(LinkFrame::Ack(Seq::new(2))));
+    assert_eq!(next_data(&mut l, t), Some((vc(0), Seq::new(3), true)));
+    l.handle_frame(t, &nack(3));
+    assert_eq!(l.replay_frames(), 0);
+    assert_eq!(l.tx_state(), TxState::Advance);
+    assert_eq!(count(&l), (0, 2));
+    assert_eq!(next_data(&mut l, t), None);
+}
+
+/// Each expiry of the replay timer is one replay, and restarts the timer; the expiry that would
+/// exceed `replay_count_max` is a FLUSH.
+//= type=test
+//# LINK-3-11 On the expiry of the replay timer the TX MUST start a replay of the whole replay buffer
+//# (LINK-3-5) and restart the timer: each expiry is one replay.
+//# LINK-3-6 The replay timer MUST be started when a frame enters an empty replay buffer, restarted
+//# whenever an ACK or NACK acknowledges at least one frame and when a replay starts, and stopped
+//# when the buffer empties.
+//# LINK-3-13 When a replay would make the count exceed `replay_count_max` the TX MUST enter FLUSH
+//# (§6) instead of starting it.
+#[test]
+fn each_replay_timer_expiry_is_one_replay() {
+    let (mut l, t) = lone_end_up(config_a(), &config_b(), 500);
+    let t0 = t.as_nanos();
+    l.submit(vc(0), &payload_for_frame(256, 0)).unwrap();
+    assert_eq!(next_data(&mut l, t), Some((vc(0), Seq::new(0), false)));
+    for k in 1..=3u8 {
+        let due = at(t0 + 5_000 * u64::from(k));
+        l.handle_timeout(at(due.as_nanos() - 1));
+        assert_eq!(l.replay_count(), k - 1, "not yet");
+        l.handle_timeout(due);
+        assert_eq!(l.replay_count(), k);
+        assert_eq!(l.counters().replay_timeouts, u64::from(k));
+        assert_eq!(next_data(&mut l, due), Some((vc(0), Seq::new(0), true)));
+    }
+    l.handle_timeout(at(t0 + 20_000));
+    assert_eq!(l.counters().flushes, 1);
+    assert!(!l.is_up());
+    // The timer runs only while the buffer holds frames.
+    let (mut l, t) = lone_end_up(config_a(), &config_b(), 500);
+    l.submit(vc(0), &payload_for_frame(256, 0)).unwrap();
+    next_data(&mut l, t);
+    l.handle_frame(t, &emit(LinkFrame::Ack(Seq::new(0))));
+    l.handle_timeout(at(t.as_nanos() + 6_000));
+    assert_eq!(l.counters().replay_timeouts, 0);
+}
+
+/// A frame its sender stomps is taken back: its number and credits go to the next frame.
+//= type=test
+//# LINK-3-12 An end that ends a DATA frame with a stomped FCS (WIRE-2.5-4) MUST take the frame back
+//# out of its replay buffer, give its sequence number to the next new DATA frame and return its
+//# credits to its VC, so that the link goes on as if the frame had never been sent.
+#[test]
+fn a_stomped_frame_is_taken_back_and_its_number_reused() {
+    let (mut l, t) = lone_end_up(config_a(), &config_b(), 500);
+    let credits = l.tx_credits_available(vc(0));
+    l.submit(vc(0), &payload_for_frame(1024, 1)).unwrap();
+    l.submit(vc(0), &payload_for_frame(512, 2)).unwrap();
+    assert_eq!(next_data(&mut l, t), Some((vc(0), Seq::new(0), false)));
+    assert_eq!(l.tx_credits_available(vc(0)), credits - 16);
+    let s = l.stomp_last().unwrap();
+    assert_eq!(
+        s,
+        Stomped {
+            vc: vc(0),
+            seq: Seq::new(0),
+            credits: 16,
+            len: 1024,
+        }
+    );
+    assert_eq!(l.stomp_last(), None, "once");
+    assert_eq!(
+        (l.replay_frames(), l.next_seq(), l.tx_credits_available(vc(0))),
+        (0, Seq::new(0), credits)
+    );
+    assert_eq!(l.counters().tx_stomped, 1);
+    let mut buf = vec![0u8; 9216];
+    let tx = l.poll_transmit(t, &mut buf).unwrap().unwrap();
+    assert_eq!((tx.data, tx.len), (Some((vc(0), Seq::new(0), false)), 512));
+    // After any input nothing can be stomped.
+    l.handle_frame(t, &emit(LinkFrame::Ack(Seq::new(0xFFFFF))));
+    assert_eq!(l.stomp_last(), None);
+    // Nor a retransmission.
+    l.handle_frame(t, &emit(LinkFrame::Nack(Seq::new(0xFFFFF))));
+    assert_eq!(next_data(&mut l, t), Some((vc(0), Seq::new(0), true)));
+    assert_eq!(l.stomp_last(), None);
+}
+
+/// When several frames are due they leave in a fixed order.
+//= type=test
+//# LINK-3-15 When several frames are due, the TX MUST send them in this order: INIT_ECHO, INIT,
+//# NACK, ACK, CF, CC, retransmitted DATA, new DATA.
+#[test]
+fn due_frames_leave_in_the_specified_order() {
+    let (mut l, t) = lone_end_up(config_a(), &config_b(), 500);
+    let t2 = at(t.as_nanos() + 10_000);
+    l.submit(vc(0), &payload_for_frame(256, 1)).unwrap();
+    l.handle_frame(
+        t2,
+        &data_frame_flags(0, 0, false, true, &payload_for_frame(256, 9)),
+    );
+    l.handle_frame(t2, &emit(LinkFrame::Init(init_of(&config_b(), 500))));
+    assert!(l.is_up(), "the peer's current nonce: no restart");
+    use FrameKind::*;
+    assert_eq!(
+        kinds(&drain_tx(&mut l, t2)),
+        vec![InitEcho, Ack, CreditUpdate, CreditResync, Data]
+    );
+    // A retransmission before a new frame, a NACK before both.
+    l.submit(vc(0), &payload_for_frame(256, 2)).unwrap();
+    l.handle_frame(t2, &emit(LinkFrame::Nack(Seq::new(0xFFFFF))));
+    l.handle_frame(t2, &data_frame(2, 0, false, &payload_for_frame(256, 9)));
+    let out = drain_tx(&mut l, t2);
+    assert_eq!(kinds(&out), vec![Nack, Data, Data]);
+    let seqs: Vec<(u32, bool)> = links(&out)
+        .iter()
+        .filter_map(|f| match f {
+            LinkFrame::Data { header, .. } => Some((header.seq.value(), header.flags.replay)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(seqs, vec![(0, true), (1, false)]);
+}
+
+/// A NACK not yet sent is cancelled when the expected frame arrives first.
+//= type=test
+//# LINK-4-9 When the expected frame is accepted while a NACK is due but not yet sent (SEND_NACK),
+//# the NACK MUST be cancelled: the RX returns to SEND_ACKS.
+#[test]
+fn a_due_nack_is_cancelled_by_the_expected_frame() {
+    let (mut l, t) = lone_end_up(config_b(), &config_a(), 500);
+    let mut bad = emit(LinkFrame::Ack(Seq::new(0xFFFFF)));
+    bad[20] ^= 0x40;
+    l.handle_frame(t, &bad);
+    assert_eq!(l.rx_state(), RxState::SendNack);
+    l.handle_frame(t, &data_frame(0, 0, false, &payload_for_frame(256, 0)));
+    assert_eq!(l.rx_state(), RxState::SendAcks);
+    assert!(nacks_in(&drain_tx(&mut l, t)).is_empty());
+    assert_eq!(l.counters().nacks_sent, 0);
+    assert_eq!(claims_of(&mut l).len(), 1);
+}
+
+/// A stomped frame changes nothing but its counter, in SEND_ACKS and in NACK_SENT, and the frame
+/// that carries its number next is accepted.
+//= type=test
+//# LINK-4-10 A frame with a stomped FCS (WIRE-2.5-5) MUST be discarded and counted as stomped, in
+//# every state; it MUST NOT draw a NACK, consume a sequence number or a credit, or change the
+//# receive state.
+#[test]
+fn a_stomped_frame_changes_nothing_but_its_counter() {
+    let (mut l, t) = lone_end_up(config_b(), &config_a(), 500);
+    let p = |i| payload_for_frame(256, i);
+    l.handle_frame(t, &data_frame(0, 0, false, &p(0)));
+    for state in [RxState::SendAcks, RxState::NackSent] {
+        let mut f = data_frame(1, 0, false, &p(1));
+        stomp_fcs(&mut f);
+        let before = l.counters().clone();
+        let occupied = l.rx_occupied(vc(0));
+        assert_eq!(l.rx_state(), state);
+        l.handle_frame(t, &f);
+        assert_eq!(*l.counters(), counters_after(&before, |c| c.rx_stomped += 1));
+        assert_eq!(l.rx_state(), state);
+        assert_eq!(l.expected_seq(), Seq::new(1));
+        assert_eq!(l.rx_occupied(vc(0)), occupied);
+        assert!(nacks_in(&drain_tx(&mut l, t)).is_empty());
+        if state == RxState::SendAcks {
+            // Into NACK_SENT for the second round.
+            l.handle_frame(t, &data_frame(3, 0, false, &p(3)));
+            drain_tx(&mut l, t);
+        }
+    }
+    l.handle_frame(t, &data_frame(1, 0, false, &p(1)));
+    assert_eq!(l.expected_seq(), Seq::new(2));
+    assert_eq!(l.counters().nacks_sent, 1);
+}
+
+/// Through the harness: one new frame stomped on the wire costs that frame and nothing else: no
+/// NACK, no replay, every other frame delivered in order.
+//= type=test
+//# LINK-4-10 A frame with a stomped FCS (WIRE-2.5-5) MUST be discarded and counted as stomped
+//# LINK-3-12 An end that ends a DATA frame with a stomped FCS (WIRE-2.5-4) MUST take the frame back
+//# out of its replay buffer
+#[test]
+fn a_stomp_on_the_wire_costs_one_frame_and_nothing_else() {
+    let mut pair = Pair::new(pair_scenario(5.0, 50, 1024)).unwrap();
+    let mut done = false;
+    pair.set_filter(Box::new(move |f: &FrameInfo<'_>| {
+        let hit = f.dir == 0 && f.data.is_some_and(|(_, s, replay)| s.value() == 10 && !replay);
+        if hit && !done {
+            done = true;
+            Verdict::Stomp
+        } else {
+            Verdict::Pass
+        }
+    }));
+    let r = pair.run();
+    assert!(!r.timed_out, "{r:?}");
+    assert_eq!((r.stomped, r.delivered, r.duplicates), (1, 49, 0));
+    assert!(r.in_order);
+    let [a, b] = &r.counters;
+    assert_eq!((a.tx_stomped, b.rx_stomped), (1, 1));
+    assert_eq!((b.nacks_sent, a.frames_replayed), (0, 0));
+    assert_eq!(b.discarded(), 1);
+    assert_eq!(b.rx_frames_total(), 49);
+    // The random stomp of the injector hits DATA frames only.
+    let mut inj = ethlink_link::harness::Injector::new(Default::default(), 3).with_stomp(1.0);
+    assert!(inj.fate(FrameKind::Data, 100, Verdict::Pass).stomp);
+    assert!(!inj.fate(FrameKind::Ack, 64, Verdict::Pass).stomp);
+    assert_eq!(inj.injected().stomped, 1);
+}
+
+/// DATA on a VC the peer did not agree takes its sequence number and an ACK, but no credit, is
+/// not delivered and draws no NACK.
+//= type=test
+//# LINK-4-11 A DATA frame with the expected sequence number on a VC at or above the agreed number
+//# of VCs MUST be accepted by the LLR (its sequence number consumed and acknowledged as in
+//# LINK-4-1) but not delivered: it MUST be discarded and counted as on a VC not agreed, charged no
+//# credit, and MUST NOT draw a NACK.
+#[test]
+fn data_on_a_vc_not_agreed_takes_its_number_but_no_credit() {
+    let peer = config_b().with_uniform_credits(2, 512);
+    let (mut l, t) = lone_end_up(config_a(), &peer, 500);
+    let before = l.counters().clone();
+    l.handle_frame(
+        t,
+        &data_frame_flags(0, 5, false, true, &payload_for_frame(256, 0)),
+    );
+    assert_eq!(
+        *l.counters(),
+        counters_after(&before, |c| c.rx_vc_not_agreed += 1)
+    );
+    assert_eq!(l.expected_seq(), Seq::new(1));
+    assert!(claims_of(&mut l).is_empty());
+    let out = drain_tx(&mut l, t);
+    assert_eq!((acks_in(&out), nacks_in(&out)), (vec![0], vec![]));
+    l.handle_frame(t, &data_frame(1, 0, false, &payload_for_frame(256, 1)));
+    assert_eq!(claims_of(&mut l).len(), 1);
+    assert_eq!(l.rx_occupied(vc(0)), 4);
+}
+
+/// A DATA frame whose network header is malformed, with a good FCS, is accepted on its link
+/// header and handed up whole; the upper layer releases its credits.
+//= type=test
+//# LINK-4-12 The RX MUST judge a DATA frame that passed the checks of wire.md §7 up to the kind on
+//# its link header alone: a malformed network header, payload length or padding MUST NOT keep it
+//# from being accepted by LINK-4-1.
+#[test]
+fn malformed_data_with_a_good_fcs_is_accepted_and_handed_up_whole() {
+    let (mut l, t) = lone_end_up(config_b(), &config_a(), 500);
+    let mut f = data_frame(0, 0, false, &payload_for_frame(256, 1));
+    f[26..28].copy_from_slice(&0x4000u16.to_be_bytes());
+    refcs(&mut f);
+    assert!(FrameRepr::parse_bytes(&f, 9216).is_err());
+    let mut g = data_frame(1, 0, false, &payload_for_frame(128, 2));
+    let end = g.len() - 4;
+    g.splice(end..end, [0u8; 8]);
+    refcs(&mut g);
+    assert!(FrameRepr::parse_bytes(&g, 9216).is_err());
+    for (i, frame) in [&f, &g].into_iter().enumerate() {
+        l.handle_frame(t, frame);
+        assert_eq!(l.expected_seq(), Seq::new(i as u32 + 1));
+        let mut got = Vec::new();
+        while let Some(ev) = l.poll_event() {
+            if let Event::Delivered {
+                payload, release, ..
+            } = ev
+            {
+                got.push((payload.to_vec(), release));
+            }
+        }
+        assert_eq!(got.len(), 1);
+        let (payload, release) = got.pop().unwrap();
+        assert_eq!(payload, frame[20..frame.len() - 4].to_vec(), "the whole body");
+        assert_eq!(release.credits(), frame.len().div_ceil(64) as u32);
+        l.release(release).unwrap();
+        assert_eq!(l.rx_occupied(vc(0)), 0);
+    }
+    assert_eq!(l.counters().rx_frames[0], 2);
+    assert_eq!(l.counters().nacks_sent, 0);
+}
+
+/// The TX prices its frames with the credit size and overhead the peer announced.
+//= type=test
+//# LINK-5-1 A DATA frame of `len` bytes (destination MAC through FCS) costs `ceil((len +
+//# credit_overhead) / credit_size)` credits: the TX uses the credit size and the credit overhead
+//# the peer announced, the RX its own.
+//# LINK-2-4 The parameters in use while UP are agreed as follows
+#[test]
+fn the_tx_prices_frames_with_the_peer_overhead() {
+    let mut peer = init_of(&config_b(), 500);
+    peer.credit_overhead = 40;
+    peer.credit_size = 128;
+    let (mut l, t) = lone_end_up_with(config_a(), peer);
+    assert_eq!(l.agreed().unwrap().tx_credit_overhead, 40);
+    l.submit(vc(0), &payload_for_frame(1000, 0)).unwrap();
+    next_data(&mut l, t);
+    assert_eq!(l.tx_counters(vc(0)).0, 1040u32.div_ceil(128));
+    // Its RX charges with its own (0 and 64 B).
+    l.handle_frame(t, &data_frame(0, 0, false, &payload_for_frame(1000, 0)));
+    assert_eq!(l.rx_occupied(vc(0)), 1000u32.div_ceil(64));
+}
+
+/// A credit stall ends, and its time is counted, when the link leaves UP.
+//= type=test
+//# LINK-7-4 A credit stall of a VC begins when the frame at the head of its queue cannot be sent for
+//# want of credit and ends when a frame of the VC is sent, when its queue empties by withdrawal, or
+//# when the link leaves UP.
+#[test]
+fn a_credit_stall_ends_when_the_link_goes_down() {
+    let peer = Config {
+        mfs: 1024,
+        ..config_b().with_uniform_credits(4, 16)
+    };
+    let (mut l, t) = lone_end_up(config_a(), &peer, 500);
+    for i in 0..2 {
+        l.submit(vc(0), &payload_for_frame(1024, i)).unwrap();
+    }
+    assert!(next_data(&mut l, t).is_some());
+    assert!(next_data(&mut l, t).is_none());
+    assert_eq!(l.counters().credit_stalls[0], 1);
+    l.physical_down(at(t.as_nanos() + 700));
+    assert_eq!(l.counters().credit_stall_ns[0], 700);
+}
+
+/// Every frame handed to an end is counted once: delivered, taken as control, or discarded.
+//= type=test
+//# LINK-7-3 Every frame handed to an end MUST increment exactly one of: `rx_frames` (delivered), a
+//# received-control counter (`acks_received`, `nacks_received`, `cf_received`, `cc_received`,
+//# `inits_received`, `init_echoes_received`), or one discard counter.
+#[test]
+fn every_frame_handed_to_an_end_is_counted_once() {
+    let (mut l, t) = lone_end_up(config_b(), &config_a(), 500);
+    let base = l.counters().frames_arrived();
+    let p = |i| payload_for_frame(256, i);
+    let credits = CreditRepr {
+        counters: [Some(0), None, None, None, None, None, None, None],
+    };
+    let mut bad = data_frame(1, 0, false, &p(1));
+    bad[30] ^= 1;
+    let mut stomped = data_frame(1, 0, false, &p(1));
+    stomp_fcs(&mut stomped);
+    let frames = [
+        data_frame(0, 0, false, &p(0)),
+        data_frame(0, 0, false, &p(0)),
+        bad,
+        stomped,
+        data_frame(2, 0, false, &p(2)),
+        data_frame(1, 7, false, &p(1)),
+        emit(LinkFrame::Ack(Seq::new(0xFFFFF))),
+        emit(LinkFrame::Ack(Seq::new(7))),
+        emit(LinkFrame::CreditUpdate(credits)),
+        emit(LinkFrame::CreditResync(credits)),
+        emit(LinkFrame::InitEcho {
+            echo_nonce: 1,
+            init: init_of(&config_a(), 500),
+        }),
+    ];
+    for f in &frames {
+        l.handle_frame(t, f);
+    }
+    assert_eq!(l.counters().frames_arrived() - base, frames.len() as u64);
 }
