@@ -155,6 +155,11 @@ impl Counters {
     /// Every frame handed to the end, each counted once (LINK-7-3): the DATA frames delivered,
     /// the control frames taken, and the frames discarded.
     pub fn frames_arrived(&self) -> u64 {
+        //= docs/spec/link.md#7-counters
+        //# LINK-7-3 Every frame handed to an end MUST increment exactly one of: `rx_frames`
+        //# (delivered), a received-control counter (`acks_received`, `nacks_received`,
+        //# `cf_received`, `cc_received`, `inits_received`, `init_echoes_received`), or one
+        //# discard counter.
         self.rx_frames_total()
             + self.acks_received
             + self.nacks_received

@@ -1066,6 +1066,12 @@ impl Link {
             //# `cf_min_credits` credits have been freed since its last CF and `cf_min_interval`
             //# has passed since it, and in any case every `cf_max_interval` while UP, changed or
             //# not.
+            //= docs/spec/link.md#5-credit-based-flow-control
+            //# LINK-5-10 The RX MUST send a CF every `cf_max_interval` while UP, whether its
+            //# entries changed or not.
+            //= docs/spec/link.md#5-credit-based-flow-control
+            //# LINK-5-11 A CF and a CC MUST carry an entry for every agreed VC and none for
+            //# another.
             let repr = credit_repr(agreed.vcs, &self.freed);
             let t = self.emit_control(buf, LinkFrame::CreditUpdate(repr))?;
             self.counters.cf_sent += 1;
@@ -1080,6 +1086,8 @@ impl Link {
             //# `cc_interval` while its replay buffer is empty, and, when a VC has been without
             //# credit for `cc_interval`, as soon as its replay buffer is empty. It MUST NOT send a
             //# CC while its replay buffer holds a frame.
+            //= docs/spec/link.md#5-credit-based-flow-control
+            //# LINK-5-12 The TX MUST NOT send a CC while its replay buffer holds a frame.
             let repr = credit_repr(agreed.vcs, &self.consumed);
             let t = self.emit_control(buf, LinkFrame::CreditResync(repr))?;
             self.counters.cc_sent += 1;
@@ -1679,6 +1687,11 @@ impl Link {
                     .push_back(EvRec::Oversize(Vc::new(v as u8).unwrap_or_default()));
                 continue;
             }
+            //= docs/spec/link.md#3-link-level-retry-transmit-side
+            //# LINK-3-17 The TX SHOULD take new DATA frames from the VCs in round-robin order,
+            //# skipping a VC without a frame or without credit; when the frame whose turn it is
+            //# does not fit in the replay buffer, it SHOULD send no new frame on any VC until it
+            //# fits, so that a long frame is not overtaken for ever by short ones.
             if replay_full || !self.replay_has_room(agreed, len) {
                 // The replay buffer bounds every VC alike; no VC can go.
                 replay_full = true;
@@ -1691,6 +1704,10 @@ impl Link {
             let cost = cost_of(len, agreed.tx_credit_overhead, agreed.tx_credit_size);
             let in_use = diff20(self.consumed[v], self.freed_seen[v]);
             if cost > agreed.tx_credits[v].saturating_sub(in_use) {
+                //= docs/spec/link.md#7-counters
+                //# LINK-7-4 A credit stall of a VC begins when the frame at the head of its queue
+                //# cannot be sent for want of credit and ends when a frame of the VC is sent, when
+                //# its queue empties by withdrawal, or when the link leaves UP.
                 if self.stalled_since[v].is_none() {
                     self.stalled_since[v] = Some(now);
                     self.counters.credit_stalls[v] += 1;
@@ -1725,8 +1742,10 @@ impl Link {
         //# LINK-3-1 Every DATA frame MUST carry the next TX sequence number, which advances by
         //# one (modulo 2^20) for every new frame; control frames carry none.
         let seq = self.next_seq;
-        // Ask for an ACK at once when this frame fills half the replay buffer, by frames or by
-        // bytes, so that the buffer drains before it stops the TX.
+        //= docs/spec/link.md#3-link-level-retry-transmit-side
+        //# LINK-3-16 The TX SHOULD set ACK_REQ on the new DATA frame that brings its replay buffer
+        //# to half of `min(llr_window, replay_max_frames)` frames or half of `replay_max_bytes`
+        //# bytes, so that the buffer drains before it stops the TX.
         let half_frames = (self.cfg.replay_max_frames as usize).div_ceil(2);
         let half_bytes = self.cfg.replay_max_bytes as usize / 2;
         let crosses = |before: usize, after: usize, mark: usize| before < mark && after >= mark;
@@ -1980,6 +1999,9 @@ impl Link {
         //# (SEND_NACK), the NACK MUST be cancelled: the RX returns to SEND_ACKS.
         self.rx_state = RxState::SendAcks;
         self.unacked_bytes = self.unacked_bytes.saturating_add(len as u32);
+        //= docs/spec/link.md#4-link-level-retry-receive-side
+        //# LINK-4-14 The RX MUST send an ACK when an accepted frame has waited `ack_timer` for
+        //# one.
         if self.ack_deadline.is_none() {
             self.ack_deadline = Some(now.saturating_add(self.cfg.ack_timer));
         }
@@ -2044,6 +2066,9 @@ impl Link {
                 self.counters.stale_cc_entries += 1;
             }
         }
+        //= docs/spec/link.md#5-credit-based-flow-control
+        //# LINK-5-13 After a CC the RX MUST send a CF at once, without waiting for
+        //# `cf_min_interval`.
         self.cf_forced = true;
     }
 
@@ -2752,10 +2777,12 @@ mod tests {
     //# LINK-4-3 A damaged frame (wire.md §7, the rows with NACK) or a DATA frame whose sequence
     //# number is ahead of the expected one (a gap) MUST make an RX in SEND_ACKS send one NACK
     //# carrying the last good sequence number and enter NACK_SENT. The frame MUST be discarded.
-    //# LINK-4-4 In NACK_SENT the RX MUST discard every frame until the expected sequence number
-    //# arrives, and MUST NOT send another NACK, with one exception: a DATA frame with the REPLAY
-    //# flag whose sequence number is the one after the expected shows that the replay the NACK
-    //# asked for has lost the expected frame again, and the RX MUST then send one more NACK.
+    //# LINK-4-7 In NACK_SENT the RX MUST discard every DATA frame but the expected one and MUST
+    //# NOT send another NACK except as LINK-4-8 says
+    //# LINK-4-8 In NACK_SENT, a DATA frame ahead of the expected one whose sequence number is not
+    //# beyond that of the previous such frame received since the last NACK shows that a new
+    //# replay has begun and has lost the expected frame again: the RX MUST then send one more
+    //# NACK.
     //# LINK-4-5 A DATA frame whose sequence number is within `llr_window` behind the expected one
     //# is a duplicate: it MUST be discarded and counted, and the RX MUST send an ACK carrying
     //# the last accepted sequence number so that a TX whose ACKs were lost learns of them.

@@ -100,7 +100,7 @@ struct Params {
     /// Whether the TX checks its credit before sending (LINK-5-2); false only in a mutation.
     tx_checks_credit: bool,
     /// Whether the RX in NACK_SENT answers a duplicate with an ACK as LINK-4-5 says; false only
-    /// in a mutation that reads LINK-4-4 as silencing duplicates too.
+    /// in a mutation that reads LINK-4-7 as silencing duplicates too.
     ack_duplicates_in_nack_sent: bool,
 }
 
@@ -323,7 +323,7 @@ impl Link {
                 s.rx.ack_due = false;
                 s.rx.nack_sent = true;
             }
-            // LINK-4-4: otherwise, in NACK_SENT, discarded without a NACK.
+            // LINK-4-7: otherwise, in NACK_SENT, discarded without a NACK.
             return true;
         };
         let v = usize::from(d.vc);
@@ -755,8 +755,8 @@ fn three_frames_two_faults() -> Params {
 //# LINK-4-3 A damaged frame [...] or a DATA frame whose sequence number is ahead of the expected
 //# one (a gap) MUST make an RX in SEND_ACKS send one NACK carrying the last good sequence number
 //# and enter NACK_SENT. The frame MUST be discarded.
-//# LINK-4-4 In NACK_SENT the RX MUST discard, without sending another NACK, every frame until the
-//# expected sequence number arrives.
+//# LINK-4-7 In NACK_SENT the RX MUST discard every DATA frame but the expected one and MUST NOT
+//# send another NACK except as LINK-4-8 says.
 //# LINK-4-5 A DATA frame whose sequence number is within `llr_window` behind the expected one is
 //# a duplicate: it MUST be discarded [...], and the RX MUST send an ACK carrying the last
 //# accepted sequence number so that a TX whose ACKs were lost learns of them.
@@ -789,8 +789,8 @@ fn model_check_llr_cbfc_small() {
 //# TX MUST retransmit the whole replay buffer as in LINK-3-5.
 //= docs/spec/link.md#4-link-level-retry-receive-side
 //= type=test
-//# LINK-4-4 In NACK_SENT the RX MUST discard, without sending another NACK, every frame until the
-//# expected sequence number arrives. (If the NACK is lost, the peer's replay timer recovers.)
+//# LINK-4-7 In NACK_SENT the RX MUST discard every DATA frame but the expected one and MUST NOT
+//# send another NACK except as LINK-4-8 says. (If the NACK is lost, the peer's replay timer recovers.)
 //# LINK-4-5 [...] the RX MUST send an ACK carrying the last accepted sequence number so that a
 //# TX whose ACKs were lost learns of them.
 //= docs/spec/link.md#5-credit-based-flow-control
@@ -866,15 +866,15 @@ fn tx_ignoring_credit_is_caught() {
     assert!(path.last_state().rx.overrun);
 }
 
-/// If LINK-4-4 is read as silencing duplicates in NACK_SENT too, a damaged frame followed by
+/// If LINK-4-7 is read as silencing duplicates in NACK_SENT too, a damaged frame followed by
 /// the loss of its NACK can leave the RX in NACK_SENT after it has accepted every frame the TX
 /// holds: the replay timer retransmits frames the RX discards without an answer, the expected
 /// frame is never sent (the TX has no more, or its window is full), and the link can only
 /// FLUSH. The ACK of LINK-4-5 is what recovers, so the model sends it in NACK_SENT too.
 //= docs/spec/link.md#4-link-level-retry-receive-side
 //= type=test
-//# LINK-4-4 In NACK_SENT the RX MUST discard, without sending another NACK, every frame until the
-//# expected sequence number arrives. (If the NACK is lost, the peer's replay timer recovers.)
+//# LINK-4-7 In NACK_SENT the RX MUST discard every DATA frame but the expected one and MUST NOT
+//# send another NACK except as LINK-4-8 says. (If the NACK is lost, the peer's replay timer recovers.)
 //# LINK-4-5 A DATA frame whose sequence number is within `llr_window` behind the expected one is
 //# a duplicate: it MUST be discarded and counted, and the RX MUST send an ACK carrying the last
 //# accepted sequence number so that a TX whose ACKs were lost learns of them.

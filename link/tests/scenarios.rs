@@ -651,8 +651,8 @@ fn counters_after(before: &Counters, edit: impl FnOnce(&mut Counters)) -> Counte
 //# LINK-4-3 A damaged frame [...] or a DATA frame whose sequence number is ahead of the expected
 //# one (a gap) MUST make an RX in SEND_ACKS send one NACK carrying the last good sequence number
 //# and enter NACK_SENT. The frame MUST be discarded.
-//# LINK-4-4 In NACK_SENT the RX MUST discard every frame until the expected sequence number
-//# arrives, and MUST NOT send another NACK
+//# LINK-4-7 In NACK_SENT the RX MUST discard every DATA frame but the expected one and MUST NOT
+//# send another NACK except as LINK-4-8 says
 //# LINK-4-1 A DATA frame whose sequence number is the expected one MUST be accepted: delivered to
 //# the upper layer once, the expected number advanced by one [...] In NACK_SENT, accepting it
 //# returns the RX to SEND_ACKS.
@@ -1390,7 +1390,8 @@ fn retransmit_on_nack() {
 //# LINK-3-6 The replay timer runs while the replay buffer is not empty. It MUST be restarted
 //# whenever an ACK or NACK acknowledges at least one frame, and stopped when the buffer empties. On
 //# its expiry the TX MUST retransmit the whole replay buffer as in LINK-3-5.
-//# LINK-4-4 [...] (If a NACK is lost, the peer's replay timer recovers.)
+//# LINK-4-7 In NACK_SENT the RX MUST discard every DATA frame but the expected one and MUST NOT
+//# send another NACK except as LINK-4-8 says
 #[test]
 fn replay_timer_recovers_lost_nack() {
     let mut bench = Bench::up(config_a(), config_b());
@@ -1451,9 +1452,9 @@ fn replay_timer_recovers_lost_nack() {
 //# LINK-3-7 The TX MUST count replays that happen without any acknowledgement progress in between;
 //# the count returns to 0 when an ACK or NACK acknowledges at least one frame. When a replay would
 //# make it exceed `replay_count_max` the TX MUST enter FLUSH instead.
-//# LINK-4-4 [...] a DATA frame with the REPLAY flag whose sequence number is the one after the
-//# expected shows that the replay the NACK asked for has lost the expected frame again, and the RX
-//# MUST then send one more NACK.
+//# LINK-4-8 In NACK_SENT, a DATA frame ahead of the expected one whose sequence number is not
+//# beyond that of the previous such frame received since the last NACK shows that a new replay has
+//# begun and has lost the expected frame again: the RX MUST then send one more NACK.
 #[test]
 fn replay_count_rollover_to_flush() {
     for failures in [3u32, 4] {
@@ -2578,7 +2579,7 @@ fn cf_entries_stale_or_impossible_are_ignored() {
 //= type=test
 //# LINK-5-8 On a CC the RX MUST, for every VC in the mask whose `consumed[v]` is ahead of
 //# `received[v]` by less than 2^19, add the difference to both `received[v]` and `freed[v]`
-//# [...] It MUST then send a CF at once.
+//# LINK-5-13 After a CC the RX MUST send a CF at once, without waiting for `cf_min_interval`.
 #[test]
 fn cc_recovers_leaked_credits_and_answers_with_cf() {
     let (mut b, t) = lone_end_up(config_b(), &config_a(), 500);
@@ -2841,6 +2842,9 @@ fn mac_addresses() {
 //# case every `cf_max_interval` while UP, changed or not.
 //# LINK-5-7 The TX MUST send a CC carrying `consumed[v]` for every VC every `cc_interval` while its
 //# replay buffer is empty
+//# LINK-5-10 The RX MUST send a CF every `cf_max_interval` while UP, whether its entries changed or
+//# not.
+//# LINK-5-11 A CF and a CC MUST carry an entry for every agreed VC and none for another.
 //# LINK-5-9 Control frames MUST NOT consume credits and MUST NOT be refused for want of credit.
 #[test]
 fn cf_and_cc_timing() {
@@ -2936,7 +2940,7 @@ fn queued_frame_beyond_the_peer_mfs_is_reported() {
 /// for a while): the TX never sends a CC while its replay buffer holds a frame (the bench checks
 /// every CC), yet CCs go whenever it is empty; no credit is recovered because none leaked.
 //= type=test
-//# LINK-5-7 [...] It MUST NOT send a CC while its replay buffer holds a frame.
+//# LINK-5-12 The TX MUST NOT send a CC while its replay buffer holds a frame.
 //# LINK-5-8 [...] Because the TX sends CC only when nothing it sent is unacknowledged, the
 //# difference is credits leaked by a fault, never frames in flight.
 #[test]
@@ -4381,4 +4385,40 @@ fn every_frame_handed_to_an_end_is_counted_once() {
         l.handle_frame(t, f);
     }
     assert_eq!(l.counters().frames_arrived() - base, frames.len() as u64);
+}
+
+/// CF and CC frames carry the agreed VCs only; a CF entry equal to what the TX has already seen
+/// (the periodic unchanged CF) is not stale; an entry for a VC not agreed is.
+//= type=test
+//# LINK-5-11 A CF and a CC MUST carry an entry for every agreed VC and none for another.
+//# LINK-5-6 On a CF, the TX MUST set `freed_seen[v]` to the carried value for every VC in the mask
+//# when the value is ahead of `freed_seen[v]` by 1..2^19-1 and not ahead of `consumed[v]`
+//# LINK-5-10 The RX MUST send a CF every `cf_max_interval` while UP, whether its entries changed or
+//# not.
+#[test]
+fn credit_frames_carry_the_agreed_vcs_and_an_unchanged_entry_is_not_stale() {
+    let peer = config_b().with_uniform_credits(2, 512);
+    let (mut l, t) = lone_end_up(config_a(), &peer, 500);
+    let t2 = at(t.as_nanos() + 10_000);
+    l.handle_timeout(t2);
+    let out = drain_tx(&mut l, t2);
+    let mut seen = 0;
+    for f in links(&out) {
+        if let LinkFrame::CreditUpdate(c) | LinkFrame::CreditResync(c) = f {
+            let mask: Vec<bool> = c.counters.iter().map(Option::is_some).collect();
+            assert_eq!(mask, [true, true, false, false, false, false, false, false]);
+            seen += 1;
+        }
+    }
+    assert_eq!(seen, 2, "one CF, one CC");
+    let cf = |v: usize| {
+        let mut counters = [None; 8];
+        counters[v] = Some(0);
+        counters[0] = Some(0);
+        emit(LinkFrame::CreditUpdate(CreditRepr { counters }))
+    };
+    l.handle_frame(t2, &cf(1));
+    assert_eq!(l.counters().stale_cf_entries, 0);
+    l.handle_frame(t2, &cf(5));
+    assert_eq!(l.counters().stale_cf_entries, 1);
 }

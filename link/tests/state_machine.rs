@@ -59,7 +59,8 @@ use std::collections::{BTreeMap, VecDeque};
 use std::marker::PhantomData;
 
 use ethlink_link::{
-    Agreed, Config, Counters, Duration, Event, Instant, Link, LostReason, Release, TxState,
+    Agreed, Config, Counters, Duration, Event, Instant, Link, LostReason, Release, RxState,
+    TxState,
 };
 use ethlink_protocol::{FLAG_REPLAY, FrameKind, FrameRepr, LinkFrame, MacAddr, Seq, Vc};
 use proptest::prelude::*;
@@ -516,12 +517,15 @@ impl Stream {
     }
 }
 
-/// Whether the receiver of an end has sent a NACK since it last accepted a frame, and whether a
-/// retransmission has since shown that the replay lost the expected frame again (LINK-4-4).
+/// Whether the receiver of an end has sent a NACK since it last accepted a frame, whether a
+/// frame has since shown that a new replay lost the expected frame again (LINK-4-8), and how far
+/// ahead of the expected number the last gap frame was (0: none since the frame that made the
+/// NACK due).
 #[derive(Clone, Copy, Default)]
 struct NackState {
     sent: bool,
     renack: bool,
+    ahead: u32,
 }
 
 /// When the timers of an end last ran, to check that `poll_timeout` never skips a deadline.
@@ -1046,16 +1050,17 @@ impl Sut {
                 st.due.unacked_since = None;
             }
             LinkFrame::Nack(s) => {
-                // LINK-4-3: the last good sequence number, one NACK; LINK-4-4: one more only
-                // when a retransmission skipped the expected frame.
+                // LINK-4-3: the last good sequence number, one NACK; LINK-4-7, LINK-4-8: one more
+                // only when the numbers went back since (a new replay lost the expected frame).
                 assert_eq!(s.value(), last_good, "LINK-4-3 end {e} NACK");
                 assert!(
                     !st.nack.sent || st.nack.renack,
-                    "LINK-4-4 end {e} sent another NACK for seq {last_good}"
+                    "LINK-4-8 end {e} sent another NACK for seq {last_good}"
                 );
                 st.nack = NackState {
                     sent: true,
                     renack: false,
+                    ahead: st.nack.ahead,
                 };
                 st.due.unacked_since = None;
             }
@@ -1202,13 +1207,32 @@ impl Sut {
             None
         };
         let link = repr.map(|r| r.link);
-        if self.ends[to].nack.sent
-            && let Some(LinkFrame::Data { header, .. }) = link
-            && header.flags.replay
-            && header.seq == self.links[to].expected_seq().next()
-        {
-            // LINK-4-4: the replay lost the expected frame again; one more NACK is due.
-            self.ends[to].nack.renack = true;
+        let (rx0, expected) = (self.links[to].rx_state(), self.links[to].expected_seq());
+        let window = self.links[to].agreed().map_or(0, |a| a.window);
+        match link {
+            Some(LinkFrame::Data { header, .. })
+                if header.seq != expected
+                    && expected.sub(1).distance_from(header.seq) >= window =>
+            {
+                // A gap frame (LINK-4-3, LINK-4-7, LINK-4-8).
+                let ahead = header.seq.distance_from(expected);
+                let n = &mut self.ends[to].nack;
+                match rx0 {
+                    RxState::SendAcks => n.ahead = ahead,
+                    RxState::SendNack => n.ahead = n.ahead.max(ahead),
+                    RxState::NackSent => {
+                        if n.ahead > 0 && ahead <= n.ahead {
+                            // LINK-4-8: the numbers went back: a new replay lost the expected
+                            // frame again; one more NACK is due.
+                            n.renack = true;
+                        }
+                        n.ahead = ahead;
+                    }
+                    RxState::Off => {}
+                }
+            }
+            None if !intact && rx0 == RxState::SendAcks => self.ends[to].nack.ahead = 0,
+            _ => {}
         }
         let (up0, nonce0) = (self.links[to].is_up(), self.links[to].nonce());
         self.call(to, model, |l| l.handle_frame(now, bytes));
@@ -1946,8 +1970,11 @@ prop_state_machine! {
     //# LINK-4-3 A damaged frame [...] or a DATA frame whose sequence number is ahead of the
     //# expected one (a gap) MUST make an RX in SEND_ACKS send one NACK carrying the last good
     //# sequence number
-    //# LINK-4-4 In NACK_SENT the RX [...] MUST NOT send another NACK, with one exception: a DATA
-    //# frame with the REPLAY flag whose sequence number is the one after the expected
+    //# LINK-4-7 In NACK_SENT the RX MUST discard every DATA frame but the expected one and MUST NOT
+    //# send another NACK except as LINK-4-8 says
+    //# LINK-4-8 In NACK_SENT, a DATA frame ahead of the expected one whose sequence number is not
+    //# beyond that of the previous such frame received since the last NACK shows that a new replay
+    //# has begun and has lost the expected frame again: the RX MUST then send one more NACK.
     //# LINK-4-5 A DATA frame whose sequence number is within `llr_window` behind the expected one
     //# is a duplicate: it MUST be discarded
     //# LINK-5-3 Retransmissions (LINK-3-5, LINK-3-6) MUST NOT consume credits again
@@ -2011,8 +2038,11 @@ prop_state_machine! {
     //# LINK-4-3 A damaged frame [...] or a DATA frame whose sequence number is ahead of the
     //# expected one (a gap) MUST make an RX in SEND_ACKS send one NACK carrying the last good
     //# sequence number
-    //# LINK-4-4 In NACK_SENT the RX [...] MUST NOT send another NACK, with one exception: a DATA
-    //# frame with the REPLAY flag whose sequence number is the one after the expected
+    //# LINK-4-7 In NACK_SENT the RX MUST discard every DATA frame but the expected one and MUST NOT
+    //# send another NACK except as LINK-4-8 says
+    //# LINK-4-8 In NACK_SENT, a DATA frame ahead of the expected one whose sequence number is not
+    //# beyond that of the previous such frame received since the last NACK shows that a new replay
+    //# has begun and has lost the expected frame again: the RX MUST then send one more NACK.
     //# LINK-4-5 A DATA frame whose sequence number is within `llr_window` behind the expected one
     //# is a duplicate: it MUST be discarded
     //# LINK-5-3 Retransmissions (LINK-3-5, LINK-3-6) MUST NOT consume credits again
