@@ -1,5 +1,6 @@
 //! The counters of link.md §7 (Table LINK-T3). Every field is a 64-bit unsigned counter that
-//! wraps modulo 2^64 (LINK-7-2), but the three high-water marks at the end.
+//! wraps modulo 2^64 (as link.md §7 states above the table), but the three high-water marks at
+//! the end.
 
 //= docs/spec/link.md#7-counters
 //# LINK-7-1 Every discard this document or wire.md requires to be counted MUST increment exactly

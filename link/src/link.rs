@@ -682,6 +682,11 @@ impl Link {
         if declared.map(|d| d + NETWORK_HEADER_LEN) != Some(payload.len()) {
             return Err(SubmitError::BadPayload { len: payload.len() });
         }
+        //= docs/spec/link.md#1-model
+        //# LINK-1-1 Every byte count of this document (the length of a frame for its credit cost,
+        //# `ack_spacing`, `replay_max_bytes`, the byte counters) MUST count a frame from the first
+        //# byte of its destination MAC address to the last byte of its FCS, 802.1Q tag and
+        //# padding included; preamble, SFD and inter-frame gap are not counted.
         let len = frame_len(self.eth_len, payload.len());
         let mfs = self
             .agreed
@@ -1019,6 +1024,8 @@ impl Link {
             self.counters.init_echoes_sent += 1;
             return Ok(Some(t));
         }
+        //= docs/spec/link.md#2-bring-up
+        //# LINK-2-7 An end MUST NOT send DATA frames unless it is UP.
         let Some(agreed) = self.agreed else {
             if now >= self.init_next {
                 //= docs/spec/link.md#2-bring-up

@@ -1066,6 +1066,9 @@ fn llr_very_long_cable_at_line_rate() {
 /// Frames of 64, 65, 1500, 9215 and 9216 B (and a short payload padded to 64 B) are sent and
 /// delivered intact, in order, on a link whose MFS is 9216.
 //= type=test
+//# LINK-1-1 Every byte count of this document (the length of a frame for its credit cost,
+//# `ack_spacing`, `replay_max_bytes`, the byte counters) MUST count a frame from the first byte of
+//# its destination MAC address to the last byte of its FCS, 802.1Q tag and padding included
 //# WIRE-2.4-1 A transmitter MUST pad a frame whose content (destination MAC through the end of
 //# the body) is shorter than 60 B with zero bytes so that the frame with its FCS is exactly 64 B.
 //# WIRE-2.4-2 A receiver MUST discard as a damaged frame [...] any frame shorter than 64 B or
