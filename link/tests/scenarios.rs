@@ -4425,3 +4425,52 @@ fn credit_frames_carry_the_agreed_vcs_and_an_unchanged_entry_is_not_stale() {
     l.handle_frame(t2, &cf(5));
     assert_eq!(l.counters().stale_cf_entries, 1);
 }
+
+/// ACK_REQ rides on the frame that fills half the replay buffer; new frames take turns over the
+/// VCs, and one that does not fit in the replay buffer holds back every VC until it fits.
+//= type=test
+//# LINK-3-16 The TX SHOULD set ACK_REQ on the new DATA frame that brings its replay buffer to half
+//# of `min(llr_window, replay_max_frames)` frames or half of `replay_max_bytes` bytes
+//# LINK-3-17 The TX SHOULD take new DATA frames from the VCs in round-robin order, skipping a VC
+//# without a frame or without credit; when the frame whose turn it is does not fit in the replay
+//# buffer, it SHOULD send no new frame on any VC until it fits
+#[test]
+fn ack_req_at_half_the_replay_buffer_and_round_robin_over_vcs() {
+    let cfg = Config {
+        replay_max_frames: 8,
+        ..config_a()
+    };
+    let (mut l, t) = lone_end_up(cfg, &config_b(), 500);
+    for i in 0..5 {
+        l.submit(vc(0), &payload_for_frame(128, i)).unwrap();
+        l.submit(vc(1), &payload_for_frame(128, 10 + i)).unwrap();
+    }
+    let data: Vec<(u8, bool)> = links(&drain_tx(&mut l, t))
+        .iter()
+        .filter_map(|f| match f {
+            LinkFrame::Data { header, .. } => Some((header.vc.value(), header.flags.ack_req)),
+            _ => None,
+        })
+        .collect();
+    let vcs: Vec<u8> = data.iter().map(|d| d.0).collect();
+    assert_eq!(vcs, vec![0, 1, 0, 1, 0, 1, 0, 1], "round robin, 8 frames fill the buffer");
+    let req: Vec<usize> = (0..data.len()).filter(|i| data[*i].1).collect();
+    assert_eq!(req, vec![3], "ACK_REQ on the fourth of eight");
+    // A long frame whose turn it is and does not fit holds back the short ones of VC 1.
+    let cfg = Config {
+        mfs: 2048,
+        replay_max_bytes: 2048,
+        ..config_a()
+    };
+    let (mut l, t) = lone_end_up(cfg, &config_b(), 500);
+    l.submit(vc(0), &payload_for_frame(256, 0)).unwrap();
+    l.submit(vc(0), &payload_for_frame(2000, 1)).unwrap();
+    for i in 0..3 {
+        l.submit(vc(1), &payload_for_frame(256, 10 + i)).unwrap();
+    }
+    assert_eq!(next_data(&mut l, t), Some((vc(0), Seq::new(0), false)));
+    assert_eq!(next_data(&mut l, t), Some((vc(1), Seq::new(1), false)));
+    assert_eq!(next_data(&mut l, t), None, "VC 0's 2000 B frame does not fit");
+    l.handle_frame(t, &emit(LinkFrame::Ack(Seq::new(1))));
+    assert_eq!(next_data(&mut l, t), Some((vc(0), Seq::new(2), false)));
+}
