@@ -4474,3 +4474,43 @@ fn ack_req_at_half_the_replay_buffer_and_round_robin_over_vcs() {
     l.handle_frame(t, &emit(LinkFrame::Ack(Seq::new(1))));
     assert_eq!(next_data(&mut l, t), Some((vc(0), Seq::new(2), false)));
 }
+
+/// At 1 % of DATA frames damaged, small replay buffers and the default `replay_count_max` of 3,
+/// one damaged frame costs one replay (LINK-4-8, LINK-3-9): no FLUSH, every frame delivered once
+/// and in order, and no more replays than damaged DATA frames.
+//= type=test
+//# LINK-4-8 In NACK_SENT, a DATA frame ahead of the expected one whose sequence number is not
+//# beyond that of the previous such frame received since the last NACK shows that a new replay has
+//# begun and has lost the expected frame again: the RX MUST then send one more NACK.
+//# LINK-3-9 A NACK or a replay-timer expiry that comes while a replay is due but has not sent its
+//# first frame yet MUST NOT start another replay and MUST NOT count towards `replay_count_max`
+#[test]
+fn one_percent_damage_with_small_buffers_never_flushes() {
+    for seed in 1..=20u64 {
+        let mut s = pair_scenario(5.0, 3000, 512);
+        for c in [&mut s.a, &mut s.b] {
+            c.replay_max_frames = 8;
+            c.replay_max_bytes = 9216;
+        }
+        s.traffic.bidirectional = true;
+        s.traffic.vcs = 2;
+        s.wire.faults.loss = 0.01;
+        s.seed = seed;
+        let r = Pair::new(s).unwrap().run();
+        assert!(!r.timed_out, "seed {seed}");
+        let replays: u64 = r
+            .counters
+            .iter()
+            .map(|c| c.replays_by_nack + c.replay_timeouts)
+            .sum();
+        let flushes: u64 = r.counters.iter().map(|c| c.flushes).sum();
+        assert_eq!(flushes, 0, "seed {seed}: {r:?}");
+        assert_eq!((r.delivered, r.duplicates), (6000, 0), "seed {seed}");
+        assert!(r.in_order);
+        assert!(
+            replays <= r.injected[0],
+            "seed {seed}: {replays} replays for {} damaged frames",
+            r.injected[0]
+        );
+    }
+}
