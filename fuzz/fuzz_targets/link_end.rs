@@ -75,6 +75,16 @@ fuzz_target!(|data: &[u8]| {
             }
             4 => {
                 while let Ok(Some(t)) = a.poll_transmit(Instant::from_nanos(now), &mut buf) {
+                    // Now and then a new DATA frame is stomped and taken back (LINK-3-12): the
+                    // peer discards it without a NACK, and the next frame carries its number.
+                    let fresh = t.data.is_some_and(|(_, _, replay)| !replay);
+                    if fresh && buf.get(t.len - 1).is_some_and(|b| b & 0x1F == 0) {
+                        let seq = t.data.map(|(_, s, _)| s);
+                        let stomped = a.stomp_last().expect("a new frame can be stomped");
+                        assert_eq!(Some(stomped.seq), seq);
+                        assert_eq!(a.next_seq(), stomped.seq);
+                        continue;
+                    }
                     // The well-behaved peer answers, so ACKs and credits come back.
                     peer.handle_frame(Instant::from_nanos(now), &buf[..t.len]);
                 }
