@@ -23,7 +23,8 @@
 //!   is ever of unknown fate, and every frame must be delivered exactly once.
 //! - RX (§4): expected sequence number and the states SEND_ACKS and NACK_SENT (SEND_NACK is
 //!   passed through at once: the NACK goes on the wire as the frame that causes it is handled,
-//!   and the RX waits while the reverse wire is full). A cumulative ACK of the last accepted
+//!   and the RX waits while the reverse wire is full). In NACK_SENT a gap frame not beyond the
+//!   last gap frame seen since the NACK draws one more NACK (LINK-4-8). A cumulative ACK of the last accepted
 //!   sequence number may be sent at any time after a frame is accepted (the `ack_spacing`,
 //!   `ack_timer` and ACK_REQ triggers of §4 are timing, abstracted as nondeterminism), and is
 //!   sent at once for a duplicate (LINK-4-5), in NACK_SENT too; see
@@ -180,6 +181,9 @@ struct Rx {
     expected: u8,
     /// NACK_SENT (true) or SEND_ACKS (false).
     nack_sent: bool,
+    /// In NACK_SENT: how far ahead of the expected number the last gap frame was, 0 if none
+    /// came since the NACK (LINK-4-8).
+    nack_ahead: u8,
     /// A frame has been accepted since the last ACK or NACK.
     ack_due: bool,
     /// `received[v]`.
@@ -315,13 +319,24 @@ impl Link {
                     return false;
                 }
                 s.rx.ack_due = false;
-            } else if !s.rx.nack_sent {
-                // LINK-4-3: a damaged frame or a gap is answered with one NACK.
-                if !self.send_ctrl(s, Ctrl::Nack(last_good)) {
-                    return false;
+            } else if !duplicate {
+                // How far ahead of the expected number a gap frame is (0 for a damaged frame,
+                // whose number is unknown).
+                let gap = frame.map_or(0, |d| sub(d.seq, s.rx.expected, m));
+                // LINK-4-3: in SEND_ACKS a damaged frame or a gap is answered with one NACK.
+                // LINK-4-8: in NACK_SENT, a gap frame not beyond the last one shows that a new
+                // replay lost the expected frame again: one more NACK.
+                let renack = s.rx.nack_sent && gap > 0 && gap <= s.rx.nack_ahead;
+                if !s.rx.nack_sent || renack {
+                    if !self.send_ctrl(s, Ctrl::Nack(last_good)) {
+                        return false;
+                    }
+                    s.rx.ack_due = false;
+                    s.rx.nack_sent = true;
+                    s.rx.nack_ahead = gap;
+                } else if gap > 0 {
+                    s.rx.nack_ahead = gap;
                 }
-                s.rx.ack_due = false;
-                s.rx.nack_sent = true;
             }
             // LINK-4-7: otherwise, in NACK_SENT, discarded without a NACK.
             return true;
@@ -340,6 +355,7 @@ impl Link {
         s.rx.buffer[v].push(d.cost);
         s.rx.ack_due = true;
         s.rx.nack_sent = false;
+        s.rx.nack_ahead = 0;
         true
     }
 
@@ -397,6 +413,7 @@ impl Model for Link {
             rx: Rx {
                 expected: self.p.seq_start,
                 nack_sent: false,
+                nack_ahead: 0,
                 ack_due: false,
                 received: [c; VCS],
                 freed: [c; VCS],
