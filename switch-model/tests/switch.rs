@@ -287,10 +287,14 @@ fn a_stalled_egress_holds_back_neither_other_egresses_nor_a_single_byte_too_many
         tx_queue_bytes: 1 << 20,
         ..LinkConfig::default().with_uniform_credits(4, 2048)
     };
-    // Peer 1 has a 4 KiB buffer; the switch's inputs 128 KiB.
+    // Peer 1 has a 4 KiB buffer (and so an MFS of 4 KiB at most, LINK-2-13); the switch's
+    // inputs 128 KiB.
     let mut b = Bench::with_peers(c, routes(3), |p, l| {
         if p == 1 {
-            l.with_uniform_credits(4, 64)
+            LinkConfig {
+                mfs: 4096,
+                ..l.with_uniform_credits(4, 64)
+            }
         } else {
             l
         }
