@@ -739,10 +739,8 @@ impl Link {
         //= docs/spec/link.md#6-flush-and-re-initialisation
         //# LINK-6-5 An upper layer MAY withdraw the frames it submitted that have not been sent
         //# yet, for instance to send them over another link while this one is down. The end MUST
-        //# then remove every such frame from its transmit queues, whatever its state, MUST NOT
-        //# send any of them afterwards, and MUST report each to the upper layer as a frame that
-        //# was never sent, after the events already pending and, on each VC, in submission
-        //# order.
+        //# then remove every such frame from its transmit queues, whatever its state, and MUST
+        //# NOT send any of them afterwards.
         let mut total = 0usize;
         for v in 0..self.queues.len().min(8) {
             let Some(q) = self.queues.get(v) else {
@@ -773,6 +771,10 @@ impl Link {
             if let Some(since) = self.stalled_since.get_mut(v).and_then(Option::take) {
                 self.counters.credit_stall_ns[v] += self.now.since(since).as_nanos() as u64;
             }
+            //= docs/spec/link.md#6-flush-and-re-initialisation
+            //# LINK-6-6 The end MUST report each frame withdrawn by LINK-6-5 to the upper layer as
+            //# a frame that was never sent, after the events already pending and, on each VC, in
+            //# submission order.
             let vc = Vc::new(v as u8).unwrap_or_default();
             let n = u32::try_from(frames).unwrap_or(u32::MAX);
             match self.events.back_mut() {
@@ -1345,8 +1347,10 @@ impl Link {
     fn on_init_echo(&mut self, now: Instant, echo_nonce: u32, init: InitRepr, src: MacAddr) {
         //= docs/spec/link.md#2-bring-up
         //# LINK-2-3 An end MUST enter UP only when it receives an INIT_ECHO whose echo nonce is
-        //# its current nonce, and MUST take the peer's nonce and parameters from that INIT_ECHO.
-        //# INIT_ECHO frames with another echo nonce MUST be ignored and counted.
+        //# its current nonce, and MUST take the peer's nonce and parameters from that INIT_ECHO
+        //= docs/spec/link.md#2-bring-up
+        //# LINK-2-17 INIT_ECHO frames with an echo nonce other than the end's current nonce, and
+        //# every INIT_ECHO received while UP, MUST be ignored and counted.
         if echo_nonce != self.nonce || self.agreed.is_some() {
             self.counters.init_echoes_ignored += 1;
             return;
@@ -1960,10 +1964,12 @@ impl Link {
         if behind < agreed.window {
             //= docs/spec/link.md#4-link-level-retry-receive-side
             //# LINK-4-5 A DATA frame whose sequence number is within `llr_window` behind the
-            //# expected one is a duplicate: it MUST be discarded and counted, and the RX MUST
-            //# send an ACK carrying the last accepted sequence number so that a TX whose ACKs
-            //# were lost learns of them.
+            //# expected one is a duplicate: it MUST be discarded and counted.
             self.counters.duplicates += 1;
+            //= docs/spec/link.md#4-link-level-retry-receive-side
+            //# LINK-4-16 For every duplicate (LINK-4-5) the RX MUST send an ACK carrying the last
+            //# accepted sequence number, in NACK_SENT too, so that a TX whose ACKs were lost
+            //# learns of them.
             self.ack_due = true;
             return;
         }

@@ -1806,8 +1806,9 @@ fn ack_with_bad_sequence_number_is_ignored() {
 /// last accepted sequence number.
 //= type=test
 //# LINK-4-5 A DATA frame whose sequence number is within `llr_window` behind the expected one is a
-//# duplicate: it MUST be discarded and counted, and the RX MUST send an ACK carrying the last
-//# accepted sequence number so that a TX whose ACKs were lost learns of them.
+//# duplicate: it MUST be discarded and counted.
+//# LINK-4-16 For every duplicate (LINK-4-5) the RX MUST send an ACK carrying the last accepted
+//# sequence number, in NACK_SENT too, so that a TX whose ACKs were lost learns of them.
 #[test]
 fn duplicate_data_discarded_counted_and_acked() {
     let mut bench = Bench::up(config_a(), config_b());
@@ -1859,8 +1860,9 @@ fn duplicate_data_discarded_counted_and_acked() {
 /// INIT is answered with an INIT_ECHO carrying the INIT's nonce.
 //= type=test
 //# LINK-2-3 An end MUST enter UP only when it receives an INIT_ECHO whose echo nonce is its
-//# current nonce, and MUST take the peer's nonce and parameters from that INIT_ECHO. INIT_ECHO
-//# frames with another echo nonce MUST be ignored and counted.
+//# current nonce, and MUST take the peer's nonce and parameters from that INIT_ECHO
+//# LINK-2-17 INIT_ECHO frames with an echo nonce other than the end's current nonce, and every
+//# INIT_ECHO received while UP, MUST be ignored and counted.
 //# LINK-2-2 An end that receives a valid INIT MUST answer it with an INIT_ECHO carrying the INIT's
 //# nonce as echo nonce and its own parameters, in any state but OFF.
 //# LINK-2-1 On entering INIT an end MUST choose a nonce different from the one of its previous
@@ -3195,10 +3197,10 @@ fn withdrawn_ev(v: u8, payload: Vec<u8>) -> Ev {
 //= type=test
 //# LINK-6-5 An upper layer MAY withdraw the frames it submitted that have not been sent yet, for
 //# instance to send them over another link while this one is down. The end MUST then remove every
-//# such frame from its transmit queues, whatever its state, MUST NOT send any of them afterwards,
-//# and MUST report each to the upper layer as a frame that was never sent, after the events already
-//# pending and, on each VC, in submission order. Frames in the replay buffer have been sent and are
-//# not withdrawn
+//# such frame from its transmit queues, whatever its state, and MUST NOT send any of them
+//# afterwards. Frames in the replay buffer have been sent and are not withdrawn
+//# LINK-6-6 The end MUST report each frame withdrawn by LINK-6-5 to the upper layer as a frame that
+//# was never sent, after the events already pending and, on each VC, in submission order.
 #[test]
 fn withdraw_while_up_takes_only_the_unsent_frames() {
     // 1024 B frames cost 16 credits: three of them exhaust a grant of 48.
