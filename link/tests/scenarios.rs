@@ -4516,3 +4516,43 @@ fn one_percent_damage_with_small_buffers_never_flushes() {
         );
     }
 }
+
+/// INITs that pile up before the wire is free get one INIT_ECHO, for the newest; a peer restart
+/// is answered with an INIT_ECHO that carries the end's new nonce, then its own INIT.
+//= type=test
+//# LINK-2-2 An end that receives a valid INIT MUST answer it with an INIT_ECHO carrying the INIT's
+//# nonce as echo nonce and its own configured parameters, in any state but OFF, unless LINK-2-12
+//# refuses it. When several INITs arrive before the wire can take the INIT_ECHO, only the newest is
+//# answered.
+//# LINK-2-6 An end that is UP and receives an INIT whose nonce differs from the peer's nonce it went
+//# UP with MUST re-initialise (§6): the peer has restarted. It then answers that INIT with an
+//# INIT_ECHO carrying its own new nonce, and sends its own INIT.
+#[test]
+fn only_the_newest_init_is_answered_and_a_restart_is_echoed_with_the_new_nonce() {
+    let mut l = Link::new(config_a()).unwrap();
+    let t = at(3);
+    l.physical_up(t);
+    drain_tx(&mut l, t);
+    l.handle_frame(t, &emit(LinkFrame::Init(init_of(&config_b(), 5))));
+    l.handle_frame(t, &emit(LinkFrame::Init(init_of(&config_b(), 6))));
+    let echoes: Vec<(u32, u32)> = links(&drain_tx(&mut l, t))
+        .iter()
+        .filter_map(|f| match f {
+            LinkFrame::InitEcho { echo_nonce, init } => Some((*echo_nonce, init.nonce)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(echoes, vec![(6, l.nonce())]);
+    let (mut l, t) = lone_end_up(config_a(), &config_b(), 500);
+    let old = l.nonce();
+    l.handle_frame(t, &emit(LinkFrame::Init(init_of(&config_b(), 501))));
+    assert_ne!(l.nonce(), old);
+    let frames = drain_tx(&mut l, t);
+    let out = links(&frames);
+    match (&out[0], &out[1]) {
+        (LinkFrame::InitEcho { echo_nonce, init }, LinkFrame::Init(own)) => {
+            assert_eq!((*echo_nonce, init.nonce, own.nonce), (501, l.nonce(), l.nonce()));
+        }
+        other => panic!("{other:?}"),
+    }
+}
