@@ -442,7 +442,11 @@ impl Injector {
     /// 0..=1). With `p` above 0, [`Injector::fate`] makes one more draw for every DATA frame
     /// given [`Verdict::Pass`], before every other draw; a stomped frame gets no other fault.
     pub fn with_stomp(mut self, p: f64) -> Self {
-        self.stomp = if p.is_finite() { p.clamp(0.0, 1.0) } else { 0.0 };
+        self.stomp = if p.is_finite() {
+            p.clamp(0.0, 1.0)
+        } else {
+            0.0
+        };
         self
     }
 
@@ -467,7 +471,9 @@ impl Injector {
             Verdict::Duplicate => fate.duplicate = true,
             Verdict::Stomp if kind == FrameKind::Data => fate.stomp = true,
             Verdict::Pass | Verdict::Stomp => {
-                if kind == FrameKind::Data && self.stomp > 0.0 && uniform(&mut self.rng) < self.stomp
+                if kind == FrameKind::Data
+                    && self.stomp > 0.0
+                    && uniform(&mut self.rng) < self.stomp
                 {
                     fate.stomp = true;
                 }

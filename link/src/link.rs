@@ -1666,7 +1666,6 @@ impl Link {
             && self.replay.fits(len)
     }
 
-
     fn transmit_new(
         &mut self,
         now: Instant,
@@ -1757,9 +1756,9 @@ impl Link {
         //# LINK-3-16 The TX SHOULD set ACK_REQ on the new DATA frame that brings its replay buffer
         //# to half of `min(llr_window, replay_max_frames)` frames or half of `replay_max_bytes`
         //# bytes, so that the buffer drains before it stops the TX.
-        let max_frames = self
-            .agreed
-            .map_or(self.cfg.replay_max_frames, |a| a.window.min(self.cfg.replay_max_frames));
+        let max_frames = self.agreed.map_or(self.cfg.replay_max_frames, |a| {
+            a.window.min(self.cfg.replay_max_frames)
+        });
         let half_frames = (max_frames as usize).div_ceil(2);
         let half_bytes = self.cfg.replay_max_bytes as usize / 2;
         let crosses = |before: usize, after: usize, mark: usize| before < mark && after >= mark;

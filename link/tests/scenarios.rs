@@ -2722,7 +2722,10 @@ fn nack_sent_discards_quietly_and_renacks_a_lost_replay() {
         ("replayed frame further on", data_frame(5, 0, true, &p(5))),
         ("damaged", damaged),
         ("duplicate", data_frame(0, 0, true, &p(0))),
-        ("an ACK is processed", emit(LinkFrame::Ack(Seq::new(0xFFFFF)))),
+        (
+            "an ACK is processed",
+            emit(LinkFrame::Ack(Seq::new(0xFFFFF))),
+        ),
     ];
     for (name, f) in quiet {
         b.handle_frame(t, &f);
@@ -3827,7 +3830,10 @@ fn frames_while_not_up_are_counted_as_such() {
         *l.counters(),
         counters_after(&before, |c| c.rx_fcs_errors += 1)
     );
-    assert!(drain_tx(&mut l, t).is_empty(), "no NACK from an end in INIT");
+    assert!(
+        drain_tx(&mut l, t).is_empty(),
+        "no NACK from an end in INIT"
+    );
     assert_eq!(l.counters().frames_arrived(), 10);
 }
 
@@ -3868,7 +3874,12 @@ fn init_whose_grant_cannot_carry_a_frame_is_refused_with_a_reason() {
         })
     };
     assert_eq!(events_of(&mut l), vec![refused(false)]);
-    let echo = |init: InitRepr, nonce: u32| emit(LinkFrame::InitEcho { echo_nonce: nonce, init });
+    let echo = |init: InitRepr, nonce: u32| {
+        emit(LinkFrame::InitEcho {
+            echo_nonce: nonce,
+            init,
+        })
+    };
     l.handle_frame(t, &echo(peer, l.nonce()));
     assert!(!l.is_up());
     assert_eq!(l.counters().init_refused, 3);
@@ -3926,7 +3937,10 @@ fn a_long_initialisation_is_reported_once_and_goes_on() {
             }
             l.handle_timeout(to);
             let out = drain_tx(l, to);
-            *inits += kinds(&out).iter().filter(|k| **k == FrameKind::Init).count();
+            *inits += kinds(&out)
+                .iter()
+                .filter(|k| **k == FrameKind::Init)
+                .count();
             notices.extend(events_of(l));
         }
     };
@@ -3985,7 +3999,10 @@ fn sizes_are_checked_against_the_configured_mfs_before_up_and_the_agreed_one_aft
     let (mut l, t) = lone_end_up(config_a(), &peer, 500);
     let before = l.counters().clone();
     l.handle_frame(t, &big);
-    assert_eq!(*l.counters(), counters_after(&before, |c| c.rx_damaged += 1));
+    assert_eq!(
+        *l.counters(),
+        counters_after(&before, |c| c.rx_damaged += 1)
+    );
     assert_eq!(nacks_in(&drain_tx(&mut l, t)), vec![0xFFFFF]);
 }
 
@@ -4101,7 +4118,11 @@ fn a_stomped_frame_is_taken_back_and_its_number_reused() {
     );
     assert_eq!(l.stomp_last(), None, "once");
     assert_eq!(
-        (l.replay_frames(), l.next_seq(), l.tx_credits_available(vc(0))),
+        (
+            l.replay_frames(),
+            l.next_seq(),
+            l.tx_credits_available(vc(0))
+        ),
         (0, Seq::new(0), credits)
     );
     assert_eq!(l.counters().tx_stomped, 1);
@@ -4189,7 +4210,10 @@ fn a_stomped_frame_changes_nothing_but_its_counter() {
         let occupied = l.rx_occupied(vc(0));
         assert_eq!(l.rx_state(), state);
         l.handle_frame(t, &f);
-        assert_eq!(*l.counters(), counters_after(&before, |c| c.rx_stomped += 1));
+        assert_eq!(
+            *l.counters(),
+            counters_after(&before, |c| c.rx_stomped += 1)
+        );
         assert_eq!(l.rx_state(), state);
         assert_eq!(l.expected_seq(), Seq::new(1));
         assert_eq!(l.rx_occupied(vc(0)), occupied);
@@ -4216,7 +4240,9 @@ fn a_stomp_on_the_wire_costs_one_frame_and_nothing_else() {
     let mut pair = Pair::new(pair_scenario(5.0, 50, 1024)).unwrap();
     let mut done = false;
     pair.set_filter(Box::new(move |f: &FrameInfo<'_>| {
-        let hit = f.dir == 0 && f.data.is_some_and(|(_, s, replay)| s.value() == 10 && !replay);
+        let hit = f.dir == 0
+            && f.data
+                .is_some_and(|(_, s, replay)| s.value() == 10 && !replay);
         if hit && !done {
             done = true;
             Verdict::Stomp
@@ -4301,7 +4327,11 @@ fn malformed_data_with_a_good_fcs_is_accepted_and_handed_up_whole() {
         }
         assert_eq!(got.len(), 1);
         let (payload, release) = got.pop().unwrap();
-        assert_eq!(payload, frame[20..frame.len() - 4].to_vec(), "the whole body");
+        assert_eq!(
+            payload,
+            frame[20..frame.len() - 4].to_vec(),
+            "the whole body"
+        );
         assert_eq!(release.credits(), frame.len().div_ceil(64) as u32);
         l.release(release).unwrap();
         assert_eq!(l.rx_occupied(vc(0)), 0);
@@ -4455,7 +4485,11 @@ fn ack_req_at_half_the_replay_buffer_and_round_robin_over_vcs() {
         })
         .collect();
     let vcs: Vec<u8> = data.iter().map(|d| d.0).collect();
-    assert_eq!(vcs, vec![0, 1, 0, 1, 0, 1, 0, 1], "round robin, 8 frames fill the buffer");
+    assert_eq!(
+        vcs,
+        vec![0, 1, 0, 1, 0, 1, 0, 1],
+        "round robin, 8 frames fill the buffer"
+    );
     let req: Vec<usize> = (0..data.len()).filter(|i| data[*i].1).collect();
     assert_eq!(req, vec![3], "ACK_REQ on the fourth of eight");
     // A long frame whose turn it is and does not fit holds back the short ones of VC 1.
@@ -4472,7 +4506,11 @@ fn ack_req_at_half_the_replay_buffer_and_round_robin_over_vcs() {
     }
     assert_eq!(next_data(&mut l, t), Some((vc(0), Seq::new(0), false)));
     assert_eq!(next_data(&mut l, t), Some((vc(1), Seq::new(1), false)));
-    assert_eq!(next_data(&mut l, t), None, "VC 0's 2000 B frame does not fit");
+    assert_eq!(
+        next_data(&mut l, t),
+        None,
+        "VC 0's 2000 B frame does not fit"
+    );
     l.handle_frame(t, &emit(LinkFrame::Ack(Seq::new(1))));
     assert_eq!(next_data(&mut l, t), Some((vc(0), Seq::new(2), false)));
 }
@@ -4551,7 +4589,10 @@ fn only_the_newest_init_is_answered_and_a_restart_is_echoed_with_the_new_nonce()
     let out = links(&frames);
     match (&out[0], &out[1]) {
         (LinkFrame::InitEcho { echo_nonce, init }, LinkFrame::Init(own)) => {
-            assert_eq!((*echo_nonce, init.nonce, own.nonce), (501, l.nonce(), l.nonce()));
+            assert_eq!(
+                (*echo_nonce, init.nonce, own.nonce),
+                (501, l.nonce(), l.nonce())
+            );
         }
         other => panic!("{other:?}"),
     }

@@ -59,8 +59,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::marker::PhantomData;
 
 use ethlink_link::{
-    Agreed, Config, Counters, Duration, Event, Instant, Link, LostReason, Release, RxState,
-    TxState,
+    Agreed, Config, Counters, Duration, Event, Instant, Link, LostReason, Release, RxState, TxState,
 };
 use ethlink_protocol::{FLAG_REPLAY, FrameKind, FrameRepr, LinkFrame, MacAddr, Seq, Vc};
 use proptest::prelude::*;
