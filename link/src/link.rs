@@ -116,7 +116,9 @@ pub enum Event<'a> {
         vc: Vc,
         /// Its link sequence number.
         seq: Seq,
-        /// Network header and transactions, as submitted at the peer.
+        /// Network header and transactions, as submitted at the peer. Empty for a frame accepted
+        /// by the LLR whose body is malformed (LINK-4-17): the upper layer counts it and releases
+        /// it at once.
         payload: &'a [u8],
         /// The buffer it occupies, to give back when drained.
         release: Release,
@@ -896,9 +898,14 @@ impl Link {
                 //= docs/spec/link.md#4-link-level-retry-receive-side
                 //# LINK-4-12 The RX MUST judge a DATA frame that passed the checks of wire.md §7
                 //# up to the kind on its link header alone: a malformed network header, payload
-                //# length or padding MUST NOT keep it from being accepted by LINK-4-1. Such a
-                //# frame is delivered with its whole body (every byte between the link header
-                //# and the FCS) for the upper layer to discard, count and release at once.
+                //# length or padding MUST NOT keep it from being accepted by LINK-4-1.
+                //= docs/spec/link.md#4-link-level-retry-receive-side
+                //# LINK-4-17 A DATA frame accepted by LINK-4-12 whose body the end found
+                //# malformed MUST be handed to the upper layer marked as malformed, with its
+                //# credits, so that the upper layer discards it, counts it and releases its
+                //# credits at once.
+                // The mark is an empty payload: every well-formed payload starts with an
+                // 8-byte network header, and every parser of one rejects an empty payload.
                 let h = frame.link_header();
                 let flags = h.flags();
                 let header = DataHeader {
@@ -909,7 +916,7 @@ impl Link {
                     },
                     seq: h.seq(),
                 };
-                self.on_data(now, header, frame.body_slice(), bytes.len());
+                self.on_data(now, header, &[], bytes.len());
                 return;
             }
             Err(_) => {
