@@ -18,7 +18,13 @@ extern crate alloc;
 #[cfg(any(feature = "std", test))]
 extern crate std;
 
+mod config;
+mod counters;
+mod routes;
 mod switch;
 
+pub use config::{Config, Mode};
+pub use counters::{Counters, PortCounters};
 pub use ethlink_link::ConfigError;
-pub use switch::{Config, Counters, Mode, PortCounters, Routes, Switch};
+pub use routes::{ROUTE_PORTS_MAX, RouteError, Routes, path_hash, select};
+pub use switch::Switch;
