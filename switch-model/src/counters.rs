@@ -109,3 +109,24 @@ pub(crate) fn bump(a: &mut [u64; 8], v: usize, by: u64) {
         *x = x.wrapping_add(by);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counters_wrap_modulo_2_64() {
+        //= docs/spec/switch.md#8-counters
+        //= type=test
+        //# SW-8-2 Every counter of Table SW-T3 MUST be 64 bits wide and wrap modulo 2^64.
+        let mut a = [u64::MAX - 1, 0, 0, 0, 0, 0, 0, 0];
+        bump(&mut a, 0, 3);
+        assert_eq!(a[0], 1);
+        bump(&mut a, 8, 1);
+        assert_eq!(a, [1, 0, 0, 0, 0, 0, 0, 0]);
+        let mut p = PortCounters::default();
+        p.discard_aged[7] = u64::MAX;
+        p.discard_malformed[0] = 2;
+        assert_eq!(p.discarded(), 1);
+    }
+}
