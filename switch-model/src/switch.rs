@@ -176,8 +176,11 @@ impl fmt::Debug for Switch {
 }
 
 impl Switch {
-    /// Builds a switch with its forwarding table; every port is physically down until
-    /// [`Switch::port_up`].
+    /// Builds a switch as a reset leaves it (switch.md §9), its forwarding table written: no
+    /// frame held, every counter zero, every port physically down until [`Switch::port_up`].
+    //= docs/spec/switch.md#9-reset-and-identity
+    //# SW-9-1 After a reset a switch MUST hold no frame, MUST read zero in every counter of Table
+    //# SW-T3, and MUST keep every port's link end OFF until that port's physical link is up.
     pub fn new(cfg: Config, routes: Routes) -> Result<Self, ConfigError> {
         cfg.validate()?;
         //= docs/spec/switch.md#21-the-forwarding-table
@@ -474,6 +477,9 @@ impl Switch {
                     self.mark(p);
                 }
                 Event::LinkDown(_) => {
+                    //= docs/spec/switch.md#8-counters
+                    //# SW-8-3 A switch MUST keep its counters and the values of Table SW-T4 when a
+                    //# port's link goes down or re-initialises
                     x.up = false;
                     x.link.withdraw();
                     self.flush_egress(p);
@@ -590,7 +596,20 @@ impl Switch {
         }
     }
 
-    /// A DATA frame received on input `i`.
+    /// A DATA frame received on input `i`: its link delivered it whole, with a good FCS.
+    //= docs/spec/switch.md#6-latency-and-cut-through
+    //# SW-6-5 A switch that does not announce CUT_THROUGH MUST check a frame's FCS before it
+    //# begins to send it.
+    //= docs/spec/switch.md#6-latency-and-cut-through
+    //# SW-6-3 A switch MUST NOT send a frame received with a bad FCS other than ended by a
+    //# stomped FCS, and MUST NOT keep it to send again
+    //= docs/spec/switch.md#6-latency-and-cut-through
+    //# SW-6-2 A switch that has begun to send a frame whose FCS then turns out bad (damaged, or
+    //# stomped by the hop before) MUST end it with a stomped FCS (WIRE-2.5-4).
+    // The input link hands over only frames whose FCS it has checked (it discards and NACKs a
+    // damaged one, and discards a stomped one, WIRE-2.5-3, WIRE-2.5-5), and a frame is sent only
+    // from here: this switch never begins a frame before its FCS is known, so it never has a
+    // frame to stomp, and announces no CUT_THROUGH (Config::port_link).
     fn receive(&mut self, i: usize, vc: Vc, payload: Vec<u8>, release: Release) {
         let v = vc.index();
         if let Some(c) = self.counters.ports.get_mut(i) {
@@ -669,6 +688,12 @@ impl Switch {
         //= docs/spec/switch.md#3-order
         //# SW-3-1 Frames received on one input port and VC and forwarded to one egress port MUST
         //# be handed to the egress port's link in the order they were received.
+        //= docs/spec/switch.md#21-the-forwarding-table
+        //# SW-2-7 A frame MUST leave by the egress port chosen when it was received, even if the
+        //# table changes before it leaves.
+        //= docs/spec/switch.md#4-buffers-losslessness-and-lifetime
+        //# SW-4-4 A switch MUST NOT discard a frame its input link accepted for want of buffer
+        // The frame is queued whatever the queues hold: its input link's credits bound them.
         self.voq.push_back(
             e,
             v,
@@ -710,6 +735,9 @@ impl Switch {
         }
     }
 
+    //= docs/spec/switch.md#4-buffers-losslessness-and-lifetime
+    //# SW-4-8 A switch MUST NOT discard as aged a frame whose residence is at most
+    //# `max_residence`.
     fn is_aged(&self, arrived: Instant) -> bool {
         self.now.as_nanos().saturating_sub(arrived.as_nanos()) > self.max_res_ns
     }
@@ -800,6 +828,11 @@ impl Switch {
         self.mark(e);
     }
 
+    /// Drops a frame received on input `i` and returns its credits; the caller has counted it
+    /// in one discard counter.
+    //= docs/spec/switch.md#7-frames-a-switch-cannot-forward
+    //# SW-7-6 A switch MUST count every frame it discards in exactly one of the discard counters
+    //# of Table SW-T3.
     fn discard(&mut self, i: usize, payload: Vec<u8>, release: Release) {
         //= docs/spec/switch.md#7-frames-a-switch-cannot-forward
         //# SW-7-4 Every discarded frame's credits MUST be returned at once.

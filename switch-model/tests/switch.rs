@@ -256,7 +256,8 @@ fn forwards_by_destination_and_keeps_path_order() {
     let c = b.sw.counters();
     //= docs/spec/switch.md#8-counters
     //= type=test
-    //# SW-8-1 A switch MUST count, per port: DATA frames and bytes received and sent per VC;
+    //# SW-8-1 A switch MUST keep, for every port and VC, every counter of Table SW-T3 under the
+    //# name the table gives, and MUST increment it exactly when the table says.
     assert_eq!(c.ports[0].rx_frames[0], 200);
     assert_eq!(c.ports[1].rx_frames[1], 200);
     assert_eq!(c.ports[2].tx_frames[0], 200);
@@ -347,6 +348,13 @@ fn a_stalled_egress_holds_back_neither_other_egresses_nor_a_single_byte_too_many
         "held {held} B in a {input_buffer} B buffer"
     );
     assert!(held > input_buffer / 2, "the input buffer filled: {held}");
+    //= docs/spec/switch.md#4-buffers-losslessness-and-lifetime
+    //= type=test
+    //# SW-4-5 A switch MUST keep, for every input port and VC, the payload bytes of the received
+    //# frames it holds (`held_bytes`) and the highest value that count has reached since reset
+    //# (`held_max_bytes`).
+    let now_held = b.sw.counters().ports[0].held_bytes[0];
+    assert!(now_held > 0 && now_held <= held);
     b.resume(1);
     b.run(300_000);
     assert_eq!(b.tags(1), (0..250).collect::<Vec<_>>());
@@ -476,6 +484,24 @@ fn malformed_unroutable_and_port_down_frames_are_discarded_and_counted() {
     assert_eq!(b.sw.queued(), 0);
     //= docs/spec/switch.md#7-frames-a-switch-cannot-forward
     //= type=test
+    //# SW-7-6 A switch MUST count every frame it discards in exactly one of the discard counters
+    //# of Table SW-T3.
+    let sent_to_2 = c.ports[2].tx_frames[0];
+    assert_eq!(c.ports[0].rx_frames[0], 102);
+    // Frames for GPU 2 that reached the switch after port 2 went down are unroutable.
+    let late = c.ports[0].discard_unroutable[0] - 1;
+    assert_eq!(
+        b.rx[2].len() as u64 + c.ports[2].discard_port_down[0] + late,
+        100,
+        "every frame for port 2 delivered or counted once"
+    );
+    assert!(sent_to_2 <= 100);
+    assert_eq!(
+        c.discarded(),
+        1 + c.ports[0].discard_unroutable[0] + c.ports[2].discard_port_down[0]
+    );
+    //= docs/spec/switch.md#7-frames-a-switch-cannot-forward
+    //= type=test
     //# SW-7-4 Every discarded frame's credits MUST be returned at once.
     assert_eq!(c.ports[0].held_bytes[0], 0);
     // With port 2 down, GPU 2 is unroutable; the input still works for GPU 1.
@@ -485,6 +511,25 @@ fn malformed_unroutable_and_port_down_frames_are_discarded_and_counted() {
     // The frames for GPU 2 still on their way when port 2 went down are unroutable too.
     assert!(b.sw.counters().ports[0].discard_unroutable[0] >= 2);
     assert_eq!(b.tags(1), vec![501]);
+    // Port 2 comes back: its counters were kept across the link going down and up.
+    let before = b.sw.counters().ports[2];
+    let now = Instant::from_nanos(b.now);
+    b.hold[2] = false;
+    b.held[2].clear();
+    b.peers[2].physical_up(now);
+    b.sw.port_up(now, 2);
+    b.run(20_000);
+    //= docs/spec/switch.md#8-counters
+    //= type=test
+    //# SW-8-3 A switch MUST keep its counters and the values of Table SW-T4 when a port's link
+    //# goes down or re-initialises; only a reset of the switch (§9) clears them.
+    let after = b.sw.counters().ports[2];
+    assert_eq!(after.discard_port_down, before.discard_port_down);
+    assert_eq!(after.tx_frames, before.tx_frames);
+    b.send(0, 0, 2, 0, 0, 502, 64);
+    b.run(5_000);
+    assert_eq!(b.tags(2).last(), Some(&502));
+    assert_eq!(b.sw.counters().ports[2].tx_frames[0], before.tx_frames[0] + 1);
     assert_eq!(b.sw.counters().total(|p| &p.discard_aged), 0);
     let _ = Duration::ZERO;
 }
@@ -804,7 +849,38 @@ fn a_damaged_frame_is_forwarded_once_after_its_replay_and_never_stomped() {
     //# stomped by the hop before) MUST end it with a stomped FCS (WIRE-2.5-4).
     //= docs/spec/switch.md#6-latency-and-cut-through
     //= type=test
-    //# SW-6-3 A switch MUST NOT forward a frame whose FCS is bad; the copy the input link
-    //# accepts later (replayed by the hop before) is forwarded as any other frame.
+    //# SW-6-3 A switch MUST NOT send a frame received with a bad FCS other than ended by a
+    //# stomped FCS, and MUST NOT keep it to send again; the copy the input link accepts later
+    //# (replayed by the hop before) is forwarded as any other frame.
     assert_eq!(b.sw.counters().ports[2].tx_frames[0], 200);
+}
+
+#[test]
+fn frames_the_egress_link_cannot_carry_are_discarded_and_counted() {
+    // Peer 2 agrees 2 VCs and an MFS of 1024 B with the switch.
+    let mut b = Bench::with_peers(cfg(3), routes(3), |p, l| {
+        if p == 2 {
+            LinkConfig {
+                mfs: 1024,
+                ..l.with_uniform_credits(2, 512)
+            }
+        } else {
+            l
+        }
+    });
+    b.send(0, 0, 2, 0, 0, 1, 2000);
+    b.send(0, 0, 2, 0, 3, 2, 64);
+    b.send(0, 0, 2, 0, 1, 3, 64);
+    b.run(5_000);
+    let c = b.sw.counters();
+    //= docs/spec/switch.md#7-frames-a-switch-cannot-forward
+    //= type=test
+    //# SW-7-5 A frame whose egress port's link cannot carry it (longer than the MFS agreed on that
+    //# link, or on a VC that link did not agree) MUST be discarded and counted in
+    //# `discard_egress_refused` of the egress port and VC.
+    assert_eq!(c.ports[2].discard_egress_refused[0], 1);
+    assert_eq!(c.ports[2].discard_egress_refused[3], 1);
+    assert_eq!(c.discarded(), 2);
+    assert_eq!(b.tags(2), vec![3]);
+    assert_eq!(c.ports[0].held_bytes, [0; 8]);
 }
