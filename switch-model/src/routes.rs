@@ -33,13 +33,15 @@ pub enum RouteError {
 impl fmt::Display for RouteError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            RouteError::TooManyPorts { ports } => write!(
-                f,
-                "{ports} ports in one entry; at most {ROUTE_PORTS_MAX}"
-            ),
+            RouteError::TooManyPorts { ports } => {
+                write!(f, "{ports} ports in one entry; at most {ROUTE_PORTS_MAX}")
+            }
             RouteError::Duplicate { port } => write!(f, "port {port} listed twice"),
             RouteError::NoSuchPort { port, ports } => {
-                write!(f, "port {port} does not exist: the switch has {ports} ports")
+                write!(
+                    f,
+                    "port {port} does not exist: the switch has {ports} ports"
+                )
             }
         }
     }

@@ -1,13 +1,15 @@
 //! A switch with a bare link end on every port: forwarding, order, losslessness, arbitration,
 //! latency and the frames it cannot forward.
 
-use ethlink_link::{Config as LinkConfig, Duration, Event, Instant, Link, Release};
 use ethlink_link::TxState;
+use ethlink_link::{Config as LinkConfig, Duration, Event, Instant, Link, Release};
 use ethlink_protocol::{
     Capabilities, DataRepr, FrameRepr, GpuId, LinkFrame, MacAddr, MemTarget, PathId, Role, Space,
     TxnRepr, Txns, Vc, fcs,
 };
-use ethlink_switch::{Config, Mode, ROUTE_PORTS_MAX, RouteError, Routes, Switch, path_hash, select};
+use ethlink_switch::{
+    Config, Mode, ROUTE_PORTS_MAX, RouteError, Routes, Switch, path_hash, select,
+};
 
 /// A peer on each switch port: GPU `gpu_of[p]` sits behind port `p`.
 struct Bench {
@@ -89,7 +91,7 @@ impl Bench {
                     if t.data.is_some_and(|(_, _, replay)| !replay) {
                         self.data_sent_by_peers += 1;
                         if self.corrupt_every > 0
-                            && self.data_sent_by_peers % self.corrupt_every == 0
+                            && self.data_sent_by_peers.is_multiple_of(self.corrupt_every)
                         {
                             self.buf[40] ^= 0x10;
                         }
@@ -529,7 +531,10 @@ fn malformed_unroutable_and_port_down_frames_are_discarded_and_counted() {
     b.send(0, 0, 2, 0, 0, 502, 64);
     b.run(5_000);
     assert_eq!(b.tags(2).last(), Some(&502));
-    assert_eq!(b.sw.counters().ports[2].tx_frames[0], before.tx_frames[0] + 1);
+    assert_eq!(
+        b.sw.counters().ports[2].tx_frames[0],
+        before.tx_frames[0] + 1
+    );
     assert_eq!(b.sw.counters().total(|p| &p.discard_aged), 0);
     let _ = Duration::ZERO;
 }
@@ -591,7 +596,10 @@ fn the_choice_among_equal_ports_matches_the_vectors() {
     let mut b = Bench::new(cfg(12), r);
     for (src, dst, path, vc, _, all_up, _) in VECTORS {
         let vc = Vc::new(vc).unwrap();
-        assert_eq!(b.sw.route(gpu(src), gpu(dst), PathId(path), vc), Some(all_up));
+        assert_eq!(
+            b.sw.route(gpu(src), gpu(dst), PathId(path), vc),
+            Some(all_up)
+        );
     }
     let now = Instant::from_nanos(b.now);
     b.sw.port_down(now, 9);
@@ -599,7 +607,10 @@ fn the_choice_among_equal_ports_matches_the_vectors() {
     b.run(1_000);
     for (src, dst, path, vc, _, _, nine_down) in VECTORS {
         let vc = Vc::new(vc).unwrap();
-        assert_eq!(b.sw.route(gpu(src), gpu(dst), PathId(path), vc), Some(nine_down));
+        assert_eq!(
+            b.sw.route(gpu(src), gpu(dst), PathId(path), vc),
+            Some(nine_down)
+        );
     }
     // And on the wire: the frame of the fourth vector, with port 9 down, leaves on port 11.
     b.send(0, 1023, 0, 0x10, 0, 77, 64);
@@ -658,7 +669,9 @@ fn forwarding_table_entries_are_bounded_and_checked() {
         ..Config::default()
     };
     Switch::new(c.clone(), r.clone()).unwrap();
-    let e = Switch::new(Config { ports: 63, ..c }, r).map(|_| ()).unwrap_err();
+    let e = Switch::new(Config { ports: 63, ..c }, r)
+        .map(|_| ())
+        .unwrap_err();
     assert_eq!(e.field, "routes");
     let mut s = Switch::new(cfg(4), routes(4)).unwrap();
     assert_eq!(
@@ -771,7 +784,13 @@ fn frames_older_than_max_residence_are_discarded_counted_and_their_credits_retur
 
 #[test]
 fn max_residence_is_checked() {
-    for (us, ok) in [(0u64, false), (1, true), (40, true), (1_000_000, true), (1_000_001, false)] {
+    for (us, ok) in [
+        (0u64, false),
+        (1, true),
+        (40, true),
+        (1_000_000, true),
+        (1_000_001, false),
+    ] {
         let c = Config {
             max_residence: Duration::from_micros(us),
             ..Config::default()
@@ -806,7 +825,10 @@ fn reset_leaves_every_port_off_every_counter_zero_and_names_the_ports() {
         assert_eq!(sw.poll_transmit(Instant::ZERO, p, &mut buf), Ok(None));
     }
     sw.port_up(Instant::ZERO, 299);
-    let t = sw.poll_transmit(Instant::ZERO, 299, &mut buf).unwrap().unwrap();
+    let t = sw
+        .poll_transmit(Instant::ZERO, 299, &mut buf)
+        .unwrap()
+        .unwrap();
     let f = FrameRepr::parse_bytes(&buf[..t.len], 9216).unwrap();
     //= docs/spec/switch.md#9-reset-and-identity
     //= type=test
