@@ -18,7 +18,7 @@ pub enum Mode {
 /// Configuration of a switch. [`Config::default`] gives the defaults of switch.md Table SW-T1.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
-    /// The switch's number: the bytes 2..3 of every port's MAC address (SW-9-2) and part of its
+    /// The switch's number: the bytes 2..3 of every port's MAC address (SW-9-4) and part of its
     /// ports' nonce seeds.
     pub id: u16,
     /// Ports, 1..=1024.
@@ -90,13 +90,13 @@ impl Config {
         self.link.validate()
     }
 
-    /// The link configuration of port `p` (SW-9-2, SW-9-3): the MAC address
+    /// The link configuration of port `p` (SW-9-4, SW-9-5): the MAC address
     /// `02:01:<id>:<p>` (id and port big-endian, two bytes each), its own nonce seed, role
     /// Switch and no capability.
     pub fn port_link(&self, p: u16) -> LinkConfig {
         let mut l = self.link.clone();
         //= docs/spec/switch.md#9-reset-and-identity
-        //# SW-9-2 Port *p* of the switch numbered *s* MUST use the MAC address
+        //# SW-9-4 Port *p* of the switch numbered *s* MUST use the MAC address
         //# `02:01:s1:s0:p1:p0`
         let [a, b] = self.id.to_be_bytes();
         let [c, d] = p.to_be_bytes();
@@ -107,11 +107,11 @@ impl Config {
             .wrapping_mul(0x9E37_79B9_7F4A_7C15)
             .wrapping_add(0x5157_0000_0000 | u64::from(self.id) << 16 | u64::from(p));
         //= docs/spec/switch.md#9-reset-and-identity
-        //# SW-9-3 Every port of a switch MUST announce role Switch (2) in its INIT and INIT_ECHO
+        //# SW-9-5 Every port of a switch MUST announce role Switch (2) in its INIT and INIT_ECHO
         //# frames.
         l.role = Role::Switch;
         //= docs/spec/switch.md#6-latency-and-cut-through
-        //# SW-6-4 A switch that checks the FCS of every frame before it forwards it MUST NOT
+        //# SW-6-5 A switch that checks the FCS of every frame before it forwards it MUST NOT
         //# announce CUT_THROUGH.
         l.caps = Capabilities::NONE;
         l

@@ -4,9 +4,9 @@ use alloc::vec::Vec;
 
 //= docs/spec/switch.md#8-counters
 //# SW-8-1 A switch MUST keep, for every port and VC, every counter of Table SW-T3 under the
-//# name the table gives, and MUST increment it exactly when the table says.
+//# name the table gives.
 /// Counters of one port (Table SW-T3). Every array is indexed by VC; every value is 64 bits and
-/// wraps modulo 2^64 (SW-8-2).
+/// wraps modulo 2^64 (SW-8-3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct PortCounters {
     /// DATA frames its input link delivered on this port.
@@ -101,10 +101,13 @@ impl Counters {
     }
 }
 
-/// Adds `by` to `a[v]`, modulo 2^64 (SW-8-2).
+/// Adds `by` to `a[v]`, modulo 2^64 (SW-8-3).
 pub(crate) fn bump(a: &mut [u64; 8], v: usize, by: u64) {
     //= docs/spec/switch.md#8-counters
-    //# SW-8-2 Every counter of Table SW-T3 MUST be 64 bits wide and wrap modulo 2^64.
+    //# SW-8-2 A switch MUST increment each counter of Table SW-T3 exactly when the table says,
+    //# and at no other time.
+    //= docs/spec/switch.md#8-counters
+    //# SW-8-3 Every counter of Table SW-T3 MUST be 64 bits wide and wrap modulo 2^64.
     if let Some(x) = a.get_mut(v) {
         *x = x.wrapping_add(by);
     }
@@ -118,7 +121,7 @@ mod tests {
     fn counters_wrap_modulo_2_64() {
         //= docs/spec/switch.md#8-counters
         //= type=test
-        //# SW-8-2 Every counter of Table SW-T3 MUST be 64 bits wide and wrap modulo 2^64.
+        //# SW-8-3 Every counter of Table SW-T3 MUST be 64 bits wide and wrap modulo 2^64.
         let mut a = [u64::MAX - 1, 0, 0, 0, 0, 0, 0, 0];
         bump(&mut a, 0, 3);
         assert_eq!(a[0], 1);

@@ -5,10 +5,10 @@ use core::fmt;
 
 use ethlink_protocol::{GpuId, PathId, Vc};
 
-/// Most egress ports one entry of the forwarding table lists (switch.md §2.1).
+/// Most egress ports one entry of the forwarding table lists (switch.md §2.2).
 pub const ROUTE_PORTS_MAX: usize = 64;
 
-/// Why an entry of the forwarding table was refused (switch.md §2.1). The table is unchanged.
+/// Why an entry of the forwarding table was refused (switch.md §2.2). The table is unchanged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RouteError {
     /// More than [`ROUTE_PORTS_MAX`] ports.
@@ -50,7 +50,7 @@ impl fmt::Display for RouteError {
 impl core::error::Error for RouteError {}
 
 /// The forwarding table: for each destination GPU, the ordered list of egress ports that lead
-/// to it (switch.md §2.1).
+/// to it (switch.md §2.2).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Routes {
     by_dst: Vec<Vec<u16>>,
@@ -112,10 +112,12 @@ impl Routes {
 
 /// Checks one entry: at most [`ROUTE_PORTS_MAX`] distinct ports, each below `ports` if given.
 pub(crate) fn check_entry(list: &[u16], ports: Option<u16>) -> Result<(), RouteError> {
-    //= docs/spec/switch.md#21-the-forwarding-table
+    //= docs/spec/switch.md#22-the-forwarding-table
     //# SW-2-5 A switch MUST accept, for every destination GPU id 0..=0xFFFE, an entry of 0 to 64
-    //# distinct egress ports, and MUST refuse an entry that lists more than 64 ports, a port
-    //# twice or a port it does not have, leaving its table unchanged.
+    //# distinct egress ports.
+    //= docs/spec/switch.md#22-the-forwarding-table
+    //# SW-2-6 A switch MUST refuse an entry that lists more than 64 ports, a port twice or a
+    //# port it does not have, and leave its table unchanged.
     if list.len() > ROUTE_PORTS_MAX {
         return Err(RouteError::TooManyPorts { ports: list.len() });
     }
@@ -132,10 +134,10 @@ pub(crate) fn check_entry(list: &[u16], ports: Option<u16>) -> Result<(), RouteE
     Ok(())
 }
 
-/// The 64-bit mix of a path (switch.md §2.2): the key `src << 32 | dst << 16 | path << 8 | vc`
+/// The 64-bit mix of a path (switch.md §2.1): the key `src << 32 | dst << 16 | path << 8 | vc`
 /// through the SplitMix64 finaliser.
 pub fn path_hash(src: GpuId, dst: GpuId, path: PathId, vc: Vc) -> u64 {
-    //= docs/spec/switch.md#22-the-choice-among-equal-ports
+    //= docs/spec/switch.md#21-the-choice-among-equal-ports
     //# SW-2-4 When the entry lists more than one port, the egress port MUST be the one the
     //# function of this section gives for the frame's source GPU, destination GPU, path id and
     //# VC and the link states of the listed ports.
@@ -149,7 +151,7 @@ pub fn path_hash(src: GpuId, dst: GpuId, path: PathId, vc: Vc) -> u64 {
     z ^ (z >> 31)
 }
 
-/// The egress port of a path whose mix is `h` (switch.md §2.2): the listed port at `h mod n`
+/// The egress port of a path whose mix is `h` (switch.md §2.1): the listed port at `h mod n`
 /// if its link is UP; otherwise the UP port at `h mod m` among the `m` listed ports whose links
 /// are UP, in table order; `None` when none is UP.
 pub fn select(listed: &[u16], h: u64, up: impl Fn(u16) -> bool) -> Option<u16> {

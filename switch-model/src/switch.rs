@@ -179,11 +179,16 @@ impl Switch {
     /// Builds a switch as a reset leaves it (switch.md §9), its forwarding table written: no
     /// frame held, every counter zero, every port physically down until [`Switch::port_up`].
     //= docs/spec/switch.md#9-reset-and-identity
-    //# SW-9-1 After a reset a switch MUST hold no frame, MUST read zero in every counter of Table
-    //# SW-T3, and MUST keep every port's link end OFF until that port's physical link is up.
+    //# SW-9-1 After a reset a switch MUST hold no frame.
+    //= docs/spec/switch.md#9-reset-and-identity
+    //# SW-9-2 After a reset every counter of Table SW-T3 and every value of Table SW-T4 MUST read
+    //# zero.
+    //= docs/spec/switch.md#9-reset-and-identity
+    //# SW-9-3 After a reset a switch MUST keep every port's link end OFF until that port's
+    //# physical link is up.
     pub fn new(cfg: Config, routes: Routes) -> Result<Self, ConfigError> {
         cfg.validate()?;
-        //= docs/spec/switch.md#21-the-forwarding-table
+        //= docs/spec/switch.md#22-the-forwarding-table
         //# SW-2-5 A switch MUST accept, for every destination GPU id 0..=0xFFFE, an entry of 0 to
         //# 64 distinct egress ports, and MUST refuse an entry that lists more than 64 ports, a
         //# port twice or a port it does not have, leaving its table unchanged.
@@ -252,18 +257,18 @@ impl Switch {
         &self.routes
     }
 
-    /// Writes the entry of `dst` while the switch runs (SW-2-6, SW-2-7): frames received from
+    /// Writes the entry of `dst` while the switch runs (SW-2-7, SW-2-8): frames received from
     /// now on are forwarded by the new entry; frames already received keep the egress port
     /// they were given. A refused entry leaves the table unchanged.
     pub fn set_route(&mut self, dst: GpuId, ports: &[u16]) -> Result<(), RouteError> {
         check_entry(ports, Some(self.cfg.ports))?;
-        //= docs/spec/switch.md#21-the-forwarding-table
-        //# SW-2-6 A switch MUST let its forwarding table be written while it runs, one entry at
+        //= docs/spec/switch.md#22-the-forwarding-table
+        //# SW-2-7 A switch MUST let its forwarding table be written while it runs, one entry at
         //# a time, each write replacing the whole entry at once.
         self.routes.set(dst, ports)
     }
 
-    /// The egress port the switch would choose now for a frame of this path (switch.md §2.2),
+    /// The egress port the switch would choose now for a frame of this path (switch.md §2.1),
     /// if any.
     pub fn route(&self, src: GpuId, dst: GpuId, path: PathId, vc: Vc) -> Option<u16> {
         let h = path_hash(src, dst, path, vc);
@@ -478,7 +483,7 @@ impl Switch {
                 }
                 Event::LinkDown(_) => {
                     //= docs/spec/switch.md#8-counters
-                    //# SW-8-3 A switch MUST keep its counters and the values of Table SW-T4 when a
+                    //# SW-8-4 A switch MUST keep its counters and the values of Table SW-T4 when a
                     //# port's link goes down or re-initialises
                     x.up = false;
                     x.link.withdraw();
@@ -598,11 +603,13 @@ impl Switch {
 
     /// A DATA frame received on input `i`: its link delivered it whole, with a good FCS.
     //= docs/spec/switch.md#6-latency-and-cut-through
-    //# SW-6-5 A switch that does not announce CUT_THROUGH MUST check a frame's FCS before it
+    //# SW-6-6 A switch that does not announce CUT_THROUGH MUST check a frame's FCS before it
     //# begins to send it.
     //= docs/spec/switch.md#6-latency-and-cut-through
     //# SW-6-3 A switch MUST NOT send a frame received with a bad FCS other than ended by a
-    //# stomped FCS, and MUST NOT keep it to send again
+    //# stomped FCS.
+    //= docs/spec/switch.md#6-latency-and-cut-through
+    //# SW-6-4 A switch MUST NOT keep a frame received with a bad FCS to send it again
     //= docs/spec/switch.md#6-latency-and-cut-through
     //# SW-6-2 A switch that has begun to send a frame whose FCS then turns out bad (damaged, or
     //# stomped by the hop before) MUST end it with a stomped FCS (WIRE-2.5-4).
@@ -635,7 +642,7 @@ impl Switch {
         //= docs/spec/switch.md#2-forwarding
         //# SW-2-3 An egress port whose link is not UP MUST NOT be chosen while the table lists
         //# another port for the destination whose link is UP.
-        //= docs/spec/switch.md#22-the-choice-among-equal-ports
+        //= docs/spec/switch.md#21-the-choice-among-equal-ports
         //# SW-2-4 When the entry lists more than one port, the egress port MUST be the one the
         //# function of this section gives for the frame's source GPU, destination GPU, path id
         //# and VC and the link states of the listed ports.
@@ -688,8 +695,8 @@ impl Switch {
         //= docs/spec/switch.md#3-order
         //# SW-3-1 Frames received on one input port and VC and forwarded to one egress port MUST
         //# be handed to the egress port's link in the order they were received.
-        //= docs/spec/switch.md#21-the-forwarding-table
-        //# SW-2-7 A frame MUST leave by the egress port chosen when it was received, even if the
+        //= docs/spec/switch.md#22-the-forwarding-table
+        //# SW-2-8 A frame MUST leave by the egress port chosen when it was received, even if the
         //# table changes before it leaves.
         //= docs/spec/switch.md#4-buffers-losslessness-and-lifetime
         //# SW-4-4 A switch MUST NOT discard a frame its input link accepted for want of buffer

@@ -259,7 +259,11 @@ fn forwards_by_destination_and_keeps_path_order() {
     //= docs/spec/switch.md#8-counters
     //= type=test
     //# SW-8-1 A switch MUST keep, for every port and VC, every counter of Table SW-T3 under the
-    //# name the table gives, and MUST increment it exactly when the table says.
+    //# name the table gives.
+    //= docs/spec/switch.md#8-counters
+    //= type=test
+    //# SW-8-2 A switch MUST increment each counter of Table SW-T3 exactly when the table says,
+    //# and at no other time.
     assert_eq!(c.ports[0].rx_frames[0], 200);
     assert_eq!(c.ports[1].rx_frames[1], 200);
     assert_eq!(c.ports[2].tx_frames[0], 200);
@@ -523,7 +527,7 @@ fn malformed_unroutable_and_port_down_frames_are_discarded_and_counted() {
     b.run(20_000);
     //= docs/spec/switch.md#8-counters
     //= type=test
-    //# SW-8-3 A switch MUST keep its counters and the values of Table SW-T4 when a port's link
+    //# SW-8-4 A switch MUST keep its counters and the values of Table SW-T4 when a port's link
     //# goes down or re-initialises; only a reset of the switch (§9) clears them.
     let after = b.sw.counters().ports[2];
     assert_eq!(after.discard_port_down, before.discard_port_down);
@@ -575,7 +579,7 @@ const VECTORS: [(u16, u16, u8, u8, u64, u16, u16); 8] = [
 
 #[test]
 fn the_choice_among_equal_ports_matches_the_vectors() {
-    //= docs/spec/switch.md#22-the-choice-among-equal-ports
+    //= docs/spec/switch.md#21-the-choice-among-equal-ports
     //= type=test
     //# SW-2-4 When the entry lists more than one port, the egress port MUST be the one the
     //# function of this section gives for the frame's source GPU, destination GPU, path id and
@@ -644,11 +648,14 @@ fn a_port_going_down_moves_only_the_paths_it_carried() {
 
 #[test]
 fn forwarding_table_entries_are_bounded_and_checked() {
-    //= docs/spec/switch.md#21-the-forwarding-table
+    //= docs/spec/switch.md#22-the-forwarding-table
     //= type=test
     //# SW-2-5 A switch MUST accept, for every destination GPU id 0..=0xFFFE, an entry of 0 to 64
-    //# distinct egress ports, and MUST refuse an entry that lists more than 64 ports, a port
-    //# twice or a port it does not have, leaving its table unchanged.
+    //# distinct egress ports.
+    //= docs/spec/switch.md#22-the-forwarding-table
+    //= type=test
+    //# SW-2-6 A switch MUST refuse an entry that lists more than 64 ports, a port twice or a
+    //# port it does not have, and leave its table unchanged.
     let mut r = Routes::new();
     let many: Vec<u16> = (0..ROUTE_PORTS_MAX as u16).collect();
     r.set(gpu(0xFFFE), &many).unwrap();
@@ -694,18 +701,18 @@ fn a_table_write_applies_to_frames_received_after_it() {
     b.run(20_000);
     let before = b.rx[2].len();
     assert!(before < 60);
-    //= docs/spec/switch.md#21-the-forwarding-table
+    //= docs/spec/switch.md#22-the-forwarding-table
     //= type=test
-    //# SW-2-6 A switch MUST let its forwarding table be written while it runs, one entry at a
+    //# SW-2-7 A switch MUST let its forwarding table be written while it runs, one entry at a
     //# time, each write replacing the whole entry at once.
     b.sw.set_route(gpu(2), &[3]).unwrap();
     for k in 100..110u16 {
         b.send(0, 0, 2, 0, 0, k, 1000);
     }
     b.run(20_000);
-    //= docs/spec/switch.md#21-the-forwarding-table
+    //= docs/spec/switch.md#22-the-forwarding-table
     //= type=test
-    //# SW-2-7 A frame MUST leave by the egress port chosen when it was received, even if the
+    //# SW-2-8 A frame MUST leave by the egress port chosen when it was received, even if the
     //# table changes before it leaves.
     assert_eq!(b.tags(3), (100..110).collect::<Vec<_>>());
     b.resume(2);
@@ -818,10 +825,17 @@ fn reset_leaves_every_port_off_every_counter_zero_and_names_the_ports() {
     let mut sw = Switch::new(c, routes(4)).unwrap();
     //= docs/spec/switch.md#9-reset-and-identity
     //= type=test
-    //# SW-9-1 After a reset a switch MUST hold no frame, MUST read zero in every counter of
-    //# Table SW-T3, and MUST keep every port's link end OFF until that port's physical link is up.
+    //# SW-9-1 After a reset a switch MUST hold no frame.
     assert_eq!(sw.queued(), 0);
+    //= docs/spec/switch.md#9-reset-and-identity
+    //= type=test
+    //# SW-9-2 After a reset every counter of Table SW-T3 and every value of Table SW-T4 MUST read
+    //# zero.
     assert!(sw.counters().ports.iter().all(|p| *p == Default::default()));
+    //= docs/spec/switch.md#9-reset-and-identity
+    //= type=test
+    //# SW-9-3 After a reset a switch MUST keep every port's link end OFF until that port's
+    //# physical link is up.
     let mut buf = vec![0u8; 9216];
     for p in [0usize, 299] {
         assert_eq!(sw.link(p).unwrap().tx_state(), TxState::Off);
@@ -835,19 +849,19 @@ fn reset_leaves_every_port_off_every_counter_zero_and_names_the_ports() {
     let f = FrameRepr::parse_bytes(&buf[..t.len], 9216).unwrap();
     //= docs/spec/switch.md#9-reset-and-identity
     //= type=test
-    //# SW-9-2 Port *p* of the switch numbered *s* MUST use the MAC address `02:01:s1:s0:p1:p0`
+    //# SW-9-4 Port *p* of the switch numbered *s* MUST use the MAC address `02:01:s1:s0:p1:p0`
     assert_eq!(f.eth.src, MacAddr([0x02, 0x01, 0x01, 0x02, 0x01, 0x2B]));
     let LinkFrame::Init(init) = f.link else {
         panic!("{f:?}")
     };
     //= docs/spec/switch.md#9-reset-and-identity
     //= type=test
-    //# SW-9-3 Every port of a switch MUST announce role Switch (2) in its INIT and INIT_ECHO
+    //# SW-9-5 Every port of a switch MUST announce role Switch (2) in its INIT and INIT_ECHO
     //# frames.
     assert_eq!(init.role, Role::Switch);
     //= docs/spec/switch.md#6-latency-and-cut-through
     //= type=test
-    //# SW-6-4 A switch that checks the FCS of every frame before it forwards it MUST NOT
+    //# SW-6-5 A switch that checks the FCS of every frame before it forwards it MUST NOT
     //# announce CUT_THROUGH.
     assert_eq!(init.caps, Capabilities::NONE);
     assert!(!init.caps.contains(Capabilities::CUT_THROUGH));
@@ -864,7 +878,7 @@ fn a_damaged_frame_is_forwarded_once_after_its_replay_and_never_stomped() {
     assert!(b.sw.link(0).unwrap().counters().fcs_errors > 10);
     //= docs/spec/switch.md#6-latency-and-cut-through
     //= type=test
-    //# SW-6-5 A switch that does not announce CUT_THROUGH MUST check a frame's FCS before it
+    //# SW-6-6 A switch that does not announce CUT_THROUGH MUST check a frame's FCS before it
     //# begins to send it.
     assert_eq!(b.tags(2), (0..200).collect::<Vec<_>>());
     assert_eq!(b.stomped_by_switch, 0);
@@ -875,8 +889,11 @@ fn a_damaged_frame_is_forwarded_once_after_its_replay_and_never_stomped() {
     //= docs/spec/switch.md#6-latency-and-cut-through
     //= type=test
     //# SW-6-3 A switch MUST NOT send a frame received with a bad FCS other than ended by a
-    //# stomped FCS, and MUST NOT keep it to send again; the copy the input link accepts later
-    //# (replayed by the hop before) is forwarded as any other frame.
+    //# stomped FCS.
+    //= docs/spec/switch.md#6-latency-and-cut-through
+    //= type=test
+    //# SW-6-4 A switch MUST NOT keep a frame received with a bad FCS to send it again; the copy the
+    //# input link accepts later (replayed by the hop before) is forwarded as any other frame.
     assert_eq!(b.sw.counters().ports[2].tx_frames[0], 200);
 }
 
