@@ -139,6 +139,7 @@ pub(crate) fn switch_config(s: &Scenario, id: u16, ports: u16) -> SwConfig {
         },
         rate_gbps: s.link.rate_gbps,
         egress_depth: w.egress_depth,
+        max_residence: SwConfig::default().max_residence,
         link,
     }
 }
@@ -1585,10 +1586,11 @@ impl Fabric {
                 ..SwitchReport::default()
             };
             for pc in &c.ports {
-                r.malformed += pc.malformed;
-                r.unroutable += pc.unroutable;
-                r.lost_port_down += pc.lost_port_down;
-                r.buffer_drops += pc.buffer_drops;
+                r.malformed += pc.discard_malformed.iter().sum::<u64>();
+                r.unroutable += pc.discard_unroutable.iter().sum::<u64>();
+                r.lost_port_down += pc.discard_port_down.iter().sum::<u64>()
+                    + pc.discard_egress_refused.iter().sum::<u64>();
+                r.discard_aged += pc.discard_aged.iter().sum::<u64>();
                 let b: u64 = pc.tx_bytes.iter().sum();
                 if b > 0 {
                     sw_port_bytes.push(b);
@@ -1605,6 +1607,7 @@ impl Fabric {
             st.unroutable += r.unroutable;
             st.lost_port_down += r.lost_port_down;
             st.buffer_drops += r.buffer_drops;
+            st.discard_aged += r.discard_aged;
             st.switches.push(r);
         }
         let mut et = EndpointTotals::default();
