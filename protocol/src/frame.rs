@@ -282,9 +282,18 @@ pub struct Frame<B> {
 }
 
 impl<B: AsRef<[u8]>> Frame<B> {
-    /// Checks the frame-level requirements of wire.md §2 and §3, in the order a receiver must apply
-    /// them: size (WIRE-2.4-2), FCS (WIRE-2.5-3), EtherType (WIRE-2.1-2), version (WIRE-3-2) and
-    /// kind (WIRE-3-3). `mfs` is the link's maximum frame size.
+    /// Checks the frame-level requirements of wire.md §2 and §3, in the order of the receive
+    /// pipeline (wire.md §7): size (WIRE-2.4-2), FCS (WIRE-2.5-3, stomped WIRE-2.5-5),
+    /// EtherType (WIRE-2.1-2), version (WIRE-3-2) and kind (WIRE-3-3). `mfs` is the maximum frame
+    /// size in force on the link: the receiver's own configured MFS until the link is UP, the
+    /// agreed MFS after (WIRE-2.4-6).
+    ///
+    /// For a DATA frame this is the whole of what the link layer judges before it accepts the
+    /// frame's sequence number (WIRE-7-3): everything [`FrameRepr::parse`] and
+    /// [`crate::DataRepr::parse`] find wrong afterwards is found after acceptance.
+    //= docs/spec/wire.md#24-frame-size-and-padding
+    //# WIRE-2.4-6 Until the link is UP a receiver MUST judge a frame's size against its own
+    //# configured MFS; once the link is UP, against the MFS agreed at bring-up.
     pub fn new_checked(buf: B, mfs: usize) -> Result<Self, Error> {
         Self::check(buf, mfs, FCS_LEN)
     }
@@ -321,6 +330,9 @@ impl<B: AsRef<[u8]>> Frame<B> {
                 Action::DiscardDamaged,
             ));
         }
+        //= docs/spec/wire.md#7-receive-pipeline
+        //# WIRE-7-1 A receiver MUST apply the stages of the receive pipeline in the order of
+        //# Figure WIRE-F1 and discard a frame at the first stage it fails.
         //= docs/spec/wire.md#25-frame-check-sequence
         //# WIRE-2.5-3 A receiver MUST check the FCS before it interprets any other field.
         if fcs_len == FCS_LEN && !fcs::check(bytes) {
@@ -337,6 +349,9 @@ impl<B: AsRef<[u8]>> Frame<B> {
                     Action::DiscardStomped,
                 ));
             }
+            //= docs/spec/wire.md#25-frame-check-sequence
+            //# WIRE-2.5-6 A receiver MUST discard a frame with a bad FCS without interpreting
+            //# any of its fields and count it in `rx_fcs_errors`.
             return Err(Error::new(
                 ErrorKind::BadFcs,
                 Field::Fcs,
@@ -346,8 +361,10 @@ impl<B: AsRef<[u8]>> Frame<B> {
             ));
         }
         //= docs/spec/wire.md#21-ethertype
-        //# WIRE-2.1-2 A receiver MUST discard, and count as foreign, a frame whose EtherType
-        //# (after at most one 802.1Q tag) is not 0x88B5.
+        //# WIRE-2.1-2 A receiver MUST discard a frame whose EtherType (after at most one 802.1Q
+        //# tag) is not 0x88B5 and count it in `rx_foreign`.
+        //= docs/spec/wire.md#21-ethertype
+        //# WIRE-2.1-3 A foreign frame is not a link error: it MUST NOT cause a NACK.
         let mut eth_len = ETH_HEADER_LEN;
         let mut ethertype = be16(bytes, 12).unwrap_or(0);
         if ethertype == TPID_8021Q {
@@ -374,7 +391,10 @@ impl<B: AsRef<[u8]>> Frame<B> {
                 Action::DiscardDamaged,
             ))?;
         //= docs/spec/wire.md#3-link-header
-        //# WIRE-3-2 A receiver MUST discard, and count, a frame whose version is not 1.
+        //# WIRE-3-2 A receiver MUST discard a frame whose version is not 1 and count it in
+        //# `rx_bad_version`.
+        //= docs/spec/wire.md#3-link-header
+        //# WIRE-3-8 A frame discarded by WIRE-3-2 MUST NOT cause a NACK.
         if link.version() != 1 {
             return Err(Error::new(
                 ErrorKind::Unknown,
@@ -385,8 +405,10 @@ impl<B: AsRef<[u8]>> Frame<B> {
             ));
         }
         //= docs/spec/wire.md#3-link-header
-        //# WIRE-3-3 A receiver MUST discard, and count as an unknown kind, a frame whose kind is
-        //# 0x7..0xF.
+        //# WIRE-3-3 A receiver MUST discard a frame whose kind is 0x7..0xF and count it in
+        //# `rx_unknown_kind`.
+        //= docs/spec/wire.md#3-link-header
+        //# WIRE-3-9 A frame discarded by WIRE-3-3 MUST NOT cause a NACK.
         if link.kind().is_none() {
             return Err(Error::new(
                 ErrorKind::Unknown,
@@ -546,8 +568,7 @@ impl CreditRepr {
         let mut counters = [None; 8];
         for (v, (out, c)) in counters.iter_mut().zip(body.counters.iter()).enumerate() {
             //= docs/spec/wire.md#43-cf-credit-update-kind-0x3
-            //# WIRE-4.3-1 A transmitter MUST set the entries of VCs not in the mask to zero (they
-            //# are reserved); a receiver MUST ignore them.
+            //# WIRE-4.3-3 A receiver MUST ignore the entries of VCs not in the mask.
             if body.mask & (1 << v) != 0 {
                 *out = Some(c.get() & Seq::MASK);
             }
@@ -555,6 +576,9 @@ impl CreditRepr {
         CreditRepr { counters }
     }
 
+    //= docs/spec/wire.md#43-cf-credit-update-kind-0x3
+    //# WIRE-4.3-1 A transmitter MUST set the entries of VCs not in the mask to zero (they are
+    //# reserved).
     fn emit(&self, body: &mut CreditBody) {
         body.mask = 0;
         body.reserved = [0; 3];
@@ -599,8 +623,76 @@ pub struct InitRepr {
     pub role: Role,
 }
 
+/// A VC whose credit grant cannot carry one frame of the agreed MFS (WIRE-4.5-9).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ShortGrant {
+    /// The VC.
+    pub vc: u8,
+    /// The credits the peer grants on it.
+    pub grant: u32,
+    /// The credits one frame of the agreed MFS costs.
+    pub needed: u32,
+}
+
+impl core::fmt::Display for ShortGrant {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(
+            f,
+            "VC {} grants {} credits, one frame of the agreed MFS needs {}",
+            self.vc, self.grant, self.needed
+        )
+    }
+}
+
 impl InitRepr {
+    //= docs/spec/wire.md#45-init-kind-0x5-and-init_echo-kind-0x6
+    //# WIRE-4.5-5 A transmitter MUST compute the cost in credits of every DATA frame it sends to
+    //# the peer from the credit size and the credit overhead the peer announced:
+    //# `ceil((len + credit_overhead) / credit_size)`, `len` counted from the destination MAC
+    //# through the FCS (link.md LINK-5-1).
+    /// The credits a frame of `len` bytes (destination MAC through FCS) costs at the receiver
+    /// that announced these parameters.
+    pub const fn frame_cost(&self, len: usize) -> u32 {
+        let size = if self.credit_size == 0 {
+            1
+        } else {
+            self.credit_size as usize
+        };
+        let bytes = len.saturating_add(self.credit_overhead as usize);
+        let cost = bytes.div_ceil(size);
+        if cost > u32::MAX as usize {
+            u32::MAX
+        } else {
+            cost as u32
+        }
+    }
+
+    //= docs/spec/wire.md#45-init-kind-0x5-and-init_echo-kind-0x6
+    //# WIRE-4.5-9 An end MUST NOT come UP on an INIT_ECHO, nor act on an INIT, whose credit grant
+    //# on some agreed VC cannot carry one frame of the agreed MFS:
+    //# `grant[v] < ceil((agreed MFS + credit overhead) / credit size)`, with the credit size and
+    //# overhead of the same frame.
+    /// Checks that the grant of each of the first `vcs` VCs carries one frame of `mfs` bytes
+    /// (the agreed values); names the first VC that does not.
+    pub fn check_grants(&self, vcs: u8, mfs: u16) -> Result<(), ShortGrant> {
+        let needed = self.frame_cost(usize::from(mfs));
+        for (v, grant) in self.credits.iter().enumerate().take(usize::from(vcs)) {
+            if *grant < needed {
+                return Err(ShortGrant {
+                    vc: u8::try_from(v).unwrap_or(u8::MAX),
+                    grant: *grant,
+                    needed,
+                });
+            }
+        }
+        Ok(())
+    }
+
     fn parse(body: &InitBody, offset: usize) -> Result<Self, Error> {
+        //= docs/spec/wire.md#45-init-kind-0x5-and-init_echo-kind-0x6
+        //# WIRE-4.5-4 A receiver MUST discard an INIT or INIT_ECHO whose fields are out of the
+        //# ranges of WIRE-4.5-1, count it in `rx_malformed_control`, and MUST NOT bring the link
+        //# up on it.
         let bad = |field, at: usize| {
             Error::new(
                 ErrorKind::OutOfRange,
@@ -652,6 +744,7 @@ impl InitRepr {
             //# WIRE-4.5-3 A receiver MUST ignore the capability bits this document does not
             //# define.
             caps: Capabilities::from_bits_truncate(body.caps.get()),
+            // Role 3 is reserved: accepted and kept raw (WIRE-1.2-4).
             role: Role::from_code((body.caps.get() >> 14) as u8),
         })
     }
@@ -698,6 +791,12 @@ impl InitRepr {
         body.credit_overhead = self.credit_overhead;
         body.credit_size = U16::new(self.credit_size);
         body.mfs = U16::new(self.mfs);
+        //= docs/spec/wire.md#45-init-kind-0x5-and-init_echo-kind-0x6
+        //# WIRE-4.5-6 A transmitter MUST set a capability bit only when it implements the feature
+        //# the bit names, as classes.md defines it, and MUST set bits 13..6 to zero.
+        //= docs/spec/wire.md#45-init-kind-0x5-and-init_echo-kind-0x6
+        //# WIRE-4.5-7 A transmitter MUST set the role field to its own role (0, 1 or 2) and MUST
+        //# NOT send the reserved role 3.
         body.caps = U16::new(self.caps.bits() | (u16::from(self.role.code()) << 14));
         body.window = U32::new(self.window);
         for (c, out) in self.credits.iter().zip(body.credits.iter_mut()) {
@@ -800,9 +899,9 @@ impl<'a> FrameRepr<'a> {
         let used = match kind.control_body_len() {
             Some(size) => {
                 //= docs/spec/wire.md#4-control-frames
-                //# WIRE-4-1 A receiver MUST discard, and count as malformed, a control frame
-                //# whose body is shorter than its size, or that carries more bytes than that
-                //# size plus the padding.
+                //# WIRE-4-2 A receiver MUST discard a control frame whose body is shorter than
+                //# its size, or that carries more bytes than that size plus the padding, and
+                //# count it in `rx_malformed_control`; it MUST NOT cause a NACK.
                 if body.len() < size {
                     return Err(malformed(
                         ErrorKind::Truncated,
@@ -814,10 +913,13 @@ impl<'a> FrameRepr<'a> {
                 size
             }
             None => {
+                // The DATA frame has passed link-layer acceptance (WIRE-7-3): what follows is the
+                // network-header stage, checked in the order of WIRE-5-8 (lengths first).
                 //= docs/spec/wire.md#5-data-frames-the-network-header
-                //# WIRE-5-3 A receiver MUST discard, and count as malformed, a DATA frame whose
-                //# network header is incomplete, [...] or whose payload length runs past the end
-                //# of the frame (before the FCS).
+                //# WIRE-5-3 A receiver MUST discard a DATA frame whose network header is
+                //# incomplete, whose payload length runs past the end of the frame (before the
+                //# FCS), whose destination or source GPU id is 0xFFFF, or whose transaction count
+                //# is zero, and count it as a malformed frame.
                 let payload_len = be16(body, 6).ok_or(malformed(
                     ErrorKind::Truncated,
                     Field::NetworkHeader,
@@ -839,6 +941,12 @@ impl<'a> FrameRepr<'a> {
         //= docs/spec/wire.md#24-frame-size-and-padding
         //# WIRE-2.4-3 A receiver MUST discard as malformed, and count, a frame that carries more
         //# bytes between the end of its body and the FCS than the padding WIRE-2.4-1 requires.
+        //= docs/spec/wire.md#24-frame-size-and-padding
+        //# WIRE-2.4-5 A frame discarded by WIRE-2.4-3 MUST NOT cause a NACK.
+        //= docs/spec/wire.md#24-frame-size-and-padding
+        //# WIRE-2.4-7 A receiver MUST ignore the value of padding bytes: padding is reserved
+        //# (WIRE-1.2-2), and non-zero padding MUST NOT make a frame malformed.
+        // Only the number of bytes after the body is checked here; their values are never read.
         if frame.len() != frame_len(frame.ethernet_header_len(), used) {
             let (kind, field, spec) = if kind == FrameKind::Data {
                 (ErrorKind::Inconsistent, Field::Padding, "WIRE-2.4-3")
@@ -982,6 +1090,8 @@ pub(crate) fn emit_headers(
 //= docs/spec/wire.md#24-frame-size-and-padding
 //# WIRE-2.4-1 A transmitter MUST pad a frame whose content (destination MAC through the end of
 //# the body) is shorter than 60 B with zero bytes so that the frame with its FCS is exactly 64 B.
+//= docs/spec/wire.md#24-frame-size-and-padding
+//# WIRE-2.4-4 A transmitter MUST NOT add any other bytes after the body.
 pub(crate) fn finish_frame(frame: &mut [u8], content_end: usize) -> Result<(), EmitError> {
     let len = frame.len();
     let split = len.checked_sub(FCS_LEN).ok_or(EmitError::BufferTooSmall {

@@ -491,6 +491,19 @@ impl Opcode {
         self.to_u8() & 0x80 == 0
     }
 
+    /// Whether the opcode table of wire.md §6.1 fixes `dlen` at 0 for this opcode (WIRE-6.1-10).
+    pub const fn dlen_fixed_zero(self) -> bool {
+        matches!(
+            self,
+            Opcode::Load
+                | Opcode::Fence
+                | Opcode::RdmaRead
+                | Opcode::StoreResp
+                | Opcode::FenceResp
+                | Opcode::RdmaCompletion
+        )
+    }
+
     /// The header length in 32-bit words the spec defines, `None` for unknown opcodes.
     pub const fn hlen(self) -> Option<u8> {
         match self {
