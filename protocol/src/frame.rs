@@ -1109,7 +1109,9 @@ pub(crate) fn finish_frame(frame: &mut [u8], content_end: usize) -> Result<(), E
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::Discard;
     use crate::types::MacAddr;
+    use std::string::ToString;
     use std::vec;
     use std::vec::Vec;
 
@@ -2265,6 +2267,240 @@ mod tests {
                 mfs: MAX_FRAME_LEN
             })
         );
+    }
+
+    //= type=test
+    //# WIRE-2.5-5 A receiver MUST discard a frame that ends with a stomped FCS without
+    //# interpreting any of its fields, count it in `rx_stomped`, and MUST NOT treat it as a
+    //# damaged frame: it causes no NACK and takes no sequence number.
+    #[test]
+    fn stomped_frames_are_discarded_apart() {
+        for (name, bytes, _) in vectors() {
+            let mut f = bytes.to_vec();
+            let n = f.len() - 4;
+            let stomped = fcs::stomped_bytes(&f[..n]);
+            f[n..].copy_from_slice(&stomped);
+            let e = Frame::new_checked(&f[..], MAX_FRAME_LEN).unwrap_err();
+            assert_eq!(
+                (e.kind, e.field, e.offset, e.spec, e.action),
+                (
+                    ErrorKind::StompedFcs,
+                    Field::Fcs,
+                    n,
+                    "WIRE-2.5-5",
+                    Action::DiscardStomped
+                ),
+                "{name}"
+            );
+            let d = e.discard().unwrap();
+            assert_eq!(d, Discard::Stomped);
+            assert!(!d.nacks() && !d.seq_consumed() && !e.action.nacks());
+            // A stomped frame whose size is wrong is damaged: size comes first.
+            let e = Frame::new_checked(&f[..], n).unwrap_err();
+            assert_eq!(e.discard(), Some(Discard::Damaged));
+        }
+    }
+
+    //= type=test
+    //# WIRE-7-1 A receiver MUST apply the stages of the receive pipeline in the order of Figure
+    //# WIRE-F1 and discard a frame at the first stage it fails.
+    //# WIRE-7-2 A frame discarded before link-layer acceptance [...] MUST NOT take a sequence
+    //# number.
+    //# WIRE-7-3 A DATA frame whose sequence number is the expected one MUST be accepted by the
+    //# link layer on its link header alone.
+    //# WIRE-2.1-3 A foreign frame is not a link error: it MUST NOT cause a NACK.
+    //# WIRE-2.5-6 A receiver MUST discard a frame with a bad FCS without interpreting any of its
+    //# fields and count it in `rx_fcs_errors`.
+    //# WIRE-3-8 A frame discarded by WIRE-3-2 MUST NOT cause a NACK.
+    //# WIRE-3-9 A frame discarded by WIRE-3-3 MUST NOT cause a NACK.
+    //# WIRE-2.4-5 A frame discarded by WIRE-2.4-3 MUST NOT cause a NACK.
+    //# WIRE-5-6 Discarding a DATA frame for its network header MUST NOT cause a NACK.
+    #[test]
+    fn discard_table() {
+        // Table WIRE-T1: (discard, counter, sequence number consumed, NACK).
+        let table = [
+            (Discard::Damaged, "rx_damaged", false, true),
+            (Discard::FcsError, "rx_fcs_errors", false, true),
+            (Discard::Stomped, "rx_stomped", false, false),
+            (Discard::Foreign, "rx_foreign", false, false),
+            (Discard::BadVersion, "rx_bad_version", false, false),
+            (Discard::UnknownKind, "rx_unknown_kind", false, false),
+            (Discard::MalformedControl, "rx_malformed_control", false, false),
+            (Discard::NotUp, "rx_not_up", false, false),
+            (Discard::VcNotAgreed, "rx_vc_not_agreed", true, false),
+            (Discard::MalformedFrame, "malformed_frames", true, false),
+            (Discard::MalformedTxn, "malformed_txns", true, false),
+            (Discard::UnknownResponse, "unknown_responses", true, false),
+            (Discard::BadResponse, "bad_responses", true, false),
+        ];
+        assert_eq!(Discard::ALL.len(), table.len());
+        for ((d, counter, consumed, nack), all) in table.into_iter().zip(Discard::ALL) {
+            assert_eq!(d, all);
+            assert_eq!(
+                (d.counter(), d.seq_consumed(), d.nacks()),
+                (counter, consumed, nack),
+                "{d:?}"
+            );
+            assert!(d.spec().starts_with("WIRE-"));
+            assert_eq!(d.to_string(), counter);
+        }
+        // Each stage's error is classified as its row; the checks run in pipeline order, so a
+        // frame wrong at several stages is discarded at the first.
+        let with = |f: &[u8], at: usize, b: u8| edited(f, |v| v[at] = b);
+        let cases: Vec<(Vec<u8>, Discard)> = vec![
+            (ACK[..63].to_vec(), Discard::Damaged),
+            ({ let mut v = ACK.to_vec(); v[63] ^= 1; v }, Discard::FcsError),
+            (with(&ACK, 12, 0x08), Discard::Foreign),
+            (edited(&ACK, |v| { v[12] = 0x08; v[14] = 0x2F }), Discard::Foreign),
+            (with(&ACK, 14, 0x21), Discard::BadVersion),
+            (with(&ACK, 14, 0x1F), Discard::UnknownKind),
+            (edited(&ACK, |v| v.insert(60, 0)), Discard::MalformedControl),
+            (with(&INIT, 28, 0), Discard::MalformedControl),
+            (edited(&DATA_STORE, |v| v.insert(60, 0)), Discard::MalformedFrame),
+            (with(&DATA_STORE, 27, 33), Discard::MalformedFrame),
+        ];
+        for (bytes, want) in cases {
+            let e = parse_err(&bytes);
+            assert_eq!(e.discard(), Some(want), "{e}");
+            assert_eq!(e.action.nacks(), want.nacks(), "{e}");
+        }
+        // The link layer judges a DATA frame on what `Frame::new_checked` sees: a frame whose
+        // payload is malformed passes it, and its sequence number can be taken.
+        let bad_payload = with(&DATA_STORE, 27, 33);
+        let frame = Frame::new_checked(&bad_payload[..], MAX_FRAME_LEN).unwrap();
+        assert_eq!(frame.link_header().seq(), Seq::new(0xABCDE));
+        assert_eq!(frame.kind(), FrameKind::Data);
+    }
+
+    //= type=test
+    //# WIRE-2.4-7 A receiver MUST ignore the value of padding bytes: padding is reserved
+    //# (WIRE-1.2-2), and non-zero padding MUST NOT make a frame malformed.
+    //# WIRE-2.4-4 A transmitter MUST NOT add any other bytes after the body.
+    #[test]
+    fn nonzero_padding_is_ignored() {
+        for (name, bytes, repr) in vectors() {
+            let Some(used) = (match repr.link {
+                LinkFrame::Data { payload, .. } => Some(payload.len()),
+                other => other.kind().control_body_len(),
+            }) else {
+                continue;
+            };
+            let start = repr.eth.header_len() + LINK_HEADER_LEN + used;
+            let end = bytes.len() - FCS_LEN;
+            let padded = edited(bytes, |v| v[start..end].fill(0xA5));
+            assert_eq!(FrameRepr::parse_bytes(&padded, MAX_FRAME_LEN), Ok(repr), "{name}");
+            // Emitted again, the padding is zero and nothing follows the body but padding.
+            let mut out = vec![0xa5u8; bytes.len()];
+            repr.emit(&mut out).unwrap();
+            assert!(out[start..end].iter().all(|&b| b == 0), "{name}");
+            assert_eq!(out.len(), frame_len(repr.eth.header_len(), used));
+        }
+    }
+
+    //= type=test
+    //# WIRE-2.4-6 Until the link is UP a receiver MUST judge a frame's size against its own
+    //# configured MFS; once the link is UP, against the MFS agreed at bring-up.
+    #[test]
+    fn size_is_judged_against_the_mfs_in_force() {
+        // A 400 B INIT arrives at an end configured for 320 B: damaged. The same end configured
+        // for 9216 B and agreed on 512 B accepts it.
+        let mut big = vec![0u8; 400];
+        big[..76].copy_from_slice(&INIT);
+        let big = edited(&big, |_| {});
+        for (mfs, ok) in [(320usize, false), (399, false), (400, true), (512, true)] {
+            let r = Frame::new_checked(&big[..], mfs);
+            assert_eq!(r.is_ok(), ok, "{mfs}");
+            if let Err(e) = r {
+                assert_eq!(e.discard(), Some(Discard::Damaged));
+            }
+        }
+    }
+
+    //= type=test
+    //# WIRE-4.5-4 A receiver MUST discard an INIT or INIT_ECHO whose fields are out of the ranges
+    //# of WIRE-4.5-1, count it in `rx_malformed_control`, and MUST NOT bring the link up on it.
+    //# WIRE-4.5-3 A receiver MUST ignore the capability bits this document does not define.
+    //# WIRE-4.5-6 A transmitter MUST set a capability bit only when it implements the feature
+    //# [...] and MUST set bits 13..6 to zero.
+    //# WIRE-4.5-7 A transmitter MUST set the role field to its own role (0, 1 or 2).
+    #[test]
+    fn init_overhead_capabilities_and_role() {
+        let init = InitRepr {
+            credit_overhead: 24,
+            caps: Capabilities::RDMA | Capabilities::ATOMICS | Capabilities::TAGGED,
+            role: Role::Switch,
+            ..init_repr()
+        };
+        let repr = FrameRepr {
+            eth: eth_untagged(),
+            link: LinkFrame::Init(init),
+        };
+        let mut buf = [0xa5u8; 76];
+        assert_eq!(repr.emit(&mut buf), Ok(76));
+        assert_eq!(buf[29], 24);
+        // Role 2 in bits 15..14, capabilities 0b01_0011 in bits 5..0, bits 13..6 zero.
+        assert_eq!(buf[34..36], [0x80, 0x13]);
+        assert_eq!(FrameRepr::parse_bytes(&buf, MAX_FRAME_LEN), Ok(repr));
+        // Undefined capability bits are ignored on receipt, refused on transmit.
+        let odd = edited(&buf, |v| v[34..36].copy_from_slice(&[0xBF, 0xD3]));
+        let LinkFrame::Init(got) = FrameRepr::parse_bytes(&odd, MAX_FRAME_LEN).unwrap().link
+        else {
+            panic!("not INIT")
+        };
+        assert_eq!((got.caps, got.role), (init.caps, Role::Switch));
+        let bad = InitRepr {
+            caps: Capabilities::from_bits_truncate(0x3F),
+            ..init
+        };
+        assert_eq!(bad.validate(), Ok(()));
+        // The reserved role 3 is accepted and kept.
+        let r3 = edited(&buf, |v| v[34] |= 0xC0);
+        let LinkFrame::Init(got) = FrameRepr::parse_bytes(&r3, MAX_FRAME_LEN).unwrap().link
+        else {
+            panic!("not INIT")
+        };
+        assert_eq!(got.role.code(), 3);
+        // An out-of-range field: discarded as a malformed control frame.
+        let e = parse_err(&edited(&buf, |v| v[28] = 0));
+        assert_eq!(e.discard(), Some(Discard::MalformedControl));
+        assert!(!e.action.nacks());
+    }
+
+    //= type=test
+    //# WIRE-4.5-5 A transmitter MUST compute the cost in credits of every DATA frame it sends to
+    //# the peer from the credit size and the credit overhead the peer announced.
+    //# WIRE-4.5-9 An end MUST NOT come UP on an INIT_ECHO, nor act on an INIT, whose credit grant
+    //# on some agreed VC cannot carry one frame of the agreed MFS.
+    #[test]
+    fn frame_cost_and_grant_check() {
+        let peer = InitRepr {
+            credit_size: 64,
+            credit_overhead: 20,
+            credits: [10, 3, 0, 0, 0, 0, 0, 0],
+            ..init_repr()
+        };
+        assert_eq!(peer.frame_cost(64), 2);
+        assert_eq!(peer.frame_cost(108), 2);
+        assert_eq!(peer.frame_cost(109), 3);
+        assert_eq!(peer.frame_cost(0), 1);
+        // MFS 320: (320 + 20) / 64 rounds up to 6. VC 0 grants 10, VC 1 only 3.
+        assert_eq!(peer.check_grants(1, 320), Ok(()));
+        let short = peer.check_grants(2, 320).unwrap_err();
+        assert_eq!(
+            short,
+            ShortGrant {
+                vc: 1,
+                grant: 3,
+                needed: 6
+            }
+        );
+        assert_eq!(
+            short.to_string(),
+            "VC 1 grants 3 credits, one frame of the agreed MFS needs 6"
+        );
+        // At an agreed MFS of 172 one frame costs 3: both VCs carry it.
+        assert_eq!(peer.check_grants(2, 172), Ok(()));
+        assert_eq!(peer.check_grants(2, 173).map_err(|s| s.vc), Err(1));
     }
 
     #[test]
