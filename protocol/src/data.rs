@@ -230,6 +230,10 @@ impl<'a> Iterator for TxnIter<'a> {
 }
 
 /// A DATA frame's payload: network header and transactions.
+//= docs/spec/wire.md#5-data-frames-the-network-header
+//# WIRE-5-5 All transactions in one frame share the network header, so a transmitter MUST pack
+//# into one frame only transactions with the same source, destination, path and VC.
+// One representation holds one source, destination and path for all its transactions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DataRepr<'a> {
     /// Destination GPU.
@@ -352,6 +356,10 @@ impl<'a> DataRepr<'a> {
         let (hdr, mut rest) = out.split_at_mut(NETWORK_HEADER_LEN);
         self.emit_header(hdr, len - NETWORK_HEADER_LEN)?;
         match self.txns {
+            //= docs/spec/wire.md#5-data-frames-the-network-header
+            //# WIRE-5-9 A switch MUST NOT change the network header or the transactions of a frame
+            //# it forwards.
+            // Parsed transactions are copied back byte for byte, reserved bits included.
             Txns::Wire { bytes, .. } => rest.copy_from_slice(bytes),
             Txns::Slice(txns) => {
                 for t in txns {
@@ -591,6 +599,8 @@ mod tests {
 
     //= type=test
     //# WIRE-5-1 A DATA frame MUST carry at least one transaction. [...]
+    //# WIRE-5-5 [...] a transmitter MUST pack into one frame only transactions with the same
+    //# source, destination, path and VC (one header is written for all of them).
     //# WIRE-5-2 The payload length MUST equal the sum of the sizes of the transactions (§6.1) and
     //# the transaction count MUST equal their number.
     #[test]
@@ -1226,8 +1236,8 @@ mod tests {
     }
 
     //= type=test
-    //# WIRE-5-4 A switch MUST forward a DATA frame on its destination GPU id, path id and VC only,
-    //# and MUST NOT change the network header or the transactions.
+    //# WIRE-5-9 A switch MUST NOT change the network header or the transactions of a frame it
+    //# forwards.
     #[test]
     fn forwarding_keeps_the_payload() {
         // A switch parses the frame, rewrites the per-hop link header and re-emits: the payload

@@ -365,6 +365,9 @@ impl<B: AsRef<[u8]>> Frame<B> {
         //# tag) is not 0x88B5 and count it in `rx_foreign`.
         //= docs/spec/wire.md#21-ethertype
         //# WIRE-2.1-3 A foreign frame is not a link error: it MUST NOT cause a NACK.
+        //= docs/spec/wire.md#45-init-kind-0x5-and-init_echo-kind-0x6
+        //# WIRE-4.5-8 Every receiver MUST accept tagged frames (WIRE-2.2-1) and frames that
+        //# carry more than one transaction, whatever capabilities it or its peer announced.
         let mut eth_len = ETH_HEADER_LEN;
         let mut ethertype = be16(bytes, 12).unwrap_or(0);
         if ethertype == TPID_8021Q {
@@ -528,6 +531,10 @@ static EMPTY_LINK_HEADER: LinkHeader = LinkHeader {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct DataFlags {
     /// The frame is a retransmission (WIRE-3-5).
+    //= docs/spec/wire.md#3-link-header
+    //# WIRE-3-10 A receiver MUST treat a replayed frame exactly as the original, except where
+    //# link.md LINK-4-4 reads the REPLAY flag in the NACK_SENT state.
+    // The flag is reported and nothing else in this crate reads it.
     pub replay: bool,
     /// The transmitter asks for an immediate ACK (WIRE-3-6).
     pub ack_req: bool,
@@ -1549,6 +1556,8 @@ mod tests {
     //= type=test
     //# WIRE-2.2-1 A receiver MUST accept frames with and without the tag on the same link.
     //# WIRE-3-5 The REPLAY flag [...] WIRE-3-6 The ACK_REQ flag [...]
+    //# WIRE-3-10 A receiver MUST treat a replayed frame exactly as the original (the DATA vector
+    //# with REPLAY set parses to the same payload as without it).
     //# WIRE-4.3-1 [...] a receiver MUST ignore them.
     //# WIRE-4.5-2 In an INIT frame the echo nonce is reserved.
     #[test]
@@ -1842,6 +1851,9 @@ mod tests {
     //# followed only by the padding of WIRE-2.4-1. A receiver MUST discard, and count as
     //# malformed, a control frame whose body is shorter than its size, or that carries more bytes
     //# than that size plus the padding.
+    //# WIRE-4-2 A receiver MUST discard a control frame whose body is shorter than its size, or
+    //# that carries more bytes than that size plus the padding, and count it in
+    //# `rx_malformed_control`; it MUST NOT cause a NACK.
     #[test]
     fn control_body_lengths() {
         // INIT and INIT_ECHO (76 B, unpadded): one byte short, one byte long.
@@ -1967,7 +1979,8 @@ mod tests {
     //# WIRE-3-7 Control frames [...] carry no sequence number of their own; their VC and flags
     //# fields are reserved.
     //# WIRE-4.3-1 A transmitter MUST set the entries of VCs not in the mask to zero (they are
-    //# reserved); a receiver MUST ignore them.
+    //# reserved).
+    //# WIRE-4.3-3 A receiver MUST ignore the entries of VCs not in the mask.
     //# WIRE-4.5-2 In an INIT frame the echo nonce is reserved (zero on transmit, ignored on
     //# receipt).
     #[test]
@@ -2037,6 +2050,8 @@ mod tests {
     //# with and without the tag on the same link.
     //# WIRE-2.2-2 The receiver MUST NOT derive the virtual channel from the PCP; the VC field of
     //# the link header (§3) is authoritative.
+    //# WIRE-4.5-8 Every receiver MUST accept tagged frames (WIRE-2.2-1) [...] whatever
+    //# capabilities it or its peer announced (no capability is an input of the parser).
     #[test]
     fn vlan_tag_and_vc() {
         // PCP 5 in the tag, VC 2 in the link header: the VC is 2.
@@ -2315,6 +2330,10 @@ mod tests {
     //# WIRE-3-9 A frame discarded by WIRE-3-3 MUST NOT cause a NACK.
     //# WIRE-2.4-5 A frame discarded by WIRE-2.4-3 MUST NOT cause a NACK.
     //# WIRE-5-6 Discarding a DATA frame for its network header MUST NOT cause a NACK.
+    //# WIRE-7-4 A DATA frame on a VC the link did not agree [...] (row `rx_vc_not_agreed`:
+    //# sequence number consumed, no NACK).
+    //# WIRE-7-5 A DATA frame received while the link is not UP [...] (row `rx_not_up`: no
+    //# sequence number, no NACK).
     #[test]
     fn discard_table() {
         // Table WIRE-T1: (discard, counter, sequence number consumed, NACK).

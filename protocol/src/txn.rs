@@ -334,7 +334,7 @@ pub enum TxnRepr<'a> {
         data: &'a [u8],
     },
     /// A structurally valid transaction with an opcode this version does not define
-    /// (WIRE-6.1-5, WIRE-6.1-7). Kept whole so it can be reported and re-encoded (WIRE-1.2-3).
+    /// (WIRE-6.1-5, WIRE-6.1-7). Kept whole so it can be reported and re-encoded (WIRE-1.2-4).
     Unknown {
         /// The raw opcode.
         opcode: u8,
@@ -1435,7 +1435,9 @@ pub(crate) mod tests {
     }
 
     //= type=test
-    //# WIRE-1.2-3 Implementations MUST preserve the raw value of unknown codes when they report or
+    //# WIRE-1.2-3 A value of a defined field that this document does not assign a meaning to
+    //# MUST be handled exactly as the section defining that field says.
+    //# WIRE-1.2-4 Implementations MUST preserve the raw value of unknown codes when they report or
     //# re-encode them.
     //# WIRE-6.9-2 A requester that receives an unknown status MUST complete the operation with an
     //# error that reports the raw status value.

@@ -325,7 +325,7 @@ impl Space {
     }
 }
 
-/// Status of a response (wire.md §6.9). Unknown values are kept (WIRE-1.2-3, WIRE-6.9-2).
+/// Status of a response (wire.md §6.9). Unknown values are kept (WIRE-1.2-4, WIRE-6.9-2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Status {
     /// Performed.
