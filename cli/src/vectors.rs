@@ -11,6 +11,10 @@
 
 use std::path::Path;
 
+mod examples;
+
+pub use examples::EXAMPLES_FILE;
+
 use ethlink_protocol::{
     Action, AtomicKind, AtomicOp, AtomicValue, Capabilities, CreditRepr, DataFlags, DataHeader,
     DataRepr, EthernetRepr, Field, FrameRepr, GpuId, InitRepr, LinkFrame, MAX_FRAME_LEN, MacAddr,
@@ -2272,7 +2276,15 @@ fn malformed_transactions(b: &mut Builder) -> Result<(), String> {
         "WIRE-6.1-10",
         drop,
     );
-    let t = raw_txn(0x90, 0x00, 0x003C, 4, 4, &[0, 0, 0x10, 0, 0, 0, 0, 0], &[0; 4]);
+    let t = raw_txn(
+        0x90,
+        0x00,
+        0x003C,
+        4,
+        4,
+        &[0, 0, 0x10, 0, 0, 0, 0, 0],
+        &[0; 4],
+    );
     b.bad_txn(
         "rdma_completion_with_data",
         "RDMA_COMPLETION carrying 4 data bytes: a bad response",
@@ -2301,16 +2313,18 @@ fn malformed_transactions(b: &mut Builder) -> Result<(), String> {
 // ---------------------------------------------------------------------------------------------
 // Output.
 
-/// The two files, as bytes.
+/// The three files, as bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Generated {
     /// Contents of vectors.json.
     pub json: Vec<u8>,
     /// Contents of vectors.pcapng.
     pub pcapng: Vec<u8>,
+    /// Contents of examples.md, the worked examples of docs/spec/examples.md.
+    pub examples: Vec<u8>,
 }
 
-/// Builds every vector and renders both files.
+/// Builds every vector and renders the three files.
 pub fn generate() -> Result<Generated, String> {
     let vectors = build()?;
     let mut names = std::collections::BTreeSet::new();
@@ -2359,16 +2373,35 @@ pub fn generate() -> Result<Generated, String> {
         .map(|v| (v.name, v.bytes.as_slice()))
         .collect();
     let pcapng = capture::write_pcapng(&frames).map_err(|e| e.to_string())?;
-    Ok(Generated { json, pcapng })
+    let shown: Vec<examples::Example<'_>> = vectors
+        .iter()
+        .map(|v| examples::Example {
+            name: v.name,
+            description: v.description,
+            spec: &v.spec,
+            bytes: &v.bytes,
+            expect: v
+                .expect
+                .as_ref()
+                .map(|e| (e.action.clone(), e.spec.clone())),
+        })
+        .collect();
+    let examples = examples::render(&shown)?.into_bytes();
+    Ok(Generated {
+        json,
+        pcapng,
+        examples,
+    })
 }
 
-/// Writes vectors.json and vectors.pcapng into `dir`, creating it if needed.
+/// Writes vectors.json, vectors.pcapng and examples.md into `dir`, creating it if needed.
 pub fn write(dir: &Path) -> Result<Generated, String> {
     let generated = generate()?;
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     for (name, bytes) in [
         (JSON_FILE, &generated.json),
         (PCAPNG_FILE, &generated.pcapng),
+        (EXAMPLES_FILE, &generated.examples),
     ] {
         let path = dir.join(name);
         std::fs::write(&path, bytes)

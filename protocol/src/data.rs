@@ -445,8 +445,8 @@ pub fn emit_data_frame(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::frame::{DataFlags, Frame, FrameRepr, LinkFrame, MAX_FRAME_LEN};
     use crate::error::Discard;
+    use crate::frame::{DataFlags, Frame, FrameRepr, LinkFrame, MAX_FRAME_LEN};
     use crate::txn::tests::{SHARED, TARGET, vectors};
     use crate::types::{MacAddr, Opcode, Seq, Status, Vc};
     use std::vec;

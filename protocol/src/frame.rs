@@ -2344,7 +2344,12 @@ mod tests {
             (Discard::Foreign, "rx_foreign", false, false),
             (Discard::BadVersion, "rx_bad_version", false, false),
             (Discard::UnknownKind, "rx_unknown_kind", false, false),
-            (Discard::MalformedControl, "rx_malformed_control", false, false),
+            (
+                Discard::MalformedControl,
+                "rx_malformed_control",
+                false,
+                false,
+            ),
             (Discard::NotUp, "rx_not_up", false, false),
             (Discard::VcNotAgreed, "rx_vc_not_agreed", true, false),
             (Discard::MalformedFrame, "malformed_frames", true, false),
@@ -2368,14 +2373,30 @@ mod tests {
         let with = |f: &[u8], at: usize, b: u8| edited(f, |v| v[at] = b);
         let cases: Vec<(Vec<u8>, Discard)> = vec![
             (ACK[..63].to_vec(), Discard::Damaged),
-            ({ let mut v = ACK.to_vec(); v[63] ^= 1; v }, Discard::FcsError),
+            (
+                {
+                    let mut v = ACK.to_vec();
+                    v[63] ^= 1;
+                    v
+                },
+                Discard::FcsError,
+            ),
             (with(&ACK, 12, 0x08), Discard::Foreign),
-            (edited(&ACK, |v| { v[12] = 0x08; v[14] = 0x2F }), Discard::Foreign),
+            (
+                edited(&ACK, |v| {
+                    v[12] = 0x08;
+                    v[14] = 0x2F
+                }),
+                Discard::Foreign,
+            ),
             (with(&ACK, 14, 0x21), Discard::BadVersion),
             (with(&ACK, 14, 0x1F), Discard::UnknownKind),
             (edited(&ACK, |v| v.insert(60, 0)), Discard::MalformedControl),
             (with(&INIT, 28, 0), Discard::MalformedControl),
-            (edited(&DATA_STORE, |v| v.insert(60, 0)), Discard::MalformedFrame),
+            (
+                edited(&DATA_STORE, |v| v.insert(60, 0)),
+                Discard::MalformedFrame,
+            ),
             (with(&DATA_STORE, 27, 33), Discard::MalformedFrame),
         ];
         for (bytes, want) in cases {
@@ -2407,7 +2428,11 @@ mod tests {
             let start = repr.eth.header_len() + LINK_HEADER_LEN + used;
             let end = bytes.len() - FCS_LEN;
             let padded = edited(bytes, |v| v[start..end].fill(0xA5));
-            assert_eq!(FrameRepr::parse_bytes(&padded, MAX_FRAME_LEN), Ok(repr), "{name}");
+            assert_eq!(
+                FrameRepr::parse_bytes(&padded, MAX_FRAME_LEN),
+                Ok(repr),
+                "{name}"
+            );
             // Emitted again, the padding is zero and nothing follows the body but padding.
             let mut out = vec![0xa5u8; bytes.len()];
             repr.emit(&mut out).unwrap();
@@ -2462,8 +2487,7 @@ mod tests {
         assert_eq!(FrameRepr::parse_bytes(&buf, MAX_FRAME_LEN), Ok(repr));
         // Undefined capability bits are ignored on receipt, refused on transmit.
         let odd = edited(&buf, |v| v[34..36].copy_from_slice(&[0xBF, 0xD3]));
-        let LinkFrame::Init(got) = FrameRepr::parse_bytes(&odd, MAX_FRAME_LEN).unwrap().link
-        else {
+        let LinkFrame::Init(got) = FrameRepr::parse_bytes(&odd, MAX_FRAME_LEN).unwrap().link else {
             panic!("not INIT")
         };
         assert_eq!((got.caps, got.role), (init.caps, Role::Switch));
@@ -2474,8 +2498,7 @@ mod tests {
         assert_eq!(bad.validate(), Ok(()));
         // The reserved role 3 is accepted and kept.
         let r3 = edited(&buf, |v| v[34] |= 0xC0);
-        let LinkFrame::Init(got) = FrameRepr::parse_bytes(&r3, MAX_FRAME_LEN).unwrap().link
-        else {
+        let LinkFrame::Init(got) = FrameRepr::parse_bytes(&r3, MAX_FRAME_LEN).unwrap().link else {
             panic!("not INIT")
         };
         assert_eq!(got.role.code(), 3);
