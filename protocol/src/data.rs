@@ -256,6 +256,11 @@ impl<'a> DataRepr<'a> {
     /// As [`DataRepr::parse`], with error offsets relative to `base` bytes before the payload
     /// (for example the offset of the payload in its frame).
     pub fn parse_at(payload: &'a [u8], base: usize) -> Result<Self, Error> {
+        //= docs/spec/wire.md#5-data-frames-the-network-header
+        //# WIRE-5-6 Discarding a DATA frame for its network header MUST NOT cause a NACK: the link
+        //# layer has already accepted the frame, consumed its sequence number and acknowledged
+        //# it, and the frame's credits are freed at once.
+        // Every error here is `Action::DiscardMalformed`, which never NACKs.
         let malformed = |kind, field, at: usize| {
             Error::new(
                 kind,
