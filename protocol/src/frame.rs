@@ -678,7 +678,7 @@ impl InitRepr {
     //# WIRE-4.5-9 An end MUST NOT come UP on an INIT_ECHO, nor act on an INIT, whose credit grant
     //# on some agreed VC cannot carry one frame of the agreed MFS:
     //# `grant[v] < ceil((agreed MFS + credit overhead) / credit size)`, with the credit size and
-    //# overhead of the same frame.
+    //# credit overhead announced in the same INIT or INIT_ECHO.
     /// Checks that the grant of each of the first `vcs` VCs carries one frame of `mfs` bytes
     /// (the agreed values); names the first VC that does not.
     pub fn check_grants(&self, vcs: u8, mfs: u16) -> Result<(), ShortGrant> {
