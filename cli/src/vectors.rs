@@ -92,6 +92,35 @@ pub struct ExpectedError {
     pub spec: String,
     /// The receiver's action, as `ethlink_protocol::Action` displays it.
     pub action: String,
+    /// The counter the receiver increments (wire.md Table WIRE-T1); absent when the receiver
+    /// answers the transaction instead of discarding it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counter: Option<String>,
+}
+
+/// The counter of wire.md Table WIRE-T1 for a discard, worked out from the field and the action
+/// (independently of `ethlink_protocol::Error::discard`, which the tests compare with it).
+fn counter_of(field: Field, action: Action) -> Option<&'static str> {
+    Some(match action {
+        Action::DiscardDamaged if field == Field::Fcs => "rx_fcs_errors",
+        Action::DiscardDamaged => "rx_damaged",
+        Action::DiscardStomped => "rx_stomped",
+        Action::DiscardForeign => "rx_foreign",
+        Action::DiscardMalformed => match field {
+            Field::Version => "rx_bad_version",
+            Field::Kind => "rx_unknown_kind",
+            Field::Padding
+            | Field::NetworkHeader
+            | Field::DstGpu
+            | Field::SrcGpu
+            | Field::TxnCount
+            | Field::PayloadLength => "malformed_frames",
+            _ => "rx_malformed_control",
+        },
+        Action::DiscardRest => "malformed_txns",
+        Action::DiscardTxn => "bad_responses",
+        Action::Respond { .. } => return None,
+    })
 }
 
 /// A vector before serialisation.
@@ -351,6 +380,7 @@ impl Builder {
                 offset,
                 spec: spec.to_owned(),
                 action: action.to_string(),
+                counter: counter_of(field, action).map(str::to_owned),
             }),
         });
     }
@@ -2383,7 +2413,7 @@ pub fn generate() -> Result<Generated, String> {
             expect: v
                 .expect
                 .as_ref()
-                .map(|e| (e.action.clone(), e.spec.clone())),
+                .map(|e| (e.action.clone(), e.spec.clone(), e.counter.clone())),
         })
         .collect();
     let examples = examples::render(&shown)?.into_bytes();

@@ -181,6 +181,7 @@ fn malformed_vectors_are_rejected_as_recorded() {
             offset: e.error.offset,
             spec: e.error.spec.to_owned(),
             action: e.error.action.to_string(),
+            counter: e.error.discard().map(|d| d.counter().to_owned()),
         });
         if got.as_ref() != Some(want) {
             failures.push(format!("{}:\n  want {want:?}\n  got  {got:?}", v.name));

@@ -84,8 +84,8 @@ pub(super) struct Example<'a> {
     pub(super) description: &'a str,
     pub(super) spec: &'a [&'a str],
     pub(super) bytes: &'a [u8],
-    /// For a malformed vector: the receiver's action and the requirement.
-    pub(super) expect: Option<(String, String)>,
+    /// For a malformed vector: the receiver's action, the requirement and the counter.
+    pub(super) expect: Option<(String, String, Option<String>)>,
 }
 
 /// One row of an example's table: bytes `start..=end`.
@@ -640,8 +640,12 @@ pub(super) fn render(all: &[Example<'_>]) -> Result<String, String> {
             ex.description.trim_end_matches('.'),
             ex.spec.join(", ")
         );
-        if let Some((action, spec)) = &ex.expect {
-            let _ = writeln!(out, "\nA receiver must: {action} ({spec}).");
+        if let Some((action, spec, counter)) = &ex.expect {
+            let _ = write!(out, "\nA receiver must: {action} ({spec})");
+            if let Some(c) = counter {
+                let _ = write!(out, "; the counter is `{c}` (Table WIRE-T1)");
+            }
+            out.push_str(".\n");
         }
         out.push_str("\n| offset | bytes | field | value | defined in |\n|---|---|---|---|---|\n");
         for r in dissect(ex.bytes) {
