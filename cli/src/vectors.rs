@@ -1353,6 +1353,14 @@ fn well_formed_frames(b: &mut Builder) -> Result<(), String> {
         &["WIRE-4.5-3", "WIRE-1.2-2"],
         patch(frame, BODY + 14, &[0x3F, 0xC0]),
     );
+    let frame = control(eth(), LinkFrame::Init(init_repr(2, 64, 4096, 512, 64)))?;
+    b.good(
+        "init_role_3_reserved",
+        "INIT with the reserved role 3: accepted, and the raw value is kept when it is reported \
+         or encoded again",
+        &["WIRE-4.5-7", "WIRE-1.2-4"],
+        patch(frame, BODY + 14, &[0xC0, 0x00]),
+    );
     let frame = data(&[TxnRepr::Fence { tag: 0x0302 }])?;
     b.good(
         "data_nonzero_padding",
