@@ -2263,8 +2263,8 @@ fn malformed_transactions(b: &mut Builder) -> Result<(), String> {
         "RDMA_READ_RESP with status OK and no data",
         raw_data(1, &t),
         1,
-        Field::RdmaOffset,
-        TXN0 + 8,
+        Field::Dlen,
+        TXN0 + 6,
         "WIRE-6.9-3",
         drop,
     );

@@ -909,12 +909,14 @@ impl<'a> TxnRepr<'a> {
                 //# `1 <= dlen` and `offset + dlen <= total length`. One with another status MUST
                 //# have `dlen` 0 and ends the read; its offset and total length are informative
                 //# and not checked.
+                // dlen first, then the total alone, then the relation (WIRE-1.2-5).
+                if status.is_ok() && dlen == 0 {
+                    return Err(reject(Field::Dlen, 6, "WIRE-6.9-3", malformed));
+                }
                 if status.is_ok() && total == 0 {
                     return Err(reject(Field::RdmaTotal, 12, "WIRE-6.9-3", malformed));
                 }
-                if status.is_ok()
-                    && (dlen == 0 || u64::from(offset) + dlen as u64 > u64::from(total))
-                {
+                if status.is_ok() && u64::from(offset) + dlen as u64 > u64::from(total) {
                     return Err(reject(Field::RdmaOffset, 8, "WIRE-6.9-3", malformed));
                 }
                 TxnRepr::RdmaReadResp {
@@ -1850,13 +1852,7 @@ pub(crate) mod tests {
         }
         // RDMA_READ_RESP OK: 1 <= dlen and offset + dlen <= total; total never 0.
         let v = with_dlen(&RDMA_READ_RESP, 0);
-        check(
-            parse_one(&v, at),
-            Field::RdmaOffset,
-            at + 8,
-            "WIRE-6.9-3",
-            d,
-        );
+        check(parse_one(&v, at), Field::Dlen, at + 6, "WIRE-6.9-3", d);
         let v = edited(&RDMA_READ_RESP, |v| {
             v[8..12].copy_from_slice(&60u32.to_be_bytes())
         });
