@@ -614,7 +614,8 @@ pub(super) fn render(all: &[Example<'_>]) -> Result<String, String> {
     let mut out = String::new();
     out.push_str(
         "# EthLink wire format: worked examples\n\n\
-         Status: informative. Generated from the golden vectors of `conformance/vectors/` by \
+         Status: informative. Version 1.1, revised 2026-11-23 (the version of wire.md it \
+         illustrates). Generated from the golden vectors of `conformance/vectors/` by \
          `ethlink vectors --out DIR`; do not edit by hand.\n\n\
          Each example is one golden vector, laid out byte by byte: the offsets (from the first \
          byte of the destination MAC address, `a..b` inclusive), the bytes in hexadecimal, the \
