@@ -669,3 +669,56 @@ pub(super) fn render(all: &[Example<'_>]) -> Result<String, String> {
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ethlink_protocol::{DataRepr, FrameRepr, LinkFrame, MAX_FRAME_LEN};
+
+    /// The dissector covers every byte of every vector exactly once, and finds in every
+    /// well-formed DATA vector the transactions the protocol crate's parser finds, at the same
+    /// offsets.
+    #[test]
+    fn dissector_agrees_with_the_parser_on_every_vector() {
+        let vectors = super::super::build().unwrap_or_default();
+        assert!(vectors.len() > 100);
+        for v in &vectors {
+            let rows = dissect(&v.bytes);
+            let mut next = 0;
+            for r in &rows {
+                assert_eq!(r.start, next, "{}: gap or overlap at {}", v.name, r.start);
+                next = r.end + 1;
+            }
+            assert_eq!(next, v.bytes.len(), "{}: not every byte shown", v.name);
+            if v.expect.is_some() {
+                continue;
+            }
+            let Ok(frame) = FrameRepr::parse_bytes(&v.bytes, MAX_FRAME_LEN) else {
+                panic!("{}: well-formed vector does not parse", v.name);
+            };
+            let LinkFrame::Data { payload, .. } = frame.link else {
+                continue;
+            };
+            // The first transaction follows the Ethernet, link and network headers.
+            let base = if v.bytes.get(12..14) == Some(&[0x81, 0x00][..]) {
+                18 + 6 + 8
+            } else {
+                14 + 6 + 8
+            };
+            let data = DataRepr::parse(payload).unwrap_or_else(|e| panic!("{}: {e}", v.name));
+            let mut at = base;
+            let mut want = Vec::new();
+            for t in data.txns.iter() {
+                let t = t.unwrap_or_else(|e| panic!("{}: {e}", v.name));
+                want.push(at);
+                at += t.buffer_len();
+            }
+            let got: Vec<usize> = rows
+                .iter()
+                .filter(|r| r.field.ends_with(": opcode"))
+                .map(|r| r.start)
+                .collect();
+            assert_eq!(got, want, "{}", v.name);
+        }
+    }
+}
