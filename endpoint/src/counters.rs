@@ -38,8 +38,11 @@ pub struct Counters {
     pub rdma_bytes_read: u64,
     /// Per port, in (stack, port) order.
     pub ports: Vec<PortCounters>,
-    /// Requests sent again after their frame had unknown fate or their deadline passed.
+    /// Requests sent again after their frame had unknown fate, their deadline passed or the
+    /// target answered BUSY.
     pub retries: u64,
+    /// Of `retries`, those after a BUSY answer (EP-9-5).
+    pub busy_retries: u64,
     /// Requests and responses moved to another port without a retry (never sent).
     pub moved: u64,
     /// Responses discarded: no operation held their tag, the opcode did not match, or the
@@ -49,8 +52,14 @@ pub struct Counters {
     pub misdelivered: u64,
     /// Frames whose network header was malformed (WIRE-5-3).
     pub malformed_frames: u64,
-    /// Transactions that could not be read or were bad responses (WIRE-6.1-3, WIRE-6.1-7).
+    /// Transactions whose structure could not be read, each ending its frame (WIRE-6.1-3,
+    /// WIRE-6.1-4).
     pub malformed_txns: u64,
+    /// Responses with an opcode wire.md does not define (WIRE-6.1-7).
+    pub unknown_responses: u64,
+    /// Responses with a defined opcode whose fields break wire.md, and RDMA_READ_RESP segments
+    /// that break EP-6-10's alignment or run past their chunk (WIRE-6.1-7).
+    pub bad_responses: u64,
     /// Requests performed as a target.
     pub requests_served: u64,
     /// Responses the target sent with a status other than OK.
@@ -59,9 +68,10 @@ pub struct Counters {
     pub packed_frames: u64,
     /// Transactions that shared a frame with others.
     pub packed_txns: u64,
-    /// First segments of RDMA writes discarded for want of a reassembly slot (EP-6-6).
+    /// First segments of RDMA writes answered BUSY for want of a reassembly record or of
+    /// reassembly blocks (EP-6-14, EP-6-12).
     pub reassembly_refused: u64,
-    /// Reassemblies forgotten after `op_timeout` without progress (EP-6-6).
+    /// Reassemblies forgotten after `op_timeout` without progress (EP-6-15).
     pub reassembly_expired: u64,
     /// RDMA segments whose blocks had all been received already, or of a write refused at its
     /// first segment.
@@ -95,11 +105,14 @@ impl Counters {
             rdma_bytes_read: 0,
             ports: vec![PortCounters::default(); ports],
             retries: 0,
+            busy_retries: 0,
             moved: 0,
             responses_discarded: 0,
             misdelivered: 0,
             malformed_frames: 0,
             malformed_txns: 0,
+            unknown_responses: 0,
+            bad_responses: 0,
             requests_served: 0,
             requests_refused: 0,
             packed_frames: 0,

@@ -39,9 +39,9 @@ pub mod harness;
 mod memory;
 mod ops;
 
-pub use config::{BLOCK, Config, Policy, VCS_NEEDED};
+pub use config::{BLOCK, Config, DEFAULT_CAPS, Policy, SEGMENT_FRAME_OVERHEAD, VCS_NEEDED, port_mac};
 pub use counters::{Counters, PortCounters};
-pub use endpoint::Endpoint;
+pub use endpoint::{Endpoint, path_hash};
 pub use ethlink_link::ConfigError;
 pub use memory::{
     Access, MAX_SPACE_SIZE, Memory, MemoryConfig, MemoryConfigError, OutOfSpace, PAGE_SIZE, Perms,

@@ -286,6 +286,13 @@ pub enum RegionError {
         /// A registered region it overlaps.
         existing: Region,
     },
+    /// The space already holds `max_regions` regions (EP-2-11).
+    TableFull {
+        /// The space.
+        space: Space,
+        /// Its bound, [`MemoryConfig::max_regions`].
+        max: u32,
+    },
     /// No region of the space starts at the base given to [`Memory::deregister`].
     NotFound {
         /// The space.
@@ -314,6 +321,9 @@ impl fmt::Display for RegionError {
             ),
             RegionError::Overlaps { existing } => {
                 write!(f, "region overlaps the registered region {existing}")
+            }
+            RegionError::TableFull { space, max } => {
+                write!(f, "the {} region table is full ({max} regions)", space.name())
             }
             RegionError::NotFound { space, base } => {
                 write!(f, "no {} region starts at {base:#x}", space.name())
@@ -359,14 +369,17 @@ pub struct MemoryConfig {
     pub global_size: u64,
     /// Size of shared memory in bytes, 1..=[`MAX_SPACE_SIZE`].
     pub shared_size: u64,
+    /// Entries of the region table of each space, 1..=65536 (EP-2-11).
+    pub max_regions: u32,
 }
 
 impl Default for MemoryConfig {
-    /// 1 TiB of global and 256 MiB of shared memory.
+    /// 1 TiB of global and 256 MiB of shared memory, 1024 regions per space.
     fn default() -> Self {
         MemoryConfig {
             global_size: 1 << 40,
             shared_size: 1 << 28,
+            max_regions: 1024,
         }
     }
 }
@@ -374,7 +387,7 @@ impl Default for MemoryConfig {
 /// A [`MemoryConfig`] field out of range.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct MemoryConfigError {
-    /// The field: `global_size` or `shared_size`.
+    /// The field: `global_size`, `shared_size` or `max_regions`.
     pub field: &'static str,
     /// Its value.
     pub value: u64,
@@ -384,8 +397,14 @@ impl fmt::Display for MemoryConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{} is {}: it must be 1..={MAX_SPACE_SIZE} bytes",
-            self.field, self.value
+            "{} is {}: it must be {}",
+            self.field,
+            self.value,
+            if self.field == "max_regions" {
+                "1..=65536"
+            } else {
+                "1..=2^57 bytes"
+            }
         )
     }
 }
@@ -596,6 +615,7 @@ fn atomic_result_u64(old: u64, op: AtomicOp) -> Option<u64> {
 pub struct Memory {
     global: SpaceMem,
     shared: SpaceMem,
+    max_regions: u32,
 }
 
 impl fmt::Debug for Memory {
@@ -627,9 +647,16 @@ impl Memory {
                 return Err(MemoryConfigError { field, value });
             }
         }
+        if !(1..=65536).contains(&cfg.max_regions) {
+            return Err(MemoryConfigError {
+                field: "max_regions",
+                value: cfg.max_regions.into(),
+            });
+        }
         Ok(Memory {
             global: SpaceMem::new(cfg.global_size),
             shared: SpaceMem::new(cfg.shared_size),
+            max_regions: cfg.max_regions,
         })
     }
 
@@ -638,6 +665,7 @@ impl Memory {
         MemoryConfig {
             global_size: self.global.size,
             shared_size: self.shared.size,
+            max_regions: self.max_regions,
         }
     }
 
@@ -661,8 +689,9 @@ impl Memory {
     }
 
     /// Registers `region` in `region.space`. Refused, with nothing changed, when its length is 0,
-    /// when it reaches past the end of the space, or when it overlaps a registered region of the
-    /// same space (checked in that order).
+    /// when it reaches past the end of the space, when it overlaps a registered region of the
+    /// same space, or when the space's table holds `max_regions` regions (checked in that
+    /// order).
     pub fn register(&mut self, region: Region) -> Result<(), RegionError> {
         //= docs/spec/endpoint.md#2-memory-model
         //# EP-2-2 A region is a range of one space, given by its base and a length of at least
@@ -672,6 +701,7 @@ impl Memory {
         let Region {
             space, base, len, ..
         } = region;
+        let max = self.max_regions;
         let sm = self.space_mut(space);
         if len == 0 {
             return Err(RegionError::Empty { space, base });
@@ -691,6 +721,12 @@ impl Memory {
             return Err(RegionError::Overlaps {
                 existing: *existing,
             });
+        }
+        //= docs/spec/endpoint.md#21-the-region-table
+        //# EP-2-11 A space's region table MUST hold at most `max_regions` regions; a registration
+        //# beyond it MUST be refused with the reason table full, and nothing changed.
+        if sm.regions.len() >= max as usize {
+            return Err(RegionError::TableFull { space, max });
         }
         sm.regions.insert(base, region);
         Ok(())
@@ -952,6 +988,7 @@ mod tests {
         Memory::new(MemoryConfig {
             global_size: 1 << 20,
             shared_size: 1 << 16,
+            ..MemoryConfig::default()
         })
         .unwrap()
     }
@@ -1035,6 +1072,7 @@ mod tests {
             let err = Memory::new(MemoryConfig {
                 global_size,
                 shared_size,
+                ..MemoryConfig::default()
             })
             .unwrap_err();
             assert_eq!(err, MemoryConfigError { field, value });
@@ -1042,6 +1080,7 @@ mod tests {
         let mut m = Memory::new(MemoryConfig {
             global_size: MAX_SPACE_SIZE,
             shared_size: 1,
+            ..MemoryConfig::default()
         })
         .unwrap();
         assert_eq!((m.size(G), m.size(S)), (MAX_SPACE_SIZE, 1));
@@ -1772,6 +1811,7 @@ mod tests {
         let mut big = Memory::new(MemoryConfig {
             global_size: MAX_SPACE_SIZE,
             shared_size: MAX_SPACE_SIZE,
+            ..MemoryConfig::default()
         })
         .unwrap();
         big.write(S, MAX_SPACE_SIZE - 3, &[1, 2, 3]).unwrap();
@@ -2189,6 +2229,7 @@ mod tests {
         let mut m = Memory::new(MemoryConfig {
             global_size: MODEL_SIZES[0],
             shared_size: MODEL_SIZES[1],
+            ..MemoryConfig::default()
         })
         .unwrap();
         let mut model = Model::default();

@@ -104,6 +104,7 @@ fn fetch_add(to: u16, addr: u64, addend: u64, ordering: Ordering) -> LsRequest {
 fn fast(id: u16, policy: Policy) -> Config {
     Config {
         op_timeout: Duration::from_micros(20),
+        frame_lifetime: Duration::from_micros(20),
         tag_quarantine: Duration::from_micros(40),
         ..config(id, policy)
     }

@@ -1404,14 +1404,15 @@ fn rdma_write_reassembles_scrambled_and_duplicate_segments() {
     assert_eq!(p.read(a2, 1024), d2);
 }
 
-/// With room for one reassembly, the first segment of a second write is discarded unanswered
-/// and counted, and a write that makes no progress for `op_timeout` is forgotten.
+/// With room for one reassembly, a segment of a second write is answered BUSY, writes nothing
+/// and is counted, and a write that makes no progress for `op_timeout` is forgotten.
 #[test]
 fn reassembly_bound_and_expiry() {
     let cfg = Config {
         max_reassemblies: 1,
         op_timeout: Duration::from_micros(20),
-        tag_quarantine: Duration::from_micros(20),
+        frame_lifetime: Duration::from_micros(5),
+        tag_quarantine: Duration::from_micros(25),
         ..ep_config()
     };
     let mut p = Peer::new(cfg);
@@ -1423,10 +1424,14 @@ fn reassembly_bound_and_expiry() {
     p.run_for(2_000);
     //= docs/spec/endpoint.md#6-rdma-engine
     //= type=test
-    //# EP-6-6 A target MUST bound the writes it reassembles at once (`max_reassemblies`). It MUST
-    //# discard, without writing anything or answering, the first segment of a write it has no
-    //# room for; the requester's deadline then retries the write (TXN-5-4).
-    assert!(p.take().is_empty());
+    //# EP-6-14 A target MUST bound the writes it reassembles at once (`max_reassemblies`) and
+    //# answer RDMA_COMPLETION BUSY, writing nothing, every segment of a write it has no record
+    //# for when starting one would exceed that bound.
+    let rx = p.take();
+    let busy = only(&rx, 2);
+    check_prefix(busy, 0x90, Status::Busy, 4, 0);
+    assert_eq!(busy.vc, 2);
+    assert_eq!(rx.len(), 1, "{rx:?}");
     assert_eq!(p.ep.counters().reassembly_refused, 1);
     assert_eq!(
         p.read(a2, 512),
@@ -1456,7 +1461,7 @@ fn reassembly_bound_and_expiry() {
     p.run_for(15_000);
     //= docs/spec/endpoint.md#6-rdma-engine
     //= type=test
-    //# EP-6-6 It MUST forget a write that made no progress for `op_timeout`.
+    //# EP-6-15 A target MUST forget a write that made no progress for `op_timeout`.
     assert_eq!(p.ep.counters().reassembly_expired, 1);
     assert_eq!(p.ep.counters().reassembly_now, 0);
     // Its second half now starts a new reassembly, which lacks the first half.
