@@ -96,7 +96,8 @@ pub struct Counters {
 }
 
 impl Counters {
-    pub(crate) fn new(ports: usize) -> Self {
+    /// Every counter zero, for `ports` ports: the counters after a reset (EP-12-1).
+    pub fn new(ports: usize) -> Self {
         Counters {
             completed: [[0; CompletionStatus::CLASSES]; 8],
             ls_bytes_read: 0,

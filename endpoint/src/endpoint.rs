@@ -1369,6 +1369,10 @@ impl Endpoint {
                             status
                         };
                         let r = refusal(opcode, tag, status);
+                        //= docs/spec/endpoint.md#8-target
+                        //# EP-8-6 A target MUST send every response to a request on VC 2, except
+                        //# the RDMA_READ_RESP that answers an RDMA_READ, which goes on VC 3,
+                        //# whatever VC the request came on and whatever its status.
                         let v = if Opcode::from_u8(opcode) == Opcode::RdmaReadResp {
                             VC_READ
                         } else {

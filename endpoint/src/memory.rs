@@ -1824,6 +1824,50 @@ mod tests {
     }
 
     #[test]
+    fn the_region_table_is_bounded_and_changed_only_by_the_local_api() {
+        use alloc::string::ToString;
+        let mut m = Memory::new(MemoryConfig {
+            global_size: 1 << 20,
+            shared_size: 1 << 16,
+            max_regions: 3,
+        })
+        .unwrap();
+        for k in 0..3u64 {
+            m.register(region(G, k * 0x100, 0x100, Perms::ALL)).unwrap();
+        }
+        //= docs/spec/endpoint.md#21-the-region-table
+        //= type=test
+        //# EP-2-11 A space's region table MUST hold at most `max_regions` regions; a registration
+        //# beyond it MUST be refused with the reason table full, and nothing changed.
+        let full = m.register(region(G, 0x1000, 0x100, Perms::ALL));
+        assert_eq!(full, Err(RegionError::TableFull { space: G, max: 3 }));
+        assert_eq!(m.regions(G).count(), 3);
+        assert!(full.unwrap_err().to_string().contains("full (3 regions)"));
+        // The other space has its own table.
+        m.register(region(S, 0, 0x100, Perms::ALL)).unwrap();
+        // Removing one makes room; the bytes it covered keep their values.
+        m.write(G, 0x100, &[9]).unwrap();
+        assert_eq!(m.deregister(G, 0x100).unwrap().base, 0x100);
+        m.register(region(G, 0x1000, 0x100, Perms::ALL)).unwrap();
+        let mut b = [0];
+        m.read(G, 0x100, &mut b).unwrap();
+        assert_eq!(b, [9]);
+        assert_eq!(
+            m.check(G, KEY, 0x100, 1, Access::Read),
+            Err(Status::OutOfRange)
+        );
+        for bad in [0, 65_537] {
+            let e = Memory::new(MemoryConfig {
+                max_regions: bad,
+                ..MemoryConfig::default()
+            })
+            .unwrap_err();
+            assert_eq!(e.field, "max_regions");
+            assert!(e.to_string().contains("1..=65536"));
+        }
+    }
+
+    #[test]
     fn errors_and_debug_describe_themselves() {
         use alloc::format;
         use alloc::string::ToString;
