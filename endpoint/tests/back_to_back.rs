@@ -1017,8 +1017,8 @@ fn a_port_whose_mfs_cannot_hold_a_segment_is_not_usable() {
     let b = pair_with(a, bcfg, Faults::default(), 17);
     //= docs/spec/endpoint.md#3-ports-and-virtual-channels
     //= type=test
-    //# EP-3-2 A port is **usable** while its link is UP with at least 4 VCs agreed and an agreed
-    //# MFS that holds a frame of one full segment (`segment` + 60 bytes).
+    //# EP-3-2 A port is **usable** while its link is UP with at least 4 VCs agreed and an
+    //# agreed MFS that holds a tagged frame of one full segment (`segment` + 64 bytes).
     for i in 0..8 {
         assert!(b.gpu(0).link(i).unwrap().is_up());
         assert!(
