@@ -154,12 +154,12 @@ impl Counters {
             .chunks(ports_per_stack.max(1))
             .map(|c| {
                 c.iter().fold(PortCounters::default(), |a, p| PortCounters {
-                    frames_sent: a.frames_sent + p.frames_sent,
-                    bytes_sent: a.bytes_sent + p.bytes_sent,
-                    txns_sent: a.txns_sent + p.txns_sent,
-                    frames_received: a.frames_received + p.frames_received,
-                    bytes_received: a.bytes_received + p.bytes_received,
-                    downs: a.downs + p.downs,
+                    frames_sent: a.frames_sent.wrapping_add(p.frames_sent),
+                    bytes_sent: a.bytes_sent.wrapping_add(p.bytes_sent),
+                    txns_sent: a.txns_sent.wrapping_add(p.txns_sent),
+                    frames_received: a.frames_received.wrapping_add(p.frames_received),
+                    bytes_received: a.bytes_received.wrapping_add(p.bytes_received),
+                    downs: a.downs.wrapping_add(p.downs),
                 })
             })
             .collect()
@@ -171,7 +171,7 @@ impl Counters {
             .get_mut(kind.index())
             .and_then(|r| r.get_mut(status.class()))
         {
-            *c += 1;
+            *c = c.wrapping_add(1);
         }
     }
 

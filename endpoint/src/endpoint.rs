@@ -1022,7 +1022,7 @@ impl Endpoint {
                     //# TXN-5-3, TXN-3-5 and TXN-5-5.
                     p.link.withdraw();
                     if let Some(c) = self.counters.ports.get_mut(i) {
-                        c.downs += 1;
+                        c.downs = c.downs.wrapping_add(1);
                     }
                 }
                 Event::Delivered {
@@ -1035,8 +1035,8 @@ impl Endpoint {
                     buf.clear();
                     buf.extend_from_slice(payload);
                     if let Some(c) = self.counters.ports.get_mut(i) {
-                        c.frames_received += 1;
-                        c.bytes_received += buf.len() as u64;
+                        c.frames_received = c.frames_received.wrapping_add(1);
+                        c.bytes_received = c.bytes_received.wrapping_add(buf.len() as u64);
                     }
                     let request_vc = matches!(v.index(), VC_LS | VC_RDMA);
                     let stalled = !p.inbound.is_empty()
@@ -1048,7 +1048,7 @@ impl Endpoint {
                         //# the link's receive buffer (their credits unreturned), until the backlog
                         //# drains.
                         if p.inbound.is_empty() {
-                            self.counters.backlog_stalls += 1;
+                            self.counters.backlog_stalls = self.counters.backlog_stalls.wrapping_add(1);
                         }
                         p.inbound.push_back((buf, release));
                     } else {
@@ -1172,9 +1172,9 @@ impl Endpoint {
                 //# response that is known not to have been sent (queued at a port that went
                 //# down, LINK-6-5). It MUST NOT send again a response whose frame had unknown
                 //# fate
-                self.counters.responses_lost += 1;
+                self.counters.responses_lost = self.counters.responses_lost.wrapping_add(1);
             } else {
-                self.counters.moved += 1;
+                self.counters.moved = self.counters.moved.wrapping_add(1);
                 let v = if matches!(txn, TxnRepr::RdmaReadResp { .. }) {
                     VC_READ
                 } else {
@@ -1216,14 +1216,14 @@ impl Endpoint {
                         return;
                     }
                     slot.retries += 1;
-                    self.counters.retries += 1;
+                    self.counters.retries = self.counters.retries.wrapping_add(1);
                 }
             } else {
                 //= docs/spec/transaction.md#5-operations-that-can-no-longer-complete
                 //# TXN-5-2 A request that is known not to have been sent (withdrawn from a port
                 //# that went down, LINK-6-5, or never submitted) MUST be sent again on another
                 //# usable path, whatever its operation.
-                self.counters.moved += 1;
+                self.counters.moved = self.counters.moved.wrapping_add(1);
                 self.send_ls(tag, Some(from));
                 return;
             }
@@ -1257,10 +1257,10 @@ impl Endpoint {
                     return;
                 }
                 op.retries += 1;
-                self.counters.retries += 1;
+                self.counters.retries = self.counters.retries.wrapping_add(1);
             }
         } else {
-            self.counters.moved += 1;
+            self.counters.moved = self.counters.moved.wrapping_add(1);
         }
         // EP-9-6: what had unknown fate goes again `frame_lifetime` from now at the earliest.
         let not_before = if fate {
@@ -1326,7 +1326,7 @@ impl Endpoint {
         let repr = match DataRepr::parse(payload) {
             Ok(r) => r,
             Err(_) => {
-                self.counters.malformed_frames += 1;
+                self.counters.malformed_frames = self.counters.malformed_frames.wrapping_add(1);
                 return;
             }
         };
@@ -1334,7 +1334,7 @@ impl Endpoint {
         //# EP-8-1 A target MUST discard, and count, a DATA frame whose destination GPU is not its
         //# own.
         if repr.dst != self.cfg.gpu {
-            self.counters.misdelivered += 1;
+            self.counters.misdelivered = self.counters.misdelivered.wrapping_add(1);
             return;
         }
         let src = repr.src;
@@ -1362,7 +1362,7 @@ impl Endpoint {
                         tag,
                         status,
                     } => {
-                        self.counters.requests_refused += 1;
+                        self.counters.requests_refused = self.counters.requests_refused.wrapping_add(1);
                         let status = if status == Status::Misaligned {
                             self.misaligned(payload, e.offset)
                         } else {
@@ -1381,13 +1381,13 @@ impl Endpoint {
                         self.respond(i, src, v, &r, true);
                     }
                     ethlink_protocol::Action::DiscardRest => {
-                        self.counters.malformed_txns += 1;
+                        self.counters.malformed_txns = self.counters.malformed_txns.wrapping_add(1);
                         break;
                     }
                     //= docs/spec/endpoint.md#10-counters
                     //# EP-10-2 [...] a response with a defined opcode that breaks its encoding
                     //# rules MUST be discarded and counted in `bad_responses`.
-                    _ => self.counters.bad_responses += 1,
+                    _ => self.counters.bad_responses = self.counters.bad_responses.wrapping_add(1),
                 },
             }
         }
@@ -1439,10 +1439,10 @@ impl Endpoint {
     //# WIRE-6.1-2 The tag is chosen by the requester; a responder MUST copy the tag of a request,
     //# and the request's source GPU into the destination of the response, unchanged.
     fn serve(&mut self, i: usize, src: GpuId, txn: &TxnRepr<'_>) {
-        self.counters.requests_served += 1;
+        self.counters.requests_served = self.counters.requests_served.wrapping_add(1);
         if let Some(refused) = self.unsupported(txn) {
             let Some(r) = refused else { return };
-            self.counters.requests_refused += 1;
+            self.counters.requests_refused = self.counters.requests_refused.wrapping_add(1);
             let v = if matches!(r, TxnRepr::RdmaReadResp { .. }) {
                 VC_READ
             } else {
@@ -1568,7 +1568,7 @@ impl Endpoint {
                     ..
                 }
         ) {
-            self.counters.requests_refused += 1;
+            self.counters.requests_refused = self.counters.requests_refused.wrapping_add(1);
         }
         self.respond(i, src, v, &resp, true);
     }
@@ -1717,7 +1717,7 @@ impl Endpoint {
                 || self.reasm_blocks.saturating_add(blocks)
                     > u64::from(self.cfg.max_reassembly_blocks)
             {
-                self.counters.reassembly_refused += 1;
+                self.counters.reassembly_refused = self.counters.reassembly_refused.wrapping_add(1);
                 return Some(Status::Busy);
             }
             self.reasm_blocks += blocks;
@@ -1740,7 +1740,7 @@ impl Endpoint {
         let r = self.reasm.get_mut(&key)?;
         if r.refused {
             r.last = now;
-            self.counters.duplicate_segments += 1;
+            self.counters.duplicate_segments = self.counters.duplicate_segments.wrapping_add(1);
             return None;
         }
         if r.total != total {
@@ -1756,7 +1756,7 @@ impl Endpoint {
         let delta = match r.blocks.mark(offset, dlen) {
             Marked::Outside => return Some(Status::Malformed),
             Marked::Duplicate => {
-                self.counters.duplicate_segments += 1;
+                self.counters.duplicate_segments = self.counters.duplicate_segments.wrapping_add(1);
                 return None;
             }
             Marked::New(delta) => delta,
@@ -1807,7 +1807,7 @@ impl Endpoint {
         //# EP-6-9 A target MUST bound the reads it serves at once (`max_read_jobs`) and answer an
         //# RDMA_READ beyond the bound with BUSY.
         if self.read_jobs.len() >= self.cfg.max_read_jobs as usize {
-            self.counters.read_jobs_refused += 1;
+            self.counters.read_jobs_refused = self.counters.read_jobs_refused.wrapping_add(1);
             return Some(Status::Busy);
         }
         let id = self.next_job;
@@ -1836,7 +1836,7 @@ impl Endpoint {
         //# in `unknown_responses`; a response with a defined opcode that breaks its encoding
         //# rules MUST be discarded and counted in `bad_responses`.
         if matches!(txn, TxnRepr::Unknown { .. }) {
-            self.counters.unknown_responses += 1;
+            self.counters.unknown_responses = self.counters.unknown_responses.wrapping_add(1);
             return;
         }
         let tag = txn.tag();
@@ -1848,7 +1848,7 @@ impl Endpoint {
             //= docs/spec/endpoint.md#9-ports-going-down-and-deadlines
             //# EP-9-4 A response that arrives for an operation already completed MUST be
             //# discarded and counted, never reported.
-            self.counters.responses_discarded += 1;
+            self.counters.responses_discarded = self.counters.responses_discarded.wrapping_add(1);
             return;
         };
         //= docs/spec/endpoint.md#5-load-store-unit
@@ -1902,7 +1902,7 @@ impl Endpoint {
                 self.busy_retry_ls(tag);
             }
             Some((status, data)) => self.complete_ls(tag, status, data),
-            None => self.counters.responses_discarded += 1,
+            None => self.counters.responses_discarded = self.counters.responses_discarded.wrapping_add(1),
         }
     }
 
@@ -1926,8 +1926,8 @@ impl Endpoint {
         if let Some(Some(slot)) = self.lsu.get_mut(usize::from(tag)) {
             slot.retry_at = Some(at);
         }
-        self.counters.retries += 1;
-        self.counters.busy_retries += 1;
+        self.counters.retries = self.counters.retries.wrapping_add(1);
+        self.counters.busy_retries = self.counters.busy_retries.wrapping_add(1);
         self.timers.push(Reverse((at, Key::LsRetry(tag, era))));
     }
 
@@ -1938,11 +1938,11 @@ impl Endpoint {
             .copied()
             .flatten();
         let Some((id, chunk)) = owner else {
-            self.counters.responses_discarded += 1;
+            self.counters.responses_discarded = self.counters.responses_discarded.wrapping_add(1);
             return;
         };
         let Some(op) = self.rdma.get_mut(&id) else {
-            self.counters.responses_discarded += 1;
+            self.counters.responses_discarded = self.counters.responses_discarded.wrapping_add(1);
             return;
         };
         match (&mut op.state, *txn) {
@@ -1951,7 +1951,7 @@ impl Endpoint {
                 //# EP-6-11 The requester MUST complete an RDMA write when its RDMA_COMPLETION
                 //# arrives with the status it carries, or as §9 says.
                 if status.is_ok() && u64::from(total) != op.desc.len {
-                    self.counters.responses_discarded += 1;
+                    self.counters.responses_discarded = self.counters.responses_discarded.wrapping_add(1);
                     return;
                 }
                 if status == Status::Busy && op.retries < self.cfg.max_retries {
@@ -1977,11 +1977,11 @@ impl Endpoint {
                 },
             ) => {
                 let Some(c) = active.get_mut(&chunk) else {
-                    self.counters.responses_discarded += 1;
+                    self.counters.responses_discarded = self.counters.responses_discarded.wrapping_add(1);
                     return;
                 };
                 if c.done {
-                    self.counters.responses_discarded += 1;
+                    self.counters.responses_discarded = self.counters.responses_discarded.wrapping_add(1);
                     return;
                 }
                 op.deadline = self.now.saturating_add(self.cfg.op_timeout);
@@ -1997,8 +1997,8 @@ impl Endpoint {
                     let wait = self.cfg.busy_backoff.saturating_mul(1u32 << k);
                     c.not_before = self.now.saturating_add(wait);
                     op.deadline = c.not_before.saturating_add(self.cfg.op_timeout);
-                    self.counters.retries += 1;
-                    self.counters.busy_retries += 1;
+                    self.counters.retries = self.counters.retries.wrapping_add(1);
+                    self.counters.busy_retries = self.counters.busy_retries.wrapping_add(1);
                     self.send_read_chunk(id, chunk, None);
                     return;
                 }
@@ -2019,13 +2019,13 @@ impl Endpoint {
                         || !offset.is_multiple_of(BLOCK)
                         || (!dlen.is_multiple_of(BLOCK) && end != c.len)
                     {
-                        self.counters.bad_responses += 1;
+                        self.counters.bad_responses = self.counters.bad_responses.wrapping_add(1);
                         return;
                     }
                     let delta = match c.blocks.mark(offset, dlen) {
                         Marked::Outside => return,
                         Marked::Duplicate => {
-                            self.counters.duplicate_segments += 1;
+                            self.counters.duplicate_segments = self.counters.duplicate_segments.wrapping_add(1);
                             return;
                         }
                         Marked::New(delta) => delta,
@@ -2059,7 +2059,7 @@ impl Endpoint {
                     self.complete_rdma(id, status);
                 }
             }
-            _ => self.counters.responses_discarded += 1,
+            _ => self.counters.responses_discarded = self.counters.responses_discarded.wrapping_add(1),
         }
     }
 
@@ -2102,9 +2102,9 @@ impl Endpoint {
         }
         if status.is_ok() {
             match slot.req.op {
-                LsOp::Load { len } => self.counters.ls_bytes_read += u64::from(len),
+                LsOp::Load { len } => self.counters.ls_bytes_read = self.counters.ls_bytes_read.wrapping_add(u64::from(len)),
                 LsOp::Store { data } => {
-                    self.counters.ls_bytes_written += data.as_slice().len() as u64;
+                    self.counters.ls_bytes_written = self.counters.ls_bytes_written.wrapping_add(data.as_slice().len() as u64);
                 }
                 LsOp::Atomic { .. } => {}
             }
@@ -2170,8 +2170,8 @@ impl Endpoint {
         }
         self.active_writes.retain(|&w| w != id);
         self.reads_waiting.retain(|&w| w != id);
-        self.counters.retries += 1;
-        self.counters.busy_retries += 1;
+        self.counters.retries = self.counters.retries.wrapping_add(1);
+        self.counters.busy_retries = self.counters.busy_retries.wrapping_add(1);
         self.timers.push(Reverse((at, Key::RdmaResume(id))));
     }
 
@@ -2198,7 +2198,7 @@ impl Endpoint {
                     self.free_rdma_tag(*tag, op.tainted || !status.is_ok());
                 }
                 if status.is_ok() {
-                    self.counters.rdma_bytes_written += op.desc.len;
+                    self.counters.rdma_bytes_written = self.counters.rdma_bytes_written.wrapping_add(op.desc.len);
                 }
             }
             RdmaState::Read { active, .. } => {
@@ -2220,7 +2220,7 @@ impl Endpoint {
                     );
                 }
                 if status.is_ok() {
-                    self.counters.rdma_bytes_read += op.desc.len;
+                    self.counters.rdma_bytes_read = self.counters.rdma_bytes_read.wrapping_add(op.desc.len);
                 }
             }
         }
@@ -2329,7 +2329,7 @@ impl Endpoint {
                 }
                 //= docs/spec/endpoint.md#6-rdma-engine
                 //# EP-6-15 A target MUST forget a write that made no progress for `op_timeout`.
-                self.counters.reassembly_expired += 1;
+                self.counters.reassembly_expired = self.counters.reassembly_expired.wrapping_add(1);
                 self.counters.reassembly(-1);
                 self.counters.reorder(-beyond);
             }
@@ -2344,7 +2344,7 @@ impl Endpoint {
                     return;
                 }
                 self.read_jobs.remove(pos);
-                self.counters.responses_expired += 1;
+                self.counters.responses_expired = self.counters.responses_expired.wrapping_add(1);
                 self.release_fences();
             }
             Key::LsRetry(tag, era) => {
@@ -2408,7 +2408,7 @@ impl Endpoint {
                 {
                     if let Some(h) = self.held.pop_front() {
                         self.backlog = self.backlog.saturating_sub(h.txn.len());
-                        self.counters.responses_expired += 1;
+                        self.counters.responses_expired = self.counters.responses_expired.wrapping_add(1);
                     }
                 }
                 if let Some(h) = self.held.front() {
@@ -2457,7 +2457,7 @@ impl Endpoint {
         slot.tainted = true;
         slot.deadline = now.saturating_add(self.cfg.op_timeout);
         let d = slot.deadline;
-        self.counters.retries += 1;
+        self.counters.retries = self.counters.retries.wrapping_add(1);
         self.ls_deadlines.push_back((d, tag, era));
         // Another port: the path may have lost frames beyond the first hop. An ordered stream
         // is pinned anew with it (TXN-5-6).
@@ -2520,7 +2520,7 @@ impl Endpoint {
         op.retries += 1;
         op.tainted = true;
         op.deadline = now.saturating_add(timeout);
-        self.counters.retries += 1;
+        self.counters.retries = self.counters.retries.wrapping_add(1);
         self.timers.push(Reverse((op.deadline, Key::Rdma(id))));
         match &mut op.state {
             RdmaState::Write {
@@ -3023,8 +3023,8 @@ impl Endpoint {
             pk.count,
         );
         if pk.count > 1 {
-            self.counters.packed_frames += 1;
-            self.counters.packed_txns += u64::from(pk.count);
+            self.counters.packed_frames = self.counters.packed_frames.wrapping_add(1);
+            self.counters.packed_txns = self.counters.packed_txns.wrapping_add(u64::from(pk.count));
         }
         //= docs/spec/endpoint.md#7-packing
         //# EP-7-3 Packing MUST keep the order of the transactions of one path.
@@ -3104,9 +3104,9 @@ impl Endpoint {
                     }
                 }
                 if let Some(c) = self.counters.ports.get_mut(i) {
-                    c.frames_sent += 1;
-                    c.bytes_sent += f.payload.len() as u64;
-                    c.txns_sent += u64::from(f.txns);
+                    c.frames_sent = c.frames_sent.wrapping_add(1);
+                    c.bytes_sent = c.bytes_sent.wrapping_add(f.payload.len() as u64);
+                    c.txns_sent = c.txns_sent.wrapping_add(u64::from(f.txns));
                 }
                 self.backlog = self.backlog.saturating_sub(f.resp_bytes);
                 self.pool.push(f.payload);
@@ -3504,7 +3504,7 @@ impl Endpoint {
                 self.read_jobs.push_back(job);
             } else {
                 if status.is_err() {
-                    self.counters.requests_refused += 1;
+                    self.counters.requests_refused = self.counters.requests_refused.wrapping_add(1);
                 }
                 self.release_fences();
             }
