@@ -218,6 +218,13 @@ impl Config {
         if ns(self.pack_delay) > 100_000 {
             return err("pack_delay", ns(self.pack_delay), "must be at most 100 us");
         }
+        if self.pack_delay >= self.op_timeout {
+            return err(
+                "pack_delay",
+                ns(self.pack_delay),
+                "must be less than op_timeout",
+            );
+        }
         if !(1_000..=1_000_000_000).contains(&ns(self.op_timeout)) {
             return err("op_timeout", ns(self.op_timeout), "must be 1 us..=1 s");
         }
@@ -226,6 +233,9 @@ impl Config {
         }
         //= docs/spec/endpoint.md#12-timers-and-their-relations
         //# EP-1-3 An endpoint MUST refuse a configuration that breaks a relation of Table EP-T1:
+        //= docs/spec/endpoint.md#12-timers-and-their-relations
+        //# EP-1-2 `frame_lifetime` MUST be at least the longest time a DATA frame can spend
+        //# between its first transmission and its delivery to the destination endpoint
         if !(1_000..=1_000_000_000).contains(&ns(self.frame_lifetime)) {
             return err(
                 "frame_lifetime",
@@ -247,6 +257,11 @@ impl Config {
                 "must be 100 ns..=1 ms",
             );
         }
+        //= docs/spec/endpoint.md#12-timers-and-their-relations
+        //# EP-1-4 Endpoints that address one another MUST be configured with one
+        //# `frame_lifetime`, and the `tag_quarantine` of every requester MUST be at least
+        //# `frame_lifetime` plus the `op_timeout` of every target it addresses.
+        // The reference checks the local form: the endpoints of a fabric share their timers.
         let twice = ns(self.frame_lifetime).saturating_mul(2);
         let plus = ns(self.frame_lifetime).saturating_add(ns(self.op_timeout));
         if ns(self.tag_quarantine) < twice.max(plus) || ns(self.tag_quarantine) > 10_000_000_000 {

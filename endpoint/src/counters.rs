@@ -22,7 +22,12 @@ pub struct PortCounters {
     pub downs: u64,
 }
 
-/// Every counter of EP-10-1. Plain data: compare, clone and read freely.
+/// Every counter of Table EP-T2 (EP-10-1). Plain data: compare, clone and read freely. Every
+/// counter is 64 bits wide and wraps modulo 2^64; `reassembly_now`, `reassembly_max`,
+/// `reorder_bytes_now` and `reorder_bytes_max` are gauges.
+//= docs/spec/endpoint.md#10-counters
+//# EP-10-1 An endpoint MUST keep every counter of Table EP-T2 and count in it exactly what its
+//# row says.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Counters {
     /// Operations completed, by kind ([`OpKind::index`]) and status class

@@ -113,7 +113,7 @@ struct LsSlot {
     delayed: bool,
 }
 
-/// A tag space: free tags in order, tags resting after a retried operation (EP-5-5), and the
+/// A tag space: free tags in order, tags resting after a retried operation (EP-5-8), and the
 /// generation of each tag's holder.
 #[derive(Debug)]
 struct Tags {
@@ -153,9 +153,12 @@ impl Tags {
     }
 
     //= docs/spec/endpoint.md#5-load-store-unit
-    //# EP-5-5 A tag MUST be free for reuse at once when its operation completes after a single
-    //# attempt, and only `tag_quarantine` after completion when any of its requests was retried or
-    //# was of unknown fate, so that a late duplicate cannot be taken for a new operation's.
+    //# EP-5-7 A tag MUST be free for reuse at once when its operation completes with the answer
+    //# to its only attempt.
+    //= docs/spec/endpoint.md#5-load-store-unit
+    //# EP-5-8 A tag MUST rest `tag_quarantine` after its operation completes when any of its
+    //# requests was sent more than once or was of unknown fate, or when the operation ended
+    //# without its final response (TIMEOUT, FATE_UNKNOWN)
     fn release(&mut self, tag: u16, tainted: bool, now: Instant, quarantine: Duration) {
         if let Some(g) = self.gens.get_mut(usize::from(tag.wrapping_sub(self.base))) {
             // A new generation at once: nothing still in flight matches the freed tag.
@@ -239,7 +242,7 @@ impl Blocks {
 struct ChunkState {
     tag: u16,
     era: u32,
-    /// Its request was sent more than once (its tag rests after it, EP-5-5).
+    /// Its request was sent more than once (its tag rests after it, EP-5-8).
     tainted: bool,
     len: u32,
     blocks: Blocks,
@@ -737,6 +740,10 @@ impl Endpoint {
 
     /// Time passed: runs the links' timers and the endpoint's deadlines that are due.
     pub fn handle_timeout(&mut self, now: Instant) {
+        //= docs/spec/endpoint.md#12-timers-and-their-relations
+        //# EP-1-1 Every time of Table EP-T1 is a whole number of nanoseconds; an endpoint MUST NOT
+        //# act on a time before it has passed in full.
+        // Every deadline below fires only when `t <= now`.
         self.now = self.now.max(now);
         for i in 0..self.ports.len() {
             let due = self
@@ -1191,6 +1198,10 @@ impl Endpoint {
             let Some(Some(slot)) = self.lsu.get_mut(usize::from(tag)) else {
                 return;
             };
+            //= docs/spec/endpoint.md#9-ports-going-down-deadlines-and-busy
+            //# EP-9-7 A request lost with a port MUST be handled as a request of the operation
+            //# that sent it, even when its tag has since passed to another operation: that
+            //# operation MUST NOT be retried, moved or completed because of it.
             if slot.era != era || slot.port != Some(from) {
                 return;
             }
@@ -1228,7 +1239,11 @@ impl Endpoint {
                 return;
             }
             //= docs/spec/endpoint.md#9-ports-going-down-deadlines-and-busy
-            //# EP-9-6 A request of unknown fate MUST NOT be sent again before `frame_lifetime`
+            //# EP-9-6 An endpoint MUST hold a request of unknown fate for `frame_lifetime` from the
+            //# moment its link reports the loss before it sends it again (TXN-5-7), and then give its
+            //# operation a new deadline `op_timeout` later.
+            //= docs/spec/transaction.md#5-operations-that-can-no-longer-complete
+            //# TXN-5-7 A request of unknown fate MUST NOT be sent again before `frame_lifetime`
             //# has passed since the attempt it replaces was sent
             // The attempt went at the latest now: `frame_lifetime` from now is never too early.
             let at = self.now.saturating_add(self.cfg.frame_lifetime);
@@ -1432,7 +1447,7 @@ impl Endpoint {
 
     /// Performs one request as the target and answers it.
     //= docs/spec/transaction.md#2-operations
-    //# TXN-2-7 A target MUST answer every request it receives with exactly one response (an RDMA
+    //# TXN-2-8 A target MUST answer every request it receives with exactly one response (an RDMA
     //# write: one completion per write; an RDMA read: segments that cover the read, or one error
     //# segment)
     //= docs/spec/wire.md#61-common-prefix
@@ -1514,6 +1529,11 @@ impl Endpoint {
                 //# TXN-4-6 A target MUST answer a FENCE request only after every request it
                 //# received from the same source GPU before the FENCE has been performed, RDMA
                 //# reads included
+                //= docs/spec/endpoint.md#8-target
+                //# EP-8-7 A target MUST take the DATA frames its ports' links deliver one at a
+                //# time, in one order for all its ports; a request is received before a FENCE
+                //# when its frame was taken before the FENCE's frame, or comes before the FENCE
+                //# in the same frame.
                 let bound = self.next_job;
                 if self.read_jobs.iter().any(|j| j.src == src) {
                     self.fence_waits.push((src, i, tag, bound));
@@ -2996,6 +3016,9 @@ impl Endpoint {
             h[..2].copy_from_slice(&dst.value().to_be_bytes());
             //= docs/spec/endpoint.md#3-ports-and-virtual-channels
             //# EP-3-4 The stack and port a frame is sent on MUST be the ones its path id names.
+            //= docs/spec/endpoint.md#12-reset-and-identity
+            //# EP-12-3 An endpoint MUST put its configured GPU id in the source of every DATA
+            //# frame it sends.
             h[2..4].copy_from_slice(&self.cfg.gpu.value().to_be_bytes());
             h[4] = path.0;
             h[5] = u8::try_from(count).unwrap_or(0);
@@ -3657,11 +3680,14 @@ mod tests {
         assert!(t.alloc(now).is_none());
         //= docs/spec/endpoint.md#5-load-store-unit
         //= type=test
-        //# EP-5-5 A tag MUST be free for reuse at once when its operation completes after a single
-        //# attempt, and only `tag_quarantine` after completion when any of its requests was
-        //# retried or was of unknown fate
+        //# EP-5-8 A tag MUST rest `tag_quarantine` after its operation completes when any of its
+        //# requests was sent more than once or was of unknown fate
         t.release(a, true, now, q);
         assert!(t.alloc(now).is_none(), "a retried tag rests");
+        //= docs/spec/endpoint.md#5-load-store-unit
+        //= type=test
+        //# EP-5-7 A tag MUST be free for reuse at once when its operation completes with the
+        //# answer to its only attempt.
         t.release(b, false, now, q);
         assert_eq!(t.alloc(now).map(|x| x.0), Some(11));
         assert_eq!(t.alloc(Instant::from_nanos(5_000)).map(|x| x.0), Some(10));

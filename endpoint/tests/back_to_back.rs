@@ -595,6 +595,13 @@ fn a_cut_port_moves_ordered_streams_and_keeps_their_order() {
         .read(Space::Global, 0x8000, &mut v)
         .unwrap();
     let v = u64::from_le_bytes(v);
+    //= docs/spec/endpoint.md#9-ports-going-down-deadlines-and-busy
+    //= type=test
+    //# EP-9-7 A request lost with a port MUST be handled as a request of the operation that sent
+    //# it, even when its tag has since passed to another operation: that operation MUST NOT be
+    //# retried, moved or completed because of it.
+    // Tags are reused every round while ports fail: each atomic was performed at most once and
+    // only when it did not complete FATE_UNKNOWN or TIMEOUT, and every one completed.
     assert_eq!(
         v & performed_at_least,
         performed_at_least,
@@ -1036,6 +1043,15 @@ fn timer_relations_are_checked() {
     //# EP-1-3 An endpoint MUST refuse a configuration that breaks a relation of Table EP-T1:
     //# `op_timeout >= frame_lifetime`, `tag_quarantine >= 2 * frame_lifetime` and
     //# `tag_quarantine >= frame_lifetime + op_timeout`.
+    //= docs/spec/endpoint.md#12-timers-and-their-relations
+    //= type=test
+    //# EP-1-2 `frame_lifetime` MUST be at least the longest time a DATA frame can spend between
+    //# its first transmission and its delivery to the destination endpoint
+    //= docs/spec/endpoint.md#12-timers-and-their-relations
+    //= type=test
+    //# EP-1-4 Endpoints that address one another MUST be configured with one `frame_lifetime`,
+    //# and the `tag_quarantine` of every requester MUST be at least `frame_lifetime` plus the
+    //# `op_timeout` of every target it addresses.
     let ok = |f: fn(&mut Config)| {
         let mut c = config(0, Policy::Spray);
         f(&mut c);

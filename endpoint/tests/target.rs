@@ -392,6 +392,10 @@ fn check_prefix(t: &Txn, opcode: u8, status: Status, hlen: u8, dlen: u16) {
     //= type=test
     //# WIRE-6.1-2 The tag is chosen by the requester; a responder MUST copy the tag of a request,
     //# and the request's source GPU into the destination of the response, unchanged.
+    //= docs/spec/endpoint.md#12-reset-and-identity
+    //= type=test
+    //# EP-12-3 An endpoint MUST put its configured GPU id in the source of every DATA frame it
+    //# sends.
     assert_eq!((t.dst, t.src), (PEER, EP), "{t:?}");
 }
 
@@ -948,7 +952,7 @@ fn refused_rdma_write_is_answered_once() {
     //# refusal write none of it and answer one RDMA_COMPLETION with the status.
     //= docs/spec/transaction.md#2-operations
     //= type=test
-    //# TXN-2-7 A target MUST answer every request it receives with exactly one response (an RDMA
+    //# TXN-2-8 A target MUST answer every request it receives with exactly one response (an RDMA
     //# write: one completion per write;
     check_prefix(only(&rx, 0x5), 0x90, Status::OutOfRange, 4, 0);
     assert_untouched(p.ep.memory(), &before, &tail);
@@ -1898,6 +1902,11 @@ fn fence_is_answered_after_the_requests_before_it() {
     //= type=test
     //# TXN-4-6 A target MUST answer a FENCE request only after every request it received before
     //# the FENCE on the same path has been performed, RDMA reads included.
+    //= docs/spec/endpoint.md#8-target
+    //= type=test
+    //# EP-8-7 A target MUST take the DATA frames its ports' links deliver one at a time, in one
+    //# order for all its ports; a request is received before a FENCE when its frame was taken
+    //# before the FENCE's frame, or comes before the FENCE in the same frame.
     for tag in [0x11, 0x13, 0x14] {
         assert!(
             pos(tag).iter().all(|&i| i < fence[0]),
@@ -1993,7 +2002,7 @@ fn response_backlog_stalls_requests_and_drops_nothing() {
     let rx = p.take();
     //= docs/spec/transaction.md#2-operations
     //= type=test
-    //# TXN-2-7 A target MUST answer every request it receives with exactly one response
+    //# TXN-2-8 A target MUST answer every request it receives with exactly one response
     assert_eq!(rx.len(), usize::from(n));
     let mut seen = vec![false; usize::from(n)];
     for t in &rx {
@@ -2041,6 +2050,10 @@ fn busy_load_is_retried_with_back_off_and_ends_busy() {
         }
         let wait = backoff << n;
         // Not before the back-off...
+        //= docs/spec/endpoint.md#12-timers-and-their-relations
+        //= type=test
+        //# EP-1-1 Every time of Table EP-T1 is a whole number of nanoseconds; an endpoint MUST
+        //# NOT act on a time before it has passed in full.
         p.run_for(wait - 100);
         assert!(
             p.take().iter().all(|t| t.opcode != 0x01),
@@ -2212,7 +2225,12 @@ fn a_request_of_unknown_fate_waits_frame_lifetime() {
     let again = next_request(&mut p, 30_000, 0x01).expect("the retry");
     //= docs/spec/endpoint.md#9-ports-going-down-deadlines-and-busy
     //= type=test
-    //# EP-9-6 A request of unknown fate MUST NOT be sent again before `frame_lifetime` has
+    //# EP-9-6 An endpoint MUST hold a request of unknown fate for `frame_lifetime` from the
+    //# moment its link reports the loss before it sends it again (TXN-5-7), and then give its
+    //# operation a new deadline `op_timeout` later.
+    //= docs/spec/transaction.md#5-operations-that-can-no-longer-complete
+    //= type=test
+    //# TXN-5-7 A request of unknown fate MUST NOT be sent again before `frame_lifetime` has
     //# passed since the attempt it replaces was sent
     assert!(p.now >= sent + 20_000, "retry at {} ns, sent at {sent} ns", p.now);
     assert!(p.now < sent + 25_000, "retry late: {} ns", p.now);
