@@ -218,15 +218,15 @@ impl Config {
         if ns(self.pack_delay) > 100_000 {
             return err("pack_delay", ns(self.pack_delay), "must be at most 100 us");
         }
+        if !(1_000..=1_000_000_000).contains(&ns(self.op_timeout)) {
+            return err("op_timeout", ns(self.op_timeout), "must be 1 us..=1 s");
+        }
         if self.pack_delay >= self.op_timeout {
             return err(
                 "pack_delay",
                 ns(self.pack_delay),
                 "must be less than op_timeout",
             );
-        }
-        if !(1_000..=1_000_000_000).contains(&ns(self.op_timeout)) {
-            return err("op_timeout", ns(self.op_timeout), "must be 1 us..=1 s");
         }
         if self.max_retries > 16 {
             return err("max_retries", self.max_retries.into(), "must be 0..=16");
