@@ -2207,6 +2207,9 @@ impl Endpoint {
     }
 
     fn complete_rdma(&mut self, id: u64, status: CompletionStatus) {
+        //= docs/spec/endpoint.md#6-rdma-engine
+        //# EP-6-16 A posted descriptor MUST end with exactly one completion carrying its id.
+        // Removed here, so never completed twice.
         let Some(op) = self.rdma.remove(&id) else {
             return;
         };
@@ -2864,6 +2867,10 @@ impl Endpoint {
     }
 
     /// Sends a response to `dst`, on port `i` if usable, else on another (EP-4-4), else holds it.
+    //= docs/spec/endpoint.md#8-target
+    //# EP-8-8 A target MUST NOT drop a response for want of room.
+    // Responses are queued or held without a bound on their number; the backlog stops the
+    // intake of requests instead (EP-8-4).
     fn respond(&mut self, i: usize, dst: GpuId, v: usize, txn: &TxnRepr<'_>, pack: bool) {
         let mut buf = self.pool.pop().unwrap_or_default();
         buf.clear();
@@ -3081,8 +3088,10 @@ impl Endpoint {
         //= docs/spec/endpoint.md#3-ports-and-virtual-channels
         //# EP-3-3 The endpoint MUST keep its own queue of frames per port and VC and submit a
         //# frame to the port's link only when the link accepts it; a frame refused by the link
-        //# (queue full) MUST stay first in the endpoint's queue. Queues of different VCs MUST NOT
-        //# block each other.
+        //# (queue full) MUST stay first in the endpoint's queue.
+        //= docs/spec/endpoint.md#3-ports-and-virtual-channels
+        //# EP-3-6 Queues of different VCs MUST NOT block each other: a frame that waits on one VC
+        //# MUST NOT hold back the frames of another.
         let keep = {
             let Some(p) = self.ports.get(i) else { return };
             if !p.usable {

@@ -810,7 +810,9 @@ impl Memory {
     /// checks of range, key and write permission. Clears the poison of the bytes written.
     pub fn store(&mut self, space: Space, key: u32, addr: u64, data: &[u8]) -> Result<(), Status> {
         let len = to_u64(data.len());
-        // EP-2-7: a refusal returns before anything is written.
+        //= docs/spec/endpoint.md#2-memory-model
+        //# EP-2-13 A refused access MUST NOT change any byte of memory and MUST return no data.
+        // A refusal returns before anything is written.
         self.check(space, key, addr, len, Access::Write)?;
         let end = addr.saturating_add(len);
         self.space_mut(space)
@@ -1537,7 +1539,7 @@ mod tests {
 
     //= docs/spec/endpoint.md#2-memory-model
     //= type=test
-    //# EP-2-7 [...] A refused access MUST NOT change any byte of memory and returns no data.
+    //# EP-2-13 A refused access MUST NOT change any byte of memory and MUST return no data.
     #[test]
     fn refused_accesses_change_nothing() {
         let mut m = mem_with(0x1000, 0x2000, Perms::READ | Perms::ATOMIC);

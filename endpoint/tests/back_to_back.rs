@@ -890,8 +890,11 @@ fn rdma_traffic_does_not_hold_back_load_store() {
     //= type=test
     //# EP-3-3 The endpoint MUST keep its own queue of frames per port and VC and submit a frame
     //# to the port's link only when the link accepts it; a frame refused by the link (queue
-    //# full) MUST stay first in the endpoint's queue. Queues of different VCs MUST NOT block
-    //# each other.
+    //# full) MUST stay first in the endpoint's queue.
+    //= docs/spec/endpoint.md#3-ports-and-virtual-channels
+    //= type=test
+    //# EP-3-6 Queues of different VCs MUST NOT block each other: a frame that waits on one VC
+    //# MUST NOT hold back the frames of another.
     // 32 MiB of writes take about 100 us on 8 x 400 Gb/s; the load overtakes them on its VC.
     assert!(lat < 5_000, "load latency {lat} ns behind 32 MiB of RDMA");
     assert!(

@@ -1190,7 +1190,7 @@ impl Side {
         //# of it.
         //= docs/spec/endpoint.md#6-rdma-engine
         //= type=test
-        //# EP-6-1 [...] A posted descriptor MUST end with exactly one completion carrying its id.
+        //# EP-6-16 A posted descriptor MUST end with exactly one completion carrying its id.
         let Some(n) = self.outstanding.remove(&c.id) else {
             panic!("GPU {e}: completion of no outstanding operation (completed twice?): {c:?}");
         };

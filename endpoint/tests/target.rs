@@ -1981,7 +1981,7 @@ fn response_backlog_stalls_requests_and_drops_nothing() {
     //= type=test
     //# EP-8-4 When its response backlog reaches `response_backlog` bytes a target MUST stop taking
     //# request frames from its ports, keeping them in the link's receive buffer (their credits
-    //# unreturned), until the backlog drains. Responses MUST NOT be dropped for want of room.
+    //# unreturned), until the backlog drains.
     assert!(p.ep.counters().backlog_stalls > 0);
     assert!(answered < usize::from(n), "nothing backed up");
     let vc0 = Vc::new(0).expect("vc");
@@ -2014,6 +2014,9 @@ fn response_backlog_stalls_requests_and_drops_nothing() {
         assert_eq!(t.data, p.read(BIG + u64::from(t.tag) * 256, 256));
     }
     assert_eq!(p.ep.counters().requests_served, u64::from(n));
+    //= docs/spec/endpoint.md#8-target
+    //= type=test
+    //# EP-8-8 A target MUST NOT drop a response for want of room.
     assert_eq!(p.ep.counters().responses_expired, 0);
     assert_eq!(p.ep.link(0).expect("port 0").rx_occupied(vc0), 0);
 }
