@@ -149,7 +149,7 @@ impl Default for Config {
             frame_lifetime: Duration::from_micros(200),
             busy_backoff: Duration::from_micros(1),
             max_reassemblies: 4096,
-            max_reassembly_blocks: 1 << 20,
+            max_reassembly_blocks: 1 << 24,
             max_read_jobs: 256,
             response_backlog: 1 << 20,
             port_queue: 64 * 1024,

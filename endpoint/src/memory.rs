@@ -701,6 +701,9 @@ impl Memory {
         let Region {
             space, base, len, ..
         } = region;
+        //= docs/spec/endpoint.md#21-the-region-table
+        //# EP-2-10 The region table MUST be changed only through the local interface, by
+        //# `register` and `deregister`; no request received from the network changes it.
         let max = self.max_regions;
         let sm = self.space_mut(space);
         if len == 0 {
@@ -735,6 +738,9 @@ impl Memory {
     /// Removes the region of `space` that starts at `base` and returns it. The bytes it covered
     /// keep their values.
     pub fn deregister(&mut self, space: Space, base: u64) -> Result<Region, RegionError> {
+        //= docs/spec/endpoint.md#21-the-region-table
+        //# EP-2-12 Once a region is removed, every remote access to its bytes MUST be refused as
+        //# EP-2-3 says (unless another region covers them), and its bytes MUST keep their values.
         self.space_mut(space)
             .regions
             .remove(&base)
@@ -1848,6 +1854,10 @@ mod tests {
         // The other space has its own table.
         m.register(region(S, 0, 0x100, Perms::ALL)).unwrap();
         // Removing one makes room; the bytes it covered keep their values.
+        //= docs/spec/endpoint.md#21-the-region-table
+        //= type=test
+        //# EP-2-12 Once a region is removed, every remote access to its bytes MUST be refused as
+        //# EP-2-3 says (unless another region covers them), and its bytes MUST keep their values.
         m.write(G, 0x100, &[9]).unwrap();
         assert_eq!(m.deregister(G, 0x100).unwrap().base, 0x100);
         m.register(region(G, 0x1000, 0x100, Perms::ALL)).unwrap();

@@ -1170,6 +1170,17 @@ fn unknown_and_malformed_requests_are_answered_and_the_frame_goes_on() {
     // Nothing of the bad requests was performed.
     assert_untouched(p.ep.memory(), &before, &tail);
     assert_eq!(p.ep.counters().malformed_txns, 0);
+    //= docs/spec/endpoint.md#21-the-region-table
+    //= type=test
+    //# EP-2-10 The region table MUST be changed only through the local interface, by `register`
+    //# and `deregister`; no request received from the network changes it.
+    let regions: Vec<Region> = p.ep.memory().regions(Space::Global).copied().collect();
+    let mut fresh = Memory::new(ep_config().memory).expect("memory");
+    protect(&mut fresh);
+    assert_eq!(
+        regions,
+        fresh.regions(Space::Global).copied().collect::<Vec<_>>()
+    );
 }
 
 /// A transaction whose structure cannot be read ends the frame: the transactions before it are
