@@ -1928,6 +1928,9 @@ impl Endpoint {
 
     /// Load-store operation `tag` was answered BUSY and has a retry left: it goes again after
     /// the back-off (EP-9-5).
+    //= docs/spec/transaction.md#3-statuses
+    //# TXN-3-8 An operation answered BUSY was not performed, whatever its kind (atomics
+    //# included): its requester MAY send it again
     fn busy_retry_ls(&mut self, tag: u16) {
         let now = self.now;
         let Some(Some(slot)) = self.lsu.get_mut(usize::from(tag)) else {

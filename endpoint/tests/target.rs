@@ -2087,6 +2087,11 @@ fn busy_load_is_retried_with_back_off_and_ends_busy() {
         assert!(p.completions.is_empty());
     }
     p.run_for(2_000);
+    //= docs/spec/transaction.md#3-statuses
+    //= type=test
+    //# TXN-3-8 An operation answered BUSY was not performed, whatever its kind (atomics
+    //# included): its requester MAY send it again, and an operation completes with BUSY only
+    //# when its requester gives up
     assert_eq!(p.completions.len(), 1, "{:?}", p.completions);
     let c = p.completions.remove(0);
     assert_eq!(c.status, CompletionStatus::Remote(Status::Busy));

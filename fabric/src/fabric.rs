@@ -1619,7 +1619,8 @@ impl Fabric {
             et.moved += c.moved;
             et.responses_discarded += c.responses_discarded;
             et.misdelivered += c.misdelivered;
-            et.malformed += c.malformed_frames + c.malformed_txns;
+            et.malformed +=
+                c.malformed_frames + c.malformed_txns + c.unknown_responses + c.bad_responses;
             et.requests_served += c.requests_served;
             et.packed_frames += c.packed_frames;
             et.packed_txns += c.packed_txns;
