@@ -278,7 +278,8 @@ impl Config {
                 "must be 1..=65536",
             );
         }
-        if self.max_reassembly_blocks < self.segment / BLOCK || self.max_reassembly_blocks == u32::MAX
+        if self.max_reassembly_blocks < self.segment / BLOCK
+            || self.max_reassembly_blocks == u32::MAX
         {
             return err(
                 "max_reassembly_blocks",

@@ -1055,7 +1055,8 @@ impl Endpoint {
                         //# the link's receive buffer (their credits unreturned), until the backlog
                         //# drains.
                         if p.inbound.is_empty() {
-                            self.counters.backlog_stalls = self.counters.backlog_stalls.wrapping_add(1);
+                            self.counters.backlog_stalls =
+                                self.counters.backlog_stalls.wrapping_add(1);
                         }
                         p.inbound.push_back((buf, release));
                     } else {
@@ -1377,7 +1378,13 @@ impl Endpoint {
                         tag,
                         status,
                     } => {
-                        self.counters.requests_refused = self.counters.requests_refused.wrapping_add(1);
+                        self.counters.requests_refused =
+                            self.counters.requests_refused.wrapping_add(1);
+                        if status == Status::Misaligned {
+                            // A misaligned atomic is a well-formed request (EP-2-5).
+                            self.counters.requests_served =
+                                self.counters.requests_served.wrapping_add(1);
+                        }
                         let status = if status == Status::Misaligned {
                             self.misaligned(payload, e.offset)
                         } else {
@@ -1633,9 +1640,9 @@ impl Endpoint {
             TxnRepr::Store { tag, target, .. } if self.no_shared(target.space) => {
                 un(Opcode::Store, tag)
             }
-            TxnRepr::Atomic { tag, target, op, .. } if self.no_shared(target.space) => {
-                un(op.opcode(), tag)
-            }
+            TxnRepr::Atomic {
+                tag, target, op, ..
+            } if self.no_shared(target.space) => un(op.opcode(), tag),
             TxnRepr::RdmaRead { tag, target, total } if self.no_shared(target.space) => {
                 Some(Some(TxnRepr::RdmaReadResp {
                     tag,
@@ -1922,7 +1929,10 @@ impl Endpoint {
                 self.busy_retry_ls(tag);
             }
             Some((status, data)) => self.complete_ls(tag, status, data),
-            None => self.counters.responses_discarded = self.counters.responses_discarded.wrapping_add(1),
+            None => {
+                self.counters.responses_discarded =
+                    self.counters.responses_discarded.wrapping_add(1)
+            }
         }
     }
 
@@ -1974,7 +1984,8 @@ impl Endpoint {
                 //# EP-6-11 The requester MUST complete an RDMA write when its RDMA_COMPLETION
                 //# arrives with the status it carries, or as §9 says.
                 if status.is_ok() && u64::from(total) != op.desc.len {
-                    self.counters.responses_discarded = self.counters.responses_discarded.wrapping_add(1);
+                    self.counters.responses_discarded =
+                        self.counters.responses_discarded.wrapping_add(1);
                     return;
                 }
                 if status == Status::Busy && op.retries < self.cfg.max_retries {
@@ -2000,11 +2011,13 @@ impl Endpoint {
                 },
             ) => {
                 let Some(c) = active.get_mut(&chunk) else {
-                    self.counters.responses_discarded = self.counters.responses_discarded.wrapping_add(1);
+                    self.counters.responses_discarded =
+                        self.counters.responses_discarded.wrapping_add(1);
                     return;
                 };
                 if c.done {
-                    self.counters.responses_discarded = self.counters.responses_discarded.wrapping_add(1);
+                    self.counters.responses_discarded =
+                        self.counters.responses_discarded.wrapping_add(1);
                     return;
                 }
                 op.deadline = self.now.saturating_add(self.cfg.op_timeout);
@@ -2048,7 +2061,8 @@ impl Endpoint {
                     let delta = match c.blocks.mark(offset, dlen) {
                         Marked::Outside => return,
                         Marked::Duplicate => {
-                            self.counters.duplicate_segments = self.counters.duplicate_segments.wrapping_add(1);
+                            self.counters.duplicate_segments =
+                                self.counters.duplicate_segments.wrapping_add(1);
                             return;
                         }
                         Marked::New(delta) => delta,
@@ -2082,7 +2096,10 @@ impl Endpoint {
                     self.complete_rdma(id, status);
                 }
             }
-            _ => self.counters.responses_discarded = self.counters.responses_discarded.wrapping_add(1),
+            _ => {
+                self.counters.responses_discarded =
+                    self.counters.responses_discarded.wrapping_add(1)
+            }
         }
     }
 
@@ -2125,9 +2142,15 @@ impl Endpoint {
         }
         if status.is_ok() {
             match slot.req.op {
-                LsOp::Load { len } => self.counters.ls_bytes_read = self.counters.ls_bytes_read.wrapping_add(u64::from(len)),
+                LsOp::Load { len } => {
+                    self.counters.ls_bytes_read =
+                        self.counters.ls_bytes_read.wrapping_add(u64::from(len))
+                }
                 LsOp::Store { data } => {
-                    self.counters.ls_bytes_written = self.counters.ls_bytes_written.wrapping_add(data.as_slice().len() as u64);
+                    self.counters.ls_bytes_written = self
+                        .counters
+                        .ls_bytes_written
+                        .wrapping_add(data.as_slice().len() as u64);
                 }
                 LsOp::Atomic { .. } => {}
             }
@@ -2224,7 +2247,8 @@ impl Endpoint {
                     self.free_rdma_tag(*tag, op.tainted || !status.is_ok());
                 }
                 if status.is_ok() {
-                    self.counters.rdma_bytes_written = self.counters.rdma_bytes_written.wrapping_add(op.desc.len);
+                    self.counters.rdma_bytes_written =
+                        self.counters.rdma_bytes_written.wrapping_add(op.desc.len);
                 }
             }
             RdmaState::Read { active, .. } => {
@@ -2246,7 +2270,8 @@ impl Endpoint {
                     );
                 }
                 if status.is_ok() {
-                    self.counters.rdma_bytes_read = self.counters.rdma_bytes_read.wrapping_add(op.desc.len);
+                    self.counters.rdma_bytes_read =
+                        self.counters.rdma_bytes_read.wrapping_add(op.desc.len);
                 }
             }
         }
@@ -2434,7 +2459,8 @@ impl Endpoint {
                 {
                     if let Some(h) = self.held.pop_front() {
                         self.backlog = self.backlog.saturating_sub(h.txn.len());
-                        self.counters.responses_expired = self.counters.responses_expired.wrapping_add(1);
+                        self.counters.responses_expired =
+                            self.counters.responses_expired.wrapping_add(1);
                     }
                 }
                 if let Some(h) = self.held.front() {

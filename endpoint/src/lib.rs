@@ -39,7 +39,9 @@ pub mod harness;
 mod memory;
 mod ops;
 
-pub use config::{BLOCK, Config, DEFAULT_CAPS, Policy, SEGMENT_FRAME_OVERHEAD, VCS_NEEDED, port_mac};
+pub use config::{
+    BLOCK, Config, DEFAULT_CAPS, Policy, SEGMENT_FRAME_OVERHEAD, VCS_NEEDED, port_mac,
+};
 pub use counters::{Counters, PortCounters};
 pub use endpoint::{Endpoint, path_hash};
 pub use ethlink_link::ConfigError;

@@ -323,7 +323,11 @@ impl fmt::Display for RegionError {
                 write!(f, "region overlaps the registered region {existing}")
             }
             RegionError::TableFull { space, max } => {
-                write!(f, "the {} region table is full ({max} regions)", space.name())
+                write!(
+                    f,
+                    "the {} region table is full ({max} regions)",
+                    space.name()
+                )
             }
             RegionError::NotFound { space, base } => {
                 write!(f, "no {} region starts at {base:#x}", space.name())

@@ -926,7 +926,9 @@ fn configuration_is_checked() {
             c.tag_quarantine = Duration::from_nanos(10)
         }),
         ("op_timeout", |c| c.op_timeout = Duration::from_nanos(10)),
-        ("frame_lifetime", |c| c.frame_lifetime = Duration::from_nanos(999)),
+        ("frame_lifetime", |c| {
+            c.frame_lifetime = Duration::from_nanos(999)
+        }),
         ("op_timeout", |c| c.op_timeout = Duration::from_micros(150)),
         ("tag_quarantine", |c| {
             c.tag_quarantine = Duration::from_micros(399)
@@ -935,7 +937,9 @@ fn configuration_is_checked() {
             c.op_timeout = Duration::from_micros(400);
             c.tag_quarantine = Duration::from_micros(599)
         }),
-        ("busy_backoff", |c| c.busy_backoff = Duration::from_nanos(99)),
+        ("busy_backoff", |c| {
+            c.busy_backoff = Duration::from_nanos(99)
+        }),
         ("max_reassembly_blocks", |c| c.max_reassembly_blocks = 31),
         ("segment", |c| c.link.mfs = 8192 + 63),
     ] {
@@ -1107,7 +1111,10 @@ fn a_usable_port_carries_a_tagged_full_segment() {
     // Agreed MFS 4160: enough for GPU 1's 4096-byte segments, not for GPU 0's 8192.
     let b = pair_with(big, small(1), Faults::default(), 3);
     assert!(b.gpu(0).link(0).is_some_and(|l| l.is_up()));
-    assert_eq!(b.gpu(0).link(0).and_then(|l| l.agreed()).map(|a| a.mfs), Some(4160));
+    assert_eq!(
+        b.gpu(0).link(0).and_then(|l| l.agreed()).map(|a| a.mfs),
+        Some(4160)
+    );
     //= docs/spec/endpoint.md#3-ports-and-virtual-channels
     //= type=test
     //# EP-3-2 A port is **usable** while its link is UP with at least 4 VCs agreed and an

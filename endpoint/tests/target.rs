@@ -2098,6 +2098,32 @@ fn busy_load_is_retried_with_back_off_and_ends_busy() {
     assert_eq!(c.retries, max);
     assert_eq!(p.ep.counters().busy_retries, u64::from(max));
     assert_eq!(p.ep.counters().retries, u64::from(max));
+
+    // An atomic answered BUSY was not performed: it is sent again too.
+    let now = p.now();
+    let fa =
+        p.ep.issue(
+            now,
+            ls(
+                LsOp::Atomic {
+                    width: Width::W8,
+                    op: AtomicOp::FetchAdd { addend: 5 },
+                },
+                0x100,
+            ),
+        )
+        .expect("issue");
+    assert_eq!(next_request(&mut p, 2_000, 0x03).expect("atomic").tag, fa);
+    p.send_raw(2, &payload(EP, PEER, &[resp(0x83, 0x07, fa, &[])]));
+    assert_eq!(next_request(&mut p, 3_000, 0x03).expect("again").tag, fa);
+    p.send_raw(
+        2,
+        &payload(EP, PEER, &[resp(0x83, 0, fa, &7u64.to_le_bytes())]),
+    );
+    p.run_for(1_000);
+    let c = p.completions.pop().expect("atomic complete");
+    assert_eq!((c.status, c.retries), (CompletionStatus::Ok, 1));
+    assert_eq!(c.data, CompletionData::Atomic(AtomicValue::U64(7)));
 }
 
 /// An RDMA write answered BUSY is sent again whole after the back-off, under a new tag; a late
@@ -2130,12 +2156,22 @@ fn busy_rdma_is_retried() {
         &payload(
             EP,
             PEER,
-            &[raw(0x90, 0x07, first.tag, 4, &[0, 0, 2, 0x58, 0, 0, 0, 0], &[])],
+            &[raw(
+                0x90,
+                0x07,
+                first.tag,
+                4,
+                &[0, 0, 2, 0x58, 0, 0, 0, 0],
+                &[],
+            )],
         ),
     );
     let again = next_request(&mut p, 5_000, 0x10).expect("the retry");
     assert!(p.now >= sent + 1_000);
-    assert_ne!(again.tag, first.tag, "a write retried after BUSY takes a new tag");
+    assert_ne!(
+        again.tag, first.tag,
+        "a write retried after BUSY takes a new tag"
+    );
     assert_eq!(again.data, data);
     // A late BUSY for the first tag: not taken for the retry's answer.
     let discarded = p.ep.counters().responses_discarded;
@@ -2144,7 +2180,14 @@ fn busy_rdma_is_retried() {
         &payload(
             EP,
             PEER,
-            &[raw(0x90, 0x07, first.tag, 4, &[0, 0, 2, 0x58, 0, 0, 0, 0], &[])],
+            &[raw(
+                0x90,
+                0x07,
+                first.tag,
+                4,
+                &[0, 0, 2, 0x58, 0, 0, 0, 0],
+                &[],
+            )],
         ),
     );
     p.run_for(3_000);
@@ -2155,12 +2198,22 @@ fn busy_rdma_is_retried() {
         &payload(
             EP,
             PEER,
-            &[raw(0x90, 0, again.tag, 4, &[0, 0, 2, 0x58, 0, 0, 0, 0], &[])],
+            &[raw(
+                0x90,
+                0,
+                again.tag,
+                4,
+                &[0, 0, 2, 0x58, 0, 0, 0, 0],
+                &[],
+            )],
         ),
     );
     p.run_for(2_000);
     let c = p.completions.pop().expect("write complete");
-    assert_eq!((c.id, c.status, c.retries), (OpId::Rdma(id), CompletionStatus::Ok, 1));
+    assert_eq!(
+        (c.id, c.status, c.retries),
+        (OpId::Rdma(id), CompletionStatus::Ok, 1)
+    );
 
     // A read of one chunk answered BUSY, then served.
     let now = p.now();
@@ -2179,7 +2232,10 @@ fn busy_rdma_is_retried() {
     let busy_resp = |tag: u16| raw(0x91, 0x07, tag, 4, &[0, 0, 0, 0, 0, 0, 2, 0x58], &[]);
     p.send_raw(3, &payload(EP, PEER, &[busy_resp(req.tag)]));
     p.run_for(900);
-    assert!(p.take().is_empty(), "the chunk came again before its back-off");
+    assert!(
+        p.take().is_empty(),
+        "the chunk came again before its back-off"
+    );
     let again = next_request(&mut p, 2_000, 0x11).expect("the read again");
     //= docs/spec/endpoint.md#9-ports-going-down-deadlines-and-busy
     //= type=test
@@ -2199,7 +2255,10 @@ fn busy_rdma_is_retried() {
     p.send_raw(3, &payload(EP, PEER, &[ok]));
     p.run_for(2_000);
     let c = p.completions.pop().expect("read complete");
-    assert_eq!((c.id, c.status, c.retries), (OpId::Rdma(rd), CompletionStatus::Ok, 1));
+    assert_eq!(
+        (c.id, c.status, c.retries),
+        (OpId::Rdma(rd), CompletionStatus::Ok, 1)
+    );
     let mut got = vec![0; 600];
     p.ep.memory()
         .read(Space::Global, 0x8000, &mut got)
@@ -2240,7 +2299,10 @@ fn a_request_of_unknown_fate_waits_frame_lifetime() {
     p.ep.port_up(now, 0);
     p.link.physical_up(now);
     assert!(p.run_until(p.now + 10_000, |p| p.ep.is_usable(0) && p.link.is_up()));
-    assert!(p.take().is_empty(), "sent again as soon as the port was back");
+    assert!(
+        p.take().is_empty(),
+        "sent again as soon as the port was back"
+    );
     let again = next_request(&mut p, 30_000, 0x01).expect("the retry");
     //= docs/spec/endpoint.md#9-ports-going-down-deadlines-and-busy
     //= type=test
@@ -2251,7 +2313,11 @@ fn a_request_of_unknown_fate_waits_frame_lifetime() {
     //= type=test
     //# TXN-5-7 A request of unknown fate MUST NOT be sent again before `frame_lifetime` has
     //# passed since the attempt it replaces was sent
-    assert!(p.now >= sent + 20_000, "retry at {} ns, sent at {sent} ns", p.now);
+    assert!(
+        p.now >= sent + 20_000,
+        "retry at {} ns, sent at {sent} ns",
+        p.now
+    );
     assert!(p.now < sent + 25_000, "retry late: {} ns", p.now);
     assert_eq!(again.tag, ld);
     p.send_raw(2, &payload(EP, PEER, &[resp(0x81, 0, ld, &[3; 16])]));
