@@ -673,10 +673,17 @@ impl Endpoint {
         let mut fresh = Endpoint::new(self.cfg.clone())?;
         core::mem::swap(&mut fresh.mem, &mut self.mem);
         fresh.now = now;
+        // Ports whose physical link is up come up when the quiet time ends.
+        for (w, p) in fresh.want_up.iter_mut().zip(&self.ports) {
+            *w = p.link.tx_state() != ethlink_link::TxState::Off;
+        }
         //= docs/spec/endpoint.md#12-reset-and-identity
         //# EP-12-2 After a reset an endpoint MUST NOT bring a port's link up (send INIT) before
         //# `tag_quarantine` has passed since the reset
         fresh.quiet_until = now.saturating_add(self.cfg.tag_quarantine);
+        if fresh.want_up.iter().any(|&w| w) {
+            fresh.timers.push(Reverse((fresh.quiet_until, Key::Quiet)));
+        }
         *self = fresh;
         Ok(())
     }

@@ -1184,23 +1184,30 @@ fn reset_clears_state_and_waits_before_ports_come_up() {
     //= type=test
     //# EP-12-2 After a reset an endpoint MUST NOT bring a port's link up (send INIT) before
     //# `tag_quarantine` has passed since the reset
-    ep.port_up(t1, 0);
+    // Port 0's physical link stayed up through the reset; port 1 comes up during the quiet
+    // time. Neither sends anything before it ends.
+    ep.port_up(t1, 1);
     let mut buf = vec![0; 9216];
     let mut t = t1;
     while t.as_nanos() < 5_000 + q {
         ep.handle_timeout(t);
-        assert!(
-            ep.poll_transmit(t, 0, &mut buf).unwrap().is_none(),
-            "a frame at {t} during the quiet time"
-        );
+        for port in [0, 1] {
+            assert!(
+                ep.poll_transmit(t, port, &mut buf).unwrap().is_none(),
+                "a frame on port {port} at {t} during the quiet time"
+            );
+        }
         t = ep
             .poll_timeout()
             .unwrap_or(ethlink_link::Instant::from_nanos(u64::MAX))
             .min(ethlink_link::Instant::from_nanos(5_000 + q));
     }
     ep.handle_timeout(t);
-    assert!(
-        ep.poll_transmit(t, 0, &mut buf).unwrap().is_some(),
-        "the INIT after the quiet time"
-    );
+    for port in [0, 1] {
+        assert!(
+            ep.poll_transmit(t, port, &mut buf).unwrap().is_some(),
+            "no INIT on port {port} after the quiet time"
+        );
+    }
+    assert!(ep.poll_transmit(t, 2, &mut buf).unwrap().is_none());
 }
