@@ -634,10 +634,10 @@ impl Endpoint {
     pub fn port_up(&mut self, now: Instant, i: usize) {
         self.now = self.now.max(now);
         if self.now < self.quiet_until {
-            if let Some(w) = self.want_up.get_mut(i) {
-                if !core::mem::replace(w, true) {
-                    self.timers.push(Reverse((self.quiet_until, Key::Quiet)));
-                }
+            if let Some(w) = self.want_up.get_mut(i)
+                && !core::mem::replace(w, true)
+            {
+                self.timers.push(Reverse((self.quiet_until, Key::Quiet)));
             }
             return;
         }

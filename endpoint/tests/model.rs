@@ -470,7 +470,7 @@ fn endpoint_config(s: &Setup, e: usize) -> Config {
         // One case in three gives the target a single reassembly: concurrent RDMA writes are
         // answered BUSY and sent again after their back-off (EP-6-14, EP-9-5). Enough retries,
         // starting short, that every write gets through.
-        max_reassemblies: if s.seed % 3 == 0 { 1 } else { 4096 },
+        max_reassemblies: if s.seed.is_multiple_of(3) { 1 } else { 4096 },
         max_retries: 16,
         busy_backoff: Duration::from_nanos(100),
         ..base
