@@ -1929,6 +1929,8 @@ impl Endpoint {
             }
             _ => None,
         };
+        //= docs/spec/endpoint.md#9-ports-going-down-deadlines-and-busy
+        //# EP-9-8 An operation answered BUSY with no retry left MUST complete with BUSY.
         match done {
             Some((CompletionStatus::Remote(Status::Busy), _))
                 if slot.retries < self.cfg.max_retries && slot.retry_at.is_none() =>
@@ -1956,8 +1958,7 @@ impl Endpoint {
         //= docs/spec/endpoint.md#9-ports-going-down-deadlines-and-busy
         //# EP-9-5 An operation answered BUSY that has a retry left MUST be sent again (whole, an
         //# RDMA read chunk by chunk) after `busy_backoff * 2^(n-1)` for its n-th retry, and the
-        //# retry counts against `max_retries`; one answered BUSY with no retry left MUST
-        //# complete with BUSY.
+        //# retry counts against `max_retries`.
         slot.retries += 1;
         slot.tainted = true;
         let n = slot.retries;
@@ -2065,6 +2066,9 @@ impl Endpoint {
                         self.counters.bad_responses = self.counters.bad_responses.wrapping_add(1);
                         return;
                     }
+                    //= docs/spec/endpoint.md#6-rdma-engine
+                    //# EP-6-18 A requester MUST ignore an RDMA_READ_RESP segment whose blocks have
+                    //# all been placed already: it changes no byte of local memory.
                     let delta = match c.blocks.mark(offset, dlen) {
                         Marked::Outside => return,
                         Marked::Duplicate => {
@@ -3540,6 +3544,10 @@ impl Endpoint {
                 continue;
             };
             let addr = job.target.addr.saturating_add(u64::from(job.next));
+            //= docs/spec/endpoint.md#6-rdma-engine
+            //# EP-6-17 A target MUST answer an RDMA_READ_RESP segment that would read a poisoned
+            //# byte with the status POISONED and no data instead, and send no further segment of
+            //# that read.
             let status = self.mem.load(job.target.space, job.target.key, addr, buf);
             let txn = match status {
                 Ok(()) => TxnRepr::RdmaReadResp {

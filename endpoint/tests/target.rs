@@ -779,8 +779,11 @@ fn rdma_read_ends_at_the_poisoned_segment() {
     //# receives it; on refusal it answers one RDMA_READ_RESP with the status and no data.
     //# Otherwise it sends the data in segments of at most `segment` bytes at increasing offsets,
     //# each offset a multiple of 256 and each length a multiple of 256 unless the segment ends
-    //# the read. A segment that would read a poisoned byte MUST be answered POISONED instead,
-    //# with no data, and ends the read.
+    //# the read.
+    //= docs/spec/endpoint.md#6-rdma-engine
+    //= type=test
+    //# EP-6-17 A target MUST answer an RDMA_READ_RESP segment that would read a poisoned byte
+    //# with the status POISONED and no data instead, and send no further segment of that read.
     assert_eq!(segs.len(), 2, "{segs:?}");
     check_prefix(segs[0], 0x91, Status::Ok, 4, seg as u16);
     assert_eq!(segs[0].word(0), 0, "offset");
@@ -2080,8 +2083,7 @@ fn busy_load_is_retried_with_back_off_and_ends_busy() {
         //= type=test
         //# EP-9-5 An operation answered BUSY that has a retry left MUST be sent again (whole, an
         //# RDMA read chunk by chunk) after `busy_backoff * 2^(n-1)` for its n-th retry, and the
-        //# retry counts against `max_retries`; one answered BUSY with no retry left MUST
-        //# complete with BUSY.
+        //# retry counts against `max_retries`.
         assert!(p.now >= sent + wait, "{} < {} + {wait}", p.now, sent);
         assert_eq!(again.tag, ld);
         assert!(p.completions.is_empty());
@@ -2094,6 +2096,9 @@ fn busy_load_is_retried_with_back_off_and_ends_busy() {
     //# when its requester gives up
     assert_eq!(p.completions.len(), 1, "{:?}", p.completions);
     let c = p.completions.remove(0);
+    //= docs/spec/endpoint.md#9-ports-going-down-deadlines-and-busy
+    //= type=test
+    //# EP-9-8 An operation answered BUSY with no retry left MUST complete with BUSY.
     assert_eq!(c.status, CompletionStatus::Remote(Status::Busy));
     assert_eq!(c.retries, max);
     assert_eq!(p.ep.counters().busy_retries, u64::from(max));
@@ -2243,16 +2248,22 @@ fn busy_rdma_is_retried() {
     //# RDMA read chunk by chunk) after `busy_backoff * 2^(n-1)` for its n-th retry
     assert!(p.now >= sent + 1_000);
     assert_eq!(again.tag, req.tag);
-    let mut ok = raw(
-        0x91,
-        0,
-        req.tag,
-        4,
-        &[0, 0, 0, 0, 0, 0, 2, 0x58],
-        &pattern(62, 600),
-    );
-    ok[6..8].copy_from_slice(&600u16.to_be_bytes());
-    p.send_raw(3, &payload(EP, PEER, &[ok]));
+    // The data in two segments, the first one twice (the copy with other bytes).
+    let data = pattern(62, 600);
+    let part = |off: u32, bytes: &[u8]| {
+        let mut ext = off.to_be_bytes().to_vec();
+        ext.extend(600u32.to_be_bytes());
+        raw(0x91, 0, req.tag, 4, &ext, bytes)
+    };
+    p.send_raw(3, &payload(EP, PEER, &[part(0, &data[..512])]));
+    p.send_raw(3, &payload(EP, PEER, &[part(0, &[0xEE; 512])]));
+    p.run_for(1_000);
+    //= docs/spec/endpoint.md#6-rdma-engine
+    //= type=test
+    //# EP-6-18 A requester MUST ignore an RDMA_READ_RESP segment whose blocks have all been
+    //# placed already: it changes no byte of local memory.
+    assert_eq!(p.ep.counters().duplicate_segments, 1);
+    p.send_raw(3, &payload(EP, PEER, &[part(512, &data[512..])]));
     p.run_for(2_000);
     let c = p.completions.pop().expect("read complete");
     assert_eq!(
