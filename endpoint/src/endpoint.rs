@@ -2326,7 +2326,7 @@ impl Endpoint {
     //# in either order. A requester that needs an order across paths MUST wait for the first
     //# operation's completion, or use a fence.
     //= docs/spec/transaction.md#4-ordering
-    //# TXN-4-5 A fence MUST complete only after every operation the requester issued before it,
+    //# TXN-4-5 A Fence operation MUST complete only after every operation the requester issued before it,
     //# on every path, is complete.
     fn check_fences(&mut self) {
         while let Some(&(id, seq, issued)) = self.fences.front() {

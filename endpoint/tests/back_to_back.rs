@@ -814,7 +814,7 @@ fn a_fence_completes_after_everything_before_it() {
     let pos = |id| c.iter().position(|x| x.id == id).unwrap();
     //= docs/spec/transaction.md#4-ordering
     //= type=test
-    //# TXN-4-5 A fence MUST complete only after every operation the requester issued before it,
+    //# TXN-4-5 A Fence operation MUST complete only after every operation the requester issued before it,
     //# on every path, is complete. Operations issued after a fence MAY be performed before it
     //# completes.
     assert!(pos(OpId::Fence(f)) > pos(OpId::Rdma(w)));

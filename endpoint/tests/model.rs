@@ -1326,7 +1326,7 @@ impl Side {
             Expect::Fence { verify } => {
                 //= docs/spec/transaction.md#4-ordering
                 //= type=test
-                //# TXN-4-5 A fence MUST complete only after every operation the requester issued
+                //# TXN-4-5 A Fence operation MUST complete only after every operation the requester issued
                 //# before it, on every path, is complete.
                 //= docs/spec/endpoint.md#5-load-store-unit
                 //= type=test
