@@ -109,7 +109,7 @@ pub(crate) fn endpoint_config(s: &Scenario, g: u16) -> EpConfig {
         read_window: e.read_window,
         pack_delay: dur(e.pack_delay_ns),
         op_timeout: dur(e.op_timeout_ns),
-        // endpoint.md EP-1-2: no longer than op_timeout.
+        // endpoint.md EP-1-3: frame_lifetime <= op_timeout.
         frame_lifetime: dur(e.op_timeout_ns.min(200_000)),
         max_retries: e.max_retries,
         tag_quarantine: dur(e.tag_quarantine_ns),
