@@ -109,6 +109,8 @@ pub(crate) fn endpoint_config(s: &Scenario, g: u16) -> EpConfig {
         read_window: e.read_window,
         pack_delay: dur(e.pack_delay_ns),
         op_timeout: dur(e.op_timeout_ns),
+        // endpoint.md EP-1-3: frame_lifetime <= op_timeout.
+        frame_lifetime: dur(e.op_timeout_ns.min(200_000)),
         max_retries: e.max_retries,
         tag_quarantine: dur(e.tag_quarantine_ns),
         max_reassemblies: e.max_reassemblies,
@@ -118,8 +120,10 @@ pub(crate) fn endpoint_config(s: &Scenario, g: u16) -> EpConfig {
         memory: MemoryConfig {
             global_size: e.global_bytes,
             shared_size: 1 << 20,
+            ..MemoryConfig::default()
         },
         link: link_config(s),
+        ..EpConfig::default()
     }
 }
 
@@ -1618,7 +1622,8 @@ impl Fabric {
             et.moved += c.moved;
             et.responses_discarded += c.responses_discarded;
             et.misdelivered += c.misdelivered;
-            et.malformed += c.malformed_frames + c.malformed_txns;
+            et.malformed +=
+                c.malformed_frames + c.malformed_txns + c.unknown_responses + c.bad_responses;
             et.requests_served += c.requests_served;
             et.packed_frames += c.packed_frames;
             et.packed_txns += c.packed_txns;
