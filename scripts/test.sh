@@ -40,14 +40,22 @@ log "golden vectors are what the code generates"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cargo run --quiet --locked -p ethlink-cli -- vectors --out "$tmp"
-for f in vectors.json vectors.pcapng; do
+for f in vectors.json vectors.pcapng examples.md; do
   if ! cmp -s "$tmp/$f" "conformance/vectors/$f"; then
     echo "conformance/vectors/$f differs from what the code generates;" \
          "run: cargo run -p ethlink-cli -- vectors --out conformance/vectors" >&2
     exit 1
   fi
 done
-echo "vectors.json and vectors.pcapng match"
+for f in examples.md; do
+  if ! cmp -s "$tmp/$f" "docs/spec/$f"; then
+    echo "docs/spec/$f differs from what the golden vectors generate;" \
+         "run: cargo run -p ethlink-cli -- vectors --out conformance/vectors" \
+         "&& cp conformance/vectors/examples.md docs/spec/examples.md" >&2
+    exit 1
+  fi
+done
+echo "vectors.json, vectors.pcapng and the worked examples (docs/spec/examples.md) match"
 
 log "requirement traceability"
 python3 scripts/traceability.py --check

@@ -439,6 +439,8 @@ fn init_repr(init: &InitJson) -> Result<InitRepr, EncodeError> {
         "link_end" => Role::LinkEnd,
         "endpoint" => Role::Endpoint,
         "switch" => Role::Switch,
+        // Role 3 is reserved; decode names it so, and it re-encodes raw (WIRE-1.2-4).
+        "reserved" => Role::Unknown(3),
         other => {
             return Err(EncodeError::new(
                 "init.role",

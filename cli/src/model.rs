@@ -199,7 +199,7 @@ pub struct InitJson {
     /// The capabilities announced, by name: rdma, atomics, shared, packing, tagged, cut_through.
     #[serde(default)]
     pub caps: Vec<String>,
-    /// The sender's role: link_end, endpoint or switch.
+    /// The sender's role: link_end, endpoint, switch, or reserved (the reserved code 3).
     #[serde(default = "default_role")]
     pub role: String,
 }

@@ -11,6 +11,10 @@
 
 use std::path::Path;
 
+mod examples;
+
+pub use examples::EXAMPLES_FILE;
+
 use ethlink_protocol::{
     Action, AtomicKind, AtomicOp, AtomicValue, Capabilities, CreditRepr, DataFlags, DataHeader,
     DataRepr, EthernetRepr, Field, FrameRepr, GpuId, InitRepr, LinkFrame, MAX_FRAME_LEN, MacAddr,
@@ -88,6 +92,35 @@ pub struct ExpectedError {
     pub spec: String,
     /// The receiver's action, as `ethlink_protocol::Action` displays it.
     pub action: String,
+    /// The counter the receiver increments (wire.md Table WIRE-T1); absent when the receiver
+    /// answers the transaction instead of discarding it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counter: Option<String>,
+}
+
+/// The counter of wire.md Table WIRE-T1 for a discard, worked out from the field and the action
+/// (independently of `ethlink_protocol::Error::discard`, which the tests compare with it).
+fn counter_of(field: Field, action: Action) -> Option<&'static str> {
+    Some(match action {
+        Action::DiscardDamaged if field == Field::Fcs => "rx_fcs_errors",
+        Action::DiscardDamaged => "rx_damaged",
+        Action::DiscardStomped => "rx_stomped",
+        Action::DiscardForeign => "rx_foreign",
+        Action::DiscardMalformed => match field {
+            Field::Version => "rx_bad_version",
+            Field::Kind => "rx_unknown_kind",
+            Field::Padding
+            | Field::NetworkHeader
+            | Field::DstGpu
+            | Field::SrcGpu
+            | Field::TxnCount
+            | Field::PayloadLength => "malformed_frames",
+            _ => "rx_malformed_control",
+        },
+        Action::DiscardRest => "malformed_txns",
+        Action::DiscardTxn => "bad_responses",
+        Action::Respond { .. } => return None,
+    })
 }
 
 /// A vector before serialisation.
@@ -347,6 +380,7 @@ impl Builder {
                 offset,
                 spec: spec.to_owned(),
                 action: action.to_string(),
+                counter: counter_of(field, action).map(str::to_owned),
             }),
         });
     }
@@ -627,6 +661,33 @@ fn well_formed_requests(b: &mut Builder) -> Result<(), String> {
             store(0x0062, global(ADDR), &d4),
         ])?,
     );
+    b.good(
+        "atomic_fadd_8b_misaligned",
+        "8-byte ATOMIC_FADD at address 0x1004: well formed on the wire; the target answers \
+         MISALIGNED once its range, key and permission checks pass",
+        &["WIRE-6.5-3", "WIRE-6.5-2"],
+        data(&[TxnRepr::Atomic {
+            tag: 0x0019,
+            target: global(0x1004),
+            width: ethlink_protocol::Width::W8,
+            op: AtomicOp::FetchAdd { addend: 1 },
+        }])?,
+    );
+    b.good(
+        "atomic_cas_4b_misaligned",
+        "4-byte ATOMIC_CAS at address 0x1002: well formed on the wire, answered MISALIGNED by the \
+         target",
+        &["WIRE-6.5-3", "WIRE-6.5-2"],
+        data(&[TxnRepr::Atomic {
+            tag: 0x001A,
+            target: global(0x1002),
+            width: ethlink_protocol::Width::W4,
+            op: AtomicOp::CompareSwap {
+                compare: 0,
+                value: 0,
+            },
+        }])?,
+    );
     Ok(())
 }
 
@@ -753,6 +814,19 @@ fn well_formed_responses(b: &mut Builder) -> Result<(), String> {
             tag: 0x0060,
             header: &[],
             data: &[],
+        }])?,
+    );
+    b.good(
+        "unknown_response_0xc4",
+        "Response opcode 0xC4 is not defined: it decodes (hlen 3, dlen 4) and a requester \
+         discards it and counts it in unknown_responses, apart from bad responses",
+        &["WIRE-6.1-7", "WIRE-1.2-4"],
+        data(&[TxnRepr::Unknown {
+            opcode: 0xC4,
+            flags_status: 0x00,
+            tag: 0x0063,
+            header: &[0x0A, 0x0B, 0x0C, 0x0D],
+            data: &[0x01, 0x02, 0x03, 0x04],
         }])?,
     );
     b.good(
@@ -1237,6 +1311,64 @@ fn well_formed_frames(b: &mut Builder) -> Result<(), String> {
         &["WIRE-4.3-1", "WIRE-1.2-2"],
         patch(patch(frame, BODY + 4, &[0, 0, 0, 5]), BODY + 8, &[0xF0]),
     );
+    b.good(
+        "init_capabilities_role_overhead",
+        "INIT of an endpoint (role 1) announcing the capabilities RDMA, ATOMICS, SHARED and \
+         PACKING and a credit overhead of 24 bytes",
+        &["WIRE-4.5-5", "WIRE-4.5-6", "WIRE-4.5-7", "WIRE-4.5-1"],
+        control(
+            eth(),
+            LinkFrame::Init(InitRepr {
+                credit_overhead: 24,
+                caps: Capabilities::RDMA
+                    | Capabilities::ATOMICS
+                    | Capabilities::SHARED
+                    | Capabilities::PACKING,
+                role: Role::Endpoint,
+                ..init_repr(4, 256, 9216, 4096, 128)
+            }),
+        )?,
+    );
+    b.good(
+        "init_echo_switch_tagged_cut_through",
+        "INIT_ECHO of a switch (role 2) announcing TAGGED and CUT_THROUGH, no credit overhead",
+        &["WIRE-4.5-6", "WIRE-4.5-7", "WIRE-4.5-2"],
+        control(
+            eth(),
+            LinkFrame::InitEcho {
+                echo_nonce: 0x1234_5678,
+                init: InitRepr {
+                    nonce: 0x0BAD_CAFE,
+                    caps: Capabilities::TAGGED | Capabilities::CUT_THROUGH,
+                    role: Role::Switch,
+                    ..init_repr(8, 128, 9216, 2048, 512)
+                },
+            },
+        )?,
+    );
+    let frame = control(eth(), LinkFrame::Init(init_repr(2, 64, 4096, 512, 64)))?;
+    b.good(
+        "init_reserved_capability_bits",
+        "INIT with the undefined capability bits 13..6 set: a receiver ignores them",
+        &["WIRE-4.5-3", "WIRE-1.2-2"],
+        patch(frame, BODY + 14, &[0x3F, 0xC0]),
+    );
+    let frame = control(eth(), LinkFrame::Init(init_repr(2, 64, 4096, 512, 64)))?;
+    b.good(
+        "init_role_3_reserved",
+        "INIT with the reserved role 3: accepted, and the raw value is kept when it is reported \
+         or encoded again",
+        &["WIRE-4.5-7", "WIRE-1.2-4"],
+        patch(frame, BODY + 14, &[0xC0, 0x00]),
+    );
+    let frame = data(&[TxnRepr::Fence { tag: 0x0302 }])?;
+    b.good(
+        "data_nonzero_padding",
+        "DATA frame whose 24 padding bytes are not zero: padding is reserved, the frame is \
+         accepted",
+        &["WIRE-2.4-7", "WIRE-1.2-2"],
+        patch(frame, BODY + 16, &[0xA5; 24]),
+    );
     let frame = control(eth(), LinkFrame::Init(init_repr(2, 64, 4096, 512, 64)))?;
     b.good(
         "init_nonzero_echo_nonce",
@@ -1297,6 +1429,20 @@ fn malformed_frames(b: &mut Builder) -> Result<(), String> {
         60,
         "WIRE-2.5-3",
         damaged,
+    );
+    let mut f = good.clone();
+    let n = f.len() - 4;
+    let stomped = ethlink_protocol::fcs::stomped_bytes(&f[..n]);
+    f[n..].copy_from_slice(&stomped);
+    b.bad_frame(
+        "stomped_fcs_data",
+        "DATA frame ending with the stomped FCS (the complement of its correct FCS): discarded \
+         and counted as stomped, no NACK, no sequence number taken",
+        f,
+        Field::Fcs,
+        60,
+        "WIRE-2.5-5",
+        Action::DiscardStomped,
     );
     let mut f = raw_eth(&[0x88B5]);
     f.extend_from_slice(&raw_link(1, 1, 0, 0, 3));
@@ -1515,7 +1661,7 @@ fn malformed_frames(b: &mut Builder) -> Result<(), String> {
             init: init_repr(2, 64, 4096, 512, 64),
         },
     )?;
-    let cases: [PatchCase<'_>; 11] = [
+    let cases: [PatchCase<'_>; 12] = [
         (
             "init_vcs_0",
             "INIT announcing 0 VCs",
@@ -1594,6 +1740,14 @@ fn malformed_frames(b: &mut Builder) -> Result<(), String> {
             &init,
             24,
             &[0, 0x08, 0, 0],
+            Field::InitCredits,
+        ),
+        (
+            "init_credits_0",
+            "INIT granting 0 credits on VC 0, a VC below its number of VCs",
+            &init,
+            20,
+            &[0, 0, 0, 0],
             Field::InitCredits,
         ),
         (
@@ -1678,6 +1832,32 @@ fn malformed_payloads(b: &mut Builder) -> Result<(), String> {
             malformed,
         );
     }
+    let mut body = raw_net(DST_GPU, SRC_GPU, 1, 4);
+    body.extend_from_slice(&[0x06, 0, 0, 1]);
+    b.bad(
+        "net_payload_length_4",
+        "Payload length 4, less than the 8 bytes of the smallest transaction: a malformed network \
+         header",
+        raw_frame(&raw_eth(&[0x88B5]), raw_link(1, 0, 0, 0, 1), &body),
+        Level::Payload,
+        None,
+        Field::PayloadLength,
+        BODY + 6,
+        "WIRE-5-7",
+        malformed,
+    );
+    let body = raw_net(DST_GPU, SRC_GPU, 1, 0);
+    b.bad(
+        "net_payload_length_0",
+        "Payload length 0 with a transaction count of 1",
+        raw_frame(&raw_eth(&[0x88B5]), raw_link(1, 0, 0, 0, 1), &body),
+        Level::Payload,
+        None,
+        Field::PayloadLength,
+        BODY + 6,
+        "WIRE-5-7",
+        malformed,
+    );
     let tagged = emit_data_with(
         &eth_tagged(0, 1),
         header(0, 1),
@@ -1771,12 +1951,23 @@ fn malformed_transactions(b: &mut Builder) -> Result<(), String> {
     );
     b.bad_txn(
         "txn_count_beyond_payload",
-        "Count 3, but the payload ends after two transactions",
+        "Count 3, but the payload ends exactly after two transactions: no byte is left where the \
+         third should start, a structural error; the two STOREs stand",
         raw_data(3, &[store_ok.clone(), store_ok.clone()].concat()),
         3,
-        Field::TxnCount,
+        Field::TxnPrefix,
         TXN0 + 48,
-        "WIRE-6.1-4",
+        "WIRE-6.1-3",
+        rest,
+    );
+    b.bad_txn(
+        "txn_count_255_one_fence",
+        "Count 255, but the payload holds one FENCE and ends on its boundary",
+        raw_data(255, &raw_txn(0x06, 0, 0x0006, 2, 0, &[], &[])),
+        2,
+        Field::TxnPrefix,
+        TXN0 + 8,
+        "WIRE-6.1-3",
         rest,
     );
 
@@ -1850,12 +2041,12 @@ fn malformed_transactions(b: &mut Builder) -> Result<(), String> {
     let t = raw_txn(0x01, 0, 0x0015, 6, 4, &load(8), &[0; 4]);
     b.bad_txn(
         "load_with_data",
-        "LOAD carrying 4 data bytes (dlen must be 0)",
+        "LOAD carrying 4 data bytes: its dlen is fixed at 0, answered MALFORMED",
         raw_data(1, &t),
         1,
         Field::Dlen,
         TXN0 + 6,
-        "WIRE-6.1-6",
+        "WIRE-6.1-10",
         m(0x01, 0x0015),
     );
     let t = raw_txn(0x03, 0, 0x0016, 5, 5, &mem_ext(ADDR), &[1, 0, 0, 0, 0]);
@@ -1891,46 +2082,36 @@ fn malformed_transactions(b: &mut Builder) -> Result<(), String> {
         "WIRE-6.5-1",
         m(0x04, 0x0018),
     );
-    let t = raw_txn(
-        0x03,
-        0,
-        0x0019,
-        5,
-        8,
-        &mem_ext(0x1004),
-        &[1, 0, 0, 0, 0, 0, 0, 0],
-    );
-    b.bad_txn(
-        "atomic_fadd_8b_misaligned",
-        "8-byte ATOMIC_FADD at address 0x1004: answered MISALIGNED",
-        raw_data(1, &t),
-        1,
-        Field::Address,
-        TXN0 + 12,
-        "WIRE-6.5-2",
-        respond(0x83, 0x0019, Status::Misaligned),
-    );
-    let t = raw_txn(0x05, 0, 0x001A, 5, 8, &mem_ext(0x1002), &[0; 8]);
-    b.bad_txn(
-        "atomic_cas_4b_misaligned",
-        "4-byte ATOMIC_CAS at address 0x1002: answered MISALIGNED",
-        raw_data(1, &t),
-        1,
-        Field::Address,
-        TXN0 + 12,
-        "WIRE-6.5-2",
-        respond(0x85, 0x001A, Status::Misaligned),
-    );
     let t = raw_txn(0x06, 0, 0x001B, 2, 4, &[], &[0; 4]);
     b.bad_txn(
         "fence_with_data",
-        "FENCE carrying 4 data bytes",
+        "FENCE carrying 4 data bytes: its dlen is fixed at 0, answered MALFORMED",
         raw_data(1, &t),
         1,
         Field::Dlen,
         TXN0 + 6,
-        "WIRE-6.1-6",
+        "WIRE-6.1-10",
         m(0x06, 0x001B),
+    );
+    let t = raw_txn(
+        0x11,
+        0,
+        0x0021,
+        6,
+        8,
+        &[mem_ext(ADDR), 64u32.to_be_bytes().to_vec()].concat(),
+        &[0; 8],
+    );
+    b.bad_txn(
+        "rdma_read_with_data",
+        "RDMA_READ carrying 8 data bytes: its dlen is fixed at 0, answered MALFORMED on the \
+         RDMA_READ_RESP opcode",
+        raw_data(1, &t),
+        1,
+        Field::Dlen,
+        TXN0 + 6,
+        "WIRE-6.1-10",
+        m(0x11, 0x0021),
     );
     let wr = |offset: u32, total: u32| {
         [
@@ -2082,31 +2263,86 @@ fn malformed_transactions(b: &mut Builder) -> Result<(), String> {
         "RDMA_READ_RESP with status OK and no data",
         raw_data(1, &t),
         1,
-        Field::RdmaOffset,
-        TXN0 + 8,
+        Field::Dlen,
+        TXN0 + 6,
         "WIRE-6.9-3",
         drop,
     );
     let t = raw_txn(0x82, 0x00, 0x0038, 3, 0, &[0; 4], &[]);
     b.bad_txn(
         "store_resp_hlen_3",
-        "STORE_RESP with hlen 3 instead of 2",
+        "STORE_RESP with hlen 3 instead of 2: a bad response, discarded and counted in \
+         bad_responses",
         raw_data(1, &t),
         1,
         Field::Hlen,
         TXN0 + 4,
-        "WIRE-6.1-7",
+        "WIRE-6.1-9",
         drop,
     );
     let t = raw_txn(0x82, 0x00, 0x0039, 2, 4, &[], &[0; 4]);
     b.bad_txn(
         "store_resp_with_data",
-        "STORE_RESP with status OK carrying 4 data bytes",
+        "STORE_RESP with status OK carrying 4 data bytes: its dlen is fixed at 0, a bad response",
         raw_data(1, &t),
         1,
         Field::Dlen,
         TXN0 + 6,
-        "WIRE-6.1-7",
+        "WIRE-6.1-10",
+        drop,
+    );
+    let t = raw_txn(0x82, 0x05, 0x003A, 2, 4, &[], &[0; 4]);
+    b.bad_txn(
+        "store_resp_error_with_data",
+        "STORE_RESP with status MALFORMED carrying 4 data bytes: both WIRE-6.1-10 and WIRE-6.9-1 \
+         are broken; the opcode's fixed dlen is checked first",
+        raw_data(1, &t),
+        1,
+        Field::Dlen,
+        TXN0 + 6,
+        "WIRE-6.1-10",
+        drop,
+    );
+    let t = raw_txn(0x86, 0x00, 0x003B, 2, 8, &[], &[0; 8]);
+    b.bad_txn(
+        "fence_resp_with_data",
+        "FENCE_RESP carrying 8 data bytes: a bad response",
+        raw_data(1, &t),
+        1,
+        Field::Dlen,
+        TXN0 + 6,
+        "WIRE-6.1-10",
+        drop,
+    );
+    let t = raw_txn(
+        0x90,
+        0x00,
+        0x003C,
+        4,
+        4,
+        &[0, 0, 0x10, 0, 0, 0, 0, 0],
+        &[0; 4],
+    );
+    b.bad_txn(
+        "rdma_completion_with_data",
+        "RDMA_COMPLETION carrying 4 data bytes: a bad response",
+        raw_data(1, &t),
+        1,
+        Field::Dlen,
+        TXN0 + 6,
+        "WIRE-6.1-10",
+        drop,
+    );
+    let t = raw_txn(0x83, 0x00, 0x003D, 3, 4, &[0; 4], &[1, 2, 3, 4]);
+    b.bad_txn(
+        "atomic_resp_hlen_3",
+        "ATOMIC_FADD_RESP with hlen 3: a defined response with a bad field, counted in \
+         bad_responses (compare unknown_response_0xc4, counted in unknown_responses)",
+        raw_data(1, &t),
+        1,
+        Field::Hlen,
+        TXN0 + 4,
+        "WIRE-6.1-9",
         drop,
     );
     Ok(())
@@ -2115,16 +2351,18 @@ fn malformed_transactions(b: &mut Builder) -> Result<(), String> {
 // ---------------------------------------------------------------------------------------------
 // Output.
 
-/// The two files, as bytes.
+/// The three files, as bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Generated {
     /// Contents of vectors.json.
     pub json: Vec<u8>,
     /// Contents of vectors.pcapng.
     pub pcapng: Vec<u8>,
+    /// Contents of examples.md, the worked examples of docs/spec/examples.md.
+    pub examples: Vec<u8>,
 }
 
-/// Builds every vector and renders both files.
+/// Builds every vector and renders the three files.
 pub fn generate() -> Result<Generated, String> {
     let vectors = build()?;
     let mut names = std::collections::BTreeSet::new();
@@ -2173,16 +2411,35 @@ pub fn generate() -> Result<Generated, String> {
         .map(|v| (v.name, v.bytes.as_slice()))
         .collect();
     let pcapng = capture::write_pcapng(&frames).map_err(|e| e.to_string())?;
-    Ok(Generated { json, pcapng })
+    let shown: Vec<examples::Example<'_>> = vectors
+        .iter()
+        .map(|v| examples::Example {
+            name: v.name,
+            description: v.description,
+            spec: &v.spec,
+            bytes: &v.bytes,
+            expect: v
+                .expect
+                .as_ref()
+                .map(|e| (e.action.clone(), e.spec.clone(), e.counter.clone())),
+        })
+        .collect();
+    let examples = examples::render(&shown)?.into_bytes();
+    Ok(Generated {
+        json,
+        pcapng,
+        examples,
+    })
 }
 
-/// Writes vectors.json and vectors.pcapng into `dir`, creating it if needed.
+/// Writes vectors.json, vectors.pcapng and examples.md into `dir`, creating it if needed.
 pub fn write(dir: &Path) -> Result<Generated, String> {
     let generated = generate()?;
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     for (name, bytes) in [
         (JSON_FILE, &generated.json),
         (PCAPNG_FILE, &generated.pcapng),
+        (EXAMPLES_FILE, &generated.examples),
     ] {
         let path = dir.join(name);
         std::fs::write(&path, bytes)

@@ -11,6 +11,8 @@ use ethlink_cli::hexio::{parse_hex, to_hex};
 use ethlink_cli::vectors::{self, ExpectedError};
 
 const REGENERATE: &str = "cargo run -p ethlink-cli -- vectors --out conformance/vectors";
+const REGENERATE_EXAMPLES: &str = "cargo run -p ethlink-cli -- vectors --out conformance/vectors \
+     && cp conformance/vectors/examples.md docs/spec/examples.md";
 
 #[test]
 fn committed_files_match_the_generator() {
@@ -18,6 +20,7 @@ fn committed_files_match_the_generator() {
     for (name, bytes) in [
         (vectors::JSON_FILE, &generated.json),
         (vectors::PCAPNG_FILE, &generated.pcapng),
+        (vectors::EXAMPLES_FILE, &generated.examples),
     ] {
         let path = vectors_dir().join(name);
         let committed = std::fs::read(&path).unwrap_or_default();
@@ -32,8 +35,56 @@ fn committed_files_match_the_generator() {
     }
 }
 
+/// docs/spec/examples.md is the examples.md the generator writes: the worked examples cannot
+/// drift from the vectors.
 #[test]
-fn generator_writes_exactly_two_identical_files_each_run() {
+fn committed_examples_match_the_generator() {
+    let generated = vectors::generate().unwrap_or_else(|e| panic!("generator failed: {e}"));
+    let path = vectors_dir()
+        .join("../../docs/spec")
+        .join(vectors::EXAMPLES_FILE);
+    let committed = std::fs::read(&path).unwrap_or_default();
+    assert!(
+        committed == generated.examples,
+        "{} differs from the examples.md the generator writes; run `{REGENERATE_EXAMPLES}`",
+        path.display()
+    );
+    let text = String::from_utf8(generated.examples).unwrap_or_default();
+    // Every frame kind and every transaction type is shown.
+    for needle in [
+        "(DATA)",
+        "(ACK)",
+        "(NACK)",
+        "(CF)",
+        "(CC)",
+        "(INIT)",
+        "(INIT_ECHO)",
+        "LOAD |",
+        "STORE |",
+        "ATOMIC_FADD |",
+        "ATOMIC_SWAP |",
+        "ATOMIC_CAS |",
+        "FENCE |",
+        "RDMA_WRITE |",
+        "RDMA_READ |",
+        "LOAD_RESP |",
+        "STORE_RESP |",
+        "ATOMIC_FADD_RESP |",
+        "ATOMIC_SWAP_RESP |",
+        "ATOMIC_CAS_RESP |",
+        "FENCE_RESP |",
+        "RDMA_COMPLETION |",
+        "RDMA_READ_RESP |",
+        "unknown request |",
+        "unknown response |",
+        "stomped:",
+    ] {
+        assert!(text.contains(needle), "examples.md shows no {needle}");
+    }
+}
+
+#[test]
+fn generator_writes_exactly_three_identical_files_each_run() {
     let dir = std::env::temp_dir().join(format!("ethlink-vectors-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let first = vectors::write(&dir).unwrap_or_else(|e| panic!("{e}"));
@@ -44,7 +95,7 @@ fn generator_writes_exactly_two_identical_files_each_run() {
         .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
         .collect();
     names.sort();
-    assert_eq!(names, ["vectors.json", "vectors.pcapng"]);
+    assert_eq!(names, ["examples.md", "vectors.json", "vectors.pcapng"]);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -130,6 +181,7 @@ fn malformed_vectors_are_rejected_as_recorded() {
             offset: e.error.offset,
             spec: e.error.spec.to_owned(),
             action: e.error.action.to_string(),
+            counter: e.error.discard().map(|d| d.counter().to_owned()),
         });
         if got.as_ref() != Some(want) {
             failures.push(format!("{}:\n  want {want:?}\n  got  {got:?}", v.name));

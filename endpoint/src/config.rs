@@ -3,7 +3,7 @@
 use core::fmt;
 
 use ethlink_link::{Config as LinkConfig, ConfigError, Duration};
-use ethlink_protocol::{GpuId, MacAddr};
+use ethlink_protocol::{Capabilities, GpuId, MacAddr, Role};
 
 use crate::memory::MemoryConfig;
 
@@ -14,6 +14,14 @@ pub const BLOCK: u32 = 256;
 const WRITE_HEADER: usize = 28;
 /// Bytes of an untagged DATA frame around its transactions: Ethernet 14, link 6, network 8, FCS 4.
 const FRAME_OVERHEAD: usize = 32;
+/// Bytes of a frame of one full RDMA_WRITE segment beyond the segment's data, with the 802.1Q
+/// tag a peer may add (EP-3-2): 28 + 32 + 4.
+pub const SEGMENT_FRAME_OVERHEAD: usize = WRITE_HEADER + FRAME_OVERHEAD + 4;
+/// The capabilities an endpoint announces by default (EP-11-1).
+pub const DEFAULT_CAPS: Capabilities = Capabilities::RDMA
+    .union(Capabilities::ATOMICS)
+    .union(Capabilities::SHARED)
+    .union(Capabilities::PACKING);
 /// VCs every port needs (EP-3-1).
 pub const VCS_NEEDED: u8 = 4;
 
@@ -91,20 +99,33 @@ pub struct Config {
     pub op_timeout: Duration,
     /// Retries of one operation, 0..=16.
     pub max_retries: u8,
-    /// Rest of a tag whose operation was retried or abandoned, at least `op_timeout`.
+    /// Rest of a tag whose operation was retried or ended without its final response: at least
+    /// `2 * frame_lifetime` and at least `frame_lifetime + op_timeout`.
     pub tag_quarantine: Duration,
+    /// Longest a request or response can live in the fabric (EP-1-2), 1 us..=1 s, at most
+    /// `op_timeout`.
+    pub frame_lifetime: Duration,
+    /// Wait before the first retry of an operation answered BUSY; doubles with each retry
+    /// (EP-9-5), 100 ns..=1 ms.
+    pub busy_backoff: Duration,
     /// RDMA writes a target reassembles at once, 1..=65536.
     pub max_reassemblies: u32,
+    /// 256-byte blocks the target's reassembly records cover in all (EP-6-12), at least
+    /// `segment / 256`, at most 2^32 - 1.
+    pub max_reassembly_blocks: u32,
     /// RDMA reads a target serves at once, 1..=65536.
     pub max_read_jobs: u32,
     /// Bytes of responses held before the target stops taking requests, at least 9216.
     pub response_backlog: u32,
     /// Bytes queued per port and VC before the RDMA engine waits, at least 9216.
     pub port_queue: u32,
-    /// The sizes of the memory spaces.
+    /// The sizes of the memory spaces and of their region tables.
     pub memory: MemoryConfig,
+    /// The optional features this endpoint has (EP-11-1): RDMA, ATOMICS and SHARED as a target,
+    /// PACKING as a sender. Other bits are ignored. Announced in every port's INIT.
+    pub caps: Capabilities,
     /// The configuration of every port's link; each port gets its own MAC address and nonce
-    /// seed derived from this one, the GPU id and the port.
+    /// seed derived from this one, the GPU id and the port, the role Endpoint and `caps`.
     pub link: LinkConfig,
 }
 
@@ -125,11 +146,15 @@ impl Default for Config {
             op_timeout: Duration::from_micros(200),
             max_retries: 3,
             tag_quarantine: Duration::from_micros(500),
+            frame_lifetime: Duration::from_micros(200),
+            busy_backoff: Duration::from_micros(1),
             max_reassemblies: 4096,
+            max_reassembly_blocks: 1 << 24,
             max_read_jobs: 256,
             response_backlog: 1 << 20,
             port_queue: 64 * 1024,
             memory: MemoryConfig::default(),
+            caps: DEFAULT_CAPS,
             link: LinkConfig::default(),
         }
     }
@@ -164,15 +189,17 @@ impl Config {
             return err("rdma_queue", self.rdma_queue.into(), "must be 1..=65536");
         }
         let mfs = usize::from(self.link.mfs);
-        let eth_extra = if self.link.vlan.is_some() { 4 } else { 0 };
+        //= docs/spec/endpoint.md#3-ports-and-virtual-channels
+        //# EP-3-5 An endpoint's configured MFS MUST hold a frame of one full segment with an
+        //# 802.1Q tag (`segment` + 64 bytes).
         let fits = (self.segment as usize)
-            .checked_add(WRITE_HEADER + FRAME_OVERHEAD + eth_extra)
+            .checked_add(SEGMENT_FRAME_OVERHEAD)
             .is_some_and(|n| n <= mfs);
         if !self.segment.is_multiple_of(BLOCK) || !(256..=8192).contains(&self.segment) || !fits {
             return err(
                 "segment",
                 self.segment.into(),
-                "must be a multiple of 256, 256..=8192, and fit in a frame of link.mfs bytes with its 60 bytes of headers",
+                "must be a multiple of 256, 256..=8192, and fit in a frame of link.mfs bytes with its 64 bytes of headers (tagged)",
             );
         }
         if self.read_chunk == 0
@@ -194,14 +221,54 @@ impl Config {
         if !(1_000..=1_000_000_000).contains(&ns(self.op_timeout)) {
             return err("op_timeout", ns(self.op_timeout), "must be 1 us..=1 s");
         }
+        if self.pack_delay >= self.op_timeout {
+            return err(
+                "pack_delay",
+                ns(self.pack_delay),
+                "must be less than op_timeout",
+            );
+        }
         if self.max_retries > 16 {
             return err("max_retries", self.max_retries.into(), "must be 0..=16");
         }
-        if self.tag_quarantine < self.op_timeout {
+        //= docs/spec/endpoint.md#12-timers-and-their-relations
+        //# EP-1-3 An endpoint MUST refuse a configuration that breaks a relation of Table EP-T1:
+        //= docs/spec/endpoint.md#12-timers-and-their-relations
+        //# EP-1-2 `frame_lifetime` MUST be at least the longest time a DATA frame can spend
+        //# between its first transmission and its delivery to the destination endpoint
+        if !(1_000..=1_000_000_000).contains(&ns(self.frame_lifetime)) {
+            return err(
+                "frame_lifetime",
+                ns(self.frame_lifetime),
+                "must be 1 us..=1 s",
+            );
+        }
+        if self.op_timeout < self.frame_lifetime {
+            return err(
+                "op_timeout",
+                ns(self.op_timeout),
+                "must be at least frame_lifetime",
+            );
+        }
+        if !(100..=1_000_000).contains(&ns(self.busy_backoff)) {
+            return err(
+                "busy_backoff",
+                ns(self.busy_backoff),
+                "must be 100 ns..=1 ms",
+            );
+        }
+        //= docs/spec/endpoint.md#12-timers-and-their-relations
+        //# EP-1-4 Endpoints that address one another MUST be configured with one
+        //# `frame_lifetime`, and the `tag_quarantine` of every requester MUST be at least
+        //# `frame_lifetime` plus the `op_timeout` of every target it addresses.
+        // The reference checks the local form: the endpoints of a fabric share their timers.
+        let twice = ns(self.frame_lifetime).saturating_mul(2);
+        let plus = ns(self.frame_lifetime).saturating_add(ns(self.op_timeout));
+        if ns(self.tag_quarantine) < twice.max(plus) || ns(self.tag_quarantine) > 10_000_000_000 {
             return err(
                 "tag_quarantine",
                 ns(self.tag_quarantine),
-                "must be at least op_timeout",
+                "must be at least 2 * frame_lifetime and at least frame_lifetime + op_timeout, at most 10 s",
             );
         }
         if !(1..=65536).contains(&self.max_reassemblies) {
@@ -209,6 +276,15 @@ impl Config {
                 "max_reassemblies",
                 self.max_reassemblies.into(),
                 "must be 1..=65536",
+            );
+        }
+        if self.max_reassembly_blocks < self.segment / BLOCK
+            || self.max_reassembly_blocks == u32::MAX
+        {
+            return err(
+                "max_reassembly_blocks",
+                self.max_reassembly_blocks.into(),
+                "must be at least segment / 256, below 2^32 - 1",
             );
         }
         if !(1..=65536).contains(&self.max_read_jobs) {
@@ -247,11 +323,21 @@ impl Config {
     }
 
     /// The link configuration of port `port` of stack `stack`: its own locally administered MAC
-    /// address (02:00:gpu:gpu:stack:port) and nonce seed.
+    /// address ([`port_mac`]), nonce seed, the role Endpoint and this endpoint's capabilities.
     pub fn port_link(&self, stack: u8, port: u8) -> LinkConfig {
         let mut l = self.link.clone();
-        let [hi, lo] = self.gpu.value().to_be_bytes();
-        l.mac = MacAddr([0x02, 0x00, hi, lo, stack, port]);
+        l.mac = port_mac(self.gpu, stack, port);
+        //= docs/spec/endpoint.md#11-capabilities
+        //# EP-11-1 Every port of an endpoint MUST announce in its INIT and INIT_ECHO the role
+        //# Endpoint and the endpoint's capabilities
+        l.role = Role::Endpoint;
+        //# (RDMA, ATOMICS, SHARED, PACKING as configured, TAGGED when the port sends tagged
+        //# frames).
+        let mut caps = Capabilities::from_bits_truncate(self.caps.bits() & DEFAULT_CAPS.bits());
+        if l.vlan.is_some() {
+            caps = caps.union(Capabilities::TAGGED);
+        }
+        l.caps = caps;
         l.nonce_seed = self
             .link
             .nonce_seed
@@ -261,4 +347,14 @@ impl Config {
             );
         l
     }
+}
+
+/// The MAC address of port `port` of stack `stack` of GPU `gpu` (EP-12-4): `02:00:gg:gg:ss:pp`,
+/// locally administered (bit 1 of the first byte set) and unicast (bit 0 clear), the GPU id in
+/// bytes 2..3 (big-endian), the stack in byte 4 and the port in byte 5.
+pub fn port_mac(gpu: GpuId, stack: u8, port: u8) -> MacAddr {
+    //= docs/spec/endpoint.md#12-reset-and-identity
+    //# EP-12-4 Port `p` of stack `s` of GPU `g` MUST use the MAC address `02:00:gg:gg:ss:pp`
+    let [hi, lo] = gpu.value().to_be_bytes();
+    MacAddr([0x02, 0x00, hi, lo, stack, port])
 }

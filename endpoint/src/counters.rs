@@ -22,7 +22,12 @@ pub struct PortCounters {
     pub downs: u64,
 }
 
-/// Every counter of EP-10-1. Plain data: compare, clone and read freely.
+/// Every counter of Table EP-T2 (EP-10-1). Plain data: compare, clone and read freely. Every
+/// counter is 64 bits wide and wraps modulo 2^64; `reassembly_now`, `reassembly_max`,
+/// `reorder_bytes_now` and `reorder_bytes_max` are gauges.
+//= docs/spec/endpoint.md#10-counters
+//# EP-10-1 An endpoint MUST keep every counter of Table EP-T2 and count in it exactly what its
+//# row says.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Counters {
     /// Operations completed, by kind ([`OpKind::index`]) and status class
@@ -38,8 +43,11 @@ pub struct Counters {
     pub rdma_bytes_read: u64,
     /// Per port, in (stack, port) order.
     pub ports: Vec<PortCounters>,
-    /// Requests sent again after their frame had unknown fate or their deadline passed.
+    /// Requests sent again after their frame had unknown fate, their deadline passed or the
+    /// target answered BUSY.
     pub retries: u64,
+    /// Of `retries`, those after a BUSY answer (EP-9-5).
+    pub busy_retries: u64,
     /// Requests and responses moved to another port without a retry (never sent).
     pub moved: u64,
     /// Responses discarded: no operation held their tag, the opcode did not match, or the
@@ -49,8 +57,14 @@ pub struct Counters {
     pub misdelivered: u64,
     /// Frames whose network header was malformed (WIRE-5-3).
     pub malformed_frames: u64,
-    /// Transactions that could not be read or were bad responses (WIRE-6.1-3, WIRE-6.1-7).
+    /// Transactions whose structure could not be read, each ending its frame (WIRE-6.1-3,
+    /// WIRE-6.1-4).
     pub malformed_txns: u64,
+    /// Responses with an opcode wire.md does not define (WIRE-6.1-7).
+    pub unknown_responses: u64,
+    /// Responses with a defined opcode whose fields break wire.md, and RDMA_READ_RESP segments
+    /// that break EP-6-10's alignment or run past their chunk (WIRE-6.1-7).
+    pub bad_responses: u64,
     /// Requests performed as a target.
     pub requests_served: u64,
     /// Responses the target sent with a status other than OK.
@@ -59,9 +73,10 @@ pub struct Counters {
     pub packed_frames: u64,
     /// Transactions that shared a frame with others.
     pub packed_txns: u64,
-    /// First segments of RDMA writes discarded for want of a reassembly slot (EP-6-6).
+    /// First segments of RDMA writes answered BUSY for want of a reassembly record or of
+    /// reassembly blocks (EP-6-14, EP-6-12).
     pub reassembly_refused: u64,
-    /// Reassemblies forgotten after `op_timeout` without progress (EP-6-6).
+    /// Reassemblies forgotten after `op_timeout` without progress (EP-6-15).
     pub reassembly_expired: u64,
     /// RDMA segments whose blocks had all been received already, or of a write refused at its
     /// first segment.
@@ -86,7 +101,8 @@ pub struct Counters {
 }
 
 impl Counters {
-    pub(crate) fn new(ports: usize) -> Self {
+    /// Every counter zero, for `ports` ports: the counters after a reset (EP-12-1).
+    pub fn new(ports: usize) -> Self {
         Counters {
             completed: [[0; CompletionStatus::CLASSES]; 8],
             ls_bytes_read: 0,
@@ -95,11 +111,14 @@ impl Counters {
             rdma_bytes_read: 0,
             ports: vec![PortCounters::default(); ports],
             retries: 0,
+            busy_retries: 0,
             moved: 0,
             responses_discarded: 0,
             misdelivered: 0,
             malformed_frames: 0,
             malformed_txns: 0,
+            unknown_responses: 0,
+            bad_responses: 0,
             requests_served: 0,
             requests_refused: 0,
             packed_frames: 0,
@@ -140,12 +159,12 @@ impl Counters {
             .chunks(ports_per_stack.max(1))
             .map(|c| {
                 c.iter().fold(PortCounters::default(), |a, p| PortCounters {
-                    frames_sent: a.frames_sent + p.frames_sent,
-                    bytes_sent: a.bytes_sent + p.bytes_sent,
-                    txns_sent: a.txns_sent + p.txns_sent,
-                    frames_received: a.frames_received + p.frames_received,
-                    bytes_received: a.bytes_received + p.bytes_received,
-                    downs: a.downs + p.downs,
+                    frames_sent: a.frames_sent.wrapping_add(p.frames_sent),
+                    bytes_sent: a.bytes_sent.wrapping_add(p.bytes_sent),
+                    txns_sent: a.txns_sent.wrapping_add(p.txns_sent),
+                    frames_received: a.frames_received.wrapping_add(p.frames_received),
+                    bytes_received: a.bytes_received.wrapping_add(p.bytes_received),
+                    downs: a.downs.wrapping_add(p.downs),
                 })
             })
             .collect()
@@ -157,7 +176,7 @@ impl Counters {
             .get_mut(kind.index())
             .and_then(|r| r.get_mut(status.class()))
         {
-            *c += 1;
+            *c = c.wrapping_add(1);
         }
     }
 

@@ -11,8 +11,8 @@ use ethlink_link::{
     BufferTooSmall, Duration, Event, Instant, Link, LostReason, Release, SubmitError, Transmit,
 };
 use ethlink_protocol::{
-    AtomicKind, AtomicOp, DataRepr, ETH_HEADER_LEN, GpuId, MemTarget, NETWORK_HEADER_LEN, Opcode,
-    PathId, Status, TxnRepr, VLAN_TAG_LEN, Vc, frame_len,
+    AtomicKind, AtomicOp, Capabilities, DataRepr, ETH_HEADER_LEN, GpuId, MemTarget,
+    NETWORK_HEADER_LEN, Opcode, PathId, Space, Status, TxnRepr, VLAN_TAG_LEN, Vc, frame_len,
 };
 
 use crate::config::{BLOCK, Config};
@@ -82,6 +82,14 @@ enum Key {
     Reasm(u16, u16),
     ReadJob(u64),
     Held,
+    /// A load-store operation answered BUSY is sent again (EP-9-5).
+    LsRetry(u16, u32),
+    /// An RDMA operation held back (after BUSY or a loss of unknown fate) goes on.
+    RdmaResume(u64),
+    /// Nothing to do but move work forward (a read chunk's hold ended).
+    Wake,
+    /// The quiet time after a reset ended: ports asked up are brought up (EP-12-2).
+    Quiet,
 }
 
 #[derive(Debug)]
@@ -98,9 +106,14 @@ struct LsSlot {
     retries: u8,
     tainted: bool,
     episode: u64,
+    /// Held back until then before it is sent again (BUSY back-off, EP-9-5, or a loss of
+    /// unknown fate, EP-9-6); its deadline does not run meanwhile.
+    retry_at: Option<Instant>,
+    /// It waits in the queue of delayed retries (`ls_delayed`).
+    delayed: bool,
 }
 
-/// A tag space: free tags in order, tags resting after a retried operation (EP-5-5), and the
+/// A tag space: free tags in order, tags resting after a retried operation (EP-5-8), and the
 /// generation of each tag's holder.
 #[derive(Debug)]
 struct Tags {
@@ -140,9 +153,12 @@ impl Tags {
     }
 
     //= docs/spec/endpoint.md#5-load-store-unit
-    //# EP-5-5 A tag MUST be free for reuse at once when its operation completes after a single
-    //# attempt, and only `tag_quarantine` after completion when any of its requests was retried or
-    //# was of unknown fate, so that a late duplicate cannot be taken for a new operation's.
+    //# EP-5-7 A tag MUST be free for reuse at once when its operation completes with the answer
+    //# to its only attempt.
+    //= docs/spec/endpoint.md#5-load-store-unit
+    //# EP-5-8 A tag MUST rest `tag_quarantine` after its operation completes when any of its
+    //# requests was sent more than once or was of unknown fate, or when the operation ended
+    //# without its final response (TIMEOUT, FATE_UNKNOWN)
     fn release(&mut self, tag: u16, tainted: bool, now: Instant, quarantine: Duration) {
         if let Some(g) = self.gens.get_mut(usize::from(tag.wrapping_sub(self.base))) {
             // A new generation at once: nothing still in flight matches the freed tag.
@@ -226,11 +242,13 @@ impl Blocks {
 struct ChunkState {
     tag: u16,
     era: u32,
-    /// Its request was sent more than once (its tag rests after it, EP-5-5).
+    /// Its request was sent more than once (its tag rests after it, EP-5-8).
     tainted: bool,
     len: u32,
     blocks: Blocks,
     done: bool,
+    /// Not sent again before then (BUSY back-off, EP-9-5, or a loss of unknown fate, EP-9-6).
+    not_before: Instant,
 }
 
 #[derive(Debug)]
@@ -263,6 +281,9 @@ struct RdmaOp {
     tainted: bool,
     episode: u64,
     sent: bool,
+    /// Held back until then (BUSY back-off of a write, EP-9-5, or a loss of unknown fate,
+    /// EP-9-6).
+    hold_until: Option<Instant>,
     state: RdmaState,
 }
 
@@ -274,6 +295,8 @@ struct Reasm {
     total: u32,
     blocks: Blocks,
     last: Instant,
+    /// Blocks reserved for it against `max_reassembly_blocks` (EP-6-12).
+    reserved: u64,
 }
 
 /// A read being served at the target (EP-6-8).
@@ -343,6 +366,14 @@ pub struct Endpoint {
     /// Load-store deadlines in the order they fall (each is `op_timeout` after its issue or
     /// retry, and time only goes forward); entries of completed operations are trimmed.
     ls_deadlines: VecDeque<(Instant, u16, u32)>,
+    /// Load-store requests to send again no earlier than a time, in the order they must go
+    /// (EP-9-6): times never decrease along the queue. The port to avoid rides along.
+    ls_delayed: VecDeque<(Instant, u16, u32, Option<usize>)>,
+    /// Per ordered stream, its requests waiting in `ls_delayed`: later ones queue behind them.
+    stream_delayed: BTreeMap<u32, u32>,
+    /// Ports asked up during the quiet time after a reset (EP-12-2), and its end.
+    quiet_until: Instant,
+    want_up: Vec<bool>,
     // Target.
     reasm: BTreeMap<(u16, u16), Reasm>,
     read_jobs: VecDeque<ReadJob>,
@@ -350,6 +381,8 @@ pub struct Endpoint {
     fence_waits: Vec<(GpuId, usize, u16, u64)>,
     held: VecDeque<Held>,
     backlog: usize,
+    /// Blocks reserved by the reassembly records (EP-6-12).
+    reasm_blocks: u64,
     counters: Counters,
     // Scratch.
     seg: Vec<u8>,
@@ -368,7 +401,16 @@ impl fmt::Debug for Endpoint {
     }
 }
 
-/// The fixed 64-bit mix of the hash policy (EP-4-2): splitmix64 of the destination and the key.
+/// The 64-bit hash of the hash policy (EP-4-5): the splitmix64 finaliser of
+/// `(dst << 48) XOR key`, with `key` the stream id of an ordered stream or the tag otherwise.
+/// The port is the usable port at index `path_hash(dst, key) mod n`.
+pub fn path_hash(dst: GpuId, key: u64) -> u64 {
+    mix(dst, key)
+}
+
+//= docs/spec/endpoint.md#41-the-hash-function
+//# EP-4-5 The hash policy MUST compute `h` exactly as Figure EP-F2 writes it and choose the
+//# usable port at index `h mod n`.
 fn mix(dst: GpuId, key: u64) -> u64 {
     let mut z = (u64::from(dst.value()) << 48 ^ key).wrapping_add(0x9E37_79B9_7F4A_7C15);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -494,12 +536,17 @@ impl Endpoint {
             completions: VecDeque::new(),
             timers: BinaryHeap::new(),
             ls_deadlines: VecDeque::new(),
+            ls_delayed: VecDeque::new(),
+            stream_delayed: BTreeMap::new(),
+            quiet_until: Instant::ZERO,
+            want_up: vec![false; n],
             reasm: BTreeMap::new(),
             read_jobs: VecDeque::new(),
             next_job: 0,
             fence_waits: Vec::new(),
             held: VecDeque::new(),
             backlog: 0,
+            reasm_blocks: 0,
             counters: Counters::new(n),
             seg: vec![0; cfg.segment as usize],
             pool: Vec::new(),
@@ -582,9 +629,18 @@ impl Endpoint {
 
     // ----- ports -----------------------------------------------------------------------------
 
-    /// The physical link of port `i` came up.
+    /// The physical link of port `i` came up. During the quiet time after a reset the link is
+    /// brought up only when that time ends (EP-12-2).
     pub fn port_up(&mut self, now: Instant, i: usize) {
         self.now = self.now.max(now);
+        if self.now < self.quiet_until {
+            if let Some(w) = self.want_up.get_mut(i)
+                && !core::mem::replace(w, true)
+            {
+                self.timers.push(Reverse((self.quiet_until, Key::Quiet)));
+            }
+            return;
+        }
         if let Some(p) = self.ports.get_mut(i) {
             p.link.physical_up(self.now);
         }
@@ -594,10 +650,42 @@ impl Endpoint {
     /// The physical link of port `i` went down.
     pub fn port_down(&mut self, now: Instant, i: usize) {
         self.now = self.now.max(now);
+        if let Some(w) = self.want_up.get_mut(i) {
+            *w = false;
+        }
         if let Some(p) = self.ports.get_mut(i) {
             p.link.physical_down(self.now);
         }
         self.after(i);
+    }
+
+    /// Resets the endpoint (EP-12-1): every operation, tag, queue, reassembly, read job, held
+    /// response and counter is forgotten, every port's link is OFF, and ports asked up in the
+    /// next `tag_quarantine` come up only when it ends (EP-12-2). The memory, its poison and
+    /// its region table are kept. Operations outstanding before the reset get no completion.
+    pub fn reset(&mut self, now: Instant) -> Result<(), ConfigError> {
+        let now = self.now.max(now);
+        //= docs/spec/endpoint.md#12-reset-and-identity
+        //# EP-12-1 A reset MUST end every operation outstanding, free every tag, empty every
+        //# queue of the endpoint and of its ports' links, forget every reassembly, read job,
+        //# held response and waiting fence, set every counter to zero and put every port's link
+        //# in OFF.
+        let mut fresh = Endpoint::new(self.cfg.clone())?;
+        core::mem::swap(&mut fresh.mem, &mut self.mem);
+        fresh.now = now;
+        // Ports whose physical link is up come up when the quiet time ends.
+        for (w, p) in fresh.want_up.iter_mut().zip(&self.ports) {
+            *w = p.link.tx_state() != ethlink_link::TxState::Off;
+        }
+        //= docs/spec/endpoint.md#12-reset-and-identity
+        //# EP-12-2 After a reset an endpoint MUST NOT bring a port's link up (send INIT) before
+        //# `tag_quarantine` has passed since the reset
+        fresh.quiet_until = now.saturating_add(self.cfg.tag_quarantine);
+        if fresh.want_up.iter().any(|&w| w) {
+            fresh.timers.push(Reverse((fresh.quiet_until, Key::Quiet)));
+        }
+        *self = fresh;
+        Ok(())
     }
 
     /// A frame arrived on port `i`'s wire.
@@ -643,12 +731,14 @@ impl Endpoint {
             .iter()
             .filter_map(|p| p.link.poll_timeout())
             .min();
-        let own = self.timers.peek().map(|Reverse((t, _))| *t);
-        let ls = self.ls_deadlines.front().map(|(t, _, _)| *t);
-        let own = match (own, ls) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
+        let own = [
+            self.timers.peek().map(|Reverse((t, _))| *t),
+            self.ls_deadlines.front().map(|(t, _, _)| *t),
+            self.ls_delayed.front().map(|e| e.0),
+        ]
+        .into_iter()
+        .flatten()
+        .min();
         match (links, own) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -657,6 +747,10 @@ impl Endpoint {
 
     /// Time passed: runs the links' timers and the endpoint's deadlines that are due.
     pub fn handle_timeout(&mut self, now: Instant) {
+        //= docs/spec/endpoint.md#12-timers-and-their-relations
+        //# EP-1-1 Every time of Table EP-T1 is a whole number of nanoseconds; an endpoint MUST NOT
+        //# act on a time before it has passed in full.
+        // Every deadline below fires only when `t <= now`.
         self.now = self.now.max(now);
         for i in 0..self.ports.len() {
             let due = self
@@ -679,6 +773,13 @@ impl Endpoint {
             self.ls_deadline(tag, era);
         }
         self.trim_ls_deadlines();
+        while let Some(&(t, tag, era, avoid)) = self.ls_delayed.front() {
+            if t > self.now {
+                break;
+            }
+            self.ls_delayed.pop_front();
+            self.release_delayed(tag, era, avoid);
+        }
         while let Some(Reverse((t, key))) = self.timers.peek().copied() {
             if t > self.now {
                 break;
@@ -777,6 +878,8 @@ impl Endpoint {
                 retries: 0,
                 tainted: false,
                 episode: 0,
+                retry_at: None,
+                delayed: false,
             });
         }
         self.ls_deadlines.push_back((deadline, tag, era));
@@ -877,6 +980,7 @@ impl Endpoint {
                 tainted: false,
                 episode: 0,
                 sent: false,
+                hold_until: None,
                 state,
             },
         );
@@ -908,9 +1012,9 @@ impl Endpoint {
                 Event::LinkUp(agreed) => {
                     //= docs/spec/endpoint.md#3-ports-and-virtual-channels
                     //# EP-3-2 A port is **usable** while its link is UP with at least 4 VCs
-                    //# agreed and an agreed MFS that holds a frame of one full segment (`segment`
-                    //# + 60 bytes).
-                    let need = self.cfg.segment as usize + 60;
+                    //# agreed and an agreed MFS that holds a tagged frame of one full segment
+                    //# (`segment` + 64 bytes).
+                    let need = self.cfg.segment as usize + crate::config::SEGMENT_FRAME_OVERHEAD;
                     p.usable =
                         agreed.vcs >= crate::config::VCS_NEEDED && usize::from(agreed.mfs) >= need;
                     if p.usable && !self.usable.contains(&i) {
@@ -934,7 +1038,7 @@ impl Endpoint {
                     //# TXN-5-3, TXN-3-5 and TXN-5-5.
                     p.link.withdraw();
                     if let Some(c) = self.counters.ports.get_mut(i) {
-                        c.downs += 1;
+                        c.downs = c.downs.wrapping_add(1);
                     }
                 }
                 Event::Delivered {
@@ -947,8 +1051,8 @@ impl Endpoint {
                     buf.clear();
                     buf.extend_from_slice(payload);
                     if let Some(c) = self.counters.ports.get_mut(i) {
-                        c.frames_received += 1;
-                        c.bytes_received += buf.len() as u64;
+                        c.frames_received = c.frames_received.wrapping_add(1);
+                        c.bytes_received = c.bytes_received.wrapping_add(buf.len() as u64);
                     }
                     let request_vc = matches!(v.index(), VC_LS | VC_RDMA);
                     let stalled = !p.inbound.is_empty()
@@ -960,7 +1064,8 @@ impl Endpoint {
                         //# the link's receive buffer (their credits unreturned), until the backlog
                         //# drains.
                         if p.inbound.is_empty() {
-                            self.counters.backlog_stalls += 1;
+                            self.counters.backlog_stalls =
+                                self.counters.backlog_stalls.wrapping_add(1);
                         }
                         p.inbound.push_back((buf, release));
                     } else {
@@ -1084,9 +1189,9 @@ impl Endpoint {
                 //# response that is known not to have been sent (queued at a port that went
                 //# down, LINK-6-5). It MUST NOT send again a response whose frame had unknown
                 //# fate
-                self.counters.responses_lost += 1;
+                self.counters.responses_lost = self.counters.responses_lost.wrapping_add(1);
             } else {
-                self.counters.moved += 1;
+                self.counters.moved = self.counters.moved.wrapping_add(1);
                 let v = if matches!(txn, TxnRepr::RdmaReadResp { .. }) {
                     VC_READ
                 } else {
@@ -1103,6 +1208,10 @@ impl Endpoint {
             let Some(Some(slot)) = self.lsu.get_mut(usize::from(tag)) else {
                 return;
             };
+            //= docs/spec/endpoint.md#9-ports-going-down-deadlines-and-busy
+            //# EP-9-7 A request lost with a port MUST be handled as a request of the operation
+            //# that sent it, even when its tag has since passed to another operation: that
+            //# operation MUST NOT be retried, moved or completed because of it.
             if slot.era != era || slot.port != Some(from) {
                 return;
             }
@@ -1128,16 +1237,27 @@ impl Endpoint {
                         return;
                     }
                     slot.retries += 1;
-                    self.counters.retries += 1;
+                    self.counters.retries = self.counters.retries.wrapping_add(1);
                 }
             } else {
                 //= docs/spec/transaction.md#5-operations-that-can-no-longer-complete
                 //# TXN-5-2 A request that is known not to have been sent (withdrawn from a port
                 //# that went down, LINK-6-5, or never submitted) MUST be sent again on another
                 //# usable path, whatever its operation.
-                self.counters.moved += 1;
+                self.counters.moved = self.counters.moved.wrapping_add(1);
+                self.send_ls(tag, Some(from));
+                return;
             }
-            self.send_ls(tag, Some(from));
+            //= docs/spec/endpoint.md#9-ports-going-down-deadlines-and-busy
+            //# EP-9-6 An endpoint MUST hold a request of unknown fate for `frame_lifetime` from the
+            //# moment its link reports the loss before it sends it again (TXN-5-7), and then give its
+            //# operation a new deadline `op_timeout` later.
+            //= docs/spec/transaction.md#5-operations-that-can-no-longer-complete
+            //# TXN-5-7 A request of unknown fate MUST NOT be sent again before `frame_lifetime`
+            //# has passed since the attempt it replaces was sent
+            // The attempt went at the latest now: `frame_lifetime` from now is never too early.
+            let at = self.now.saturating_add(self.cfg.frame_lifetime);
+            self.delay_ls(tag, at, Some(from));
             return;
         }
         let Some(&Some((id, chunk))) = self
@@ -1162,18 +1282,31 @@ impl Endpoint {
                     return;
                 }
                 op.retries += 1;
-                self.counters.retries += 1;
+                self.counters.retries = self.counters.retries.wrapping_add(1);
             }
         } else {
-            self.counters.moved += 1;
+            self.counters.moved = self.counters.moved.wrapping_add(1);
         }
+        // EP-9-6: what had unknown fate goes again `frame_lifetime` from now at the earliest.
+        let not_before = if fate {
+            self.now.saturating_add(self.cfg.frame_lifetime)
+        } else {
+            Instant::ZERO
+        };
+        let timeout = self.cfg.op_timeout;
         match (&mut op.state, txn) {
             (RdmaState::Write { resend, port, .. }, TxnRepr::RdmaWrite { offset, .. }) => {
                 if *port == Some(from) {
                     *port = None;
                 }
                 resend.push_back(u64::from(*offset));
-                if !self.active_writes.contains(&id) {
+                if fate {
+                    let until = op.hold_until.map_or(not_before, |h| h.max(not_before));
+                    op.hold_until = Some(until);
+                    op.deadline = op.deadline.max(until.saturating_add(timeout));
+                    self.active_writes.retain(|&w| w != id);
+                    self.timers.push(Reverse((until, Key::RdmaResume(id))));
+                } else if op.hold_until.is_none() && !self.active_writes.contains(&id) {
                     self.active_writes.push_back(id);
                 }
             }
@@ -1183,6 +1316,10 @@ impl Endpoint {
                 }
                 if let Some(c) = active.get_mut(&chunk) {
                     c.tainted |= fate;
+                    c.not_before = c.not_before.max(not_before);
+                }
+                if fate {
+                    op.deadline = op.deadline.max(not_before.saturating_add(timeout));
                 }
                 self.send_read_chunk(id, chunk, Some(from));
             }
@@ -1214,7 +1351,7 @@ impl Endpoint {
         let repr = match DataRepr::parse(payload) {
             Ok(r) => r,
             Err(_) => {
-                self.counters.malformed_frames += 1;
+                self.counters.malformed_frames = self.counters.malformed_frames.wrapping_add(1);
                 return;
             }
         };
@@ -1222,7 +1359,7 @@ impl Endpoint {
         //# EP-8-1 A target MUST discard, and count, a DATA frame whose destination GPU is not its
         //# own.
         if repr.dst != self.cfg.gpu {
-            self.counters.misdelivered += 1;
+            self.counters.misdelivered = self.counters.misdelivered.wrapping_add(1);
             return;
         }
         let src = repr.src;
@@ -1250,13 +1387,23 @@ impl Endpoint {
                         tag,
                         status,
                     } => {
-                        self.counters.requests_refused += 1;
+                        self.counters.requests_refused =
+                            self.counters.requests_refused.wrapping_add(1);
+                        if status == Status::Misaligned {
+                            // A misaligned atomic is a well-formed request (EP-2-5).
+                            self.counters.requests_served =
+                                self.counters.requests_served.wrapping_add(1);
+                        }
                         let status = if status == Status::Misaligned {
                             self.misaligned(payload, e.offset)
                         } else {
                             status
                         };
                         let r = refusal(opcode, tag, status);
+                        //= docs/spec/endpoint.md#8-target
+                        //# EP-8-6 A target MUST send every response to a request on VC 2, except
+                        //# the RDMA_READ_RESP that answers an RDMA_READ, which goes on VC 3,
+                        //# whatever VC the request came on and whatever its status.
                         let v = if Opcode::from_u8(opcode) == Opcode::RdmaReadResp {
                             VC_READ
                         } else {
@@ -1265,10 +1412,13 @@ impl Endpoint {
                         self.respond(i, src, v, &r, true);
                     }
                     ethlink_protocol::Action::DiscardRest => {
-                        self.counters.malformed_txns += 1;
+                        self.counters.malformed_txns = self.counters.malformed_txns.wrapping_add(1);
                         break;
                     }
-                    _ => self.counters.malformed_txns += 1,
+                    //= docs/spec/endpoint.md#10-counters
+                    //# EP-10-2 [...] a response with a defined opcode that breaks its encoding
+                    //# rules MUST be discarded and counted in `bad_responses`.
+                    _ => self.counters.bad_responses = self.counters.bad_responses.wrapping_add(1),
                 },
             }
         }
@@ -1288,10 +1438,13 @@ impl Endpoint {
             return Status::Misaligned;
         };
         let space = if flags.first().is_some_and(|f| f & 1 != 0) {
-            ethlink_protocol::Space::Shared
+            Space::Shared
         } else {
-            ethlink_protocol::Space::Global
+            Space::Global
         };
+        if !self.cfg.caps.contains(Capabilities::ATOMICS) || self.no_shared(space) {
+            return Status::Unsupported;
+        }
         let dlen = u16::from_be_bytes([dlen[0], dlen[1]]);
         let cas = payload.get(start) == Some(&Opcode::AtomicCompareSwap.to_u8());
         let width = if cas { dlen / 2 } else { dlen };
@@ -1310,14 +1463,25 @@ impl Endpoint {
 
     /// Performs one request as the target and answers it.
     //= docs/spec/transaction.md#2-operations
-    //# TXN-2-7 A target MUST answer every request it receives with exactly one response (an RDMA
+    //# TXN-2-8 A target MUST answer every request it receives with exactly one response (an RDMA
     //# write: one completion per write; an RDMA read: segments that cover the read, or one error
     //# segment)
     //= docs/spec/wire.md#61-common-prefix
     //# WIRE-6.1-2 The tag is chosen by the requester; a responder MUST copy the tag of a request,
     //# and the request's source GPU into the destination of the response, unchanged.
     fn serve(&mut self, i: usize, src: GpuId, txn: &TxnRepr<'_>) {
-        self.counters.requests_served += 1;
+        self.counters.requests_served = self.counters.requests_served.wrapping_add(1);
+        if let Some(refused) = self.unsupported(txn) {
+            let Some(r) = refused else { return };
+            self.counters.requests_refused = self.counters.requests_refused.wrapping_add(1);
+            let v = if matches!(r, TxnRepr::RdmaReadResp { .. }) {
+                VC_READ
+            } else {
+                VC_RESP
+            };
+            self.respond(i, src, v, &r, true);
+            return;
+        }
         let resp = match *txn {
             TxnRepr::Load { tag, target, len } => {
                 //= docs/spec/transaction.md#2-operations
@@ -1381,6 +1545,11 @@ impl Endpoint {
                 //# TXN-4-6 A target MUST answer a FENCE request only after every request it
                 //# received from the same source GPU before the FENCE has been performed, RDMA
                 //# reads included
+                //= docs/spec/endpoint.md#8-target
+                //# EP-8-7 A target MUST take the DATA frames its ports' links deliver one at a
+                //# time, in one order for all its ports; a request is received before a FENCE
+                //# when its frame was taken before the FENCE's frame, or comes before the FENCE
+                //# in the same frame.
                 let bound = self.next_job;
                 if self.read_jobs.iter().any(|j| j.src == src) {
                     self.fence_waits.push((src, i, tag, bound));
@@ -1435,9 +1604,71 @@ impl Endpoint {
                     ..
                 }
         ) {
-            self.counters.requests_refused += 1;
+            self.counters.requests_refused = self.counters.requests_refused.wrapping_add(1);
         }
         self.respond(i, src, v, &resp, true);
+    }
+
+    /// The answer to a request this endpoint's capabilities leave out (EP-11-2..EP-11-4):
+    /// `None` when it has them, `Some(None)` when the request is discarded unanswered.
+    fn unsupported(&self, txn: &TxnRepr<'_>) -> Option<Option<TxnRepr<'static>>> {
+        let caps = self.cfg.caps;
+        let un = |op: Opcode, tag| Some(Some(refusal(op.to_u8(), tag, Status::Unsupported)));
+        match *txn {
+            //= docs/spec/endpoint.md#11-capabilities
+            //# EP-11-2 An endpoint without RDMA MUST answer the RDMA_WRITE segment at offset 0
+            //# with RDMA_COMPLETION UNSUPPORTED, discard its other segments unanswered, and
+            //# answer an RDMA_READ with one RDMA_READ_RESP UNSUPPORTED without data.
+            TxnRepr::RdmaWrite { tag, offset, .. } if !caps.contains(Capabilities::RDMA) => {
+                if offset == 0 {
+                    un(Opcode::RdmaWrite, tag)
+                } else {
+                    Some(None)
+                }
+            }
+            TxnRepr::RdmaRead { tag, total, .. } if !caps.contains(Capabilities::RDMA) => {
+                Some(Some(TxnRepr::RdmaReadResp {
+                    tag,
+                    status: Status::Unsupported,
+                    offset: 0,
+                    total,
+                    data: &[],
+                }))
+            }
+            //= docs/spec/endpoint.md#11-capabilities
+            //# EP-11-3 An endpoint without ATOMICS MUST answer every atomic UNSUPPORTED.
+            TxnRepr::Atomic { tag, op, .. } if !caps.contains(Capabilities::ATOMICS) => {
+                un(op.opcode(), tag)
+            }
+            //= docs/spec/endpoint.md#11-capabilities
+            //# EP-11-4 An endpoint without SHARED MUST answer UNSUPPORTED every request that
+            //# carries the SHARED flag
+            TxnRepr::Load { tag, target, .. } if self.no_shared(target.space) => {
+                un(Opcode::Load, tag)
+            }
+            TxnRepr::Store { tag, target, .. } if self.no_shared(target.space) => {
+                un(Opcode::Store, tag)
+            }
+            TxnRepr::Atomic {
+                tag, target, op, ..
+            } if self.no_shared(target.space) => un(op.opcode(), tag),
+            TxnRepr::RdmaRead { tag, target, total } if self.no_shared(target.space) => {
+                Some(Some(TxnRepr::RdmaReadResp {
+                    tag,
+                    status: Status::Unsupported,
+                    offset: 0,
+                    total,
+                    data: &[],
+                }))
+            }
+            // An RDMA write to the shared space is refused at its first segment like any other
+            // refused write (EP-6-4), so that it is answered once.
+            _ => None,
+        }
+    }
+
+    fn no_shared(&self, space: Space) -> bool {
+        space == Space::Shared && !self.cfg.caps.contains(Capabilities::SHARED)
     }
 
     /// One RDMA_WRITE segment at the target; the completion status when one is due.
@@ -1470,13 +1701,25 @@ impl Endpoint {
             //# TXN-3-4 An operation refused by the target (any status but OK and BUSY) MUST NOT
             //# have changed the target's memory (EP-2-7), and an RDMA write refused MUST NOT have
             //# written any of its bytes.
-            if let Err(s) = self.mem.check(
-                target.space,
-                target.key,
-                target.addr,
-                u64::from(total),
-                Access::Write,
-            ) {
+            let blocks = u64::from(total.div_ceil(BLOCK));
+            //= docs/spec/endpoint.md#6-rdma-engine
+            //# EP-6-13 A target MUST answer RDMA_COMPLETION UNSUPPORTED, at the write's first
+            //# segment as EP-6-4 says, a write whose blocks alone exceed
+            //# `max_reassembly_blocks`.
+            let check = if self.no_shared(target.space)
+                || blocks > u64::from(self.cfg.max_reassembly_blocks)
+            {
+                Err(Status::Unsupported)
+            } else {
+                self.mem.check(
+                    target.space,
+                    target.key,
+                    target.addr,
+                    u64::from(total),
+                    Access::Write,
+                )
+            };
+            if let Err(s) = check {
                 // Remembered, room permitting, so that the write is answered once.
                 if self.reasm.len() < self.cfg.max_reassemblies as usize {
                     self.reasm.insert(
@@ -1486,6 +1729,7 @@ impl Endpoint {
                             total,
                             blocks: Blocks::new(0),
                             last: now,
+                            reserved: 0,
                         },
                     );
                     self.timers.push(Reverse((
@@ -1496,14 +1740,23 @@ impl Endpoint {
                 return Some(s);
             }
             //= docs/spec/endpoint.md#6-rdma-engine
-            //# EP-6-6 A target MUST bound the writes it reassembles at once (`max_reassemblies`).
-            //# It MUST discard, without writing anything or answering, the first segment of a
-            //# write it has no room for; the requester's deadline then retries the write
-            //# (TXN-5-4).
-            if self.reasm.len() >= self.cfg.max_reassemblies as usize {
-                self.counters.reassembly_refused += 1;
-                return None;
+            //# EP-6-14 A target MUST bound the writes it reassembles at once
+            //# (`max_reassemblies`) and answer RDMA_COMPLETION BUSY, writing nothing, every
+            //# segment of a write it has no record for when starting one would exceed that
+            //# bound.
+            //= docs/spec/endpoint.md#6-rdma-engine
+            //# EP-6-12 A target MUST reserve `ceil(total / 256)` blocks for each write it starts
+            //# reassembling, keep the blocks reserved at once within `max_reassembly_blocks`, and
+            //# answer RDMA_COMPLETION BUSY, writing nothing, every segment of a write it has no
+            //# record for when starting one would exceed that bound.
+            if self.reasm.len() >= self.cfg.max_reassemblies as usize
+                || self.reasm_blocks.saturating_add(blocks)
+                    > u64::from(self.cfg.max_reassembly_blocks)
+            {
+                self.counters.reassembly_refused = self.counters.reassembly_refused.wrapping_add(1);
+                return Some(Status::Busy);
             }
+            self.reasm_blocks += blocks;
             self.reasm.insert(
                 key,
                 Reasm {
@@ -1511,6 +1764,7 @@ impl Endpoint {
                     total,
                     blocks: Blocks::new(total),
                     last: now,
+                    reserved: blocks,
                 },
             );
             self.counters.reassembly(1);
@@ -1522,7 +1776,7 @@ impl Endpoint {
         let r = self.reasm.get_mut(&key)?;
         if r.refused {
             r.last = now;
-            self.counters.duplicate_segments += 1;
+            self.counters.duplicate_segments = self.counters.duplicate_segments.wrapping_add(1);
             return None;
         }
         if r.total != total {
@@ -1538,7 +1792,7 @@ impl Endpoint {
         let delta = match r.blocks.mark(offset, dlen) {
             Marked::Outside => return Some(Status::Malformed),
             Marked::Duplicate => {
-                self.counters.duplicate_segments += 1;
+                self.counters.duplicate_segments = self.counters.duplicate_segments.wrapping_add(1);
                 return None;
             }
             Marked::New(delta) => delta,
@@ -1554,8 +1808,10 @@ impl Endpoint {
         //# report it complete (RDMA_COMPLETION) only after every byte of it has been written, and
         //# MUST report it once per write it sees complete.
         let complete = r.blocks.complete();
+        let reserved = r.reserved;
         self.counters.reorder(delta);
         if complete {
+            self.reasm_blocks = self.reasm_blocks.saturating_sub(reserved);
             self.reasm.remove(&key);
             self.counters.reassembly(-1);
             return Some(Status::Ok);
@@ -1587,7 +1843,7 @@ impl Endpoint {
         //# EP-6-9 A target MUST bound the reads it serves at once (`max_read_jobs`) and answer an
         //# RDMA_READ beyond the bound with BUSY.
         if self.read_jobs.len() >= self.cfg.max_read_jobs as usize {
-            self.counters.read_jobs_refused += 1;
+            self.counters.read_jobs_refused = self.counters.read_jobs_refused.wrapping_add(1);
             return Some(Status::Busy);
         }
         let id = self.next_job;
@@ -1611,6 +1867,14 @@ impl Endpoint {
 
     /// A response arrived for this GPU as a requester.
     fn on_response(&mut self, txn: &TxnRepr<'_>) {
+        //= docs/spec/endpoint.md#10-counters
+        //# EP-10-2 A response with an opcode wire.md does not define MUST be discarded and counted
+        //# in `unknown_responses`; a response with a defined opcode that breaks its encoding
+        //# rules MUST be discarded and counted in `bad_responses`.
+        if matches!(txn, TxnRepr::Unknown { .. }) {
+            self.counters.unknown_responses = self.counters.unknown_responses.wrapping_add(1);
+            return;
+        }
         let tag = txn.tag();
         if tag >= self.cfg.lsu_tags {
             self.on_rdma_response(tag, txn);
@@ -1620,7 +1884,7 @@ impl Endpoint {
             //= docs/spec/endpoint.md#9-ports-going-down-and-deadlines
             //# EP-9-4 A response that arrives for an operation already completed MUST be
             //# discarded and counted, never reported.
-            self.counters.responses_discarded += 1;
+            self.counters.responses_discarded = self.counters.responses_discarded.wrapping_add(1);
             return;
         };
         //= docs/spec/endpoint.md#5-load-store-unit
@@ -1667,10 +1931,47 @@ impl Endpoint {
             }
             _ => None,
         };
+        //= docs/spec/endpoint.md#9-ports-going-down-deadlines-and-busy
+        //# EP-9-8 An operation answered BUSY with no retry left MUST complete with BUSY.
         match done {
+            Some((CompletionStatus::Remote(Status::Busy), _))
+                if slot.retries < self.cfg.max_retries && slot.retry_at.is_none() =>
+            {
+                self.busy_retry_ls(tag);
+            }
             Some((status, data)) => self.complete_ls(tag, status, data),
-            None => self.counters.responses_discarded += 1,
+            None => {
+                self.counters.responses_discarded =
+                    self.counters.responses_discarded.wrapping_add(1)
+            }
         }
+    }
+
+    /// Load-store operation `tag` was answered BUSY and has a retry left: it goes again after
+    /// the back-off (EP-9-5).
+    //= docs/spec/transaction.md#3-statuses
+    //# TXN-3-8 An operation answered BUSY was not performed, whatever its kind (atomics
+    //# included): its requester MAY send it again
+    fn busy_retry_ls(&mut self, tag: u16) {
+        let now = self.now;
+        let Some(Some(slot)) = self.lsu.get_mut(usize::from(tag)) else {
+            return;
+        };
+        //= docs/spec/endpoint.md#9-ports-going-down-deadlines-and-busy
+        //# EP-9-5 An operation answered BUSY that has a retry left MUST be sent again (whole, an
+        //# RDMA read chunk by chunk) after `busy_backoff * 2^(n-1)` for its n-th retry, and the
+        //# retry counts against `max_retries`.
+        slot.retries += 1;
+        slot.tainted = true;
+        let n = slot.retries;
+        let era = slot.era;
+        let at = now.saturating_add(self.backoff(n));
+        if let Some(Some(slot)) = self.lsu.get_mut(usize::from(tag)) {
+            slot.retry_at = Some(at);
+        }
+        self.counters.retries = self.counters.retries.wrapping_add(1);
+        self.counters.busy_retries = self.counters.busy_retries.wrapping_add(1);
+        self.timers.push(Reverse((at, Key::LsRetry(tag, era))));
     }
 
     fn on_rdma_response(&mut self, tag: u16, txn: &TxnRepr<'_>) {
@@ -1680,11 +1981,11 @@ impl Endpoint {
             .copied()
             .flatten();
         let Some((id, chunk)) = owner else {
-            self.counters.responses_discarded += 1;
+            self.counters.responses_discarded = self.counters.responses_discarded.wrapping_add(1);
             return;
         };
         let Some(op) = self.rdma.get_mut(&id) else {
-            self.counters.responses_discarded += 1;
+            self.counters.responses_discarded = self.counters.responses_discarded.wrapping_add(1);
             return;
         };
         match (&mut op.state, *txn) {
@@ -1693,7 +1994,12 @@ impl Endpoint {
                 //# EP-6-11 The requester MUST complete an RDMA write when its RDMA_COMPLETION
                 //# arrives with the status it carries, or as §9 says.
                 if status.is_ok() && u64::from(total) != op.desc.len {
-                    self.counters.responses_discarded += 1;
+                    self.counters.responses_discarded =
+                        self.counters.responses_discarded.wrapping_add(1);
+                    return;
+                }
+                if status == Status::Busy && op.retries < self.cfg.max_retries {
+                    self.busy_retry_write(id);
                     return;
                 }
                 self.complete_rdma(id, CompletionStatus::from_wire(status));
@@ -1715,14 +2021,33 @@ impl Endpoint {
                 },
             ) => {
                 let Some(c) = active.get_mut(&chunk) else {
-                    self.counters.responses_discarded += 1;
+                    self.counters.responses_discarded =
+                        self.counters.responses_discarded.wrapping_add(1);
                     return;
                 };
                 if c.done {
-                    self.counters.responses_discarded += 1;
+                    self.counters.responses_discarded =
+                        self.counters.responses_discarded.wrapping_add(1);
                     return;
                 }
                 op.deadline = self.now.saturating_add(self.cfg.op_timeout);
+                if status == Status::Busy && op.retries < self.cfg.max_retries {
+                    //= docs/spec/endpoint.md#9-ports-going-down-deadlines-and-busy
+                    //# EP-9-5 An operation answered BUSY that has a retry left MUST be sent again
+                    //# (whole, an RDMA read chunk by chunk) after `busy_backoff * 2^(n-1)` for its
+                    //# n-th retry
+                    op.retries += 1;
+                    op.tainted = true;
+                    c.tainted = true;
+                    let k = u32::from(op.retries.saturating_sub(1)).min(31);
+                    let wait = self.cfg.busy_backoff.saturating_mul(1u32 << k);
+                    c.not_before = self.now.saturating_add(wait);
+                    op.deadline = c.not_before.saturating_add(self.cfg.op_timeout);
+                    self.counters.retries = self.counters.retries.wrapping_add(1);
+                    self.counters.busy_retries = self.counters.busy_retries.wrapping_add(1);
+                    self.send_read_chunk(id, chunk, None);
+                    return;
+                }
                 if !status.is_ok() {
                     c.done = true;
                     *done_chunks += 1;
@@ -1740,13 +2065,17 @@ impl Endpoint {
                         || !offset.is_multiple_of(BLOCK)
                         || (!dlen.is_multiple_of(BLOCK) && end != c.len)
                     {
-                        self.counters.malformed_txns += 1;
+                        self.counters.bad_responses = self.counters.bad_responses.wrapping_add(1);
                         return;
                     }
+                    //= docs/spec/endpoint.md#6-rdma-engine
+                    //# EP-6-18 A requester MUST ignore an RDMA_READ_RESP segment whose blocks have
+                    //# all been placed already: it changes no byte of local memory.
                     let delta = match c.blocks.mark(offset, dlen) {
                         Marked::Outside => return,
                         Marked::Duplicate => {
-                            self.counters.duplicate_segments += 1;
+                            self.counters.duplicate_segments =
+                                self.counters.duplicate_segments.wrapping_add(1);
                             return;
                         }
                         Marked::New(delta) => delta,
@@ -1780,7 +2109,10 @@ impl Endpoint {
                     self.complete_rdma(id, status);
                 }
             }
-            _ => self.counters.responses_discarded += 1,
+            _ => {
+                self.counters.responses_discarded =
+                    self.counters.responses_discarded.wrapping_add(1)
+            }
         }
     }
 
@@ -1796,8 +2128,22 @@ impl Endpoint {
         let Some(slot) = self.lsu.get_mut(usize::from(tag)).and_then(Option::take) else {
             return;
         };
-        self.lsu_tags
-            .release(tag, slot.tainted, self.now, self.cfg.tag_quarantine);
+        if slot.delayed
+            && let Ordering::Stream(s) = slot.req.ordering
+        {
+            self.stream_undelay(s);
+        }
+        // A request without its final response may still be answered late: its tag rests.
+        let unanswered = matches!(
+            status,
+            CompletionStatus::Timeout | CompletionStatus::FateUnknown
+        );
+        self.lsu_tags.release(
+            tag,
+            slot.tainted || (unanswered && slot.sent),
+            self.now,
+            self.cfg.tag_quarantine,
+        );
         self.trim_ls_deadlines();
         if let Ordering::Stream(s) = slot.req.ordering
             && let Some(e) = self.streams.get_mut(&s)
@@ -1809,9 +2155,15 @@ impl Endpoint {
         }
         if status.is_ok() {
             match slot.req.op {
-                LsOp::Load { len } => self.counters.ls_bytes_read += u64::from(len),
+                LsOp::Load { len } => {
+                    self.counters.ls_bytes_read =
+                        self.counters.ls_bytes_read.wrapping_add(u64::from(len))
+                }
                 LsOp::Store { data } => {
-                    self.counters.ls_bytes_written += data.as_slice().len() as u64;
+                    self.counters.ls_bytes_written = self
+                        .counters
+                        .ls_bytes_written
+                        .wrapping_add(data.as_slice().len() as u64);
                 }
                 LsOp::Atomic { .. } => {}
             }
@@ -1837,6 +2189,51 @@ impl Endpoint {
         );
     }
 
+    /// RDMA write `id` was answered BUSY and has a retry left: its tag rests, and after the
+    /// back-off it takes a new tag and is sent whole (EP-9-5). A new tag keeps the BUSY answers
+    /// to its other segments from being taken for answers to the retry.
+    fn busy_retry_write(&mut self, id: u64) {
+        let now = self.now;
+        let timeout = self.cfg.op_timeout;
+        let Some(op) = self.rdma.get_mut(&id) else {
+            return;
+        };
+        op.retries += 1;
+        op.tainted = true;
+        let n = op.retries;
+        let old = match &mut op.state {
+            RdmaState::Write {
+                has_tag,
+                tag,
+                next,
+                resend,
+                port,
+                ..
+            } => {
+                let old = has_tag.then_some(*tag);
+                *has_tag = false;
+                *next = 0;
+                resend.clear();
+                *port = None;
+                old
+            }
+            RdmaState::Read { .. } => None,
+        };
+        let at = now.saturating_add(self.backoff(n));
+        if let Some(op) = self.rdma.get_mut(&id) {
+            op.hold_until = Some(at);
+            op.deadline = at.saturating_add(timeout);
+        }
+        if let Some(t) = old {
+            self.free_rdma_tag(t, true);
+        }
+        self.active_writes.retain(|&w| w != id);
+        self.reads_waiting.retain(|&w| w != id);
+        self.counters.retries = self.counters.retries.wrapping_add(1);
+        self.counters.busy_retries = self.counters.busy_retries.wrapping_add(1);
+        self.timers.push(Reverse((at, Key::RdmaResume(id))));
+    }
+
     fn free_rdma_tag(&mut self, tag: u16, tainted: bool) {
         if let Some(o) = self
             .rdma_owner
@@ -1849,6 +2246,9 @@ impl Endpoint {
     }
 
     fn complete_rdma(&mut self, id: u64, status: CompletionStatus) {
+        //= docs/spec/endpoint.md#6-rdma-engine
+        //# EP-6-16 A posted descriptor MUST end with exactly one completion carrying its id.
+        // Removed here, so never completed twice.
         let Some(op) = self.rdma.remove(&id) else {
             return;
         };
@@ -1860,7 +2260,8 @@ impl Endpoint {
                     self.free_rdma_tag(*tag, op.tainted || !status.is_ok());
                 }
                 if status.is_ok() {
-                    self.counters.rdma_bytes_written += op.desc.len;
+                    self.counters.rdma_bytes_written =
+                        self.counters.rdma_bytes_written.wrapping_add(op.desc.len);
                 }
             }
             RdmaState::Read { active, .. } => {
@@ -1882,7 +2283,8 @@ impl Endpoint {
                     );
                 }
                 if status.is_ok() {
-                    self.counters.rdma_bytes_read += op.desc.len;
+                    self.counters.rdma_bytes_read =
+                        self.counters.rdma_bytes_read.wrapping_add(op.desc.len);
                 }
             }
         }
@@ -1926,7 +2328,7 @@ impl Endpoint {
     //# in either order. A requester that needs an order across paths MUST wait for the first
     //# operation's completion, or use a fence.
     //= docs/spec/transaction.md#4-ordering
-    //# TXN-4-5 A fence MUST complete only after every operation the requester issued before it,
+    //# TXN-4-5 A Fence operation MUST complete only after every operation the requester issued before it,
     //# on every path, is complete.
     fn check_fences(&mut self) {
         while let Some(&(id, seq, issued)) = self.fences.front() {
@@ -1984,13 +2386,14 @@ impl Endpoint {
                 }
                 let beyond = r.blocks.beyond();
                 let refused = r.refused;
+                self.reasm_blocks = self.reasm_blocks.saturating_sub(r.reserved);
                 self.reasm.remove(&(src, tag));
                 if refused {
                     return;
                 }
                 //= docs/spec/endpoint.md#6-rdma-engine
-                //# EP-6-6 It MUST forget a write that made no progress for `op_timeout`.
-                self.counters.reassembly_expired += 1;
+                //# EP-6-15 A target MUST forget a write that made no progress for `op_timeout`.
+                self.counters.reassembly_expired = self.counters.reassembly_expired.wrapping_add(1);
                 self.counters.reassembly(-1);
                 self.counters.reorder(-beyond);
             }
@@ -2005,8 +2408,57 @@ impl Endpoint {
                     return;
                 }
                 self.read_jobs.remove(pos);
-                self.counters.responses_expired += 1;
+                self.counters.responses_expired = self.counters.responses_expired.wrapping_add(1);
                 self.release_fences();
+            }
+            Key::LsRetry(tag, era) => {
+                let Some(Some(slot)) = self.lsu.get_mut(usize::from(tag)) else {
+                    return;
+                };
+                if slot.era != era || slot.delayed || slot.retry_at.is_none_or(|t| t > now) {
+                    return;
+                }
+                slot.retry_at = None;
+                slot.deadline = now.saturating_add(self.cfg.op_timeout);
+                let d = slot.deadline;
+                self.ls_deadlines.push_back((d, tag, era));
+                self.send_ls(tag, None);
+            }
+            Key::RdmaResume(id) => {
+                let Some(op) = self.rdma.get_mut(&id) else {
+                    return;
+                };
+                if op.hold_until.is_none_or(|t| t > now) {
+                    return;
+                }
+                op.hold_until = None;
+                if let RdmaState::Write { has_tag, .. } = op.state {
+                    let q = if has_tag {
+                        &mut self.active_writes
+                    } else {
+                        &mut self.reads_waiting
+                    };
+                    if !q.contains(&id) {
+                        q.push_back(id);
+                    }
+                }
+            }
+            Key::Wake => {}
+            Key::Quiet => {
+                if now < self.quiet_until {
+                    return;
+                }
+                for i in 0..self.ports.len() {
+                    if self.want_up.get(i).copied().unwrap_or(false) {
+                        if let Some(w) = self.want_up.get_mut(i) {
+                            *w = false;
+                        }
+                        if let Some(p) = self.ports.get_mut(i) {
+                            p.link.physical_up(now);
+                        }
+                        self.drain_link(i);
+                    }
+                }
             }
             Key::Held => {
                 //= docs/spec/endpoint.md#8-target
@@ -2020,7 +2472,8 @@ impl Endpoint {
                 {
                     if let Some(h) = self.held.pop_front() {
                         self.backlog = self.backlog.saturating_sub(h.txn.len());
-                        self.counters.responses_expired += 1;
+                        self.counters.responses_expired =
+                            self.counters.responses_expired.wrapping_add(1);
                     }
                 }
                 if let Some(h) = self.held.front() {
@@ -2040,8 +2493,9 @@ impl Endpoint {
         if slot.era != era {
             return;
         }
-        if slot.deadline > now {
-            // A later deadline of this operation is queued.
+        if slot.deadline > now || slot.retry_at.is_some() {
+            // A later deadline of this operation is queued, or it is held back and gets a new
+            // deadline when it is sent again.
             return;
         }
         //= docs/spec/transaction.md#5-operations-that-can-no-longer-complete
@@ -2068,7 +2522,7 @@ impl Endpoint {
         slot.tainted = true;
         slot.deadline = now.saturating_add(self.cfg.op_timeout);
         let d = slot.deadline;
-        self.counters.retries += 1;
+        self.counters.retries = self.counters.retries.wrapping_add(1);
         self.ls_deadlines.push_back((d, tag, era));
         // Another port: the path may have lost frames beyond the first hop. An ordered stream
         // is pinned anew with it (TXN-5-6).
@@ -2131,7 +2585,7 @@ impl Endpoint {
         op.retries += 1;
         op.tainted = true;
         op.deadline = now.saturating_add(timeout);
-        self.counters.retries += 1;
+        self.counters.retries = self.counters.retries.wrapping_add(1);
         self.timers.push(Reverse((op.deadline, Key::Rdma(id))));
         match &mut op.state {
             RdmaState::Write {
@@ -2240,8 +2694,83 @@ impl Endpoint {
         }
     }
 
-    /// Routes and sends (or parks) load-store operation `tag`.
+    /// Sends load-store operation `tag`, unless requests of its ordered stream are held back
+    /// for a retry: then it queues behind them (TXN-5-6).
     fn send_ls(&mut self, tag: u16, avoid: Option<usize>) {
+        let Some(Some(slot)) = self.lsu.get(usize::from(tag)) else {
+            return;
+        };
+        if let Ordering::Stream(s) = slot.req.ordering
+            && self.stream_delayed.get(&s).is_some_and(|&n| n > 0)
+        {
+            let at = self.ls_delayed.back().map_or(self.now, |e| e.0);
+            self.delay_ls(tag, at, avoid);
+            return;
+        }
+        self.send_ls_now(tag, avoid);
+    }
+
+    /// Holds load-store operation `tag` back until `at` at least, in the queue of delayed
+    /// retries, which keeps the order they must go in.
+    fn delay_ls(&mut self, tag: u16, at: Instant, avoid: Option<usize>) {
+        let at = at
+            .max(self.now)
+            .max(self.ls_delayed.back().map_or(at, |e| e.0));
+        let Some(Some(slot)) = self.lsu.get_mut(usize::from(tag)) else {
+            return;
+        };
+        if slot.delayed {
+            return;
+        }
+        slot.delayed = true;
+        slot.waiting = false;
+        slot.retry_at = Some(at);
+        let era = slot.era;
+        if let Ordering::Stream(s) = slot.req.ordering {
+            *self.stream_delayed.entry(s).or_insert(0) += 1;
+        }
+        self.ls_delayed.push_back((at, tag, era, avoid));
+    }
+
+    /// A load-store operation held in the queue of delayed retries is sent now.
+    fn release_delayed(&mut self, tag: u16, era: u32, avoid: Option<usize>) {
+        let now = self.now;
+        let Some(Some(slot)) = self.lsu.get_mut(usize::from(tag)) else {
+            return;
+        };
+        if slot.era != era || !slot.delayed {
+            return;
+        }
+        slot.delayed = false;
+        slot.retry_at = None;
+        slot.deadline = now.saturating_add(self.cfg.op_timeout);
+        let d = slot.deadline;
+        let ordering = slot.req.ordering;
+        self.ls_deadlines.push_back((d, tag, era));
+        if let Ordering::Stream(s) = ordering {
+            self.stream_undelay(s);
+        }
+        self.send_ls_now(tag, avoid);
+    }
+
+    fn stream_undelay(&mut self, s: u32) {
+        if let Some(n) = self.stream_delayed.get_mut(&s) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                self.stream_delayed.remove(&s);
+            }
+        }
+    }
+
+    /// The wait before retry number `n` (1 for the first) of an operation answered BUSY:
+    /// `busy_backoff * 2^(n-1)` (EP-9-5).
+    fn backoff(&self, n: u8) -> Duration {
+        let k = u32::from(n.saturating_sub(1)).min(31);
+        self.cfg.busy_backoff.saturating_mul(1u32 << k)
+    }
+
+    /// Routes and sends (or parks) load-store operation `tag`.
+    fn send_ls_now(&mut self, tag: u16, avoid: Option<usize>) {
         let Some(Some(slot)) = self.lsu.get(usize::from(tag)) else {
             return;
         };
@@ -2327,6 +2856,15 @@ impl Endpoint {
                 return;
             };
             let Some(c) = active.get(&chunk) else { return };
+            if c.not_before > self.now {
+                // Held back (EP-9-5, EP-9-6): sent from the queue of unsent chunks when due.
+                let t = c.not_before;
+                if !self.chunks_unsent.contains(&(id, chunk)) {
+                    self.chunks_unsent.push_back((id, chunk));
+                    self.timers.push(Reverse((t, Key::Wake)));
+                }
+                return;
+            }
             policy_port = *port;
             let off = chunk.saturating_mul(u64::from(self.cfg.read_chunk));
             (
@@ -2371,6 +2909,10 @@ impl Endpoint {
     }
 
     /// Sends a response to `dst`, on port `i` if usable, else on another (EP-4-4), else holds it.
+    //= docs/spec/endpoint.md#8-target
+    //# EP-8-8 A target MUST NOT drop a response for want of room.
+    // Responses are queued or held without a bound on their number; the backlog stops the
+    // intake of requests instead (EP-8-4).
     fn respond(&mut self, i: usize, dst: GpuId, v: usize, txn: &TxnRepr<'_>, pack: bool) {
         let mut buf = self.pool.pop().unwrap_or_default();
         buf.clear();
@@ -2439,6 +2981,9 @@ impl Endpoint {
         let cap = self.max_payload(i);
         let now = self.now;
         self.backlog += resp;
+        //= docs/spec/endpoint.md#11-capabilities
+        //# EP-11-5 An endpoint without PACKING MUST send every DATA frame with one transaction.
+        let pack = pack && self.cfg.caps.contains(Capabilities::PACKING);
         if !pack {
             let mut payload = self.pool.pop().unwrap_or_default();
             payload.clear();
@@ -2520,6 +3065,9 @@ impl Endpoint {
             h[..2].copy_from_slice(&dst.value().to_be_bytes());
             //= docs/spec/endpoint.md#3-ports-and-virtual-channels
             //# EP-3-4 The stack and port a frame is sent on MUST be the ones its path id names.
+            //= docs/spec/endpoint.md#12-reset-and-identity
+            //# EP-12-3 An endpoint MUST put its configured GPU id in the source of every DATA
+            //# frame it sends.
             h[2..4].copy_from_slice(&self.cfg.gpu.value().to_be_bytes());
             h[4] = path.0;
             h[5] = u8::try_from(count).unwrap_or(0);
@@ -2547,8 +3095,8 @@ impl Endpoint {
             pk.count,
         );
         if pk.count > 1 {
-            self.counters.packed_frames += 1;
-            self.counters.packed_txns += u64::from(pk.count);
+            self.counters.packed_frames = self.counters.packed_frames.wrapping_add(1);
+            self.counters.packed_txns = self.counters.packed_txns.wrapping_add(u64::from(pk.count));
         }
         //= docs/spec/endpoint.md#7-packing
         //# EP-7-3 Packing MUST keep the order of the transactions of one path.
@@ -2582,8 +3130,10 @@ impl Endpoint {
         //= docs/spec/endpoint.md#3-ports-and-virtual-channels
         //# EP-3-3 The endpoint MUST keep its own queue of frames per port and VC and submit a
         //# frame to the port's link only when the link accepts it; a frame refused by the link
-        //# (queue full) MUST stay first in the endpoint's queue. Queues of different VCs MUST NOT
-        //# block each other.
+        //# (queue full) MUST stay first in the endpoint's queue.
+        //= docs/spec/endpoint.md#3-ports-and-virtual-channels
+        //# EP-3-6 Queues of different VCs MUST NOT block each other: a frame that waits on one VC
+        //# MUST NOT hold back the frames of another.
         let keep = {
             let Some(p) = self.ports.get(i) else { return };
             if !p.usable {
@@ -2628,9 +3178,9 @@ impl Endpoint {
                     }
                 }
                 if let Some(c) = self.counters.ports.get_mut(i) {
-                    c.frames_sent += 1;
-                    c.bytes_sent += f.payload.len() as u64;
-                    c.txns_sent += u64::from(f.txns);
+                    c.frames_sent = c.frames_sent.wrapping_add(1);
+                    c.bytes_sent = c.bytes_sent.wrapping_add(f.payload.len() as u64);
+                    c.txns_sent = c.txns_sent.wrapping_add(u64::from(f.txns));
                 }
                 self.backlog = self.backlog.saturating_sub(f.resp_bytes);
                 self.pool.push(f.payload);
@@ -2693,12 +3243,19 @@ impl Endpoint {
             let Some((id, chunk)) = self.chunks_unsent.pop_front() else {
                 break;
             };
-            let live = self.rdma.get(&id).is_some_and(|o| match &o.state {
-                RdmaState::Read { active, .. } => active.get(&chunk).is_some_and(|c| !c.done),
-                RdmaState::Write { .. } => false,
+            let now = self.now;
+            let state = self.rdma.get(&id).and_then(|o| match &o.state {
+                RdmaState::Read { active, .. } => active
+                    .get(&chunk)
+                    .filter(|c| !c.done)
+                    .map(|c| c.not_before <= now),
+                RdmaState::Write { .. } => None,
             });
-            if live {
-                self.send_read_chunk(id, chunk, None);
+            match state {
+                Some(true) => self.send_read_chunk(id, chunk, None),
+                // Still held back: its Wake timer is set.
+                Some(false) => self.chunks_unsent.push_back((id, chunk)),
+                None => {}
             }
         }
         self.fill_rdma();
@@ -2803,6 +3360,7 @@ impl Endpoint {
                                 len: clen32,
                                 blocks: Blocks::new(clen32),
                                 done: false,
+                                not_before: Instant::ZERO,
                             },
                         );
                     }
@@ -2852,6 +3410,10 @@ impl Endpoint {
         let Some(op) = self.rdma.get_mut(&id) else {
             return Segment::Done;
         };
+        if op.hold_until.is_some() {
+            // Held back: RdmaResume puts it back in turn.
+            return Segment::Done;
+        }
         let RdmaState::Write {
             tag,
             era,
@@ -2984,6 +3546,10 @@ impl Endpoint {
                 continue;
             };
             let addr = job.target.addr.saturating_add(u64::from(job.next));
+            //= docs/spec/endpoint.md#6-rdma-engine
+            //# EP-6-17 A target MUST answer an RDMA_READ_RESP segment that would read a poisoned
+            //# byte with the status POISONED and no data instead, and send no further segment of
+            //# that read.
             let status = self.mem.load(job.target.space, job.target.key, addr, buf);
             let txn = match status {
                 Ok(()) => TxnRepr::RdmaReadResp {
@@ -3016,7 +3582,7 @@ impl Endpoint {
                 self.read_jobs.push_back(job);
             } else {
                 if status.is_err() {
-                    self.counters.requests_refused += 1;
+                    self.counters.requests_refused = self.counters.requests_refused.wrapping_add(1);
                 }
                 self.release_fences();
             }
@@ -3046,6 +3612,55 @@ mod tests {
             hits[(mix(g, k) % 8) as usize] += 1;
         }
         assert!(hits.iter().all(|&h| (800..1200).contains(&h)), "{hits:?}");
+    }
+
+    #[test]
+    fn hash_policy_picks_fixed_ports() {
+        //= docs/spec/endpoint.md#41-the-hash-function
+        //= type=test
+        //# EP-4-5 The hash policy MUST compute `h` exactly as Figure EP-F2 writes it and choose
+        //# the usable port at index `h mod n`.
+        let vectors: [(u16, u64, u64, usize, usize); 8] = [
+            (0, 0, 0xE220_A839_7B1D_CDAF, 8, 7),
+            (1, 0, 0xA285_E7B0_DEB6_3750, 8, 0),
+            (1, 7, 0xE6B1_4C92_FE0C_DAAE, 8, 6),
+            (3, 1, 0xCEE5_A604_D97C_12AD, 8, 5),
+            (5, 0x1234, 0x8983_27DD_45BD_63B4, 6, 0),
+            (1023, 42, 0x144E_F8B4_DEB1_B9DD, 16, 13),
+            (0xFFFE, 0xFFFF_FFFF, 0x184C_A576_612D_7D22, 7, 1),
+            (2, 5, 0x7452_AFDB_D0DB_F951, 3, 2),
+        ];
+        for (dst, key, h, n, index) in vectors {
+            let g = GpuId::new(dst).unwrap_or_default();
+            assert_eq!(path_hash(g, key), h, "dst {dst} key {key:#x}");
+            assert_eq!((h % n as u64) as usize, index);
+        }
+        // Through the endpoint: 8 usable ports, (2, 4) of them taken out of choice.
+        let cfg = Config {
+            stacks: 4,
+            ports: 2,
+            policy: crate::Policy::Hash,
+            ..Config::default()
+        };
+        let Ok(mut e) = Endpoint::new(cfg) else {
+            panic!("config");
+        };
+        for p in &mut e.ports {
+            p.usable = true;
+        }
+        e.usable = (0..8).collect();
+        let g = |v| GpuId::new(v).unwrap_or_default();
+        assert_eq!(e.choose(g(1), 7, None), Some(6));
+        assert_eq!(e.choose(g(3), 1, None), Some(5));
+        e.usable = vec![0, 1, 3, 5, 6, 7];
+        // n = 6: 0x898327dd45bd63b4 mod 6 = 0, the first usable port.
+        assert_eq!(e.choose(g(5), 0x1234, None), Some(0));
+        // Avoiding port 0 leaves 5 ports: 0x898327dd45bd63b4 mod 5 = 0, port 1.
+        assert_eq!(0x8983_27DD_45BD_63B4u64 % 5, 0);
+        assert_eq!(e.choose(g(5), 0x1234, Some(0)), Some(1));
+        // 0xe6b14c92fe0cdaae mod 5 = 2: port 5.
+        assert_eq!(0xE6B1_4C92_FE0C_DAAEu64 % 5, 2);
+        assert_eq!(e.choose(g(1), 7, Some(0)), Some(5));
     }
 
     #[test]
@@ -3120,11 +3735,14 @@ mod tests {
         assert!(t.alloc(now).is_none());
         //= docs/spec/endpoint.md#5-load-store-unit
         //= type=test
-        //# EP-5-5 A tag MUST be free for reuse at once when its operation completes after a single
-        //# attempt, and only `tag_quarantine` after completion when any of its requests was
-        //# retried or was of unknown fate
+        //# EP-5-8 A tag MUST rest `tag_quarantine` after its operation completes when any of its
+        //# requests was sent more than once or was of unknown fate
         t.release(a, true, now, q);
         assert!(t.alloc(now).is_none(), "a retried tag rests");
+        //= docs/spec/endpoint.md#5-load-store-unit
+        //= type=test
+        //# EP-5-7 A tag MUST be free for reuse at once when its operation completes with the
+        //# answer to its only attempt.
         t.release(b, false, now, q);
         assert_eq!(t.alloc(now).map(|x| x.0), Some(11));
         assert_eq!(t.alloc(Instant::from_nanos(5_000)).map(|x| x.0), Some(10));

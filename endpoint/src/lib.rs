@@ -14,9 +14,13 @@
 //!   [`Policy`] and per-stream path pinning so that ordered operations stay in order (§4);
 //! - transaction packing within a bound on added delay (§7);
 //! - the target side that performs other GPUs' requests and answers them (§8);
-//! - retries and error completions when a port goes down or a deadline passes, so that no
-//!   operation ever ends silently (§9, transaction.md §5);
-//! - [`Counters`] (§10).
+//! - retries and error completions when a port goes down, a deadline passes or a target answers
+//!   BUSY, so that no operation ever ends silently (§9, transaction.md §5); a request of unknown
+//!   fate goes again only `frame_lifetime` after it was lost;
+//! - [`Counters`] (§10);
+//! - capabilities (RDMA, ATOMICS, SHARED, PACKING) announced in every port's INIT and enforced
+//!   as a target (§11);
+//! - [`Endpoint::reset`] and the port MAC addresses derived from GPU id, stack and port (§12).
 //!
 //! Like the link, the endpoint is sans-IO: frames, commands and time in; frames, completions
 //! and a deadline out. It reads no clock and draws no random numbers; the same inputs give the
@@ -39,9 +43,11 @@ pub mod harness;
 mod memory;
 mod ops;
 
-pub use config::{BLOCK, Config, Policy, VCS_NEEDED};
+pub use config::{
+    BLOCK, Config, DEFAULT_CAPS, Policy, SEGMENT_FRAME_OVERHEAD, VCS_NEEDED, port_mac,
+};
 pub use counters::{Counters, PortCounters};
-pub use endpoint::Endpoint;
+pub use endpoint::{Endpoint, path_hash};
 pub use ethlink_link::ConfigError;
 pub use memory::{
     Access, MAX_SPACE_SIZE, Memory, MemoryConfig, MemoryConfigError, OutOfSpace, PAGE_SIZE, Perms,

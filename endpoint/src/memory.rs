@@ -286,6 +286,13 @@ pub enum RegionError {
         /// A registered region it overlaps.
         existing: Region,
     },
+    /// The space already holds `max_regions` regions (EP-2-11).
+    TableFull {
+        /// The space.
+        space: Space,
+        /// Its bound, [`MemoryConfig::max_regions`].
+        max: u32,
+    },
     /// No region of the space starts at the base given to [`Memory::deregister`].
     NotFound {
         /// The space.
@@ -314,6 +321,13 @@ impl fmt::Display for RegionError {
             ),
             RegionError::Overlaps { existing } => {
                 write!(f, "region overlaps the registered region {existing}")
+            }
+            RegionError::TableFull { space, max } => {
+                write!(
+                    f,
+                    "the {} region table is full ({max} regions)",
+                    space.name()
+                )
             }
             RegionError::NotFound { space, base } => {
                 write!(f, "no {} region starts at {base:#x}", space.name())
@@ -359,14 +373,17 @@ pub struct MemoryConfig {
     pub global_size: u64,
     /// Size of shared memory in bytes, 1..=[`MAX_SPACE_SIZE`].
     pub shared_size: u64,
+    /// Entries of the region table of each space, 1..=65536 (EP-2-11).
+    pub max_regions: u32,
 }
 
 impl Default for MemoryConfig {
-    /// 1 TiB of global and 256 MiB of shared memory.
+    /// 1 TiB of global and 256 MiB of shared memory, 1024 regions per space.
     fn default() -> Self {
         MemoryConfig {
             global_size: 1 << 40,
             shared_size: 1 << 28,
+            max_regions: 1024,
         }
     }
 }
@@ -374,7 +391,7 @@ impl Default for MemoryConfig {
 /// A [`MemoryConfig`] field out of range.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct MemoryConfigError {
-    /// The field: `global_size` or `shared_size`.
+    /// The field: `global_size`, `shared_size` or `max_regions`.
     pub field: &'static str,
     /// Its value.
     pub value: u64,
@@ -384,8 +401,14 @@ impl fmt::Display for MemoryConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{} is {}: it must be 1..={MAX_SPACE_SIZE} bytes",
-            self.field, self.value
+            "{} is {}: it must be {}",
+            self.field,
+            self.value,
+            if self.field == "max_regions" {
+                "1..=65536"
+            } else {
+                "1..=2^57 bytes"
+            }
         )
     }
 }
@@ -596,6 +619,7 @@ fn atomic_result_u64(old: u64, op: AtomicOp) -> Option<u64> {
 pub struct Memory {
     global: SpaceMem,
     shared: SpaceMem,
+    max_regions: u32,
 }
 
 impl fmt::Debug for Memory {
@@ -627,9 +651,16 @@ impl Memory {
                 return Err(MemoryConfigError { field, value });
             }
         }
+        if !(1..=65536).contains(&cfg.max_regions) {
+            return Err(MemoryConfigError {
+                field: "max_regions",
+                value: cfg.max_regions.into(),
+            });
+        }
         Ok(Memory {
             global: SpaceMem::new(cfg.global_size),
             shared: SpaceMem::new(cfg.shared_size),
+            max_regions: cfg.max_regions,
         })
     }
 
@@ -638,6 +669,7 @@ impl Memory {
         MemoryConfig {
             global_size: self.global.size,
             shared_size: self.shared.size,
+            max_regions: self.max_regions,
         }
     }
 
@@ -661,8 +693,9 @@ impl Memory {
     }
 
     /// Registers `region` in `region.space`. Refused, with nothing changed, when its length is 0,
-    /// when it reaches past the end of the space, or when it overlaps a registered region of the
-    /// same space (checked in that order).
+    /// when it reaches past the end of the space, when it overlaps a registered region of the
+    /// same space, or when the space's table holds `max_regions` regions (checked in that
+    /// order).
     pub fn register(&mut self, region: Region) -> Result<(), RegionError> {
         //= docs/spec/endpoint.md#2-memory-model
         //# EP-2-2 A region is a range of one space, given by its base and a length of at least
@@ -672,6 +705,10 @@ impl Memory {
         let Region {
             space, base, len, ..
         } = region;
+        //= docs/spec/endpoint.md#21-the-region-table
+        //# EP-2-10 The region table MUST be changed only through the local interface, by
+        //# `register` and `deregister`; no request received from the network changes it.
+        let max = self.max_regions;
         let sm = self.space_mut(space);
         if len == 0 {
             return Err(RegionError::Empty { space, base });
@@ -692,6 +729,12 @@ impl Memory {
                 existing: *existing,
             });
         }
+        //= docs/spec/endpoint.md#21-the-region-table
+        //# EP-2-11 A space's region table MUST hold at most `max_regions` regions; a registration
+        //# beyond it MUST be refused with the reason table full, and nothing changed.
+        if sm.regions.len() >= max as usize {
+            return Err(RegionError::TableFull { space, max });
+        }
         sm.regions.insert(base, region);
         Ok(())
     }
@@ -699,6 +742,9 @@ impl Memory {
     /// Removes the region of `space` that starts at `base` and returns it. The bytes it covered
     /// keep their values.
     pub fn deregister(&mut self, space: Space, base: u64) -> Result<Region, RegionError> {
+        //= docs/spec/endpoint.md#21-the-region-table
+        //# EP-2-12 Once a region is removed, every remote access to its bytes MUST be refused as
+        //# EP-2-3 says (unless another region covers them), and its bytes MUST keep their values.
         self.space_mut(space)
             .regions
             .remove(&base)
@@ -774,7 +820,9 @@ impl Memory {
     /// checks of range, key and write permission. Clears the poison of the bytes written.
     pub fn store(&mut self, space: Space, key: u32, addr: u64, data: &[u8]) -> Result<(), Status> {
         let len = to_u64(data.len());
-        // EP-2-7: a refusal returns before anything is written.
+        //= docs/spec/endpoint.md#2-memory-model
+        //# EP-2-13 A refused access MUST NOT change any byte of memory and MUST return no data.
+        // A refusal returns before anything is written.
         self.check(space, key, addr, len, Access::Write)?;
         let end = addr.saturating_add(len);
         self.space_mut(space)
@@ -952,6 +1000,7 @@ mod tests {
         Memory::new(MemoryConfig {
             global_size: 1 << 20,
             shared_size: 1 << 16,
+            ..MemoryConfig::default()
         })
         .unwrap()
     }
@@ -1035,6 +1084,7 @@ mod tests {
             let err = Memory::new(MemoryConfig {
                 global_size,
                 shared_size,
+                ..MemoryConfig::default()
             })
             .unwrap_err();
             assert_eq!(err, MemoryConfigError { field, value });
@@ -1042,6 +1092,7 @@ mod tests {
         let mut m = Memory::new(MemoryConfig {
             global_size: MAX_SPACE_SIZE,
             shared_size: 1,
+            ..MemoryConfig::default()
         })
         .unwrap();
         assert_eq!((m.size(G), m.size(S)), (MAX_SPACE_SIZE, 1));
@@ -1498,7 +1549,7 @@ mod tests {
 
     //= docs/spec/endpoint.md#2-memory-model
     //= type=test
-    //# EP-2-7 [...] A refused access MUST NOT change any byte of memory and returns no data.
+    //# EP-2-13 A refused access MUST NOT change any byte of memory and MUST return no data.
     #[test]
     fn refused_accesses_change_nothing() {
         let mut m = mem_with(0x1000, 0x2000, Perms::READ | Perms::ATOMIC);
@@ -1772,6 +1823,7 @@ mod tests {
         let mut big = Memory::new(MemoryConfig {
             global_size: MAX_SPACE_SIZE,
             shared_size: MAX_SPACE_SIZE,
+            ..MemoryConfig::default()
         })
         .unwrap();
         big.write(S, MAX_SPACE_SIZE - 3, &[1, 2, 3]).unwrap();
@@ -1781,6 +1833,54 @@ mod tests {
             big.pages(S).map(|(a, _)| a).collect::<Vec<_>>(),
             [MAX_SPACE_SIZE - P]
         );
+    }
+
+    #[test]
+    fn the_region_table_is_bounded_and_changed_only_by_the_local_api() {
+        use alloc::string::ToString;
+        let mut m = Memory::new(MemoryConfig {
+            global_size: 1 << 20,
+            shared_size: 1 << 16,
+            max_regions: 3,
+        })
+        .unwrap();
+        for k in 0..3u64 {
+            m.register(region(G, k * 0x100, 0x100, Perms::ALL)).unwrap();
+        }
+        //= docs/spec/endpoint.md#21-the-region-table
+        //= type=test
+        //# EP-2-11 A space's region table MUST hold at most `max_regions` regions; a registration
+        //# beyond it MUST be refused with the reason table full, and nothing changed.
+        let full = m.register(region(G, 0x1000, 0x100, Perms::ALL));
+        assert_eq!(full, Err(RegionError::TableFull { space: G, max: 3 }));
+        assert_eq!(m.regions(G).count(), 3);
+        assert!(full.unwrap_err().to_string().contains("full (3 regions)"));
+        // The other space has its own table.
+        m.register(region(S, 0, 0x100, Perms::ALL)).unwrap();
+        // Removing one makes room; the bytes it covered keep their values.
+        //= docs/spec/endpoint.md#21-the-region-table
+        //= type=test
+        //# EP-2-12 Once a region is removed, every remote access to its bytes MUST be refused as
+        //# EP-2-3 says (unless another region covers them), and its bytes MUST keep their values.
+        m.write(G, 0x100, &[9]).unwrap();
+        assert_eq!(m.deregister(G, 0x100).unwrap().base, 0x100);
+        m.register(region(G, 0x1000, 0x100, Perms::ALL)).unwrap();
+        let mut b = [0];
+        m.read(G, 0x100, &mut b).unwrap();
+        assert_eq!(b, [9]);
+        assert_eq!(
+            m.check(G, KEY, 0x100, 1, Access::Read),
+            Err(Status::OutOfRange)
+        );
+        for bad in [0, 65_537] {
+            let e = Memory::new(MemoryConfig {
+                max_regions: bad,
+                ..MemoryConfig::default()
+            })
+            .unwrap_err();
+            assert_eq!(e.field, "max_regions");
+            assert!(e.to_string().contains("1..=65536"));
+        }
     }
 
     #[test]
@@ -2189,6 +2289,7 @@ mod tests {
         let mut m = Memory::new(MemoryConfig {
             global_size: MODEL_SIZES[0],
             shared_size: MODEL_SIZES[1],
+            ..MemoryConfig::default()
         })
         .unwrap();
         let mut model = Model::default();

@@ -104,6 +104,7 @@ fn fetch_add(to: u16, addr: u64, addend: u64, ordering: Ordering) -> LsRequest {
 fn fast(id: u16, policy: Policy) -> Config {
     Config {
         op_timeout: Duration::from_micros(20),
+        frame_lifetime: Duration::from_micros(20),
         tag_quarantine: Duration::from_micros(40),
         ..config(id, policy)
     }
@@ -594,6 +595,13 @@ fn a_cut_port_moves_ordered_streams_and_keeps_their_order() {
         .read(Space::Global, 0x8000, &mut v)
         .unwrap();
     let v = u64::from_le_bytes(v);
+    //= docs/spec/endpoint.md#9-ports-going-down-deadlines-and-busy
+    //= type=test
+    //# EP-9-7 A request lost with a port MUST be handled as a request of the operation that sent
+    //# it, even when its tag has since passed to another operation: that operation MUST NOT be
+    //# retried, moved or completed because of it.
+    // Tags are reused every round while ports fail: each atomic was performed at most once and
+    // only when it did not complete FATE_UNKNOWN or TIMEOUT, and every one completed.
     assert_eq!(
         v & performed_at_least,
         performed_at_least,
@@ -806,7 +814,7 @@ fn a_fence_completes_after_everything_before_it() {
     let pos = |id| c.iter().position(|x| x.id == id).unwrap();
     //= docs/spec/transaction.md#4-ordering
     //= type=test
-    //# TXN-4-5 A fence MUST complete only after every operation the requester issued before it,
+    //# TXN-4-5 A Fence operation MUST complete only after every operation the requester issued before it,
     //# on every path, is complete. Operations issued after a fence MAY be performed before it
     //# completes.
     assert!(pos(OpId::Fence(f)) > pos(OpId::Rdma(w)));
@@ -882,8 +890,11 @@ fn rdma_traffic_does_not_hold_back_load_store() {
     //= type=test
     //# EP-3-3 The endpoint MUST keep its own queue of frames per port and VC and submit a frame
     //# to the port's link only when the link accepts it; a frame refused by the link (queue
-    //# full) MUST stay first in the endpoint's queue. Queues of different VCs MUST NOT block
-    //# each other.
+    //# full) MUST stay first in the endpoint's queue.
+    //= docs/spec/endpoint.md#3-ports-and-virtual-channels
+    //= type=test
+    //# EP-3-6 Queues of different VCs MUST NOT block each other: a frame that waits on one VC
+    //# MUST NOT hold back the frames of another.
     // 32 MiB of writes take about 100 us on 8 x 400 Gb/s; the load overtakes them on its VC.
     assert!(lat < 5_000, "load latency {lat} ns behind 32 MiB of RDMA");
     assert!(
@@ -915,6 +926,22 @@ fn configuration_is_checked() {
             c.tag_quarantine = Duration::from_nanos(10)
         }),
         ("op_timeout", |c| c.op_timeout = Duration::from_nanos(10)),
+        ("frame_lifetime", |c| {
+            c.frame_lifetime = Duration::from_nanos(999)
+        }),
+        ("op_timeout", |c| c.op_timeout = Duration::from_micros(150)),
+        ("tag_quarantine", |c| {
+            c.tag_quarantine = Duration::from_micros(399)
+        }),
+        ("tag_quarantine", |c| {
+            c.op_timeout = Duration::from_micros(400);
+            c.tag_quarantine = Duration::from_micros(599)
+        }),
+        ("busy_backoff", |c| {
+            c.busy_backoff = Duration::from_nanos(99)
+        }),
+        ("max_reassembly_blocks", |c| c.max_reassembly_blocks = 31),
+        ("segment", |c| c.link.mfs = 8192 + 63),
     ] {
         let mut c = config(0, Policy::Spray);
         f(&mut c);
@@ -1004,8 +1031,8 @@ fn a_port_whose_mfs_cannot_hold_a_segment_is_not_usable() {
     let b = pair_with(a, bcfg, Faults::default(), 17);
     //= docs/spec/endpoint.md#3-ports-and-virtual-channels
     //= type=test
-    //# EP-3-2 A port is **usable** while its link is UP with at least 4 VCs agreed and an agreed
-    //# MFS that holds a frame of one full segment (`segment` + 60 bytes).
+    //# EP-3-2 A port is **usable** while its link is UP with at least 4 VCs agreed and an
+    //# agreed MFS that holds a tagged frame of one full segment (`segment` + 64 bytes).
     for i in 0..8 {
         assert!(b.gpu(0).link(i).unwrap().is_up());
         assert!(
@@ -1014,4 +1041,173 @@ fn a_port_whose_mfs_cannot_hold_a_segment_is_not_usable() {
         );
         assert!(b.gpu(1).is_usable(i), "3840 B segments do");
     }
+}
+
+#[test]
+fn timer_relations_are_checked() {
+    //= docs/spec/endpoint.md#12-timers-and-their-relations
+    //= type=test
+    //# EP-1-3 An endpoint MUST refuse a configuration that breaks a relation of Table EP-T1:
+    //# `op_timeout >= frame_lifetime`, `tag_quarantine >= 2 * frame_lifetime` and
+    //# `tag_quarantine >= frame_lifetime + op_timeout`.
+    //= docs/spec/endpoint.md#12-timers-and-their-relations
+    //= type=test
+    //# EP-1-2 `frame_lifetime` MUST be at least the longest time a DATA frame can spend between
+    //# its first transmission and its delivery to the destination endpoint
+    //= docs/spec/endpoint.md#12-timers-and-their-relations
+    //= type=test
+    //# EP-1-4 Endpoints that address one another MUST be configured with one `frame_lifetime`,
+    //# and the `tag_quarantine` of every requester MUST be at least `frame_lifetime` plus the
+    //# `op_timeout` of every target it addresses.
+    let ok = |f: fn(&mut Config)| {
+        let mut c = config(0, Policy::Spray);
+        f(&mut c);
+        ethlink_endpoint::Endpoint::new(c).map(|_| ())
+    };
+    assert!(ok(|_| {}).is_ok());
+    // The edges are allowed.
+    assert!(
+        ok(|c| {
+            c.frame_lifetime = Duration::from_micros(100);
+            c.op_timeout = Duration::from_micros(100);
+            c.tag_quarantine = Duration::from_micros(200);
+        })
+        .is_ok()
+    );
+    assert!(
+        ok(|c| {
+            c.op_timeout = Duration::from_micros(300);
+            c.tag_quarantine = Duration::from_micros(500);
+        })
+        .is_ok()
+    );
+    assert_eq!(
+        ok(|c| c.op_timeout = Duration::from_micros(301))
+            .unwrap_err()
+            .field,
+        "tag_quarantine"
+    );
+    // The largest segment fits an MFS of segment + 64, not one byte less.
+    assert!(ok(|c| c.link.mfs = 8192 + 64).is_ok());
+}
+
+/// A port whose agreed MFS cannot carry a tagged frame of one full segment is not usable; one
+/// whose agreed MFS is exactly `segment` + 64 is.
+#[test]
+fn a_usable_port_carries_a_tagged_full_segment() {
+    let small = |id| {
+        let mut c = config(id, Policy::Spray);
+        c.stacks = 1;
+        c.ports = 1;
+        c.segment = 4096;
+        c.read_chunk = 4096;
+        c.link.mfs = 4096 + 64;
+        c
+    };
+    let mut big = small(0);
+    big.segment = 8192;
+    big.read_chunk = 8192;
+    big.link.mfs = 9216;
+    // Agreed MFS 4160: enough for GPU 1's 4096-byte segments, not for GPU 0's 8192.
+    let b = pair_with(big, small(1), Faults::default(), 3);
+    assert!(b.gpu(0).link(0).is_some_and(|l| l.is_up()));
+    assert_eq!(
+        b.gpu(0).link(0).and_then(|l| l.agreed()).map(|a| a.mfs),
+        Some(4160)
+    );
+    //= docs/spec/endpoint.md#3-ports-and-virtual-channels
+    //= type=test
+    //# EP-3-2 A port is **usable** while its link is UP with at least 4 VCs agreed and an
+    //# agreed MFS that holds a tagged frame of one full segment (`segment` + 64 bytes).
+    assert!(!b.gpu(0).is_usable(0));
+    assert!(b.gpu(1).is_usable(0));
+    //= docs/spec/endpoint.md#3-ports-and-virtual-channels
+    //= type=test
+    //# EP-3-5 An endpoint's configured MFS MUST hold a frame of one full segment with an
+    //# 802.1Q tag (`segment` + 64 bytes).
+    let mut c = small(2);
+    c.link.mfs = 4096 + 63;
+    assert_eq!(
+        ethlink_endpoint::Endpoint::new(c).unwrap_err().field,
+        "segment"
+    );
+}
+
+/// A reset forgets every operation, queue and counter, keeps the memory, and brings no port up
+/// before `tag_quarantine` has passed.
+#[test]
+fn reset_clears_state_and_waits_before_ports_come_up() {
+    let mut b = pair(Policy::Spray, Faults::default(), 4);
+    let now = b.now();
+    b.gpu_mut(0)
+        .issue(now, store(1, 0x40, &[7; 8], Ordering::Unordered))
+        .unwrap();
+    b.gpu_mut(0)
+        .post(now, write_desc(1, 0, 0x10_0000, 1 << 20))
+        .unwrap();
+    b.run_until(b.now_ns() + 2_000);
+    assert!(b.gpu(0).outstanding() > 0);
+    assert!(b.gpu(0).counters().ports[0].frames_sent > 0);
+    let mut ep = ethlink_endpoint::Endpoint::new(config(0, Policy::Spray)).unwrap();
+    ep.memory_mut()
+        .register(ethlink_endpoint::Region::new(
+            Space::Global,
+            0,
+            1 << 20,
+            KEY,
+            ethlink_endpoint::Perms::ALL,
+        ))
+        .unwrap();
+    ep.memory_mut().write(Space::Global, 0x80, &[5; 4]).unwrap();
+    let t0 = ethlink_link::Instant::from_nanos(1_000);
+    ep.port_up(t0, 0);
+    ep.issue(t0, store(1, 0x40, &[7; 8], Ordering::Unordered))
+        .unwrap();
+    let q = ep.config().tag_quarantine.as_nanos() as u64;
+    let t1 = ethlink_link::Instant::from_nanos(5_000);
+    ep.reset(t1).unwrap();
+    //= docs/spec/endpoint.md#12-reset-and-identity
+    //= type=test
+    //# EP-12-1 A reset MUST end every operation outstanding, free every tag, empty every queue
+    //# of the endpoint and of its ports' links, forget every reassembly, read job, held
+    //# response and waiting fence, set every counter to zero and put every port's link in OFF.
+    assert_eq!(ep.outstanding(), 0);
+    assert_eq!(ep.ls_outstanding(), 0);
+    assert!(ep.is_idle());
+    assert!(!ep.link(0).unwrap().is_up());
+    assert_eq!(ep.counters(), &ethlink_endpoint::Counters::new(8));
+    assert_eq!(ep.memory().regions(Space::Global).count(), 1);
+    let mut v = [0; 4];
+    ep.memory().read(Space::Global, 0x80, &mut v).unwrap();
+    assert_eq!(v, [5; 4], "a reset keeps the memory");
+    //= docs/spec/endpoint.md#12-reset-and-identity
+    //= type=test
+    //# EP-12-2 After a reset an endpoint MUST NOT bring a port's link up (send INIT) before
+    //# `tag_quarantine` has passed since the reset
+    // Port 0's physical link stayed up through the reset; port 1 comes up during the quiet
+    // time. Neither sends anything before it ends.
+    ep.port_up(t1, 1);
+    let mut buf = vec![0; 9216];
+    let mut t = t1;
+    while t.as_nanos() < 5_000 + q {
+        ep.handle_timeout(t);
+        for port in [0, 1] {
+            assert!(
+                ep.poll_transmit(t, port, &mut buf).unwrap().is_none(),
+                "a frame on port {port} at {t} during the quiet time"
+            );
+        }
+        t = ep
+            .poll_timeout()
+            .unwrap_or(ethlink_link::Instant::from_nanos(u64::MAX))
+            .min(ethlink_link::Instant::from_nanos(5_000 + q));
+    }
+    ep.handle_timeout(t);
+    for port in [0, 1] {
+        assert!(
+            ep.poll_transmit(t, port, &mut buf).unwrap().is_some(),
+            "no INIT on port {port} after the quiet time"
+        );
+    }
+    assert!(ep.poll_transmit(t, 2, &mut buf).unwrap().is_none());
 }

@@ -392,6 +392,10 @@ fn check_prefix(t: &Txn, opcode: u8, status: Status, hlen: u8, dlen: u16) {
     //= type=test
     //# WIRE-6.1-2 The tag is chosen by the requester; a responder MUST copy the tag of a request,
     //# and the request's source GPU into the destination of the response, unchanged.
+    //= docs/spec/endpoint.md#12-reset-and-identity
+    //= type=test
+    //# EP-12-3 An endpoint MUST put its configured GPU id in the source of every DATA frame it
+    //# sends.
     assert_eq!((t.dst, t.src), (PEER, EP), "{t:?}");
 }
 
@@ -775,8 +779,11 @@ fn rdma_read_ends_at_the_poisoned_segment() {
     //# receives it; on refusal it answers one RDMA_READ_RESP with the status and no data.
     //# Otherwise it sends the data in segments of at most `segment` bytes at increasing offsets,
     //# each offset a multiple of 256 and each length a multiple of 256 unless the segment ends
-    //# the read. A segment that would read a poisoned byte MUST be answered POISONED instead,
-    //# with no data, and ends the read.
+    //# the read.
+    //= docs/spec/endpoint.md#6-rdma-engine
+    //= type=test
+    //# EP-6-17 A target MUST answer an RDMA_READ_RESP segment that would read a poisoned byte
+    //# with the status POISONED and no data instead, and send no further segment of that read.
     assert_eq!(segs.len(), 2, "{segs:?}");
     check_prefix(segs[0], 0x91, Status::Ok, 4, seg as u16);
     assert_eq!(segs[0].word(0), 0, "offset");
@@ -893,6 +900,7 @@ fn misalignment_is_checked_after_range_and_key() {
         (GAP + 4, K1, Status::OutOfRange),
         (A + 0x104, K1 ^ 0x10, Status::AccessViolation),
         (R + 0x104, KR, Status::AccessViolation),
+        (A + 0x104, K1, Status::Misaligned),
     ];
     for (i, &(addr, key, _)) in cases.iter().enumerate() {
         p.send(
@@ -914,6 +922,11 @@ fn misalignment_is_checked_after_range_and_key() {
         //# EP-2-7 The checks MUST be made in the order EP-2-3, EP-2-4, EP-2-5, EP-2-6; the first
         //# that fails gives the status.
         check_prefix(r, 0x83, expect, 2, 0);
+        //= docs/spec/endpoint.md#8-target
+        //= type=test
+        //# EP-8-6 A target MUST send every response to a request on VC 2, except the
+        //# RDMA_READ_RESP that answers an RDMA_READ, which goes on VC 3
+        assert_eq!(r.vc, 2);
     }
     assert_untouched(p.ep.memory(), &before, &tail);
 }
@@ -942,7 +955,7 @@ fn refused_rdma_write_is_answered_once() {
     //# refusal write none of it and answer one RDMA_COMPLETION with the status.
     //= docs/spec/transaction.md#2-operations
     //= type=test
-    //# TXN-2-7 A target MUST answer every request it receives with exactly one response (an RDMA
+    //# TXN-2-8 A target MUST answer every request it receives with exactly one response (an RDMA
     //# write: one completion per write;
     check_prefix(only(&rx, 0x5), 0x90, Status::OutOfRange, 4, 0);
     assert_untouched(p.ep.memory(), &before, &tail);
@@ -1139,6 +1152,12 @@ fn unknown_and_malformed_requests_are_answered_and_the_frame_goes_on() {
             //# executed; the receiver MUST answer it with the matching response opcode, status
             //# MALFORMED, the request's tag, and no data, and go on with the next transaction.
             check_prefix(r, *opcode, *status, *hlen, 0);
+            //= docs/spec/endpoint.md#8-target
+            //= type=test
+            //# EP-8-6 A target MUST send every response to a request on VC 2, except the
+            //# RDMA_READ_RESP that answers an RDMA_READ, which goes on VC 3, whatever VC the
+            //# request came on and whatever its status.
+            assert_eq!(r.vc, if *opcode == 0x91 { 3 } else { 2 }, "{r:?}");
         }
         //= docs/spec/endpoint.md#8-target
         //= type=test
@@ -1154,6 +1173,17 @@ fn unknown_and_malformed_requests_are_answered_and_the_frame_goes_on() {
     // Nothing of the bad requests was performed.
     assert_untouched(p.ep.memory(), &before, &tail);
     assert_eq!(p.ep.counters().malformed_txns, 0);
+    //= docs/spec/endpoint.md#21-the-region-table
+    //= type=test
+    //# EP-2-10 The region table MUST be changed only through the local interface, by `register`
+    //# and `deregister`; no request received from the network changes it.
+    let regions: Vec<Region> = p.ep.memory().regions(Space::Global).copied().collect();
+    let mut fresh = Memory::new(ep_config().memory).expect("memory");
+    protect(&mut fresh);
+    assert_eq!(
+        regions,
+        fresh.regions(Space::Global).copied().collect::<Vec<_>>()
+    );
 }
 
 /// A transaction whose structure cannot be read ends the frame: the transactions before it are
@@ -1404,14 +1434,15 @@ fn rdma_write_reassembles_scrambled_and_duplicate_segments() {
     assert_eq!(p.read(a2, 1024), d2);
 }
 
-/// With room for one reassembly, the first segment of a second write is discarded unanswered
-/// and counted, and a write that makes no progress for `op_timeout` is forgotten.
+/// With room for one reassembly, a segment of a second write is answered BUSY, writes nothing
+/// and is counted, and a write that makes no progress for `op_timeout` is forgotten.
 #[test]
 fn reassembly_bound_and_expiry() {
     let cfg = Config {
         max_reassemblies: 1,
         op_timeout: Duration::from_micros(20),
-        tag_quarantine: Duration::from_micros(20),
+        frame_lifetime: Duration::from_micros(5),
+        tag_quarantine: Duration::from_micros(25),
         ..ep_config()
     };
     let mut p = Peer::new(cfg);
@@ -1423,10 +1454,14 @@ fn reassembly_bound_and_expiry() {
     p.run_for(2_000);
     //= docs/spec/endpoint.md#6-rdma-engine
     //= type=test
-    //# EP-6-6 A target MUST bound the writes it reassembles at once (`max_reassemblies`). It MUST
-    //# discard, without writing anything or answering, the first segment of a write it has no
-    //# room for; the requester's deadline then retries the write (TXN-5-4).
-    assert!(p.take().is_empty());
+    //# EP-6-14 A target MUST bound the writes it reassembles at once (`max_reassemblies`) and
+    //# answer RDMA_COMPLETION BUSY, writing nothing, every segment of a write it has no record
+    //# for when starting one would exceed that bound.
+    let rx = p.take();
+    let busy = only(&rx, 2);
+    check_prefix(busy, 0x90, Status::Busy, 4, 0);
+    assert_eq!(busy.vc, 2);
+    assert_eq!(rx.len(), 1, "{rx:?}");
     assert_eq!(p.ep.counters().reassembly_refused, 1);
     assert_eq!(
         p.read(a2, 512),
@@ -1456,7 +1491,7 @@ fn reassembly_bound_and_expiry() {
     p.run_for(15_000);
     //= docs/spec/endpoint.md#6-rdma-engine
     //= type=test
-    //# EP-6-6 It MUST forget a write that made no progress for `op_timeout`.
+    //# EP-6-15 A target MUST forget a write that made no progress for `op_timeout`.
     assert_eq!(p.ep.counters().reassembly_expired, 1);
     assert_eq!(p.ep.counters().reassembly_now, 0);
     // Its second half now starts a new reassembly, which lacks the first half.
@@ -1881,6 +1916,11 @@ fn fence_is_answered_after_the_requests_before_it() {
     //= type=test
     //# TXN-4-6 A target MUST answer a FENCE request only after every request it received before
     //# the FENCE on the same path has been performed, RDMA reads included.
+    //= docs/spec/endpoint.md#8-target
+    //= type=test
+    //# EP-8-7 A target MUST take the DATA frames its ports' links deliver one at a time, in one
+    //# order for all its ports; a request is received before a FENCE when its frame was taken
+    //# before the FENCE's frame, or comes before the FENCE in the same frame.
     for tag in [0x11, 0x13, 0x14] {
         assert!(
             pos(tag).iter().all(|&i| i < fence[0]),
@@ -1955,7 +1995,7 @@ fn response_backlog_stalls_requests_and_drops_nothing() {
     //= type=test
     //# EP-8-4 When its response backlog reaches `response_backlog` bytes a target MUST stop taking
     //# request frames from its ports, keeping them in the link's receive buffer (their credits
-    //# unreturned), until the backlog drains. Responses MUST NOT be dropped for want of room.
+    //# unreturned), until the backlog drains.
     assert!(p.ep.counters().backlog_stalls > 0);
     assert!(answered < usize::from(n), "nothing backed up");
     let vc0 = Vc::new(0).expect("vc");
@@ -1976,7 +2016,7 @@ fn response_backlog_stalls_requests_and_drops_nothing() {
     let rx = p.take();
     //= docs/spec/transaction.md#2-operations
     //= type=test
-    //# TXN-2-7 A target MUST answer every request it receives with exactly one response
+    //# TXN-2-8 A target MUST answer every request it receives with exactly one response
     assert_eq!(rx.len(), usize::from(n));
     let mut seen = vec![false; usize::from(n)];
     for t in &rx {
@@ -1988,6 +2028,567 @@ fn response_backlog_stalls_requests_and_drops_nothing() {
         assert_eq!(t.data, p.read(BIG + u64::from(t.tag) * 256, 256));
     }
     assert_eq!(p.ep.counters().requests_served, u64::from(n));
+    //= docs/spec/endpoint.md#8-target
+    //= type=test
+    //# EP-8-8 A target MUST NOT drop a response for want of room.
     assert_eq!(p.ep.counters().responses_expired, 0);
     assert_eq!(p.ep.link(0).expect("port 0").rx_occupied(vc0), 0);
+}
+
+// ----- 10. BUSY and retries that wait ------------------------------------------------------------
+
+/// Runs until the peer has received a request with `opcode` (any tag) and returns it.
+fn next_request(p: &mut Peer, ns: u64, opcode: u8) -> Option<Txn> {
+    let end = p.now + ns;
+    p.run_until(end, |p| p.rx.iter().any(|t| t.opcode == opcode));
+    let rx = p.take();
+    rx.into_iter().find(|t| t.opcode == opcode)
+}
+
+/// A load answered BUSY is sent again after `busy_backoff`, then twice as long, and so on; each
+/// retry counts against `max_retries`, and a BUSY with no retry left ends the load BUSY.
+#[test]
+fn busy_load_is_retried_with_back_off_and_ends_busy() {
+    let mut p = Peer::new(ep_config());
+    let backoff = p.ep.config().busy_backoff.as_nanos() as u64;
+    assert_eq!(backoff, 1_000);
+    let max = p.ep.config().max_retries;
+    let now = p.now();
+    let ld =
+        p.ep.issue(now, ls(LsOp::Load { len: 16 }, 0x40))
+            .expect("issue");
+    let first = next_request(&mut p, 2_000, 0x01).expect("the load");
+    assert_eq!(first.tag, ld);
+    for n in 0..=u32::from(max) {
+        let sent = p.now;
+        p.send_raw(2, &payload(EP, PEER, &[resp(0x81, 0x07, ld, &[])]));
+        if n == u32::from(max) {
+            break;
+        }
+        let wait = backoff << n;
+        // Not before the back-off...
+        //= docs/spec/endpoint.md#12-timers-and-their-relations
+        //= type=test
+        //# EP-1-1 Every time of Table EP-T1 is a whole number of nanoseconds; an endpoint MUST
+        //# NOT act on a time before it has passed in full.
+        p.run_for(wait - 100);
+        assert!(
+            p.take().iter().all(|t| t.opcode != 0x01),
+            "retry {} came before its back-off of {wait} ns",
+            n + 1
+        );
+        // ...and soon after it.
+        let again = next_request(&mut p, 2_000, 0x01).expect("the retry");
+        //= docs/spec/endpoint.md#9-ports-going-down-deadlines-and-busy
+        //= type=test
+        //# EP-9-5 An operation answered BUSY that has a retry left MUST be sent again (whole, an
+        //# RDMA read chunk by chunk) after `busy_backoff * 2^(n-1)` for its n-th retry, and the
+        //# retry counts against `max_retries`.
+        assert!(p.now >= sent + wait, "{} < {} + {wait}", p.now, sent);
+        assert_eq!(again.tag, ld);
+        assert!(p.completions.is_empty());
+    }
+    p.run_for(2_000);
+    //= docs/spec/transaction.md#3-statuses
+    //= type=test
+    //# TXN-3-8 An operation answered BUSY was not performed, whatever its kind (atomics
+    //# included): its requester MAY send it again, and an operation completes with BUSY only
+    //# when its requester gives up
+    assert_eq!(p.completions.len(), 1, "{:?}", p.completions);
+    let c = p.completions.remove(0);
+    //= docs/spec/endpoint.md#9-ports-going-down-deadlines-and-busy
+    //= type=test
+    //# EP-9-8 An operation answered BUSY with no retry left MUST complete with BUSY.
+    assert_eq!(c.status, CompletionStatus::Remote(Status::Busy));
+    assert_eq!(c.retries, max);
+    assert_eq!(p.ep.counters().busy_retries, u64::from(max));
+    assert_eq!(p.ep.counters().retries, u64::from(max));
+
+    // An atomic answered BUSY was not performed: it is sent again too.
+    let now = p.now();
+    let fa =
+        p.ep.issue(
+            now,
+            ls(
+                LsOp::Atomic {
+                    width: Width::W8,
+                    op: AtomicOp::FetchAdd { addend: 5 },
+                },
+                0x100,
+            ),
+        )
+        .expect("issue");
+    assert_eq!(next_request(&mut p, 2_000, 0x03).expect("atomic").tag, fa);
+    p.send_raw(2, &payload(EP, PEER, &[resp(0x83, 0x07, fa, &[])]));
+    assert_eq!(next_request(&mut p, 3_000, 0x03).expect("again").tag, fa);
+    p.send_raw(
+        2,
+        &payload(EP, PEER, &[resp(0x83, 0, fa, &7u64.to_le_bytes())]),
+    );
+    p.run_for(1_000);
+    let c = p.completions.pop().expect("atomic complete");
+    assert_eq!((c.status, c.retries), (CompletionStatus::Ok, 1));
+    assert_eq!(c.data, CompletionData::Atomic(AtomicValue::U64(7)));
+}
+
+/// An RDMA write answered BUSY is sent again whole after the back-off, under a new tag; a late
+/// BUSY for the old tag is discarded. An RDMA read chunk answered BUSY is asked for again.
+#[test]
+fn busy_rdma_is_retried() {
+    let mut p = Peer::new(ep_config());
+    let data = pattern(61, 600);
+    p.ep.memory_mut()
+        .write(Space::Global, 0x1000, &data)
+        .expect("local data");
+    let now = p.now();
+    let desc = RdmaDesc {
+        dir: RdmaDir::Write,
+        local_space: Space::Global,
+        local_addr: 0x1000,
+        remote: Remote {
+            gpu: gpu(PEER),
+            space: Space::Global,
+            key: 0x77,
+            addr: 0x9000,
+        },
+        len: 600,
+    };
+    let id = p.ep.post(now, desc).expect("post");
+    let first = next_request(&mut p, 2_000, 0x10).expect("the segment");
+    let sent = p.now;
+    p.send_raw(
+        2,
+        &payload(
+            EP,
+            PEER,
+            &[raw(
+                0x90,
+                0x07,
+                first.tag,
+                4,
+                &[0, 0, 2, 0x58, 0, 0, 0, 0],
+                &[],
+            )],
+        ),
+    );
+    let again = next_request(&mut p, 5_000, 0x10).expect("the retry");
+    assert!(p.now >= sent + 1_000);
+    assert_ne!(
+        again.tag, first.tag,
+        "a write retried after BUSY takes a new tag"
+    );
+    assert_eq!(again.data, data);
+    // A late BUSY for the first tag: not taken for the retry's answer.
+    let discarded = p.ep.counters().responses_discarded;
+    p.send_raw(
+        2,
+        &payload(
+            EP,
+            PEER,
+            &[raw(
+                0x90,
+                0x07,
+                first.tag,
+                4,
+                &[0, 0, 2, 0x58, 0, 0, 0, 0],
+                &[],
+            )],
+        ),
+    );
+    p.run_for(3_000);
+    assert_eq!(p.ep.counters().responses_discarded, discarded + 1);
+    assert!(p.take().is_empty(), "the late BUSY caused another retry");
+    p.send_raw(
+        2,
+        &payload(
+            EP,
+            PEER,
+            &[raw(
+                0x90,
+                0,
+                again.tag,
+                4,
+                &[0, 0, 2, 0x58, 0, 0, 0, 0],
+                &[],
+            )],
+        ),
+    );
+    p.run_for(2_000);
+    let c = p.completions.pop().expect("write complete");
+    assert_eq!(
+        (c.id, c.status, c.retries),
+        (OpId::Rdma(id), CompletionStatus::Ok, 1)
+    );
+
+    // A read of one chunk answered BUSY, then served.
+    let now = p.now();
+    let rd =
+        p.ep.post(
+            now,
+            RdmaDesc {
+                dir: RdmaDir::Read,
+                local_addr: 0x8000,
+                ..desc
+            },
+        )
+        .expect("post");
+    let req = next_request(&mut p, 2_000, 0x11).expect("the read");
+    let sent = p.now;
+    let busy_resp = |tag: u16| raw(0x91, 0x07, tag, 4, &[0, 0, 0, 0, 0, 0, 2, 0x58], &[]);
+    p.send_raw(3, &payload(EP, PEER, &[busy_resp(req.tag)]));
+    p.run_for(900);
+    assert!(
+        p.take().is_empty(),
+        "the chunk came again before its back-off"
+    );
+    let again = next_request(&mut p, 2_000, 0x11).expect("the read again");
+    //= docs/spec/endpoint.md#9-ports-going-down-deadlines-and-busy
+    //= type=test
+    //# EP-9-5 An operation answered BUSY that has a retry left MUST be sent again (whole, an
+    //# RDMA read chunk by chunk) after `busy_backoff * 2^(n-1)` for its n-th retry
+    assert!(p.now >= sent + 1_000);
+    assert_eq!(again.tag, req.tag);
+    // The data in two segments, the first one twice (the copy with other bytes).
+    let data = pattern(62, 600);
+    let part = |off: u32, bytes: &[u8]| {
+        let mut ext = off.to_be_bytes().to_vec();
+        ext.extend(600u32.to_be_bytes());
+        raw(0x91, 0, req.tag, 4, &ext, bytes)
+    };
+    p.send_raw(3, &payload(EP, PEER, &[part(0, &data[..512])]));
+    p.send_raw(3, &payload(EP, PEER, &[part(0, &[0xEE; 512])]));
+    p.run_for(1_000);
+    //= docs/spec/endpoint.md#6-rdma-engine
+    //= type=test
+    //# EP-6-18 A requester MUST ignore an RDMA_READ_RESP segment whose blocks have all been
+    //# placed already: it changes no byte of local memory.
+    assert_eq!(p.ep.counters().duplicate_segments, 1);
+    p.send_raw(3, &payload(EP, PEER, &[part(512, &data[512..])]));
+    p.run_for(2_000);
+    let c = p.completions.pop().expect("read complete");
+    assert_eq!(
+        (c.id, c.status, c.retries),
+        (OpId::Rdma(rd), CompletionStatus::Ok, 1)
+    );
+    let mut got = vec![0; 600];
+    p.ep.memory()
+        .read(Space::Global, 0x8000, &mut got)
+        .expect("local");
+    assert_eq!(got, pattern(62, 600));
+}
+
+/// A load whose frame was in the link's replay buffer when the port went down (unknown fate) is
+/// sent again no earlier than `frame_lifetime` after it was first sent, and counts a retry.
+#[test]
+fn a_request_of_unknown_fate_waits_frame_lifetime() {
+    let cfg = Config {
+        op_timeout: Duration::from_micros(60),
+        frame_lifetime: Duration::from_micros(20),
+        tag_quarantine: Duration::from_micros(80),
+        ..ep_config()
+    };
+    let mut p = Peer::new(cfg);
+    let now = p.now();
+    let ld =
+        p.ep.issue(now, ls(LsOp::Load { len: 16 }, 0x40))
+            .expect("issue");
+    // The load's frame leaves the endpoint (after `pack_delay`) and is lost on the wire.
+    p.now += 100;
+    let now = p.now();
+    p.ep.handle_timeout(now);
+    let mut buf = vec![0; 9216];
+    let mut gone = 0;
+    while let Some(t) = p.ep.poll_transmit(now, 0, &mut buf).expect("buffer") {
+        gone += t.len;
+    }
+    assert!(gone > 0);
+    let sent = p.now;
+    // The cable is cut and mended at once: the link reports the frame of unknown fate.
+    p.ep.port_down(now, 0);
+    p.link.physical_down(now);
+    while p.link.poll_event().is_some() {}
+    p.ep.port_up(now, 0);
+    p.link.physical_up(now);
+    assert!(p.run_until(p.now + 10_000, |p| p.ep.is_usable(0) && p.link.is_up()));
+    assert!(
+        p.take().is_empty(),
+        "sent again as soon as the port was back"
+    );
+    let again = next_request(&mut p, 30_000, 0x01).expect("the retry");
+    //= docs/spec/endpoint.md#9-ports-going-down-deadlines-and-busy
+    //= type=test
+    //# EP-9-6 An endpoint MUST hold a request of unknown fate for `frame_lifetime` from the
+    //# moment its link reports the loss before it sends it again (TXN-5-7), and then give its
+    //# operation a new deadline `op_timeout` later.
+    //= docs/spec/transaction.md#5-operations-that-can-no-longer-complete
+    //= type=test
+    //# TXN-5-7 A request of unknown fate MUST NOT be sent again before `frame_lifetime` has
+    //# passed since the attempt it replaces was sent
+    assert!(
+        p.now >= sent + 20_000,
+        "retry at {} ns, sent at {sent} ns",
+        p.now
+    );
+    assert!(p.now < sent + 25_000, "retry late: {} ns", p.now);
+    assert_eq!(again.tag, ld);
+    p.send_raw(2, &payload(EP, PEER, &[resp(0x81, 0, ld, &[3; 16])]));
+    p.run_for(2_000);
+    let c = p.completions.pop().expect("complete");
+    assert_eq!((c.status, c.retries), (CompletionStatus::Ok, 1));
+    assert_eq!(p.ep.counters().retries, 1);
+}
+
+// ----- 11. reassembly bounds ---------------------------------------------------------------------
+
+/// The blocks of all reassemblies are bounded: a write that would pass the bound is answered
+/// BUSY, one larger than the bound alone is answered UNSUPPORTED once.
+#[test]
+fn reassembly_blocks_are_bounded() {
+    let cfg = Config {
+        max_reassembly_blocks: 64,
+        ..ep_config()
+    };
+    let mut p = Peer::new(cfg);
+    let junk = garbage();
+    // 48 blocks reserved by the first write.
+    p.send(1, &[seg(0x1, BIG, 0, 48 * 256, &junk[..256])]);
+    // 32 more do not fit.
+    p.send(1, &[seg(0x2, BIG + 0x10_0000, 0, 32 * 256, &junk[..256])]);
+    p.send(1, &[seg(0x2, BIG + 0x10_0000, 256, 32 * 256, &junk[..256])]);
+    // 16 do.
+    p.send(1, &[seg(0x3, BIG + 0x18_0000, 0, 16 * 256, &junk[..256])]);
+    // 65 blocks never fit: UNSUPPORTED, answered once.
+    p.send(1, &[seg(0x4, BIG, 0, 65 * 256, &junk[..256])]);
+    p.send(1, &[seg(0x4, BIG, 256, 65 * 256, &junk[..256])]);
+    p.run_for(5_000);
+    let rx = p.take();
+    //= docs/spec/endpoint.md#6-rdma-engine
+    //= type=test
+    //# EP-6-12 A target MUST reserve `ceil(total / 256)` blocks for each write it starts
+    //# reassembling, keep the blocks reserved at once within `max_reassembly_blocks`, and answer
+    //# RDMA_COMPLETION BUSY, writing nothing, every segment of a write it has no record for when
+    //# starting one would exceed that bound.
+    let busy = with_tag(&rx, 2);
+    assert_eq!(busy.len(), 2, "{rx:?}");
+    for b in busy {
+        check_prefix(b, 0x90, Status::Busy, 4, 0);
+    }
+    assert!(with_tag(&rx, 1).is_empty() && with_tag(&rx, 3).is_empty());
+    //= docs/spec/endpoint.md#6-rdma-engine
+    //= type=test
+    //# EP-6-13 A target MUST answer RDMA_COMPLETION UNSUPPORTED, at the write's first segment as
+    //# EP-6-4 says, a write whose blocks alone exceed `max_reassembly_blocks`.
+    check_prefix(only(&rx, 4), 0x90, Status::Unsupported, 4, 0);
+    assert_eq!(p.ep.counters().reassembly_refused, 2);
+}
+
+// ----- 12. capabilities --------------------------------------------------------------------------
+
+/// An endpoint without a capability answers the requests that need it UNSUPPORTED and performs
+/// nothing of them; without PACKING it sends one transaction per frame.
+#[test]
+fn capabilities_switch_features_off() {
+    use ethlink_protocol::Capabilities as C;
+    let all = ethlink_endpoint::DEFAULT_CAPS;
+    assert_eq!(all, C::RDMA | C::ATOMICS | C::SHARED | C::PACKING);
+    let shared = |tag, addr| TxnRepr::Load {
+        tag,
+        target: MemTarget {
+            space: Space::Shared,
+            key: 0x1,
+            addr,
+        },
+        len: 8,
+    };
+    let fadd = |tag, addr| TxnRepr::Atomic {
+        tag,
+        target: target(K1, addr),
+        width: Width::W8,
+        op: AtomicOp::FetchAdd { addend: 1 },
+    };
+    let read = |tag| TxnRepr::RdmaRead {
+        tag,
+        target: target(K1, A),
+        total: 512,
+    };
+
+    // Without RDMA.
+    let mut p = Peer::new(Config {
+        caps: all.without(C::RDMA),
+        ..ep_config()
+    });
+    let (before, tail) = snapshot(p.ep.memory());
+    let junk = garbage();
+    p.send(1, &[seg(0x1, A, 256, 512, &junk[..256])]);
+    p.send(1, &[seg(0x1, A, 0, 512, &junk[..256])]);
+    p.send(1, &[read(0x2)]);
+    p.run_for(5_000);
+    let rx = p.take();
+    assert_eq!(rx.len(), 2, "{rx:?}");
+    //= docs/spec/endpoint.md#11-capabilities
+    //= type=test
+    //# EP-11-2 An endpoint without RDMA MUST answer the RDMA_WRITE segment at offset 0 with
+    //# RDMA_COMPLETION UNSUPPORTED, discard its other segments unanswered, and answer an
+    //# RDMA_READ with one RDMA_READ_RESP UNSUPPORTED without data.
+    let w = only(&rx, 0x1);
+    check_prefix(w, 0x90, Status::Unsupported, 4, 0);
+    assert_eq!(w.vc, 2);
+    let r = only(&rx, 0x2);
+    check_prefix(r, 0x91, Status::Unsupported, 4, 0);
+    assert_eq!(r.vc, 3);
+    assert_untouched(p.ep.memory(), &before, &tail);
+
+    // Without ATOMICS: aligned and misaligned atomics alike.
+    let mut p = Peer::new(Config {
+        caps: all.without(C::ATOMICS),
+        ..ep_config()
+    });
+    let (before, tail) = snapshot(p.ep.memory());
+    p.send(0, &[fadd(0x3, A + 0x100), fadd(0x4, A + 0x104)]);
+    p.run_for(5_000);
+    let rx = p.take();
+    //= docs/spec/endpoint.md#11-capabilities
+    //= type=test
+    //# EP-11-3 An endpoint without ATOMICS MUST answer every atomic UNSUPPORTED.
+    check_prefix(only(&rx, 0x3), 0x83, Status::Unsupported, 2, 0);
+    check_prefix(only(&rx, 0x4), 0x83, Status::Unsupported, 2, 0);
+    assert_untouched(p.ep.memory(), &before, &tail);
+
+    // Without SHARED: a load of the shared space, and an RDMA write to it answered once.
+    let mut cfg = Config {
+        caps: all.without(C::SHARED),
+        ..ep_config()
+    };
+    cfg.memory.shared_size = 1 << 20;
+    let mut p = Peer::new(cfg);
+    p.ep.memory_mut()
+        .register(Region::new(Space::Shared, 0, 1 << 20, 0x1, Perms::ALL))
+        .expect("shared region");
+    let mut w = seg(0x6, 0, 0, 512, &junk[..256]);
+    if let TxnRepr::RdmaWrite { target, .. } = &mut w {
+        *target = MemTarget {
+            space: Space::Shared,
+            key: 0x1,
+            addr: 0,
+        };
+    }
+    let mut w2 = w;
+    if let TxnRepr::RdmaWrite { offset, .. } = &mut w2 {
+        *offset = 256;
+    }
+    p.send(0, &[shared(0x5, 0x40)]);
+    p.send(1, &[w, w2]);
+    p.run_for(5_000);
+    let rx = p.take();
+    //= docs/spec/endpoint.md#11-capabilities
+    //= type=test
+    //# EP-11-4 An endpoint without SHARED MUST answer UNSUPPORTED every request that carries
+    //# the SHARED flag
+    check_prefix(only(&rx, 0x5), 0x81, Status::Unsupported, 2, 0);
+    check_prefix(only(&rx, 0x6), 0x90, Status::Unsupported, 4, 0);
+    let mut z = vec![0; 512];
+    p.ep.memory().read(Space::Shared, 0, &mut z).expect("read");
+    assert_eq!(z, vec![0; 512], "a refused write wrote");
+
+    // Without PACKING: many loads in one frame, each answer in a frame of its own.
+    let mut p = Peer::new(Config {
+        caps: all.without(C::PACKING),
+        pack_delay: Duration::from_micros(1),
+        ..ep_config()
+    });
+    let loads: Vec<TxnRepr<'_>> = (0..8u16)
+        .map(|t| TxnRepr::Load {
+            tag: 0x10 + t,
+            target: target(K1, A + u64::from(t) * 16),
+            len: 16,
+        })
+        .collect();
+    p.send(0, &loads);
+    p.run_for(5_000);
+    assert_eq!(p.take().len(), 8);
+    //= docs/spec/endpoint.md#11-capabilities
+    //= type=test
+    //# EP-11-5 An endpoint without PACKING MUST send every DATA frame with one transaction.
+    let c = p.ep.counters();
+    assert_eq!(c.packed_frames, 0);
+    assert_eq!(c.ports[0].frames_sent, c.ports[0].txns_sent);
+    // With it, the same answers share frames.
+    let mut p = Peer::new(Config {
+        pack_delay: Duration::from_micros(1),
+        ..ep_config()
+    });
+    p.send(0, &loads);
+    p.run_for(5_000);
+    assert_eq!(p.take().len(), 8);
+    assert!(p.ep.counters().packed_frames >= 1);
+}
+
+/// Every port announces the role Endpoint and the endpoint's capabilities in its INIT.
+#[test]
+fn init_announces_role_and_capabilities() {
+    use ethlink_protocol::{Capabilities as C, FrameRepr, LinkFrame, Role};
+    for caps in [
+        ethlink_endpoint::DEFAULT_CAPS,
+        C::ATOMICS,
+        C::NONE,
+        C::RDMA | C::CUT_THROUGH,
+    ] {
+        let mut ep = Endpoint::new(Config {
+            caps,
+            ..ep_config()
+        })
+        .expect("config");
+        ep.port_up(Instant::ZERO, 3);
+        let mut buf = vec![0; 9216];
+        let t = ep
+            .poll_transmit(Instant::ZERO, 3, &mut buf)
+            .expect("buffer")
+            .expect("an INIT");
+        let f = FrameRepr::parse_bytes(&buf[..t.len], 9216).expect("frame");
+        let LinkFrame::Init(init) = f.link else {
+            panic!("not an INIT: {f:?}");
+        };
+        //= docs/spec/endpoint.md#11-capabilities
+        //= type=test
+        //# EP-11-1 Every port of an endpoint MUST announce in its INIT and INIT_ECHO the role
+        //# Endpoint and the endpoint's capabilities
+        assert_eq!(init.role, Role::Endpoint);
+        // Bits an endpoint cannot have are not announced.
+        assert_eq!(init.caps, caps.without(C::CUT_THROUGH | C::TAGGED));
+        //= docs/spec/endpoint.md#12-reset-and-identity
+        //= type=test
+        //# EP-12-4 Port `p` of stack `s` of GPU `g` MUST use the MAC address `02:00:gg:gg:ss:pp`
+        assert_eq!(f.eth.src.0, [0x02, 0, 0, 0, 1, 1]);
+        assert_eq!(
+            ethlink_endpoint::port_mac(gpu(0x0312), 2, 1).0,
+            [0x02, 0x00, 0x03, 0x12, 0x02, 0x01]
+        );
+    }
+}
+
+// ----- 13. responses the requester cannot use ----------------------------------------------------
+
+/// An unknown response opcode and a defined response with bad fields are counted apart.
+#[test]
+fn unknown_and_bad_responses_are_counted_apart() {
+    let mut p = Peer::new(ep_config());
+    // 0xA0: no such response. A STORE_RESP carrying data: bad.
+    p.send_raw(
+        2,
+        &payload(
+            EP,
+            PEER,
+            &[resp(0xA0, 0, 0x1, &[]), resp(0x82, 0, 0x2, &[1, 2, 3, 4])],
+        ),
+    );
+    p.run_for(2_000);
+    //= docs/spec/endpoint.md#10-counters
+    //= type=test
+    //# EP-10-2 A response with an opcode wire.md does not define MUST be discarded and counted in
+    //# `unknown_responses`; a response with a defined opcode that breaks its encoding rules MUST
+    //# be discarded and counted in `bad_responses`.
+    let c = p.ep.counters();
+    assert_eq!((c.unknown_responses, c.bad_responses), (1, 1), "{c:?}");
+    assert_eq!((c.malformed_txns, c.responses_discarded), (0, 0));
+    assert!(p.take().is_empty());
 }

@@ -109,6 +109,8 @@ pub(crate) fn endpoint_config(s: &Scenario, g: u16) -> EpConfig {
         read_window: e.read_window,
         pack_delay: dur(e.pack_delay_ns),
         op_timeout: dur(e.op_timeout_ns),
+        // endpoint.md EP-1-3: frame_lifetime <= op_timeout.
+        frame_lifetime: dur(e.op_timeout_ns.min(200_000)),
         max_retries: e.max_retries,
         tag_quarantine: dur(e.tag_quarantine_ns),
         max_reassemblies: e.max_reassemblies,
@@ -118,8 +120,10 @@ pub(crate) fn endpoint_config(s: &Scenario, g: u16) -> EpConfig {
         memory: MemoryConfig {
             global_size: e.global_bytes,
             shared_size: 1 << 20,
+            ..MemoryConfig::default()
         },
         link: link_config(s),
+        ..EpConfig::default()
     }
 }
 
@@ -139,6 +143,7 @@ pub(crate) fn switch_config(s: &Scenario, id: u16, ports: u16) -> SwConfig {
         },
         rate_gbps: s.link.rate_gbps,
         egress_depth: w.egress_depth,
+        max_residence: SwConfig::default().max_residence,
         link,
     }
 }
@@ -1585,10 +1590,11 @@ impl Fabric {
                 ..SwitchReport::default()
             };
             for pc in &c.ports {
-                r.malformed += pc.malformed;
-                r.unroutable += pc.unroutable;
-                r.lost_port_down += pc.lost_port_down;
-                r.buffer_drops += pc.buffer_drops;
+                r.malformed += pc.discard_malformed.iter().sum::<u64>();
+                r.unroutable += pc.discard_unroutable.iter().sum::<u64>();
+                r.lost_port_down += pc.discard_port_down.iter().sum::<u64>()
+                    + pc.discard_egress_refused.iter().sum::<u64>();
+                r.discard_aged += pc.discard_aged.iter().sum::<u64>();
                 let b: u64 = pc.tx_bytes.iter().sum();
                 if b > 0 {
                     sw_port_bytes.push(b);
@@ -1605,6 +1611,7 @@ impl Fabric {
             st.unroutable += r.unroutable;
             st.lost_port_down += r.lost_port_down;
             st.buffer_drops += r.buffer_drops;
+            st.discard_aged += r.discard_aged;
             st.switches.push(r);
         }
         let mut et = EndpointTotals::default();
@@ -1615,7 +1622,8 @@ impl Fabric {
             et.moved += c.moved;
             et.responses_discarded += c.responses_discarded;
             et.misdelivered += c.misdelivered;
-            et.malformed += c.malformed_frames + c.malformed_txns;
+            et.malformed +=
+                c.malformed_frames + c.malformed_txns + c.unknown_responses + c.bad_responses;
             et.requests_served += c.requests_served;
             et.packed_frames += c.packed_frames;
             et.packed_txns += c.packed_txns;

@@ -279,6 +279,8 @@ pub struct SwitchReport {
     pub lost_port_down: u64,
     /// Frames dropped for want of buffer (switch.md §4: must be 0).
     pub buffer_drops: u64,
+    /// Frames discarded for staying longer than `max_residence` (switch.md §4).
+    pub discard_aged: u64,
 }
 
 /// Switch counters summed, and per switch.
@@ -298,6 +300,8 @@ pub struct SwitchTotals {
     pub lost_port_down: u64,
     /// Frames dropped for want of buffer (must be 0).
     pub buffer_drops: u64,
+    /// Frames discarded for staying longer than `max_residence`.
+    pub discard_aged: u64,
     /// Per switch.
     pub switches: Vec<SwitchReport>,
 }

@@ -81,6 +81,7 @@ fuzz_target!(|data: &[u8]| {
         max_reassemblies: 4,
         max_read_jobs: 2,
         op_timeout: Duration::from_micros(5),
+        frame_lifetime: Duration::from_micros(5),
         tag_quarantine: Duration::from_micros(10),
         ..Config::default()
     };

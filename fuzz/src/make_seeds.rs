@@ -7,9 +7,9 @@ use std::fs;
 use std::path::Path;
 
 use ethlink_protocol::{
-    AtomicKind, AtomicOp, AtomicValue, CreditRepr, DataFlags, DataHeader, DataRepr, EthernetRepr,
-    FrameRepr, GpuId, Capabilities, InitRepr, Role, LinkFrame, MacAddr, MemTarget, PathId, Seq, Space, Status, TxnRepr,
-    Txns, Vc, VlanTag, Width, data_frame_len, emit_data_frame,
+    AtomicKind, AtomicOp, AtomicValue, Capabilities, CreditRepr, DataFlags, DataHeader, DataRepr,
+    EthernetRepr, FrameRepr, GpuId, InitRepr, LinkFrame, MacAddr, MemTarget, PathId, Role, Seq,
+    Space, Status, TxnRepr, Txns, Vc, VlanTag, Width, data_frame_len, emit_data_frame,
 };
 
 fn main() {
@@ -115,6 +115,24 @@ fn main() {
             header: &[0; 4],
             data: &[1, 2],
         },
+        // A misaligned atomic is well formed (WIRE-6.5-3).
+        TxnRepr::Atomic {
+            tag: 18,
+            target: MemTarget {
+                addr: 0x1004,
+                ..target
+            },
+            width: Width::W8,
+            op: AtomicOp::FetchAdd { addend: 1 },
+        },
+        // An unknown response opcode (WIRE-6.1-7).
+        TxnRepr::Unknown {
+            opcode: 0xC4,
+            flags_status: 0,
+            tag: 19,
+            header: &[],
+            data: &[],
+        },
     ];
     let eths = [
         EthernetRepr {
@@ -170,6 +188,13 @@ fn main() {
         caps: Capabilities::NONE,
         role: Role::LinkEnd,
     };
+    // INIT with a credit overhead, capabilities and a role (wire.md §4.5).
+    let init_caps = InitRepr {
+        credit_overhead: 24,
+        caps: Capabilities::RDMA | Capabilities::ATOMICS | Capabilities::PACKING,
+        role: Role::Endpoint,
+        ..init
+    };
     let credits = CreditRepr {
         counters: [
             Some(5),
@@ -192,6 +217,7 @@ fn main() {
             echo_nonce: 0x1234_5678,
             init,
         },
+        LinkFrame::Init(init_caps),
     ];
     for eth in &eths {
         for link in links {
@@ -220,6 +246,14 @@ fn main() {
         if link[0] & 0x0F == 0 {
             write([&[2u8][..], &link[6..]].concat());
         }
+    }
+    // Mode 0: a frame ending with the stomped FCS (WIRE-2.5-5).
+    if let Some((_, f)) = frames.first() {
+        let mut stomped = f.clone();
+        let n = stomped.len() - 4;
+        let fcs = ethlink_protocol::fcs::stomped_bytes(&stomped[..n]);
+        stomped[n..].copy_from_slice(&fcs);
+        write([&[0u8][..], &stomped].concat());
     }
     println!("wrote {n} seeds to {}", dir.display());
 }

@@ -157,9 +157,9 @@ impl<'a> Iterator for TxnIter<'a> {
             |kind, field, spec| Some(Err(Error::new(kind, field, at, spec, Action::DiscardRest)));
         let rest = bytes.get(*pos..).unwrap_or(&[]);
         //= docs/spec/wire.md#61-common-prefix
-        //# WIRE-6.1-4 If the transactions end before the payload length, or the payload holds more
-        //# transactions than the transaction count, the receiver MUST discard the transactions past
-        //# the count or the end as in WIRE-6.1-3.
+        //# WIRE-6.1-4 If bytes of the payload remain after the last transaction the count
+        //# announces, the receiver MUST discard them as in WIRE-6.1-3: the counted transactions
+        //# stand, and one malformed transaction is counted.
         if *remaining == 0 {
             *done = true;
             return if rest.is_empty() {
@@ -168,14 +168,13 @@ impl<'a> Iterator for TxnIter<'a> {
                 rest_err(ErrorKind::Inconsistent, Field::TxnCount, "WIRE-6.1-4")
             };
         }
-        if rest.is_empty() {
-            *done = true;
-            return rest_err(ErrorKind::Truncated, Field::TxnCount, "WIRE-6.1-4");
-        }
         //= docs/spec/wire.md#61-common-prefix
         //# WIRE-6.1-3 (structural error) If fewer than 8 bytes of payload remain where a
-        //# transaction should start, if `hlen` is less than 2, or if `4*hlen + roundup4(dlen)` runs
-        //# past the end of the payload, the receiver cannot find the next transaction.
+        //# transaction should start (none at all included: the count announces more transactions
+        //# than the payload holds), if `hlen` is less than 2, or if `4*hlen + roundup4(dlen)`
+        //# runs past the end of the payload, the receiver cannot find the next transaction. It
+        //# MUST discard this transaction and every later transaction of the frame and count one
+        //# malformed transaction.
         let Ok((prefix, _)) = TxnPrefix::ref_from_prefix(rest) else {
             *done = true;
             return rest_err(ErrorKind::Truncated, Field::TxnPrefix, "WIRE-6.1-3");
@@ -222,11 +221,19 @@ impl<'a> Iterator for TxnIter<'a> {
         }
         *pos += size;
         *remaining -= 1;
+        //= docs/spec/wire.md#61-common-prefix
+        //# WIRE-6.1-11 A receiver MUST process normally every transaction of a frame that comes
+        //# before a structural error (WIRE-6.1-3, WIRE-6.1-4).
+        // Each transaction is handed over as soon as it is walked; a later error cannot undo it.
         Some(TxnRepr::parse(hdr, data, at))
     }
 }
 
 /// A DATA frame's payload: network header and transactions.
+//= docs/spec/wire.md#5-data-frames-the-network-header
+//# WIRE-5-5 All transactions in one frame share the network header, so a transmitter MUST pack
+//# into one frame only transactions with the same source, destination, path and VC.
+// One representation holds one source, destination and path for all its transactions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DataRepr<'a> {
     /// Destination GPU.
@@ -249,6 +256,11 @@ impl<'a> DataRepr<'a> {
     /// As [`DataRepr::parse`], with error offsets relative to `base` bytes before the payload
     /// (for example the offset of the payload in its frame).
     pub fn parse_at(payload: &'a [u8], base: usize) -> Result<Self, Error> {
+        //= docs/spec/wire.md#5-data-frames-the-network-header
+        //# WIRE-5-6 Discarding a DATA frame for its network header MUST NOT cause a NACK: the link
+        //# layer has already accepted the frame, consumed its sequence number and acknowledged
+        //# it, and the frame's credits are freed at once.
+        // Every error here is `Action::DiscardMalformed`, which never NACKs.
         let malformed = |kind, field, at: usize| {
             Error::new(
                 kind,
@@ -259,11 +271,24 @@ impl<'a> DataRepr<'a> {
             )
         };
         //= docs/spec/wire.md#5-data-frames-the-network-header
-        //# WIRE-5-3 A receiver MUST discard, and count as malformed, a DATA frame whose network
-        //# header is incomplete, whose destination or source GPU id is 0xFFFF, whose transaction
-        //# count is zero, or whose payload length runs past the end of the frame (before the FCS).
+        //# WIRE-5-3 A receiver MUST discard a DATA frame whose network header is incomplete, whose
+        //# payload length runs past the end of the frame (before the FCS), whose destination or
+        //# source GPU id is 0xFFFF, or whose transaction count is zero, and count it as a
+        //# malformed frame.
+        //= docs/spec/wire.md#5-data-frames-the-network-header
+        //# WIRE-5-8 A receiver MUST check the network header in this order and report the first
+        //# check that fails: (1) header complete, (2) payload length within the frame, (3) no
+        //# bytes beyond the padding (WIRE-2.4-3), (4) destination GPU id, (5) source GPU id,
+        //# (6) transaction count, (7) payload length at least 8.
+        // (3) needs the frame's length and is checked by `FrameRepr::parse`, which also checks
+        // (1) and (2) before it; a payload handed here directly skips (3).
         let (hdr, bytes) = NetworkHeader::ref_from_prefix(payload)
             .map_err(|_| malformed(ErrorKind::Truncated, Field::NetworkHeader, 0))?;
+        let len = usize::from(hdr.payload_len());
+        let bytes =
+            bytes
+                .get(..len)
+                .ok_or(malformed(ErrorKind::Inconsistent, Field::PayloadLength, 6))?;
         let dst =
             GpuId::new(hdr.dst_raw()).ok_or(malformed(ErrorKind::OutOfRange, Field::DstGpu, 0))?;
         let src =
@@ -271,11 +296,18 @@ impl<'a> DataRepr<'a> {
         if hdr.count() == 0 {
             return Err(malformed(ErrorKind::OutOfRange, Field::TxnCount, 5));
         }
-        let len = usize::from(hdr.payload_len());
-        let bytes =
-            bytes
-                .get(..len)
-                .ok_or(malformed(ErrorKind::Inconsistent, Field::PayloadLength, 6))?;
+        //= docs/spec/wire.md#5-data-frames-the-network-header
+        //# WIRE-5-7 A receiver MUST discard a DATA frame whose payload length is less than 8 (the
+        //# size of the smallest transaction) and count it as a malformed frame.
+        if len < PREFIX_LEN {
+            return Err(Error::new(
+                ErrorKind::OutOfRange,
+                Field::PayloadLength,
+                base.saturating_add(6),
+                "WIRE-5-7",
+                Action::DiscardMalformed,
+            ));
+        }
         Ok(DataRepr {
             dst,
             src,
@@ -329,6 +361,10 @@ impl<'a> DataRepr<'a> {
         let (hdr, mut rest) = out.split_at_mut(NETWORK_HEADER_LEN);
         self.emit_header(hdr, len - NETWORK_HEADER_LEN)?;
         match self.txns {
+            //= docs/spec/wire.md#5-data-frames-the-network-header
+            //# WIRE-5-9 A switch MUST NOT change the network header or the transactions of a frame
+            //# it forwards.
+            // Parsed transactions are copied back byte for byte, reserved bits included.
             Txns::Wire { bytes, .. } => rest.copy_from_slice(bytes),
             Txns::Slice(txns) => {
                 for t in txns {
@@ -414,6 +450,7 @@ pub fn emit_data_frame(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::Discard;
     use crate::frame::{DataFlags, Frame, FrameRepr, LinkFrame, MAX_FRAME_LEN};
     use crate::txn::tests::{SHARED, TARGET, vectors};
     use crate::types::{MacAddr, Opcode, Seq, Status, Vc};
@@ -567,6 +604,8 @@ mod tests {
 
     //= type=test
     //# WIRE-5-1 A DATA frame MUST carry at least one transaction. [...]
+    //# WIRE-5-5 [...] a transmitter MUST pack into one frame only transactions with the same
+    //# source, destination, path and VC (one header is written for all of them).
     //# WIRE-5-2 The payload length MUST equal the sum of the sizes of the transactions (§6.1) and
     //# the transaction count MUST equal their number.
     #[test]
@@ -748,21 +787,83 @@ mod tests {
                 assert!(!e.action.nacks());
             }
         }
-        // GPU 0xFFFE is a valid id; an 8-byte header alone is complete.
+        // GPU 0xFFFE is a valid id.
         let v = raw_payload(1, 8, &PAYLOAD[56..]);
         let mut edge = v.clone();
         edge[..4].copy_from_slice(&[0xFF, 0xFE, 0xFF, 0xFE]);
         assert!(DataRepr::parse(&edge).is_ok());
         assert!(DataRepr::parse(&v[..8]).is_err());
-        assert!(DataRepr::parse(&raw_payload(1, 0, &[])).is_ok());
+    }
+
+    //= type=test
+    //# WIRE-5-7 A receiver MUST discard a DATA frame whose payload length is less than 8 (the
+    //# size of the smallest transaction) and count it as a malformed frame.
+    #[test]
+    fn payload_length_below_8_is_malformed() {
+        for len in 0..8u16 {
+            let mut v = raw_payload(1, len, &PAYLOAD[56..64]);
+            v.truncate(8 + usize::from(len));
+            let e = DataRepr::parse_at(&v, 20).unwrap_err();
+            assert_eq!(
+                (e.kind, e.field, e.offset, e.spec, e.action),
+                (
+                    ErrorKind::OutOfRange,
+                    Field::PayloadLength,
+                    26,
+                    "WIRE-5-7",
+                    Action::DiscardMalformed
+                ),
+                "{len}"
+            );
+            assert_eq!(e.discard(), Some(Discard::MalformedFrame));
+            assert!(e.discard().is_some_and(Discard::seq_consumed));
+        }
+        assert!(DataRepr::parse(&raw_payload(1, 8, &PAYLOAD[56..64])).is_ok());
+    }
+
+    //= type=test
+    //# WIRE-5-8 A receiver MUST check the network header in this order and report the first
+    //# check that fails: (1) header complete, (2) payload length within the frame, (3) no bytes
+    //# beyond the padding (WIRE-2.4-3), (4) destination GPU id, (5) source GPU id, (6)
+    //# transaction count, (7) payload length at least 8.
+    #[test]
+    fn network_header_check_order() {
+        // Every field wrong at once: each check in turn is the one reported as the ones before
+        // it are repaired.
+        let mut v = raw_payload(0, 200, &[]);
+        v[..4].copy_from_slice(&[0xFF; 4]);
+        let field_of = |v: &[u8]| DataRepr::parse(v).unwrap_err().field;
+        assert_eq!(field_of(&v[..7]), Field::NetworkHeader);
+        assert_eq!(field_of(&v), Field::PayloadLength);
+        v[6..8].copy_from_slice(&[0, 0]);
+        assert_eq!(field_of(&v), Field::DstGpu);
+        v[..2].copy_from_slice(&[0, 1]);
+        assert_eq!(field_of(&v), Field::SrcGpu);
+        v[2..4].copy_from_slice(&[0, 2]);
+        assert_eq!(field_of(&v), Field::TxnCount);
+        v[5] = 1;
+        let e = DataRepr::parse(&v).unwrap_err();
+        assert_eq!((e.field, e.spec), (Field::PayloadLength, "WIRE-5-7"));
+        // In a whole frame, bytes beyond the padding come before the header's field values.
+        let mut frame = vec![0u8; 68];
+        frame[..14].copy_from_slice(&[2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2, 0x88, 0xB5]);
+        frame[14] = 0x10;
+        frame[20..28].copy_from_slice(&[0xFF, 0xFF, 0xFF, 0xFF, 0x31, 0, 0, 8]);
+        let n = frame.len() - 4;
+        let f = crate::fcs::fcs_bytes(&frame[..n]);
+        frame[n..].copy_from_slice(&f);
+        let e = FrameRepr::parse_bytes(&frame, MAX_FRAME_LEN).unwrap_err();
+        assert_eq!((e.field, e.spec), (Field::Padding, "WIRE-2.4-3"));
+        assert_eq!(e.discard(), Some(Discard::MalformedFrame));
     }
 
     //= type=test
     //# WIRE-6.1-3 (structural error) If fewer than 8 bytes of payload remain where a transaction
     //# should start, if `hlen` is less than 2, or if `4*hlen + roundup4(dlen)` runs past the end
     //# of the payload, the receiver cannot find the next transaction. It MUST discard this
-    //# transaction and every later transaction of the frame, count one malformed frame, and MUST
-    //# process normally every transaction of the frame that came before it.
+    //# transaction and every later transaction of the frame and count one malformed transaction.
+    //# WIRE-6.1-11 A receiver MUST process normally every transaction of a frame that comes
+    //# before a structural error (the FENCE before each broken transaction is yielded first).
     #[test]
     fn structural_errors_end_the_walk() {
         let fence = &PAYLOAD[56..64];
@@ -819,9 +920,10 @@ mod tests {
     }
 
     //= type=test
-    //# WIRE-6.1-4 If the transactions end before the payload length, or the payload holds more
-    //# transactions than the transaction count, the receiver MUST discard the transactions past
-    //# the count or the end as in WIRE-6.1-3.
+    //# WIRE-6.1-4 If bytes of the payload remain after the last transaction the count
+    //# announces, the receiver MUST discard them as in WIRE-6.1-3.
+    //# WIRE-6.1-3 [...] fewer than 8 bytes of payload remain where a transaction should start
+    //# (none at all included: the count announces more transactions than the payload holds).
     #[test]
     fn count_and_length_disagree() {
         // Count 2, three transactions: the third is discarded.
@@ -842,7 +944,8 @@ mod tests {
                 Action::DiscardRest
             )
         );
-        // Count 4, three transactions: the walk reports the missing one at the end.
+        // Count 4, three transactions ending exactly at the payload's end: no byte remains
+        // where the fourth should start, a structural error of WIRE-6.1-3.
         v[5] = 4;
         let data = DataRepr::parse(&v).unwrap();
         let items: Vec<_> = data.txns.iter().collect();
@@ -852,12 +955,13 @@ mod tests {
             (e.kind, e.field, e.offset, e.spec, e.action),
             (
                 ErrorKind::Truncated,
-                Field::TxnCount,
+                Field::TxnPrefix,
                 64,
-                "WIRE-6.1-4",
+                "WIRE-6.1-3",
                 Action::DiscardRest
             )
         );
+        assert_eq!(e.discard(), Some(Discard::MalformedTxn));
         // One extra byte after the last transaction, inside the payload length.
         let mut extra = raw_payload(1, 9, &PAYLOAD[56..64]);
         extra.push(0);
@@ -884,6 +988,10 @@ mod tests {
     #[test]
     fn every_transaction_truncated_or_extended() {
         for (name, b, repr) in vectors() {
+            if b.len() - 1 < PREFIX_LEN {
+                // A payload shorter than 8 bytes is a malformed network header (WIRE-5-7).
+                continue;
+            }
             let short = raw_payload(1, u16::try_from(b.len() - 1).unwrap(), &b[..b.len() - 1]);
             let data = DataRepr::parse_at(&short, 20).unwrap();
             let mut it = data.txns.iter();
@@ -1133,8 +1241,8 @@ mod tests {
     }
 
     //= type=test
-    //# WIRE-5-4 A switch MUST forward a DATA frame on its destination GPU id, path id and VC only,
-    //# and MUST NOT change the network header or the transactions.
+    //# WIRE-5-9 A switch MUST NOT change the network header or the transactions of a frame it
+    //# forwards.
     #[test]
     fn forwarding_keeps_the_payload() {
         // A switch parses the frame, rewrites the per-hop link header and re-emits: the payload

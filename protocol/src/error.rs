@@ -132,8 +132,8 @@ pub enum Action {
     /// A transaction's structure cannot be walked: discard it and the rest of the frame, count one
     /// malformed frame; the transactions before it stand.
     DiscardRest,
-    /// A response that cannot be matched or is invalid: discard this transaction and count it, then
-    /// go on with the next one.
+    /// A defined response whose fields violate its section (a bad response, WIRE-6.1-9): discard
+    /// this transaction, count it, then go on with the next one.
     DiscardTxn,
     /// A request that must not be executed: answer it with `opcode` (the response opcode), the
     /// request's `tag` and `status`, then go on with the next transaction.
@@ -178,6 +178,135 @@ impl fmt::Display for Action {
                 status.name()
             ),
         }
+    }
+}
+
+/// Which counter a receiver increments for a frame or transaction it discards, and what the
+/// discard means for the link layer (wire.md §7, Table WIRE-T1).
+///
+/// Every discard increments exactly one counter. [`Error::discard`] classifies a parse error;
+/// [`crate::TxnRepr::discard`] classifies a transaction that parsed but must still be dropped
+/// (an unknown response opcode). The two link-layer rows of the table that no parser can see
+/// ([`Discard::VcNotAgreed`], [`Discard::NotUp`]) are here too so that the table is whole.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Discard {
+    /// Shorter than 64 B or longer than the MFS in force (WIRE-2.4-2).
+    Damaged,
+    /// Bad FCS (WIRE-2.5-6).
+    FcsError,
+    /// Stomped FCS (WIRE-2.5-5).
+    Stomped,
+    /// Not EthLink (WIRE-2.1-2).
+    Foreign,
+    /// Link header version is not 1 (WIRE-3-2).
+    BadVersion,
+    /// Unknown frame kind (WIRE-3-3).
+    UnknownKind,
+    /// Malformed control frame body (WIRE-4-2, WIRE-4.5-4).
+    MalformedControl,
+    /// DATA frame received while the link is not UP (link.md LINK-2-7).
+    NotUp,
+    /// DATA frame on a VC the link did not agree (WIRE-7-4).
+    VcNotAgreed,
+    /// DATA frame whose network header is malformed, or with bytes beyond its padding
+    /// (WIRE-5-3, WIRE-5-7, WIRE-2.4-3).
+    MalformedFrame,
+    /// The transaction walk cannot go on (WIRE-6.1-3, WIRE-6.1-4).
+    MalformedTxn,
+    /// A response with an opcode wire.md does not define (WIRE-6.1-7).
+    UnknownResponse,
+    /// A defined response whose fields violate its section (WIRE-6.1-9).
+    BadResponse,
+}
+
+impl Discard {
+    /// Every row of the table, in pipeline order.
+    pub const ALL: [Discard; 13] = [
+        Discard::Damaged,
+        Discard::FcsError,
+        Discard::Stomped,
+        Discard::Foreign,
+        Discard::BadVersion,
+        Discard::UnknownKind,
+        Discard::MalformedControl,
+        Discard::NotUp,
+        Discard::VcNotAgreed,
+        Discard::MalformedFrame,
+        Discard::MalformedTxn,
+        Discard::UnknownResponse,
+        Discard::BadResponse,
+    ];
+
+    /// The counter's name as wire.md §7 gives it. A DATA frame with a malformed network header
+    /// is counted `malformed_frames` by an endpoint and `discard_malformed` by a switch; this
+    /// returns the endpoint's name.
+    pub const fn counter(self) -> &'static str {
+        match self {
+            Discard::Damaged => "rx_damaged",
+            Discard::FcsError => "rx_fcs_errors",
+            Discard::Stomped => "rx_stomped",
+            Discard::Foreign => "rx_foreign",
+            Discard::BadVersion => "rx_bad_version",
+            Discard::UnknownKind => "rx_unknown_kind",
+            Discard::MalformedControl => "rx_malformed_control",
+            Discard::NotUp => "rx_not_up",
+            Discard::VcNotAgreed => "rx_vc_not_agreed",
+            Discard::MalformedFrame => "malformed_frames",
+            Discard::MalformedTxn => "malformed_txns",
+            Discard::UnknownResponse => "unknown_responses",
+            Discard::BadResponse => "bad_responses",
+        }
+    }
+
+    //= docs/spec/wire.md#7-receive-pipeline
+    //# WIRE-7-2 A frame discarded before link-layer acceptance (size, FCS, stomped, EtherType,
+    //# version, kind, control body, DATA while not UP) MUST NOT take a sequence number.
+    //= docs/spec/wire.md#7-receive-pipeline
+    //# WIRE-7-3 A DATA frame whose sequence number is the expected one MUST be accepted by the
+    //# link layer on its link header alone: its sequence number is consumed and acknowledged
+    //# even when its network header or its transactions are later found malformed.
+    /// Whether the link layer has taken the frame's sequence number when this discard happens.
+    pub const fn seq_consumed(self) -> bool {
+        matches!(
+            self,
+            Discard::VcNotAgreed
+                | Discard::MalformedFrame
+                | Discard::MalformedTxn
+                | Discard::UnknownResponse
+                | Discard::BadResponse
+        )
+    }
+
+    /// Whether the discard draws a NACK from the link layer (only a damaged frame does, and
+    /// only in the states link.md says).
+    pub const fn nacks(self) -> bool {
+        matches!(self, Discard::Damaged | Discard::FcsError)
+    }
+
+    /// The requirement of wire.md that names the discard.
+    pub const fn spec(self) -> &'static str {
+        match self {
+            Discard::Damaged => "WIRE-2.4-2",
+            Discard::FcsError => "WIRE-2.5-6",
+            Discard::Stomped => "WIRE-2.5-5",
+            Discard::Foreign => "WIRE-2.1-2",
+            Discard::BadVersion => "WIRE-3-2",
+            Discard::UnknownKind => "WIRE-3-3",
+            Discard::MalformedControl => "WIRE-4-2",
+            Discard::NotUp => "WIRE-7-5",
+            Discard::VcNotAgreed => "WIRE-7-4",
+            Discard::MalformedFrame => "WIRE-5-3",
+            Discard::MalformedTxn => "WIRE-6.1-3",
+            Discard::UnknownResponse => "WIRE-6.1-7",
+            Discard::BadResponse => "WIRE-6.1-9",
+        }
+    }
+}
+
+impl fmt::Display for Discard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.counter())
     }
 }
 
@@ -255,6 +384,39 @@ impl Error {
             spec,
             action,
         }
+    }
+}
+
+impl Error {
+    /// The counter a receiver increments for this error, or `None` when the receiver answers
+    /// the transaction instead of discarding it ([`Action::Respond`]).
+    ///
+    /// For a DATA frame, errors of `FrameRepr::parse` on the payload length and on bytes beyond
+    /// the padding belong to the network-header stage: the link layer has already accepted the
+    /// frame ([`Discard::seq_consumed`]).
+    pub const fn discard(&self) -> Option<Discard> {
+        Some(match self.action {
+            Action::DiscardDamaged => match self.kind {
+                ErrorKind::BadFcs => Discard::FcsError,
+                _ => Discard::Damaged,
+            },
+            Action::DiscardStomped => Discard::Stomped,
+            Action::DiscardForeign => Discard::Foreign,
+            Action::DiscardMalformed => match self.field {
+                Field::Version => Discard::BadVersion,
+                Field::Kind => Discard::UnknownKind,
+                Field::Padding
+                | Field::NetworkHeader
+                | Field::DstGpu
+                | Field::SrcGpu
+                | Field::TxnCount
+                | Field::PayloadLength => Discard::MalformedFrame,
+                _ => Discard::MalformedControl,
+            },
+            Action::DiscardRest => Discard::MalformedTxn,
+            Action::DiscardTxn => Discard::BadResponse,
+            Action::Respond { .. } => return None,
+        })
     }
 }
 

@@ -282,9 +282,18 @@ pub struct Frame<B> {
 }
 
 impl<B: AsRef<[u8]>> Frame<B> {
-    /// Checks the frame-level requirements of wire.md §2 and §3, in the order a receiver must apply
-    /// them: size (WIRE-2.4-2), FCS (WIRE-2.5-3), EtherType (WIRE-2.1-2), version (WIRE-3-2) and
-    /// kind (WIRE-3-3). `mfs` is the link's maximum frame size.
+    /// Checks the frame-level requirements of wire.md §2 and §3, in the order of the receive
+    /// pipeline (wire.md §7): size (WIRE-2.4-2), FCS (WIRE-2.5-3, stomped WIRE-2.5-5),
+    /// EtherType (WIRE-2.1-2), version (WIRE-3-2) and kind (WIRE-3-3). `mfs` is the maximum frame
+    /// size in force on the link: the receiver's own configured MFS until the link is UP, the
+    /// agreed MFS after (WIRE-2.4-6).
+    ///
+    /// For a DATA frame this is the whole of what the link layer judges before it accepts the
+    /// frame's sequence number (WIRE-7-3): everything [`FrameRepr::parse`] and
+    /// [`crate::DataRepr::parse`] find wrong afterwards is found after acceptance.
+    //= docs/spec/wire.md#24-frame-size-and-padding
+    //# WIRE-2.4-6 Until the link is UP a receiver MUST judge a frame's size against its own
+    //# configured MFS; once the link is UP, against the MFS agreed at bring-up.
     pub fn new_checked(buf: B, mfs: usize) -> Result<Self, Error> {
         Self::check(buf, mfs, FCS_LEN)
     }
@@ -321,6 +330,9 @@ impl<B: AsRef<[u8]>> Frame<B> {
                 Action::DiscardDamaged,
             ));
         }
+        //= docs/spec/wire.md#7-receive-pipeline
+        //# WIRE-7-1 A receiver MUST apply the stages of the receive pipeline in the order of
+        //# Figure WIRE-F1 and discard a frame at the first stage it fails.
         //= docs/spec/wire.md#25-frame-check-sequence
         //# WIRE-2.5-3 A receiver MUST check the FCS before it interprets any other field.
         if fcs_len == FCS_LEN && !fcs::check(bytes) {
@@ -337,6 +349,9 @@ impl<B: AsRef<[u8]>> Frame<B> {
                     Action::DiscardStomped,
                 ));
             }
+            //= docs/spec/wire.md#25-frame-check-sequence
+            //# WIRE-2.5-6 A receiver MUST discard a frame with a bad FCS without interpreting
+            //# any of its fields and count it in `rx_fcs_errors`.
             return Err(Error::new(
                 ErrorKind::BadFcs,
                 Field::Fcs,
@@ -346,8 +361,13 @@ impl<B: AsRef<[u8]>> Frame<B> {
             ));
         }
         //= docs/spec/wire.md#21-ethertype
-        //# WIRE-2.1-2 A receiver MUST discard, and count as foreign, a frame whose EtherType
-        //# (after at most one 802.1Q tag) is not 0x88B5.
+        //# WIRE-2.1-2 A receiver MUST discard a frame whose EtherType (after at most one 802.1Q
+        //# tag) is not 0x88B5 and count it in `rx_foreign`.
+        //= docs/spec/wire.md#21-ethertype
+        //# WIRE-2.1-3 A foreign frame is not a link error: it MUST NOT cause a NACK.
+        //= docs/spec/wire.md#45-init-kind-0x5-and-init_echo-kind-0x6
+        //# WIRE-4.5-8 Every receiver MUST accept tagged frames (WIRE-2.2-1) and frames that
+        //# carry more than one transaction, whatever capabilities it or its peer announced.
         let mut eth_len = ETH_HEADER_LEN;
         let mut ethertype = be16(bytes, 12).unwrap_or(0);
         if ethertype == TPID_8021Q {
@@ -374,7 +394,10 @@ impl<B: AsRef<[u8]>> Frame<B> {
                 Action::DiscardDamaged,
             ))?;
         //= docs/spec/wire.md#3-link-header
-        //# WIRE-3-2 A receiver MUST discard, and count, a frame whose version is not 1.
+        //# WIRE-3-2 A receiver MUST discard a frame whose version is not 1 and count it in
+        //# `rx_bad_version`.
+        //= docs/spec/wire.md#3-link-header
+        //# WIRE-3-8 A frame discarded by WIRE-3-2 MUST NOT cause a NACK.
         if link.version() != 1 {
             return Err(Error::new(
                 ErrorKind::Unknown,
@@ -385,8 +408,10 @@ impl<B: AsRef<[u8]>> Frame<B> {
             ));
         }
         //= docs/spec/wire.md#3-link-header
-        //# WIRE-3-3 A receiver MUST discard, and count as an unknown kind, a frame whose kind is
-        //# 0x7..0xF.
+        //# WIRE-3-3 A receiver MUST discard a frame whose kind is 0x7..0xF and count it in
+        //# `rx_unknown_kind`.
+        //= docs/spec/wire.md#3-link-header
+        //# WIRE-3-9 A frame discarded by WIRE-3-3 MUST NOT cause a NACK.
         if link.kind().is_none() {
             return Err(Error::new(
                 ErrorKind::Unknown,
@@ -506,6 +531,10 @@ static EMPTY_LINK_HEADER: LinkHeader = LinkHeader {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct DataFlags {
     /// The frame is a retransmission (WIRE-3-5).
+    //= docs/spec/wire.md#3-link-header
+    //# WIRE-3-10 A receiver MUST treat a replayed frame exactly as the original, except where
+    //# link.md LINK-4-4 reads the REPLAY flag in the NACK_SENT state.
+    // The flag is reported and nothing else in this crate reads it.
     pub replay: bool,
     /// The transmitter asks for an immediate ACK (WIRE-3-6).
     pub ack_req: bool,
@@ -546,8 +575,7 @@ impl CreditRepr {
         let mut counters = [None; 8];
         for (v, (out, c)) in counters.iter_mut().zip(body.counters.iter()).enumerate() {
             //= docs/spec/wire.md#43-cf-credit-update-kind-0x3
-            //# WIRE-4.3-1 A transmitter MUST set the entries of VCs not in the mask to zero (they
-            //# are reserved); a receiver MUST ignore them.
+            //# WIRE-4.3-3 A receiver MUST ignore the entries of VCs not in the mask.
             if body.mask & (1 << v) != 0 {
                 *out = Some(c.get() & Seq::MASK);
             }
@@ -555,6 +583,9 @@ impl CreditRepr {
         CreditRepr { counters }
     }
 
+    //= docs/spec/wire.md#43-cf-credit-update-kind-0x3
+    //# WIRE-4.3-1 A transmitter MUST set the entries of VCs not in the mask to zero (they are
+    //# reserved).
     fn emit(&self, body: &mut CreditBody) {
         body.mask = 0;
         body.reserved = [0; 3];
@@ -599,8 +630,76 @@ pub struct InitRepr {
     pub role: Role,
 }
 
+/// A VC whose credit grant cannot carry one frame of the agreed MFS (WIRE-4.5-9).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ShortGrant {
+    /// The VC.
+    pub vc: u8,
+    /// The credits the peer grants on it.
+    pub grant: u32,
+    /// The credits one frame of the agreed MFS costs.
+    pub needed: u32,
+}
+
+impl core::fmt::Display for ShortGrant {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(
+            f,
+            "VC {} grants {} credits, one frame of the agreed MFS needs {}",
+            self.vc, self.grant, self.needed
+        )
+    }
+}
+
 impl InitRepr {
+    //= docs/spec/wire.md#45-init-kind-0x5-and-init_echo-kind-0x6
+    //# WIRE-4.5-5 A transmitter MUST compute the cost in credits of every DATA frame it sends to
+    //# the peer from the credit size and the credit overhead the peer announced:
+    //# `ceil((len + credit_overhead) / credit_size)`, `len` counted from the destination MAC
+    //# through the FCS (link.md LINK-5-1).
+    /// The credits a frame of `len` bytes (destination MAC through FCS) costs at the receiver
+    /// that announced these parameters.
+    pub const fn frame_cost(&self, len: usize) -> u32 {
+        let size = if self.credit_size == 0 {
+            1
+        } else {
+            self.credit_size as usize
+        };
+        let bytes = len.saturating_add(self.credit_overhead as usize);
+        let cost = bytes.div_ceil(size);
+        if cost > u32::MAX as usize {
+            u32::MAX
+        } else {
+            cost as u32
+        }
+    }
+
+    //= docs/spec/wire.md#45-init-kind-0x5-and-init_echo-kind-0x6
+    //# WIRE-4.5-9 An end MUST NOT come UP on an INIT_ECHO, nor act on an INIT, whose credit grant
+    //# on some agreed VC cannot carry one frame of the agreed MFS:
+    //# `grant[v] < ceil((agreed MFS + credit overhead) / credit size)`, with the credit size and
+    //# credit overhead announced in the same INIT or INIT_ECHO.
+    /// Checks that the grant of each of the first `vcs` VCs carries one frame of `mfs` bytes
+    /// (the agreed values); names the first VC that does not.
+    pub fn check_grants(&self, vcs: u8, mfs: u16) -> Result<(), ShortGrant> {
+        let needed = self.frame_cost(usize::from(mfs));
+        for (v, grant) in self.credits.iter().enumerate().take(usize::from(vcs)) {
+            if *grant < needed {
+                return Err(ShortGrant {
+                    vc: u8::try_from(v).unwrap_or(u8::MAX),
+                    grant: *grant,
+                    needed,
+                });
+            }
+        }
+        Ok(())
+    }
+
     fn parse(body: &InitBody, offset: usize) -> Result<Self, Error> {
+        //= docs/spec/wire.md#45-init-kind-0x5-and-init_echo-kind-0x6
+        //# WIRE-4.5-4 A receiver MUST discard an INIT or INIT_ECHO whose fields are out of the
+        //# ranges of WIRE-4.5-1, count it in `rx_malformed_control`, and MUST NOT bring the link
+        //# up on it.
         let bad = |field, at: usize| {
             Error::new(
                 ErrorKind::OutOfRange,
@@ -652,6 +751,7 @@ impl InitRepr {
             //# WIRE-4.5-3 A receiver MUST ignore the capability bits this document does not
             //# define.
             caps: Capabilities::from_bits_truncate(body.caps.get()),
+            // Role 3 is reserved: accepted and kept raw (WIRE-1.2-4).
             role: Role::from_code((body.caps.get() >> 14) as u8),
         })
     }
@@ -698,6 +798,12 @@ impl InitRepr {
         body.credit_overhead = self.credit_overhead;
         body.credit_size = U16::new(self.credit_size);
         body.mfs = U16::new(self.mfs);
+        //= docs/spec/wire.md#45-init-kind-0x5-and-init_echo-kind-0x6
+        //# WIRE-4.5-6 A transmitter MUST set a capability bit only when it implements the feature
+        //# the bit names, as classes.md defines it, and MUST set bits 13..6 to zero.
+        //= docs/spec/wire.md#45-init-kind-0x5-and-init_echo-kind-0x6
+        //# WIRE-4.5-7 A transmitter MUST set the role field to its own role (0, 1 or 2) and MUST
+        //# NOT send the reserved role 3.
         body.caps = U16::new(self.caps.bits() | (u16::from(self.role.code()) << 14));
         body.window = U32::new(self.window);
         for (c, out) in self.credits.iter().zip(body.credits.iter_mut()) {
@@ -800,9 +906,9 @@ impl<'a> FrameRepr<'a> {
         let used = match kind.control_body_len() {
             Some(size) => {
                 //= docs/spec/wire.md#4-control-frames
-                //# WIRE-4-1 A receiver MUST discard, and count as malformed, a control frame
-                //# whose body is shorter than its size, or that carries more bytes than that
-                //# size plus the padding.
+                //# WIRE-4-2 A receiver MUST discard a control frame whose body is shorter than
+                //# its size, or that carries more bytes than that size plus the padding, and
+                //# count it in `rx_malformed_control`; it MUST NOT cause a NACK.
                 if body.len() < size {
                     return Err(malformed(
                         ErrorKind::Truncated,
@@ -814,10 +920,13 @@ impl<'a> FrameRepr<'a> {
                 size
             }
             None => {
+                // The DATA frame has passed link-layer acceptance (WIRE-7-3): what follows is the
+                // network-header stage, checked in the order of WIRE-5-8 (lengths first).
                 //= docs/spec/wire.md#5-data-frames-the-network-header
-                //# WIRE-5-3 A receiver MUST discard, and count as malformed, a DATA frame whose
-                //# network header is incomplete, [...] or whose payload length runs past the end
-                //# of the frame (before the FCS).
+                //# WIRE-5-3 A receiver MUST discard a DATA frame whose network header is
+                //# incomplete, whose payload length runs past the end of the frame (before the
+                //# FCS), whose destination or source GPU id is 0xFFFF, or whose transaction count
+                //# is zero, and count it as a malformed frame.
                 let payload_len = be16(body, 6).ok_or(malformed(
                     ErrorKind::Truncated,
                     Field::NetworkHeader,
@@ -839,6 +948,12 @@ impl<'a> FrameRepr<'a> {
         //= docs/spec/wire.md#24-frame-size-and-padding
         //# WIRE-2.4-3 A receiver MUST discard as malformed, and count, a frame that carries more
         //# bytes between the end of its body and the FCS than the padding WIRE-2.4-1 requires.
+        //= docs/spec/wire.md#24-frame-size-and-padding
+        //# WIRE-2.4-5 A frame discarded by WIRE-2.4-3 MUST NOT cause a NACK.
+        //= docs/spec/wire.md#24-frame-size-and-padding
+        //# WIRE-2.4-7 A receiver MUST ignore the value of padding bytes: padding is reserved
+        //# (WIRE-1.2-2), and non-zero padding MUST NOT make a frame malformed.
+        // Only the number of bytes after the body is checked here; their values are never read.
         if frame.len() != frame_len(frame.ethernet_header_len(), used) {
             let (kind, field, spec) = if kind == FrameKind::Data {
                 (ErrorKind::Inconsistent, Field::Padding, "WIRE-2.4-3")
@@ -982,6 +1097,8 @@ pub(crate) fn emit_headers(
 //= docs/spec/wire.md#24-frame-size-and-padding
 //# WIRE-2.4-1 A transmitter MUST pad a frame whose content (destination MAC through the end of
 //# the body) is shorter than 60 B with zero bytes so that the frame with its FCS is exactly 64 B.
+//= docs/spec/wire.md#24-frame-size-and-padding
+//# WIRE-2.4-4 A transmitter MUST NOT add any other bytes after the body.
 pub(crate) fn finish_frame(frame: &mut [u8], content_end: usize) -> Result<(), EmitError> {
     let len = frame.len();
     let split = len.checked_sub(FCS_LEN).ok_or(EmitError::BufferTooSmall {
@@ -999,7 +1116,9 @@ pub(crate) fn finish_frame(frame: &mut [u8], content_end: usize) -> Result<(), E
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::Discard;
     use crate::types::MacAddr;
+    use std::string::ToString;
     use std::vec;
     use std::vec::Vec;
 
@@ -1437,6 +1556,8 @@ mod tests {
     //= type=test
     //# WIRE-2.2-1 A receiver MUST accept frames with and without the tag on the same link.
     //# WIRE-3-5 The REPLAY flag [...] WIRE-3-6 The ACK_REQ flag [...]
+    //# WIRE-3-10 A receiver MUST treat a replayed frame exactly as the original (the DATA vector
+    //# with REPLAY set parses to the same payload as without it).
     //# WIRE-4.3-1 [...] a receiver MUST ignore them.
     //# WIRE-4.5-2 In an INIT frame the echo nonce is reserved.
     #[test]
@@ -1730,6 +1851,9 @@ mod tests {
     //# followed only by the padding of WIRE-2.4-1. A receiver MUST discard, and count as
     //# malformed, a control frame whose body is shorter than its size, or that carries more bytes
     //# than that size plus the padding.
+    //# WIRE-4-2 A receiver MUST discard a control frame whose body is shorter than its size, or
+    //# that carries more bytes than that size plus the padding, and count it in
+    //# `rx_malformed_control`; it MUST NOT cause a NACK.
     #[test]
     fn control_body_lengths() {
         // INIT and INIT_ECHO (76 B, unpadded): one byte short, one byte long.
@@ -1855,7 +1979,8 @@ mod tests {
     //# WIRE-3-7 Control frames [...] carry no sequence number of their own; their VC and flags
     //# fields are reserved.
     //# WIRE-4.3-1 A transmitter MUST set the entries of VCs not in the mask to zero (they are
-    //# reserved); a receiver MUST ignore them.
+    //# reserved).
+    //# WIRE-4.3-3 A receiver MUST ignore the entries of VCs not in the mask.
     //# WIRE-4.5-2 In an INIT frame the echo nonce is reserved (zero on transmit, ignored on
     //# receipt).
     #[test]
@@ -1925,6 +2050,8 @@ mod tests {
     //# with and without the tag on the same link.
     //# WIRE-2.2-2 The receiver MUST NOT derive the virtual channel from the PCP; the VC field of
     //# the link header (§3) is authoritative.
+    //# WIRE-4.5-8 Every receiver MUST accept tagged frames (WIRE-2.2-1) [...] whatever
+    //# capabilities it or its peer announced (no capability is an input of the parser).
     #[test]
     fn vlan_tag_and_vc() {
         // PCP 5 in the tag, VC 2 in the link header: the VC is 2.
@@ -2155,6 +2282,267 @@ mod tests {
                 mfs: MAX_FRAME_LEN
             })
         );
+    }
+
+    //= type=test
+    //# WIRE-2.5-5 A receiver MUST discard a frame that ends with a stomped FCS without
+    //# interpreting any of its fields, count it in `rx_stomped`, and MUST NOT treat it as a
+    //# damaged frame: it causes no NACK and takes no sequence number.
+    #[test]
+    fn stomped_frames_are_discarded_apart() {
+        for (name, bytes, _) in vectors() {
+            let mut f = bytes.to_vec();
+            let n = f.len() - 4;
+            let stomped = fcs::stomped_bytes(&f[..n]);
+            f[n..].copy_from_slice(&stomped);
+            let e = Frame::new_checked(&f[..], MAX_FRAME_LEN).unwrap_err();
+            assert_eq!(
+                (e.kind, e.field, e.offset, e.spec, e.action),
+                (
+                    ErrorKind::StompedFcs,
+                    Field::Fcs,
+                    n,
+                    "WIRE-2.5-5",
+                    Action::DiscardStomped
+                ),
+                "{name}"
+            );
+            let d = e.discard().unwrap();
+            assert_eq!(d, Discard::Stomped);
+            assert!(!d.nacks() && !d.seq_consumed() && !e.action.nacks());
+            // A stomped frame whose size is wrong is damaged: size comes first.
+            let e = Frame::new_checked(&f[..], n).unwrap_err();
+            assert_eq!(e.discard(), Some(Discard::Damaged));
+        }
+    }
+
+    //= type=test
+    //# WIRE-7-1 A receiver MUST apply the stages of the receive pipeline in the order of Figure
+    //# WIRE-F1 and discard a frame at the first stage it fails.
+    //# WIRE-7-2 A frame discarded before link-layer acceptance [...] MUST NOT take a sequence
+    //# number.
+    //# WIRE-7-3 A DATA frame whose sequence number is the expected one MUST be accepted by the
+    //# link layer on its link header alone.
+    //# WIRE-2.1-3 A foreign frame is not a link error: it MUST NOT cause a NACK.
+    //# WIRE-2.5-6 A receiver MUST discard a frame with a bad FCS without interpreting any of its
+    //# fields and count it in `rx_fcs_errors`.
+    //# WIRE-3-8 A frame discarded by WIRE-3-2 MUST NOT cause a NACK.
+    //# WIRE-3-9 A frame discarded by WIRE-3-3 MUST NOT cause a NACK.
+    //# WIRE-2.4-5 A frame discarded by WIRE-2.4-3 MUST NOT cause a NACK.
+    //# WIRE-5-6 Discarding a DATA frame for its network header MUST NOT cause a NACK.
+    //# WIRE-7-4 A DATA frame on a VC the link did not agree [...] (row `rx_vc_not_agreed`:
+    //# sequence number consumed, no NACK).
+    //# WIRE-7-5 A DATA frame received while the link is not UP [...] (row `rx_not_up`: no
+    //# sequence number, no NACK).
+    #[test]
+    fn discard_table() {
+        // Table WIRE-T1: (discard, counter, sequence number consumed, NACK).
+        let table = [
+            (Discard::Damaged, "rx_damaged", false, true),
+            (Discard::FcsError, "rx_fcs_errors", false, true),
+            (Discard::Stomped, "rx_stomped", false, false),
+            (Discard::Foreign, "rx_foreign", false, false),
+            (Discard::BadVersion, "rx_bad_version", false, false),
+            (Discard::UnknownKind, "rx_unknown_kind", false, false),
+            (
+                Discard::MalformedControl,
+                "rx_malformed_control",
+                false,
+                false,
+            ),
+            (Discard::NotUp, "rx_not_up", false, false),
+            (Discard::VcNotAgreed, "rx_vc_not_agreed", true, false),
+            (Discard::MalformedFrame, "malformed_frames", true, false),
+            (Discard::MalformedTxn, "malformed_txns", true, false),
+            (Discard::UnknownResponse, "unknown_responses", true, false),
+            (Discard::BadResponse, "bad_responses", true, false),
+        ];
+        assert_eq!(Discard::ALL.len(), table.len());
+        for ((d, counter, consumed, nack), all) in table.into_iter().zip(Discard::ALL) {
+            assert_eq!(d, all);
+            assert_eq!(
+                (d.counter(), d.seq_consumed(), d.nacks()),
+                (counter, consumed, nack),
+                "{d:?}"
+            );
+            assert!(d.spec().starts_with("WIRE-"));
+            assert_eq!(d.to_string(), counter);
+        }
+        // Each stage's error is classified as its row; the checks run in pipeline order, so a
+        // frame wrong at several stages is discarded at the first.
+        let with = |f: &[u8], at: usize, b: u8| edited(f, |v| v[at] = b);
+        let cases: Vec<(Vec<u8>, Discard)> = vec![
+            (ACK[..63].to_vec(), Discard::Damaged),
+            (
+                {
+                    let mut v = ACK.to_vec();
+                    v[63] ^= 1;
+                    v
+                },
+                Discard::FcsError,
+            ),
+            (with(&ACK, 12, 0x08), Discard::Foreign),
+            (
+                edited(&ACK, |v| {
+                    v[12] = 0x08;
+                    v[14] = 0x2F
+                }),
+                Discard::Foreign,
+            ),
+            (with(&ACK, 14, 0x21), Discard::BadVersion),
+            (with(&ACK, 14, 0x1F), Discard::UnknownKind),
+            (edited(&ACK, |v| v.insert(60, 0)), Discard::MalformedControl),
+            (with(&INIT, 28, 0), Discard::MalformedControl),
+            (
+                edited(&DATA_STORE, |v| v.insert(60, 0)),
+                Discard::MalformedFrame,
+            ),
+            (with(&DATA_STORE, 27, 33), Discard::MalformedFrame),
+        ];
+        for (bytes, want) in cases {
+            let e = parse_err(&bytes);
+            assert_eq!(e.discard(), Some(want), "{e}");
+            assert_eq!(e.action.nacks(), want.nacks(), "{e}");
+        }
+        // The link layer judges a DATA frame on what `Frame::new_checked` sees: a frame whose
+        // payload is malformed passes it, and its sequence number can be taken.
+        let bad_payload = with(&DATA_STORE, 27, 33);
+        let frame = Frame::new_checked(&bad_payload[..], MAX_FRAME_LEN).unwrap();
+        assert_eq!(frame.link_header().seq(), Seq::new(0xABCDE));
+        assert_eq!(frame.kind(), FrameKind::Data);
+    }
+
+    //= type=test
+    //# WIRE-2.4-7 A receiver MUST ignore the value of padding bytes: padding is reserved
+    //# (WIRE-1.2-2), and non-zero padding MUST NOT make a frame malformed.
+    //# WIRE-2.4-4 A transmitter MUST NOT add any other bytes after the body.
+    #[test]
+    fn nonzero_padding_is_ignored() {
+        for (name, bytes, repr) in vectors() {
+            let Some(used) = (match repr.link {
+                LinkFrame::Data { payload, .. } => Some(payload.len()),
+                other => other.kind().control_body_len(),
+            }) else {
+                continue;
+            };
+            let start = repr.eth.header_len() + LINK_HEADER_LEN + used;
+            let end = bytes.len() - FCS_LEN;
+            let padded = edited(bytes, |v| v[start..end].fill(0xA5));
+            assert_eq!(
+                FrameRepr::parse_bytes(&padded, MAX_FRAME_LEN),
+                Ok(repr),
+                "{name}"
+            );
+            // Emitted again, the padding is zero and nothing follows the body but padding.
+            let mut out = vec![0xa5u8; bytes.len()];
+            repr.emit(&mut out).unwrap();
+            assert!(out[start..end].iter().all(|&b| b == 0), "{name}");
+            assert_eq!(out.len(), frame_len(repr.eth.header_len(), used));
+        }
+    }
+
+    //= type=test
+    //# WIRE-2.4-6 Until the link is UP a receiver MUST judge a frame's size against its own
+    //# configured MFS; once the link is UP, against the MFS agreed at bring-up.
+    #[test]
+    fn size_is_judged_against_the_mfs_in_force() {
+        // A 400 B INIT arrives at an end configured for 320 B: damaged. The same end configured
+        // for 9216 B and agreed on 512 B accepts it.
+        let mut big = vec![0u8; 400];
+        big[..76].copy_from_slice(&INIT);
+        let big = edited(&big, |_| {});
+        for (mfs, ok) in [(320usize, false), (399, false), (400, true), (512, true)] {
+            let r = Frame::new_checked(&big[..], mfs);
+            assert_eq!(r.is_ok(), ok, "{mfs}");
+            if let Err(e) = r {
+                assert_eq!(e.discard(), Some(Discard::Damaged));
+            }
+        }
+    }
+
+    //= type=test
+    //# WIRE-4.5-4 A receiver MUST discard an INIT or INIT_ECHO whose fields are out of the ranges
+    //# of WIRE-4.5-1, count it in `rx_malformed_control`, and MUST NOT bring the link up on it.
+    //# WIRE-4.5-3 A receiver MUST ignore the capability bits this document does not define.
+    //# WIRE-4.5-6 A transmitter MUST set a capability bit only when it implements the feature
+    //# [...] and MUST set bits 13..6 to zero.
+    //# WIRE-4.5-7 A transmitter MUST set the role field to its own role (0, 1 or 2).
+    #[test]
+    fn init_overhead_capabilities_and_role() {
+        let init = InitRepr {
+            credit_overhead: 24,
+            caps: Capabilities::RDMA | Capabilities::ATOMICS | Capabilities::TAGGED,
+            role: Role::Switch,
+            ..init_repr()
+        };
+        let repr = FrameRepr {
+            eth: eth_untagged(),
+            link: LinkFrame::Init(init),
+        };
+        let mut buf = [0xa5u8; 76];
+        assert_eq!(repr.emit(&mut buf), Ok(76));
+        assert_eq!(buf[29], 24);
+        // Role 2 in bits 15..14, capabilities 0b01_0011 in bits 5..0, bits 13..6 zero.
+        assert_eq!(buf[34..36], [0x80, 0x13]);
+        assert_eq!(FrameRepr::parse_bytes(&buf, MAX_FRAME_LEN), Ok(repr));
+        // Undefined capability bits are ignored on receipt, refused on transmit.
+        let odd = edited(&buf, |v| v[34..36].copy_from_slice(&[0xBF, 0xD3]));
+        let LinkFrame::Init(got) = FrameRepr::parse_bytes(&odd, MAX_FRAME_LEN).unwrap().link else {
+            panic!("not INIT")
+        };
+        assert_eq!((got.caps, got.role), (init.caps, Role::Switch));
+        let bad = InitRepr {
+            caps: Capabilities::from_bits_truncate(0x3F),
+            ..init
+        };
+        assert_eq!(bad.validate(), Ok(()));
+        // The reserved role 3 is accepted and kept.
+        let r3 = edited(&buf, |v| v[34] |= 0xC0);
+        let LinkFrame::Init(got) = FrameRepr::parse_bytes(&r3, MAX_FRAME_LEN).unwrap().link else {
+            panic!("not INIT")
+        };
+        assert_eq!(got.role.code(), 3);
+        // An out-of-range field: discarded as a malformed control frame.
+        let e = parse_err(&edited(&buf, |v| v[28] = 0));
+        assert_eq!(e.discard(), Some(Discard::MalformedControl));
+        assert!(!e.action.nacks());
+    }
+
+    //= type=test
+    //# WIRE-4.5-5 A transmitter MUST compute the cost in credits of every DATA frame it sends to
+    //# the peer from the credit size and the credit overhead the peer announced.
+    //# WIRE-4.5-9 An end MUST NOT come UP on an INIT_ECHO, nor act on an INIT, whose credit grant
+    //# on some agreed VC cannot carry one frame of the agreed MFS.
+    #[test]
+    fn frame_cost_and_grant_check() {
+        let peer = InitRepr {
+            credit_size: 64,
+            credit_overhead: 20,
+            credits: [10, 3, 0, 0, 0, 0, 0, 0],
+            ..init_repr()
+        };
+        assert_eq!(peer.frame_cost(64), 2);
+        assert_eq!(peer.frame_cost(108), 2);
+        assert_eq!(peer.frame_cost(109), 3);
+        assert_eq!(peer.frame_cost(0), 1);
+        // MFS 320: (320 + 20) / 64 rounds up to 6. VC 0 grants 10, VC 1 only 3.
+        assert_eq!(peer.check_grants(1, 320), Ok(()));
+        let short = peer.check_grants(2, 320).unwrap_err();
+        assert_eq!(
+            short,
+            ShortGrant {
+                vc: 1,
+                grant: 3,
+                needed: 6
+            }
+        );
+        assert_eq!(
+            short.to_string(),
+            "VC 1 grants 3 credits, one frame of the agreed MFS needs 6"
+        );
+        // At an agreed MFS of 172 one frame costs 3: both VCs carry it.
+        assert_eq!(peer.check_grants(2, 172), Ok(()));
+        assert_eq!(peer.check_grants(2, 173).map_err(|s| s.vc), Err(1));
     }
 
     #[test]

@@ -12,7 +12,19 @@
 //!   which [`Txns::iter`] walks one at a time as a receiver must (wire.md §6.1).
 //! - [`TxnRepr`] is one transaction; the zero-copy header structs ([`LinkHeader`],
 //!   [`NetworkHeader`], [`TxnPrefix`], ...) are views over bytes.
-//! - [`fcs`] computes the Ethernet FCS with SIMD where the CPU has it.
+//! - [`fcs`] computes the Ethernet FCS with SIMD where the CPU has it, and the stomped FCS.
+//! - [`Discard`] is the table of discard reasons of wire.md §7 (Table WIRE-T1): the counter
+//!   each one increments, whether the link layer has taken the frame's sequence number, and
+//!   whether it draws a NACK. [`Error::discard`] and [`TxnRepr::discard`] classify what a
+//!   receiver drops.
+//!
+//! ## Where the link layer's acceptance ends
+//! The receive pipeline of wire.md §7 is split the same way here. [`Frame::new_checked`] makes
+//! the checks that come before link-layer acceptance (size, FCS, EtherType, version, kind); a
+//! control frame's body is then checked by [`FrameRepr::parse`]. A DATA frame that passes
+//! [`Frame::new_checked`] is judged by the link layer on its link header alone: errors that
+//! [`FrameRepr::parse`] and [`DataRepr::parse`] report for it afterwards (padding, network
+//! header, transactions) come after its sequence number was taken ([`Discard::seq_consumed`]).
 //!
 //! ## Contract
 //! No function of this crate panics on any input, and none does more than linear work in the
@@ -48,12 +60,12 @@ pub use data::{
     DataRepr, MAX_TXNS_PER_FRAME, NETWORK_HEADER_LEN, NetworkHeader, TxnIter, Txns, data_frame_len,
     emit_data_frame, emit_data_headers,
 };
-pub use error::{Action, EmitError, Error, ErrorKind, Field};
+pub use error::{Action, Discard, EmitError, Error, ErrorKind, Field};
 pub use frame::{
     CREDIT_BODY_LEN, CreditBody, CreditRepr, DataFlags, DataHeader, ETH_HEADER_LEN, ETHERTYPE,
     EthernetRepr, FLAG_ACK_REQ, FLAG_REPLAY, Frame, FrameKind, FrameRepr, INIT_BODY_LEN, InitBody,
     InitRepr, LINK_HEADER_LEN, LinkFrame, LinkHeader, MAX_FRAME_LEN, MIN_FRAME_LEN, MIN_MFS,
-    TPID_8021Q, VLAN_TAG_LEN, VlanTag, WIRE_OVERHEAD, frame_len,
+    ShortGrant, TPID_8021Q, VLAN_TAG_LEN, VlanTag, WIRE_OVERHEAD, frame_len,
 };
 pub use txn::{
     AtomicKind, AtomicOp, AtomicValue, MAX_LOAD_STORE_LEN, MemTarget, PREFIX_LEN, TxnPrefix,

@@ -4,7 +4,7 @@
 use zerocopy::byteorder::network_endian::{U16, U32, U64};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
-use crate::error::{Action, EmitError, Error, ErrorKind, Field};
+use crate::error::{Action, Discard, EmitError, Error, ErrorKind, Field};
 use crate::types::{Opcode, Space, Status};
 
 /// Length of the common prefix.
@@ -334,7 +334,7 @@ pub enum TxnRepr<'a> {
         data: &'a [u8],
     },
     /// A structurally valid transaction with an opcode this version does not define
-    /// (WIRE-6.1-5, WIRE-6.1-7). Kept whole so it can be reported and re-encoded (WIRE-1.2-3).
+    /// (WIRE-6.1-5, WIRE-6.1-7). Kept whole so it can be reported and re-encoded (WIRE-1.2-4).
     Unknown {
         /// The raw opcode.
         opcode: u8,
@@ -686,10 +686,14 @@ impl<'a> TxnRepr<'a> {
                 action,
             )
         };
+        //= docs/spec/wire.md#61-common-prefix
+        //# WIRE-6.1-9 (bad response) A response with a defined opcode whose `hlen` differs from
+        //# the table, or whose fields violate the rules of its section, MUST be discarded and
+        //# counted in `bad_responses`; the receiver goes on with the next transaction.
         let (malformed_spec, malformed) = if is_request {
             ("WIRE-6.1-6", Status::Malformed)
         } else {
-            ("WIRE-6.1-7", Status::Malformed)
+            ("WIRE-6.1-9", Status::Malformed)
         };
         let Some(expected_hlen) = opcode.hlen() else {
             //= docs/spec/wire.md#61-common-prefix
@@ -719,6 +723,21 @@ impl<'a> TxnRepr<'a> {
                 .map_err(|_| reject(Field::TxnPrefix, 8, malformed_spec, malformed))
         };
         let ext_err = reject(Field::TxnPrefix, 8, malformed_spec, malformed);
+        //= docs/spec/wire.md#12-reserved-fields-unknown-codes-and-precedence
+        //# WIRE-1.2-5 When one defect of a transaction breaks both a rule of the section that
+        //# defines the field and a general rule, a receiver that reports requirement ids MUST
+        //# report the id of the specific rule; when several fields are wrong it MUST report the
+        //# first in the order of checks of §6.1.
+        // Order: structure (the walk), opcode, hlen, dlen (the opcode's fixed 0 first, then the
+        // status rule, then the section's ranges), then the other fields in offset order.
+        //= docs/spec/wire.md#61-common-prefix
+        //# WIRE-6.1-10 A request or response whose opcode fixes `dlen` at 0 (LOAD, FENCE,
+        //# RDMA_READ, STORE_RESP, FENCE_RESP, RDMA_COMPLETION) and whose `dlen` is not 0 is
+        //# malformed: a request MUST be answered MALFORMED (WIRE-6.1-6), a response MUST be
+        //# discarded as a bad response (WIRE-6.1-9).
+        if opcode.dlen_fixed_zero() && dlen != 0 {
+            return Err(reject(Field::Dlen, 6, "WIRE-6.1-10", malformed));
+        }
         //= docs/spec/wire.md#69-responses
         //# WIRE-6.9-1 A response whose status is not OK MUST carry no data (`dlen` 0).
         if !is_request && !status.is_ok() && dlen != 0 {
@@ -766,15 +785,11 @@ impl<'a> TxnRepr<'a> {
                     Some(w) if !cas || dlen.is_multiple_of(2) => w,
                     _ => return Err(reject(Field::Dlen, 6, "WIRE-6.5-1", malformed)),
                 };
-                let target = mem(ext)?;
                 //= docs/spec/wire.md#65-atomics-atomic_fadd-0x03-atomic_swap-0x04-atomic_cas-0x05-hlen-5
-                //# WIRE-6.5-2 An atomic whose address is not a multiple of its operand size MUST NOT
-                //# be executed and MUST be answered with status MISALIGNED, unless a check that
-                //# endpoint.md orders before alignment (EP-2-7: range, key, permission) refuses it
-                //# with another status.
-                if target.addr % width.bytes() as u64 != 0 {
-                    return Err(reject(Field::Address, 12, "WIRE-6.5-2", Status::Misaligned));
-                }
+                //# WIRE-6.5-3 An atomic whose address is not a multiple of its operand size is well
+                //# formed on the wire: a receiver MUST NOT discard it or answer it MALFORMED for its
+                //# alignment; only the target decides its status (WIRE-6.5-2).
+                let target = mem(ext)?;
                 let w = width.bytes();
                 let first = get_le(data, 0, w);
                 let op = match opcode {
@@ -894,12 +909,14 @@ impl<'a> TxnRepr<'a> {
                 //# `1 <= dlen` and `offset + dlen <= total length`. One with another status MUST
                 //# have `dlen` 0 and ends the read; its offset and total length are informative
                 //# and not checked.
+                // dlen first, then the total alone, then the relation (WIRE-1.2-5).
+                if status.is_ok() && dlen == 0 {
+                    return Err(reject(Field::Dlen, 6, "WIRE-6.9-3", malformed));
+                }
                 if status.is_ok() && total == 0 {
                     return Err(reject(Field::RdmaTotal, 12, "WIRE-6.9-3", malformed));
                 }
-                if status.is_ok()
-                    && (dlen == 0 || u64::from(offset) + dlen as u64 > u64::from(total))
-                {
+                if status.is_ok() && u64::from(offset) + dlen as u64 > u64::from(total) {
                     return Err(reject(Field::RdmaOffset, 8, "WIRE-6.9-3", malformed));
                 }
                 TxnRepr::RdmaReadResp {
@@ -918,6 +935,26 @@ impl<'a> TxnRepr<'a> {
                 data,
             },
         })
+    }
+
+    /// Whether this is a response with an opcode wire.md does not define (WIRE-6.1-7).
+    pub const fn is_unknown_response(&self) -> bool {
+        matches!(self, TxnRepr::Unknown { opcode, .. } if *opcode >= 0x80)
+    }
+
+    //= docs/spec/wire.md#61-common-prefix
+    //# WIRE-6.1-7 (unknown response) A response with an opcode this document does not define
+    //# MUST be discarded and counted in `unknown_responses`, apart from bad responses
+    //# (WIRE-6.1-9); the receiver goes on with the next transaction.
+    /// The counter a receiver increments for a transaction that parsed but must be discarded: an
+    /// unknown response opcode ([`Discard::UnknownResponse`]). `None` for every other
+    /// transaction (an unknown *request* is answered UNSUPPORTED, WIRE-6.1-5).
+    pub const fn discard(&self) -> Option<Discard> {
+        if self.is_unknown_response() {
+            Some(Discard::UnknownResponse)
+        } else {
+            None
+        }
     }
 }
 
@@ -1400,7 +1437,9 @@ pub(crate) mod tests {
     }
 
     //= type=test
-    //# WIRE-1.2-3 Implementations MUST preserve the raw value of unknown codes when they report or
+    //# WIRE-1.2-3 A value of a defined field that this document does not assign a meaning to
+    //# MUST be handled exactly as the section defining that field says.
+    //# WIRE-1.2-4 Implementations MUST preserve the raw value of unknown codes when they report or
     //# re-encode them.
     //# WIRE-6.9-2 A requester that receives an unknown status MUST complete the operation with an
     //# error that reports the raw status value.
@@ -1520,6 +1559,10 @@ pub(crate) mod tests {
     //# the table, or whose fields violate the ranges of its section, MUST NOT be executed; the
     //# receiver MUST answer it with the matching response opcode, status MALFORMED, the request's
     //# tag, and no data.
+    //# WIRE-6.1-10 A request or response whose opcode fixes `dlen` at 0 (LOAD, FENCE, RDMA_READ,
+    //# STORE_RESP, FENCE_RESP, RDMA_COMPLETION) and whose `dlen` is not 0 is malformed.
+    //# WIRE-1.2-5 [...] the id of the specific rule (WIRE-6.1-10, WIRE-6.5-1, WIRE-6.7-1 rather
+    //# than WIRE-6.1-6).
     #[test]
     fn malformed_requests() {
         let m = Status::Malformed;
@@ -1548,26 +1591,27 @@ pub(crate) mod tests {
             );
         }
         // dlen outside the opcode's range.
-        let cases: [(&[u8], u16); 8] = [
-            (&LOAD, 4),
-            (&STORE, 0),
-            (&STORE, 257),
-            (&FENCE, 1),
-            (&RDMA_WRITE, 0),
-            (&RDMA_READ, 8),
-            (&LOAD, 1),
-            (&FENCE, 4),
+        let cases: [(&[u8], u16, &str); 8] = [
+            (&LOAD, 4, "WIRE-6.1-10"),
+            (&STORE, 0, "WIRE-6.1-6"),
+            (&STORE, 257, "WIRE-6.1-6"),
+            (&FENCE, 1, "WIRE-6.1-10"),
+            (&RDMA_WRITE, 0, "WIRE-6.1-6"),
+            (&RDMA_READ, 8, "WIRE-6.1-10"),
+            (&LOAD, 1, "WIRE-6.1-10"),
+            (&FENCE, 4, "WIRE-6.1-10"),
         ];
-        for (bytes, dlen) in cases {
+        for (bytes, dlen, spec) in cases {
             let v = with_dlen(bytes, dlen);
             let tag = u16::from_be_bytes([v[2], v[3]]);
             check(
                 parse_one(&v, at),
                 Field::Dlen,
                 at + 6,
-                "WIRE-6.1-6",
+                spec,
                 respond(v[0] | 0x80, tag, m),
             );
+            assert_eq!(parse_one(&v, at).unwrap_err().discard(), None);
         }
         // STORE at the edges of 1..=256.
         for dlen in [1, 256] {
@@ -1636,8 +1680,9 @@ pub(crate) mod tests {
     }
 
     //= type=test
-    //# WIRE-6.5-2 An atomic whose address is not a multiple of its operand size MUST NOT be
-    //# executed and MUST be answered with status MISALIGNED
+    //# WIRE-6.5-3 An atomic whose address is not a multiple of its operand size is well formed on
+    //# the wire: a receiver MUST NOT discard it or answer it MALFORMED for its alignment; only
+    //# the target decides its status (WIRE-6.5-2).
     #[test]
     fn atomic_alignment() {
         // (request, address low byte, aligned?)
@@ -1653,19 +1698,16 @@ pub(crate) mod tests {
         ];
         for (bytes, low, aligned) in cases {
             let v = edited(bytes, |v| v[19] = low);
-            let r = parse_one(&v, 40);
-            if aligned {
-                assert!(r.is_ok());
-            } else {
-                let tag = u16::from_be_bytes([v[2], v[3]]);
-                check(
-                    r,
-                    Field::Address,
-                    40 + 12,
-                    "WIRE-6.5-2",
-                    respond(v[0] | 0x80, tag, Status::Misaligned),
-                );
-            }
+            let t = parse_one(&v, 40).unwrap();
+            let TxnRepr::Atomic { target, width, .. } = t else {
+                panic!("not an atomic")
+            };
+            assert_eq!(target.addr & 0xFF, u64::from(low));
+            assert_eq!(target.addr % width.bytes() as u64 == 0, aligned);
+            // It re-encodes to the same bytes, misaligned or not.
+            let mut out = vec![0u8; v.len()];
+            assert_eq!(t.emit(&mut out), Ok(v.len()));
+            assert_eq!(out, v);
         }
     }
 
@@ -1764,19 +1806,26 @@ pub(crate) mod tests {
             let mut v = bytes.to_vec();
             v[4] = hlen;
             v.resize(v.len() + 16, 0);
-            check(parse_one(&v, at), Field::Hlen, at + 4, "WIRE-6.1-7", d);
+            check(parse_one(&v, at), Field::Hlen, at + 4, "WIRE-6.1-9", d);
         }
-        // Data where there must be none.
-        for bytes in [&STORE_RESP[..], &FENCE_RESP[..], &RDMA_COMPLETION[..]] {
+        // Data where the opcode fixes dlen at 0, whatever the status (WIRE-6.1-10 is reported
+        // before WIRE-6.9-1, WIRE-1.2-5).
+        for bytes in [
+            &STORE_RESP[..],
+            &FENCE_RESP[..],
+            &RDMA_COMPLETION[..],
+            &STORE_RESP_UNKNOWN_STATUS[..],
+        ] {
             let v = with_dlen(bytes, 4);
-            check(parse_one(&v, at), Field::Dlen, at + 6, "WIRE-6.1-7", d);
+            check(parse_one(&v, at), Field::Dlen, at + 6, "WIRE-6.1-10", d);
+            let e = parse_one(&v, at).unwrap_err();
+            assert_eq!(e.discard(), Some(Discard::BadResponse));
         }
         // A status other than OK with data.
         for bytes in [
             &LOAD_RESP_ERR[..],
             &CAS_RESP_MISALIGNED[..],
             &RDMA_READ_RESP_ERR[..],
-            &STORE_RESP_UNKNOWN_STATUS[..],
         ] {
             let v = with_dlen(bytes, 4);
             check(parse_one(&v, at), Field::Dlen, at + 6, "WIRE-6.9-1", d);
@@ -1803,13 +1852,7 @@ pub(crate) mod tests {
         }
         // RDMA_READ_RESP OK: 1 <= dlen and offset + dlen <= total; total never 0.
         let v = with_dlen(&RDMA_READ_RESP, 0);
-        check(
-            parse_one(&v, at),
-            Field::RdmaOffset,
-            at + 8,
-            "WIRE-6.9-3",
-            d,
-        );
+        check(parse_one(&v, at), Field::Dlen, at + 6, "WIRE-6.9-3", d);
         let v = edited(&RDMA_READ_RESP, |v| {
             v[8..12].copy_from_slice(&60u32.to_be_bytes())
         });
@@ -1844,6 +1887,42 @@ pub(crate) mod tests {
         let t = parse_one(&UNKNOWN_RESPONSE, 0).unwrap();
         assert!(!t.is_request());
         assert_eq!(t.opcode(), Opcode::Unknown(0xa0));
+    }
+
+    //= type=test
+    //# WIRE-6.1-7 (unknown response) A response with an opcode this document does not define
+    //# MUST be discarded and counted in `unknown_responses`, apart from bad responses
+    //# (WIRE-6.1-9).
+    //# WIRE-6.1-9 (bad response) A response with a defined opcode whose `hlen` differs from the
+    //# table, or whose fields violate the rules of its section, MUST be discarded and counted in
+    //# `bad_responses`.
+    #[test]
+    fn unknown_and_bad_responses_are_counted_apart() {
+        // Every undefined response opcode parses, and is classified as unknown.
+        for op in 0x80..=u8::MAX {
+            if Opcode::from_u8(op).hlen().is_some() {
+                continue;
+            }
+            let v = edited(&UNKNOWN_RESPONSE, |v| v[0] = op);
+            let t = parse_one(&v, 0).unwrap();
+            assert!(t.is_unknown_response(), "{op:#x}");
+            assert_eq!(t.discard(), Some(Discard::UnknownResponse));
+            assert_eq!(t.discard().map(Discard::counter), Some("unknown_responses"));
+        }
+        // An unknown request is answered, not discarded; defined transactions are neither.
+        let t = parse_one(&UNKNOWN_REQUEST, 0).unwrap();
+        assert!(!t.is_unknown_response());
+        assert_eq!(t.discard(), None);
+        for (name, bytes, repr) in vectors() {
+            if !matches!(repr, TxnRepr::Unknown { .. }) {
+                assert_eq!(parse_one(bytes, 0).unwrap().discard(), None, "{name}");
+            }
+        }
+        // A defined response with a bad field is an error counted as a bad response.
+        let e = parse_one(&with_dlen(&STORE_RESP, 4), 0).unwrap_err();
+        assert_eq!(e.discard(), Some(Discard::BadResponse));
+        assert_eq!(e.discard().map(Discard::counter), Some("bad_responses"));
+        assert_ne!(Discard::BadResponse.spec(), Discard::UnknownResponse.spec());
     }
 
     //= type=test

@@ -325,7 +325,7 @@ impl Space {
     }
 }
 
-/// Status of a response (wire.md §6.9). Unknown values are kept (WIRE-1.2-3, WIRE-6.9-2).
+/// Status of a response (wire.md §6.9). Unknown values are kept (WIRE-1.2-4, WIRE-6.9-2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Status {
     /// Performed.
@@ -489,6 +489,19 @@ impl Opcode {
     /// Whether the opcode is a request (0x00..=0x7F).
     pub const fn is_request(self) -> bool {
         self.to_u8() & 0x80 == 0
+    }
+
+    /// Whether the opcode table of wire.md §6.1 fixes `dlen` at 0 for this opcode (WIRE-6.1-10).
+    pub const fn dlen_fixed_zero(self) -> bool {
+        matches!(
+            self,
+            Opcode::Load
+                | Opcode::Fence
+                | Opcode::RdmaRead
+                | Opcode::StoreResp
+                | Opcode::FenceResp
+                | Opcode::RdmaCompletion
+        )
     }
 
     /// The header length in 32-bit words the spec defines, `None` for unknown opcodes.

@@ -7,10 +7,13 @@ use core::cmp::Reverse;
 use core::fmt;
 
 use ethlink_link::{
-    BufferTooSmall, Config as LinkConfig, ConfigError, Duration, Event, Instant, Link, Release,
-    SubmitError, Transmit,
+    BufferTooSmall, ConfigError, Event, Instant, Link, LostReason, Release, SubmitError, Transmit,
 };
-use ethlink_protocol::{DataRepr, GpuId, MacAddr, Vc, WIRE_OVERHEAD, frame_len};
+use ethlink_protocol::{DataRepr, GpuId, PathId, Vc, WIRE_OVERHEAD, frame_len};
+
+use crate::config::{Config, Mode};
+use crate::counters::{Counters, PortCounters, bump};
+use crate::routes::{RouteError, Routes, check_entry, path_hash, select};
 
 //= docs/spec/switch.md#5-arbitration
 //# SW-5-2 An egress port MUST offer ready frames of the response VCs (2 and 3, endpoint.md
@@ -19,199 +22,20 @@ use ethlink_protocol::{DataRepr, GpuId, MacAddr, Vc, WIRE_OVERHEAD, frame_len};
 /// further VCs.
 const SERVICE_ORDER: [usize; 8] = [2, 3, 0, 1, 4, 5, 6, 7];
 
-/// When a frame may leave (SW-6-1).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum Mode {
-    /// `latency` after its first bit arrived.
-    #[default]
-    CutThrough,
-    /// `latency` after its last bit arrived.
-    StoreAndForward,
-}
-
-/// Configuration of a switch. [`Config::default`] gives the defaults of switch.md §1.1.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Config {
-    /// An id that makes the ports' MAC addresses and nonces unique in a fabric.
-    pub id: u16,
-    /// Ports, 1..=1024.
-    pub ports: u16,
-    /// Port-to-port latency, at most 10 us.
-    pub latency: Duration,
-    /// Cut-through or store-and-forward.
-    pub mode: Mode,
-    /// Line rate of every port, Gb/s, for the cut-through timing.
-    pub rate_gbps: f64,
-    /// Frames of one VC an egress link may hold queued, 1..=64.
-    pub egress_depth: u32,
-    /// Every port's link; `rx_credits` is the input buffer of each VC.
-    pub link: LinkConfig,
-}
-
-impl Default for Config {
-    fn default() -> Self {
-        let link = LinkConfig {
-            // Frames wait in the switch's own queues, not the link's (SW-5-3).
-            tx_queue_frames: 64,
-            tx_queue_bytes: 64 * 9216,
-            ..LinkConfig::default()
-        };
-        Config {
-            id: 0,
-            ports: 64,
-            latency: Duration::from_nanos(250),
-            mode: Mode::CutThrough,
-            rate_gbps: 400.0,
-            egress_depth: 2,
-            link,
-        }
-    }
-}
-
-impl Config {
-    /// Checks the parameters against switch.md §1.1 and the link's against link.md §1.1.
-    pub fn validate(&self) -> Result<(), ConfigError> {
-        let err = |field, value, rule| Err(ConfigError { field, value, rule });
-        if !(1..=1024).contains(&self.ports) {
-            return err("ports", self.ports.into(), "must be 1..=1024");
-        }
-        let lat = u64::try_from(self.latency.as_nanos()).unwrap_or(u64::MAX);
-        if lat > 10_000 {
-            return err("latency", lat, "must be at most 10 us");
-        }
-        if !(self.rate_gbps.is_finite() && self.rate_gbps > 0.0) {
-            return err("rate_gbps", 0, "must be a positive number");
-        }
-        if !(1..=64).contains(&self.egress_depth) {
-            return err("egress_depth", self.egress_depth.into(), "must be 1..=64");
-        }
-        self.link.validate()
-    }
-
-    /// The link configuration of port `p`: a locally administered MAC 02:01:id:id:p:p and its
-    /// own nonce seed.
-    pub fn port_link(&self, p: u16) -> LinkConfig {
-        let mut l = self.link.clone();
-        let [a, b] = self.id.to_be_bytes();
-        let [c, d] = p.to_be_bytes();
-        l.mac = MacAddr([0x02, 0x01, a, b, c, d]);
-        l.nonce_seed = self
-            .link
-            .nonce_seed
-            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
-            .wrapping_add(0x5157_0000_0000 | u64::from(self.id) << 16 | u64::from(p));
-        l
-    }
-}
-
-/// The forwarding table: for each destination GPU, the egress ports that lead to it.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Routes {
-    by_dst: Vec<Vec<u16>>,
-}
-
-impl Routes {
-    /// An empty table.
-    pub fn new() -> Self {
-        Routes::default()
-    }
-
-    /// Adds `port` as an egress port toward `dst` (once; order kept).
-    pub fn add(&mut self, dst: GpuId, port: u16) {
-        let i = usize::from(dst.value());
-        if self.by_dst.len() <= i {
-            self.by_dst.resize(i + 1, Vec::new());
-        }
-        if let Some(v) = self.by_dst.get_mut(i)
-            && !v.contains(&port)
-        {
-            v.push(port);
-        }
-    }
-
-    /// The egress ports toward `dst`.
-    pub fn ports(&self, dst: GpuId) -> &[u16] {
-        self.by_dst
-            .get(usize::from(dst.value()))
-            .map_or(&[], Vec::as_slice)
-    }
-
-    /// Destinations with at least one port.
-    pub fn destinations(&self) -> usize {
-        self.by_dst.iter().filter(|v| !v.is_empty()).count()
-    }
-}
-
-//= docs/spec/switch.md#8-counters
-//# SW-8-1 A switch MUST count, per port: DATA frames and bytes received and sent per VC; frames
-//# discarded by reason (malformed, unroutable, port down, want of buffer); and the highest bytes
-//# held for each input port and VC.
-/// Counters of one port (SW-8-1). Arrays are per VC.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct PortCounters {
-    /// DATA frames received on this port.
-    pub rx_frames: [u64; 8],
-    /// Their payload bytes (network header and transactions).
-    pub rx_bytes: [u64; 8],
-    /// DATA frames handed to this port's link to send.
-    pub tx_frames: [u64; 8],
-    /// Their payload bytes.
-    pub tx_bytes: [u64; 8],
-    /// Received frames with a malformed network header (SW-7-1).
-    pub malformed: u64,
-    /// Received frames for a destination without an UP egress port (SW-7-2).
-    pub unroutable: u64,
-    /// Frames lost to this port going down, queued for it or of unknown fate on it (SW-7-3).
-    pub lost_port_down: u64,
-    /// Frames dropped for want of buffer (SW-4-1: always 0).
-    pub buffer_drops: u64,
-    /// Bytes received on this port and VC waiting in the switch now.
-    pub held_bytes: [u64; 8],
-    /// Highest `held_bytes` (SW-4-2).
-    pub held_max_bytes: [u64; 8],
-}
-
-/// Counters of a switch.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Counters {
-    /// Per port.
-    pub ports: Vec<PortCounters>,
-}
-
-impl Counters {
-    /// Frames forwarded (handed to an egress link) over all ports and VCs.
-    pub fn forwarded(&self) -> u64 {
-        self.ports.iter().flat_map(|p| p.tx_frames).sum()
-    }
-
-    /// Frames dropped for want of buffer over all ports (SW-4-2).
-    pub fn buffer_drops(&self) -> u64 {
-        self.ports.iter().map(|p| p.buffer_drops).sum()
-    }
-
-    /// Frames discarded for any reason over all ports.
-    pub fn discarded(&self) -> u64 {
-        self.ports
-            .iter()
-            .map(|p| p.malformed + p.unroutable + p.lost_port_down + p.buffer_drops)
-            .sum()
-    }
-
-    /// Highest bytes held for any input port and VC.
-    pub fn held_max_bytes(&self) -> u64 {
-        self.ports
-            .iter()
-            .flat_map(|p| p.held_max_bytes)
-            .max()
-            .unwrap_or(0)
-    }
-}
-
 #[derive(Debug)]
 struct Queued {
     payload: Vec<u8>,
     release: Release,
     ready: Instant,
+    /// When its input link delivered it: the start of its residence (SW-4-6).
+    arrived: Instant,
+}
+
+/// A frame handed to an egress link and not yet sent: when it arrived and on which input.
+#[derive(Debug, Clone, Copy)]
+struct InLink {
+    arrived: Instant,
+    input: u16,
 }
 
 /// The virtual output queues (SW-4-3), kept sparse: a queue exists once an input has sent a frame
@@ -297,6 +121,10 @@ struct Port {
     rr: [u16; 8],
     /// Per VC: frames waiting in the VOQs toward this egress.
     waiting: [u32; 8],
+    /// Per VC: the frames handed to this port's link and not sent yet, oldest first.
+    in_link: [VecDeque<InLink>; 8],
+    /// Set while the switch takes aged frames back from this port's link.
+    aging: bool,
 }
 
 /// An N-port EthLink switch.
@@ -326,6 +154,15 @@ pub struct Switch {
     pool: Vec<Vec<u8>>,
     now: Instant,
     ser_ps_per_byte: f64,
+    /// `max_residence` in nanoseconds.
+    max_res_ns: u64,
+    /// Per egress port: the earliest instant one of its frames may age, if any may; never later
+    /// than the true earliest (SW-4-7).
+    age_armed: Vec<Option<Instant>>,
+    /// The `age_armed` instants (entries that no longer match are stale).
+    age_wake: BinaryHeap<Reverse<(Instant, u16)>>,
+    /// Frames taken back from a link for aging that are still young, to submit again.
+    resubmit: Vec<(Vc, Vec<u8>, InLink)>,
 }
 
 impl fmt::Debug for Switch {
@@ -338,21 +175,37 @@ impl fmt::Debug for Switch {
     }
 }
 
-/// The fixed per-path mix of SW-2-1.
-fn path_hash(src: u16, dst: u16, path: u8, vc: u8) -> u64 {
-    let mut z =
-        (u64::from(src) << 32 | u64::from(dst) << 16 | u64::from(path) << 8 | u64::from(vc))
-            .wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
 impl Switch {
-    /// Builds a switch with its forwarding table; every port is physically down until
-    /// [`Switch::port_up`].
+    /// Builds a switch as a reset leaves it (switch.md §9), its forwarding table written: no
+    /// frame held, every counter zero, every port physically down until [`Switch::port_up`].
+    //= docs/spec/switch.md#9-reset-and-identity
+    //# SW-9-1 After a reset a switch MUST hold no frame.
+    //= docs/spec/switch.md#9-reset-and-identity
+    //# SW-9-2 After a reset every counter of Table SW-T3 and every value of Table SW-T4 MUST read
+    //# zero.
+    //= docs/spec/switch.md#9-reset-and-identity
+    //# SW-9-3 After a reset a switch MUST keep every port's link end OFF until that port's
+    //# physical link is up.
     pub fn new(cfg: Config, routes: Routes) -> Result<Self, ConfigError> {
         cfg.validate()?;
+        //= docs/spec/switch.md#22-the-forwarding-table
+        //# SW-2-5 A switch MUST accept, for every destination GPU id 0..=0xFFFE, an entry of 0 to
+        //# 64 distinct egress ports, and MUST refuse an entry that lists more than 64 ports, a
+        //# port twice or a port it does not have, leaving its table unchanged.
+        routes.check(cfg.ports).map_err(|e| ConfigError {
+            field: "routes",
+            value: match e {
+                RouteError::TooManyPorts { ports } => ports as u64,
+                RouteError::Duplicate { port } | RouteError::NoSuchPort { port, .. } => {
+                    u64::from(port)
+                }
+            },
+            rule: match e {
+                RouteError::TooManyPorts { .. } => "an entry lists at most 64 ports",
+                RouteError::Duplicate { .. } => "an entry lists a port once",
+                RouteError::NoSuchPort { .. } => "a port of the switch",
+            },
+        })?;
         let n = usize::from(cfg.ports);
         let vcs = usize::from(cfg.link.vcs);
         let mut ports = Vec::with_capacity(n);
@@ -363,6 +216,8 @@ impl Switch {
                 up: false,
                 rr: [0; 8],
                 waiting: [0; 8],
+                in_link: Default::default(),
+                aging: false,
             });
         }
         let voq = Voqs::new(n, vcs);
@@ -384,6 +239,10 @@ impl Switch {
             pool: Vec::new(),
             now: Instant::ZERO,
             ser_ps_per_byte: 8000.0 / cfg.rate_gbps,
+            max_res_ns: u64::try_from(cfg.max_residence.as_nanos()).unwrap_or(u64::MAX),
+            age_armed: vec![None; n],
+            age_wake: BinaryHeap::new(),
+            resubmit: Vec::new(),
             cfg,
         })
     }
@@ -396,6 +255,26 @@ impl Switch {
     /// The forwarding table.
     pub fn routes(&self) -> &Routes {
         &self.routes
+    }
+
+    /// Writes the entry of `dst` while the switch runs (SW-2-7, SW-2-8): frames received from
+    /// now on are forwarded by the new entry; frames already received keep the egress port
+    /// they were given. A refused entry leaves the table unchanged.
+    pub fn set_route(&mut self, dst: GpuId, ports: &[u16]) -> Result<(), RouteError> {
+        check_entry(ports, Some(self.cfg.ports))?;
+        //= docs/spec/switch.md#22-the-forwarding-table
+        //# SW-2-7 A switch MUST let its forwarding table be written while it runs, one entry at
+        //# a time, each write replacing the whole entry at once.
+        self.routes.set(dst, ports)
+    }
+
+    /// The egress port the switch would choose now for a frame of this path (switch.md §2.1),
+    /// if any.
+    pub fn route(&self, src: GpuId, dst: GpuId, path: PathId, vc: Vc) -> Option<u16> {
+        let h = path_hash(src, dst, path, vc);
+        select(self.routes.ports(dst), h, |e| {
+            self.ports.get(usize::from(e)).is_some_and(|x| x.up)
+        })
     }
 
     /// The counters.
@@ -501,10 +380,8 @@ impl Switch {
     pub fn poll_timeout(&self) -> Option<Instant> {
         let links = self.link_timers.peek().map(|Reverse((t, _))| *t);
         let wake = self.wake.peek().map(|Reverse((t, _))| *t);
-        match (links, wake) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        let age = self.age_wake.peek().map(|Reverse((t, _))| *t);
+        [links, wake, age].into_iter().flatten().min()
     }
 
     /// Time passed: runs the links' timers and wakes egress ports whose frames became ready.
@@ -538,6 +415,16 @@ impl Switch {
             self.wake.pop();
             self.mark(usize::from(e));
         }
+        while let Some(&Reverse((t, e))) = self.age_wake.peek() {
+            if t > self.now {
+                break;
+            }
+            self.age_wake.pop();
+            let e = usize::from(e);
+            if self.age_armed.get(e).copied().flatten() == Some(t) {
+                self.expire(e);
+            }
+        }
         self.refresh();
     }
 
@@ -554,6 +441,26 @@ impl Switch {
             return Ok(None);
         };
         let t = x.link.poll_transmit(self.now, buf);
+        if let Ok(Some(Transmit {
+            data: Some((vc, _, false)),
+            ..
+        })) = t
+        {
+            // The first transmission of the oldest frame of this VC in the link: its residence
+            // ends (SW-4-6).
+            let v = vc.index();
+            if let Some(f) = x.in_link.get_mut(v).and_then(VecDeque::pop_front) {
+                let res = self.now.as_nanos().saturating_sub(f.arrived.as_nanos());
+                if let Some(m) = self
+                    .counters
+                    .ports
+                    .get_mut(p)
+                    .and_then(|c| c.residence_max_ns.get_mut(v))
+                {
+                    *m = (*m).max(res);
+                }
+            }
+        }
         self.drain(p);
         self.touch(p);
         self.refresh();
@@ -577,17 +484,65 @@ impl Switch {
                 // A refused INIT or a slow initialisation: the link's counters keep it.
                 Event::Notice(_) => {}
                 Event::LinkDown(_) => {
+                    //= docs/spec/switch.md#8-counters
+                    //# SW-8-4 A switch MUST keep its counters and the values of Table SW-T4 when a
+                    //# port's link goes down or re-initialises
                     x.up = false;
                     x.link.withdraw();
                     self.flush_egress(p);
                 }
-                Event::Lost { .. } => {
-                    //= docs/spec/switch.md#7-frames-a-switch-cannot-forward
-                    //# SW-7-3 Frames waiting for an egress port whose link goes down, and frames
-                    //# its link reports of unknown fate or withdrawn, MUST be discarded and
-                    //# counted as lost to the port
-                    if let Some(c) = self.counters.ports.get_mut(p) {
-                        c.lost_port_down += 1;
+                Event::Lost {
+                    vc,
+                    reason,
+                    payload,
+                } => {
+                    let v = vc.index();
+                    // Every reason but unknown fate is a frame the link never sent: the oldest
+                    // of its VC in the link.
+                    let meta = if reason == LostReason::UnknownFate {
+                        None
+                    } else {
+                        x.in_link.get_mut(v).and_then(VecDeque::pop_front)
+                    };
+                    let Some(c) = self.counters.ports.get_mut(p) else {
+                        continue;
+                    };
+                    match reason {
+                        LostReason::Withdrawn if x.aging => {
+                            let Some(m) = meta else { continue };
+                            if self.now.as_nanos().saturating_sub(m.arrived.as_nanos())
+                                > self.max_res_ns
+                            {
+                                //= docs/spec/switch.md#4-buffers-losslessness-and-lifetime
+                                //# SW-4-7 A frame whose residence exceeds `max_residence` MUST
+                                //# be discarded and counted in `discard_aged` of the port and VC
+                                //# it was received on
+                                if let Some(ci) = self.counters.ports.get_mut(usize::from(m.input))
+                                {
+                                    bump(&mut ci.discard_aged, v, 1);
+                                }
+                            } else {
+                                let mut b = self.pool.pop().unwrap_or_default();
+                                b.clear();
+                                b.extend_from_slice(payload);
+                                self.resubmit.push((vc, b, m));
+                            }
+                        }
+                        LostReason::ExceedsPeerMfs | LostReason::VcNotAgreed => {
+                            //= docs/spec/switch.md#7-frames-a-switch-cannot-forward
+                            //# SW-7-5 A frame whose egress port's link cannot carry it (longer
+                            //# than the MFS agreed on that link, or on a VC that link did not
+                            //# agree) MUST be discarded and counted in `discard_egress_refused`
+                            //# of the egress port and VC.
+                            bump(&mut c.discard_egress_refused, v, 1);
+                        }
+                        _ => {
+                            //= docs/spec/switch.md#7-frames-a-switch-cannot-forward
+                            //# SW-7-3 Frames waiting for an egress port whose link goes down,
+                            //# and frames its link reports of unknown fate or withdrawn, MUST be
+                            //# discarded and counted as lost to the port
+                            bump(&mut c.discard_port_down, v, 1);
+                        }
                     }
                 }
                 Event::Delivered {
@@ -623,7 +578,7 @@ impl Switch {
                     }
                     self.mark(i);
                     if let Some(c) = self.counters.ports.get_mut(e) {
-                        c.lost_port_down += 1;
+                        bump(&mut c.discard_port_down, v, 1);
                     }
                     self.pool.push(f.payload);
                 }
@@ -648,16 +603,27 @@ impl Switch {
         }
     }
 
-    /// A DATA frame received on input `i`.
+    /// A DATA frame received on input `i`: its link delivered it whole, with a good FCS.
+    //= docs/spec/switch.md#6-latency-and-cut-through
+    //# SW-6-6 A switch that does not announce CUT_THROUGH MUST check a frame's FCS before it
+    //# begins to send it.
+    //= docs/spec/switch.md#6-latency-and-cut-through
+    //# SW-6-3 A switch MUST NOT send a frame received with a bad FCS other than ended by a
+    //# stomped FCS.
+    //= docs/spec/switch.md#6-latency-and-cut-through
+    //# SW-6-4 A switch MUST NOT keep a frame received with a bad FCS to send it again
+    //= docs/spec/switch.md#6-latency-and-cut-through
+    //# SW-6-2 A switch that has begun to send a frame whose FCS then turns out bad (damaged, or
+    //# stomped by the hop before) MUST end it with a stomped FCS (WIRE-2.5-4).
+    // The input link hands over only frames whose FCS it has checked (it discards and NACKs a
+    // damaged one, and discards a stomped one, WIRE-2.5-3, WIRE-2.5-5), and a frame is sent only
+    // from here: this switch never begins a frame before its FCS is known, so it never has a
+    // frame to stomp, and announces no CUT_THROUGH (Config::port_link).
     fn receive(&mut self, i: usize, vc: Vc, payload: Vec<u8>, release: Release) {
         let v = vc.index();
         if let Some(c) = self.counters.ports.get_mut(i) {
-            if let Some(x) = c.rx_frames.get_mut(v) {
-                *x += 1;
-            }
-            if let Some(x) = c.rx_bytes.get_mut(v) {
-                *x += payload.len() as u64;
-            }
+            bump(&mut c.rx_frames, v, 1);
+            bump(&mut c.rx_bytes, v, payload.len() as u64);
         }
         let repr = match DataRepr::parse(&payload) {
             Ok(r) => r,
@@ -666,50 +632,37 @@ impl Switch {
                 //# SW-7-1 A DATA frame whose network header is malformed (WIRE-5-3) MUST be
                 //# discarded and counted.
                 if let Some(c) = self.counters.ports.get_mut(i) {
-                    c.malformed += 1;
+                    bump(&mut c.discard_malformed, v, 1);
                 }
                 self.discard(i, payload, release);
                 return;
             }
         };
-        let (src, dst, path) = (repr.src.value(), repr.dst, repr.path.0);
+        //= docs/spec/switch.md#2-forwarding
+        //# SW-2-1 A switch MUST forward a DATA frame to an egress port that its forwarding table
+        //# lists for the frame's destination GPU.
         //= docs/spec/switch.md#2-forwarding
         //# SW-2-3 An egress port whose link is not UP MUST NOT be chosen while the table lists
         //# another port for the destination whose link is UP.
-        let candidates = self.routes.ports(dst);
-        let up: usize = candidates
-            .iter()
-            .filter(|&&e| self.ports.get(usize::from(e)).is_some_and(|x| x.up))
-            .count();
-        //= docs/spec/switch.md#2-forwarding
-        //# SW-2-1 A switch MUST forward a DATA frame to an egress port that its forwarding table
-        //# lists for the frame's destination GPU. When the table lists several, the choice MUST
-        //# be a fixed function of the source GPU, the destination GPU, the path id and the VC, so
-        //# that every frame of one path takes the same egress port (WIRE-5-4).
+        //= docs/spec/switch.md#21-the-choice-among-equal-ports
+        //# SW-2-4 When the entry lists more than one port, the egress port MUST be the one the
+        //# function of this section gives for the frame's source GPU, destination GPU, path id
+        //# and VC and the link states of the listed ports.
         //= docs/spec/wire.md#5-data-frames-the-network-header
         //# WIRE-5-4 A switch MUST forward a DATA frame on its destination GPU id, path id and VC
         //# only, and MUST NOT change the network header or the transactions.
-        let egress = if up == 0 {
-            None
-        } else {
-            let k = (path_hash(src, dst.value(), path, vc.value()) % up as u64) as usize;
-            candidates
-                .iter()
-                .copied()
-                .filter(|&e| self.ports.get(usize::from(e)).is_some_and(|x| x.up))
-                .nth(k)
-        };
+        let egress = self.route(repr.src, repr.dst, repr.path, vc);
         let Some(e) = egress.map(usize::from) else {
             //= docs/spec/switch.md#7-frames-a-switch-cannot-forward
             //# SW-7-2 A DATA frame for a GPU the table does not list, or all of whose listed
             //# egress ports are down, MUST be discarded and counted as unroutable.
             if let Some(c) = self.counters.ports.get_mut(i) {
-                c.unroutable += 1;
+                bump(&mut c.discard_unroutable, v, 1);
             }
             self.discard(i, payload, release);
             return;
         };
-        //= docs/spec/switch.md#6-latency
+        //= docs/spec/switch.md#6-latency-and-cut-through
         //# SW-6-1 A frame MUST NOT be handed to its egress port's link before `latency` has passed
         //# since it began to arrive (cut-through: since its first bit, which is its last bit's
         //# arrival less its serialisation time at `rate`) or since it arrived whole
@@ -725,9 +678,10 @@ impl Switch {
             }
         };
         let ready = Instant::from_nanos(start.saturating_add(lat)).max(self.now);
-        //= docs/spec/switch.md#4-buffers-and-losslessness
-        //# SW-4-2 A switch MUST count the frames it drops for want of buffer (by SW-4-1, none) so
-        //# that a run can show it, and the highest occupancy of every input buffer.
+        //= docs/spec/switch.md#4-buffers-losslessness-and-lifetime
+        //# SW-4-5 A switch MUST keep, for every input port and VC, the payload bytes of the
+        //# received frames it holds (`held_bytes`) and the highest value that count has reached
+        //# since reset (`held_max_bytes`).
         if let Some(c) = self.counters.ports.get_mut(i)
             && let Some(h) = c.held_bytes.get_mut(v)
         {
@@ -736,13 +690,19 @@ impl Switch {
                 *m = (*m).max(*h);
             }
         }
-        //= docs/spec/switch.md#4-buffers-and-losslessness
-        //# SW-4-3 A switch MUST keep frames waiting for different egress ports in separate queues
-        //# (one per input port, VC and egress port), so that a frame waiting for a busy egress
-        //# port never holds back one for another port.
+        //= docs/spec/switch.md#4-buffers-losslessness-and-lifetime
+        //# SW-4-3 A frame waiting for an egress port that cannot take it MUST NOT hold back a
+        //# frame received after it on the same input port and VC for another egress port that
+        //# can take it.
         //= docs/spec/switch.md#3-order
         //# SW-3-1 Frames received on one input port and VC and forwarded to one egress port MUST
         //# be handed to the egress port's link in the order they were received.
+        //= docs/spec/switch.md#22-the-forwarding-table
+        //# SW-2-8 A frame MUST leave by the egress port chosen when it was received, even if the
+        //# table changes before it leaves.
+        //= docs/spec/switch.md#4-buffers-losslessness-and-lifetime
+        //# SW-4-4 A switch MUST NOT discard a frame its input link accepted for want of buffer
+        // The frame is queued whatever the queues hold: its input link's credits bound them.
         self.voq.push_back(
             e,
             v,
@@ -751,8 +711,10 @@ impl Switch {
                 payload,
                 release,
                 ready,
+                arrived: self.now,
             },
         );
+        self.arm(e, self.now);
         if let Some(w) = self.ports.get_mut(e).and_then(|x| x.waiting.get_mut(v)) {
             *w += 1;
         }
@@ -764,6 +726,122 @@ impl Switch {
         }
     }
 
+    /// Makes sure egress port `e`'s aging runs no later than `arrived + max_residence + 1 ns`,
+    /// the first instant a frame that arrived at `arrived` is aged.
+    fn arm(&mut self, e: usize, arrived: Instant) {
+        let t = Instant::from_nanos(
+            arrived
+                .as_nanos()
+                .saturating_add(self.max_res_ns)
+                .saturating_add(1),
+        );
+        if let Some(a) = self.age_armed.get_mut(e)
+            && a.is_none_or(|a| t < a)
+        {
+            *a = Some(t);
+            self.age_wake
+                .push(Reverse((t, u16::try_from(e).unwrap_or(u16::MAX))));
+        }
+    }
+
+    //= docs/spec/switch.md#4-buffers-losslessness-and-lifetime
+    //# SW-4-8 A switch MUST NOT discard as aged a frame whose residence is at most
+    //# `max_residence`.
+    fn is_aged(&self, arrived: Instant) -> bool {
+        self.now.as_nanos().saturating_sub(arrived.as_nanos()) > self.max_res_ns
+    }
+
+    /// Discards the aged frames toward egress port `e`, in its queues and in its link, and arms
+    /// its aging for the oldest frame left (SW-4-6, SW-4-7).
+    fn expire(&mut self, e: usize) {
+        //= docs/spec/switch.md#4-buffers-losslessness-and-lifetime
+        //# SW-4-7 A frame whose residence exceeds `max_residence` MUST be discarded and counted in
+        //# `discard_aged` of the port and VC it was received on
+        if let Some(a) = self.age_armed.get_mut(e) {
+            *a = None;
+        }
+        let mut oldest: Option<Instant> = None;
+        for v in 0..self.vcs {
+            let inputs: Vec<u16> = self
+                .voq
+                .active(e, v)
+                .map(|a| a.iter().copied().collect())
+                .unwrap_or_default();
+            for i in inputs.into_iter().map(usize::from) {
+                // Each queue is in arrival order: only its head can be the oldest.
+                while let Some(head) = self.voq.front(e, v, i) {
+                    if !self.is_aged(head.arrived) {
+                        oldest = Some(oldest.map_or(head.arrived, |o| o.min(head.arrived)));
+                        break;
+                    }
+                    let Some(f) = self.voq.pop_front(e, v, i) else {
+                        break;
+                    };
+                    if let Some(w) = self.ports.get_mut(e).and_then(|x| x.waiting.get_mut(v)) {
+                        *w = w.saturating_sub(1);
+                    }
+                    if let Some(c) = self.counters.ports.get_mut(i) {
+                        bump(&mut c.discard_aged, v, 1);
+                    }
+                    self.leave(i, v, &f.payload);
+                    self.discard(i, f.payload, f.release);
+                }
+            }
+        }
+        //= docs/spec/switch.md#4-buffers-losslessness-and-lifetime
+        //# SW-4-6 A switch MUST NOT begin to send a frame on its egress port when the frame's
+        //# residence exceeds `max_residence`.
+        let in_link_aged = self.ports.get(e).is_some_and(|x| {
+            x.in_link
+                .iter()
+                .any(|q| q.front().is_some_and(|f| self.is_aged(f.arrived)))
+        });
+        if in_link_aged {
+            self.take_back_aged(e);
+        }
+        if let Some(x) = self.ports.get(e) {
+            for f in x.in_link.iter().filter_map(VecDeque::front) {
+                oldest = Some(oldest.map_or(f.arrived, |o| o.min(f.arrived)));
+            }
+        }
+        if let Some(t) = oldest {
+            self.arm(e, t);
+        }
+    }
+
+    /// Takes every unsent frame back from egress port `e`'s link, discards the aged ones and
+    /// hands the others back in the same order.
+    fn take_back_aged(&mut self, e: usize) {
+        if let Some(x) = self.ports.get_mut(e) {
+            x.aging = true;
+            x.link.withdraw();
+        }
+        self.drain(e);
+        let Some(x) = self.ports.get_mut(e) else {
+            return;
+        };
+        x.aging = false;
+        for (vc, payload, meta) in self.resubmit.drain(..) {
+            let v = vc.index();
+            if x.up && x.link.submit(vc, &payload).is_ok() {
+                if let Some(q) = x.in_link.get_mut(v) {
+                    q.push_back(meta);
+                }
+            } else if let Some(c) = self.counters.ports.get_mut(e) {
+                // The link went down meanwhile.
+                bump(&mut c.discard_port_down, v, 1);
+            }
+            self.pool.push(payload);
+        }
+        self.touch(e);
+        self.mark(e);
+    }
+
+    /// Drops a frame received on input `i` and returns its credits; the caller has counted it
+    /// in one discard counter.
+    //= docs/spec/switch.md#7-frames-a-switch-cannot-forward
+    //# SW-7-6 A switch MUST count every frame it discards in exactly one of the discard counters
+    //# of Table SW-T3.
     fn discard(&mut self, i: usize, payload: Vec<u8>, release: Release) {
         //= docs/spec/switch.md#7-frames-a-switch-cannot-forward
         //# SW-7-4 Every discarded frame's credits MUST be returned at once.
@@ -788,6 +866,15 @@ impl Switch {
     /// Hands ready frames to egress port `e`'s link: response VCs first, inputs round-robin,
     /// at most `egress_depth` queued per VC.
     fn pump(&mut self, e: usize) {
+        if self
+            .age_armed
+            .get(e)
+            .copied()
+            .flatten()
+            .is_some_and(|t| t <= self.now)
+        {
+            self.expire(e);
+        }
         let n = self.ports.len();
         let depth = self.cfg.egress_depth as usize;
         let now = self.now;
@@ -856,13 +943,16 @@ impl Switch {
                         break;
                     }
                     Err(_) => {
-                        // The egress link cannot carry it (its peer agreed fewer VCs or a smaller
-                        // MFS): lost to the port.
+                        //= docs/spec/switch.md#7-frames-a-switch-cannot-forward
+                        //# SW-7-5 A frame whose egress port's link cannot carry it (longer than
+                        //# the MFS agreed on that link, or on a VC that link did not agree) MUST
+                        //# be discarded and counted in `discard_egress_refused` of the egress
+                        //# port and VC.
                         if let Some(w) = x.waiting.get_mut(v) {
                             *w = w.saturating_sub(1);
                         }
                         if let Some(c) = self.counters.ports.get_mut(e) {
-                            c.lost_port_down += 1;
+                            bump(&mut c.discard_egress_refused, v, 1);
                         }
                         self.leave(i, v, &f.payload);
                         self.discard(i, f.payload, f.release);
@@ -872,16 +962,18 @@ impl Switch {
                 if let Some(w) = x.waiting.get_mut(v) {
                     *w = w.saturating_sub(1);
                 }
+                if let Some(q) = x.in_link.get_mut(v) {
+                    q.push_back(InLink {
+                        arrived: f.arrived,
+                        input: u16::try_from(i).unwrap_or(u16::MAX),
+                    });
+                }
                 if let Some(r) = x.rr.get_mut(v) {
                     *r = u16::try_from((i + 1) % n).unwrap_or(0);
                 }
                 if let Some(c) = self.counters.ports.get_mut(e) {
-                    if let Some(t) = c.tx_frames.get_mut(v) {
-                        *t += 1;
-                    }
-                    if let Some(t) = c.tx_bytes.get_mut(v) {
-                        *t += f.payload.len() as u64;
-                    }
+                    bump(&mut c.tx_frames, v, 1);
+                    bump(&mut c.tx_bytes, v, f.payload.len() as u64);
                 }
                 //= docs/spec/switch.md#4-buffers-and-losslessness
                 //# SW-4-1 A switch MUST keep a received frame's credits until the frame has been

@@ -1,9 +1,15 @@
 //! A switch with a bare link end on every port: forwarding, order, losslessness, arbitration,
 //! latency and the frames it cannot forward.
 
+use ethlink_link::TxState;
 use ethlink_link::{Config as LinkConfig, Duration, Event, Instant, Link, Release};
-use ethlink_protocol::{DataRepr, GpuId, MemTarget, PathId, Space, TxnRepr, Txns, Vc};
-use ethlink_switch::{Config, Mode, Routes, Switch};
+use ethlink_protocol::{
+    Capabilities, DataRepr, FrameRepr, GpuId, LinkFrame, MacAddr, MemTarget, PathId, Role, Space,
+    TxnRepr, Txns, Vc, fcs,
+};
+use ethlink_switch::{
+    Config, Mode, ROUTE_PORTS_MAX, RouteError, Routes, Switch, path_hash, select,
+};
 
 /// A peer on each switch port: GPU `gpu_of[p]` sits behind port `p`.
 struct Bench {
@@ -16,6 +22,11 @@ struct Bench {
     now: u64,
     buf: Vec<u8>,
     ports_ready: Vec<u16>,
+    /// Flip a bit in every n-th DATA frame a peer sends to the switch (0: never).
+    corrupt_every: u64,
+    data_sent_by_peers: u64,
+    /// Frames the switch sent with a stomped FCS.
+    stomped_by_switch: u64,
 }
 
 fn gpu(v: u16) -> GpuId {
@@ -54,6 +65,9 @@ impl Bench {
             now: 0,
             buf: vec![0; 9216],
             ports_ready: Vec::new(),
+            corrupt_every: 0,
+            data_sent_by_peers: 0,
+            stomped_by_switch: 0,
         };
         b.run(20_000);
         for r in &mut b.rx {
@@ -73,6 +87,15 @@ impl Bench {
                     self.peers[p].handle_timeout(now);
                 }
                 while let Ok(Some(t)) = self.peers[p].poll_transmit(now, &mut self.buf) {
+                    // First transmissions only, so that every replay gets through.
+                    if t.data.is_some_and(|(_, _, replay)| !replay) {
+                        self.data_sent_by_peers += 1;
+                        if self.corrupt_every > 0
+                            && self.data_sent_by_peers.is_multiple_of(self.corrupt_every)
+                        {
+                            self.buf[40] ^= 0x10;
+                        }
+                    }
                     self.sw.handle_frame(now, p, &self.buf[..t.len]);
                 }
             }
@@ -80,6 +103,9 @@ impl Bench {
             self.sw.take_ready_ports(&mut self.ports_ready);
             for p in 0..self.peers.len() {
                 while let Ok(Some(t)) = self.sw.poll_transmit(now, p, &mut self.buf) {
+                    if fcs::is_stomped(&self.buf[..t.len]) {
+                        self.stomped_by_switch += 1;
+                    }
                     self.peers[p].handle_frame(now, &self.buf[..t.len]);
                 }
                 while let Some(ev) = self.peers[p].poll_event() {
@@ -232,7 +258,12 @@ fn forwards_by_destination_and_keeps_path_order() {
     let c = b.sw.counters();
     //= docs/spec/switch.md#8-counters
     //= type=test
-    //# SW-8-1 A switch MUST count, per port: DATA frames and bytes received and sent per VC;
+    //# SW-8-1 A switch MUST keep, for every port and VC, every counter of Table SW-T3 under the
+    //# name the table gives.
+    //= docs/spec/switch.md#8-counters
+    //= type=test
+    //# SW-8-2 A switch MUST increment each counter of Table SW-T3 exactly when the table says,
+    //# and at no other time.
     assert_eq!(c.ports[0].rx_frames[0], 200);
     assert_eq!(c.ports[1].rx_frames[1], 200);
     assert_eq!(c.ports[2].tx_frames[0], 200);
@@ -287,6 +318,8 @@ fn a_stalled_egress_holds_back_neither_other_egresses_nor_a_single_byte_too_many
         tx_queue_bytes: 1 << 20,
         ..LinkConfig::default().with_uniform_credits(4, 2048)
     };
+    // Frames wait for as long as the test holds egress 1: no aging here.
+    c.max_residence = Duration::from_secs(1);
     // Peer 1 has a 4 KiB buffer (and so an MFS of 4 KiB at most, LINK-2-13); the switch's
     // inputs 128 KiB.
     let mut b = Bench::with_peers(c, routes(3), |p, l| {
@@ -306,16 +339,16 @@ fn a_stalled_egress_holds_back_neither_other_egresses_nor_a_single_byte_too_many
         b.send(0, 0, 2, 0, 0, 1000 + k, 256);
     }
     b.run(200_000);
-    //= docs/spec/switch.md#4-buffers-and-losslessness
+    //= docs/spec/switch.md#4-buffers-losslessness-and-lifetime
     //= type=test
-    //# SW-4-3 A switch MUST keep frames waiting for different egress ports in separate queues
-    //# (one per input port, VC and egress port), so that a frame waiting for a busy egress port
-    //# never holds back one for another port.
+    //# SW-4-3 A frame waiting for an egress port that cannot take it MUST NOT hold back a frame
+    //# received after it on the same input port and VC for another egress port that can take
+    //# it.
     assert_eq!(b.rx[2].len(), 250, "egress 2 is not held back by egress 1");
     assert!(b.rx[1].len() < 250, "egress 1 stalled");
     let input_buffer = 2048 * 64u64;
     let held = b.sw.counters().ports[0].held_max_bytes[0];
-    //= docs/spec/switch.md#4-buffers-and-losslessness
+    //= docs/spec/switch.md#4-buffers-losslessness-and-lifetime
     //= type=test
     //# SW-4-1 The buffer of an input port for a VC is its link's receive buffer for the VC
     //# (`rx_credits` x `credit_size` bytes). A switch MUST keep a received frame's credits until
@@ -325,15 +358,21 @@ fn a_stalled_egress_holds_back_neither_other_egresses_nor_a_single_byte_too_many
         "held {held} B in a {input_buffer} B buffer"
     );
     assert!(held > input_buffer / 2, "the input buffer filled: {held}");
+    //= docs/spec/switch.md#4-buffers-losslessness-and-lifetime
+    //= type=test
+    //# SW-4-5 A switch MUST keep, for every input port and VC, the payload bytes of the received
+    //# frames it holds (`held_bytes`) and the highest value that count has reached since reset
+    //# (`held_max_bytes`).
+    let now_held = b.sw.counters().ports[0].held_bytes[0];
+    assert!(now_held > 0 && now_held <= held);
     b.resume(1);
     b.run(300_000);
     assert_eq!(b.tags(1), (0..250).collect::<Vec<_>>());
-    //= docs/spec/switch.md#4-buffers-and-losslessness
+    //= docs/spec/switch.md#4-buffers-losslessness-and-lifetime
     //= type=test
-    //# SW-4-2 A switch MUST count the frames it drops for want of buffer (by SW-4-1, none) so that
-    //# a run can show it, and the highest occupancy of every input buffer.
-    assert_eq!(b.sw.counters().buffer_drops(), 0);
+    //# SW-4-4 A switch MUST NOT discard a frame its input link accepted for want of buffer
     assert_eq!(b.sw.counters().discarded(), 0);
+    assert_eq!(b.rx[2].len() + b.rx[1].len(), 500);
 }
 
 #[test]
@@ -400,7 +439,7 @@ fn one_frame_latency(mode: Mode, len: usize) -> u64 {
 
 #[test]
 fn latency_is_added_from_the_first_or_the_last_bit() {
-    //= docs/spec/switch.md#6-latency
+    //= docs/spec/switch.md#6-latency-and-cut-through
     //= type=test
     //# SW-6-1 A frame MUST NOT be handed to its egress port's link before `latency` has passed
     //# since it began to arrive (cut-through: since its first bit, which is its last bit's
@@ -429,12 +468,12 @@ fn malformed_unroutable_and_port_down_frames_are_discarded_and_counted() {
     //= type=test
     //# SW-7-1 A DATA frame whose network header is malformed (WIRE-5-3) MUST be discarded and
     //# counted.
-    assert_eq!(c.malformed, 1);
+    assert_eq!(c.discard_malformed[0], 1);
     //= docs/spec/switch.md#7-frames-a-switch-cannot-forward
     //= type=test
     //# SW-7-2 A DATA frame for a GPU the table does not list, or all of whose listed egress ports
     //# are down, MUST be discarded and counted as unroutable.
-    assert_eq!(c.unroutable, 1);
+    assert_eq!(c.discard_unroutable[0], 1);
     assert!(b.rx.iter().all(Vec::is_empty));
     // Egress 2 stalls, frames queue for it, then its link goes down.
     b.hold[2] = true;
@@ -451,8 +490,26 @@ fn malformed_unroutable_and_port_down_frames_are_discarded_and_counted() {
     //= type=test
     //# SW-7-3 Frames waiting for an egress port whose link goes down, and frames its link reports
     //# of unknown fate or withdrawn, MUST be discarded and counted as lost to the port
-    assert!(c.ports[2].lost_port_down > 0);
+    assert!(c.ports[2].discard_port_down[0] > 0);
     assert_eq!(b.sw.queued(), 0);
+    //= docs/spec/switch.md#7-frames-a-switch-cannot-forward
+    //= type=test
+    //# SW-7-6 A switch MUST count every frame it discards in exactly one of the discard counters
+    //# of Table SW-T3.
+    let sent_to_2 = c.ports[2].tx_frames[0];
+    assert_eq!(c.ports[0].rx_frames[0], 102);
+    // Frames for GPU 2 that reached the switch after port 2 went down are unroutable.
+    let late = c.ports[0].discard_unroutable[0] - 1;
+    assert_eq!(
+        b.rx[2].len() as u64 + c.ports[2].discard_port_down[0] + late,
+        100,
+        "every frame for port 2 delivered or counted once"
+    );
+    assert!(sent_to_2 <= 100);
+    assert_eq!(
+        c.discarded(),
+        1 + c.ports[0].discard_unroutable[0] + c.ports[2].discard_port_down[0]
+    );
     //= docs/spec/switch.md#7-frames-a-switch-cannot-forward
     //= type=test
     //# SW-7-4 Every discarded frame's credits MUST be returned at once.
@@ -462,9 +519,31 @@ fn malformed_unroutable_and_port_down_frames_are_discarded_and_counted() {
     b.send(0, 0, 1, 0, 0, 501, 64);
     b.run(5_000);
     // The frames for GPU 2 still on their way when port 2 went down are unroutable too.
-    assert!(b.sw.counters().ports[0].unroutable >= 2);
+    assert!(b.sw.counters().ports[0].discard_unroutable[0] >= 2);
     assert_eq!(b.tags(1), vec![501]);
-    assert_eq!(b.sw.counters().buffer_drops(), 0);
+    // Port 2 comes back: its counters were kept across the link going down and up.
+    let before = b.sw.counters().ports[2];
+    let now = Instant::from_nanos(b.now);
+    b.hold[2] = false;
+    b.held[2].clear();
+    b.peers[2].physical_up(now);
+    b.sw.port_up(now, 2);
+    b.run(20_000);
+    //= docs/spec/switch.md#8-counters
+    //= type=test
+    //# SW-8-4 A switch MUST keep its counters and the values of Table SW-T4 when a port's link
+    //# goes down or re-initialises; only a reset of the switch (§9) clears them.
+    let after = b.sw.counters().ports[2];
+    assert_eq!(after.discard_port_down, before.discard_port_down);
+    assert_eq!(after.tx_frames, before.tx_frames);
+    b.send(0, 0, 2, 0, 0, 502, 64);
+    b.run(5_000);
+    assert_eq!(b.tags(2).last(), Some(&502));
+    assert_eq!(
+        b.sw.counters().ports[2].tx_frames[0],
+        before.tx_frames[0] + 1
+    );
+    assert_eq!(b.sw.counters().total(|p| &p.discard_aged), 0);
     let _ = Duration::ZERO;
 }
 
@@ -486,5 +565,449 @@ fn an_equal_cost_port_that_is_down_is_not_chosen() {
     //# SW-2-3 An egress port whose link is not UP MUST NOT be chosen while the table lists another
     //# port for the destination whose link is UP.
     assert_eq!(b.rx[3].len(), 16);
-    assert_eq!(b.sw.counters().ports[0].unroutable, 0);
+    assert_eq!(b.sw.counters().ports[0].discard_unroutable[0], 0);
+}
+
+/// Table SW-T2: fixed inputs, their mix and the egress port chosen from the entry
+/// [8, 9, 10, 11] with every port UP, and with port 9 down.
+const VECTORS: [(u16, u16, u8, u8, u64, u16, u16); 8] = [
+    (0, 1, 0x00, 0, 0x09aa_b36c_fda2_d1b3, 11, 11),
+    (1, 0, 0x00, 0, 0xc42c_5a1a_a382_0138, 8, 8),
+    (5, 9, 0x23, 2, 0xc925_021a_7797_74d2, 10, 10),
+    (1023, 0, 0x10, 0, 0x8d97_b7d4_240f_6431, 9, 11),
+    (0, 1023, 0x31, 1, 0x20a7_dafc_1959_fb46, 10, 10),
+    (0x1234, 0x0567, 0xff, 7, 0x49a5_f12d_ea14_af6a, 10, 10),
+    (12, 34, 0x05, 3, 0xd7ac_3726_3e23_d193, 11, 11),
+    (100, 200, 0x12, 0, 0x3417_ebb4_facf_f109, 9, 8),
+];
+
+#[test]
+fn the_choice_among_equal_ports_matches_the_vectors() {
+    //= docs/spec/switch.md#21-the-choice-among-equal-ports
+    //= type=test
+    //# SW-2-4 When the entry lists more than one port, the egress port MUST be the one the
+    //# function of this section gives for the frame's source GPU, destination GPU, path id and
+    //# VC and the link states of the listed ports.
+    let listed = [8u16, 9, 10, 11];
+    for (src, dst, path, vc, h, all_up, nine_down) in VECTORS {
+        let got = path_hash(gpu(src), gpu(dst), PathId(path), Vc::new(vc).unwrap());
+        assert_eq!(got, h, "mix of ({src}, {dst}, {path:#x}, {vc})");
+        assert_eq!(select(&listed, h, |_| true), Some(all_up));
+        assert_eq!(select(&listed, h, |p| p != 9), Some(nine_down));
+        assert_eq!(select(&listed, h, |_| false), None);
+    }
+    // The same choices through a switch, before and after port 9 goes down.
+    let mut r = Routes::new();
+    for (_, dst, ..) in VECTORS {
+        r.set(gpu(dst), &listed).unwrap();
+    }
+    let mut b = Bench::new(cfg(12), r);
+    for (src, dst, path, vc, _, all_up, _) in VECTORS {
+        let vc = Vc::new(vc).unwrap();
+        assert_eq!(
+            b.sw.route(gpu(src), gpu(dst), PathId(path), vc),
+            Some(all_up)
+        );
+    }
+    let now = Instant::from_nanos(b.now);
+    b.sw.port_down(now, 9);
+    b.peers[9].physical_down(now);
+    b.run(1_000);
+    for (src, dst, path, vc, _, _, nine_down) in VECTORS {
+        let vc = Vc::new(vc).unwrap();
+        assert_eq!(
+            b.sw.route(gpu(src), gpu(dst), PathId(path), vc),
+            Some(nine_down)
+        );
+    }
+    // And on the wire: the frame of the fourth vector, with port 9 down, leaves on port 11.
+    b.send(0, 1023, 0, 0x10, 0, 77, 64);
+    b.run(5_000);
+    assert_eq!(b.tags(11), vec![77]);
+}
+
+#[test]
+fn a_port_going_down_moves_only_the_paths_it_carried() {
+    let listed: Vec<u16> = (0..8).collect();
+    let mut moved = 0;
+    for k in 0..4096u32 {
+        let h = path_hash(
+            gpu((k % 1000) as u16),
+            gpu(7),
+            PathId((k / 1000) as u8),
+            Vc::new((k % 4) as u8).unwrap(),
+        );
+        let before = select(&listed, h, |_| true).unwrap();
+        let after = select(&listed, h, |p| p != 3).unwrap();
+        if before == 3 {
+            assert_ne!(after, 3);
+            moved += 1;
+        } else {
+            assert_eq!(after, before, "a path on an UP port moved");
+        }
+    }
+    // About one eighth of the paths were on port 3.
+    assert!((400..650).contains(&moved), "{moved}");
+}
+
+#[test]
+fn forwarding_table_entries_are_bounded_and_checked() {
+    //= docs/spec/switch.md#22-the-forwarding-table
+    //= type=test
+    //# SW-2-5 A switch MUST accept, for every destination GPU id 0..=0xFFFE, an entry of 0 to 64
+    //# distinct egress ports.
+    //= docs/spec/switch.md#22-the-forwarding-table
+    //= type=test
+    //# SW-2-6 A switch MUST refuse an entry that lists more than 64 ports, a port twice or a
+    //# port it does not have, and leave its table unchanged.
+    let mut r = Routes::new();
+    let many: Vec<u16> = (0..ROUTE_PORTS_MAX as u16).collect();
+    r.set(gpu(0xFFFE), &many).unwrap();
+    r.set(gpu(0), &[3]).unwrap();
+    let too_many: Vec<u16> = (0..=ROUTE_PORTS_MAX as u16).collect();
+    assert_eq!(
+        r.set(gpu(0), &too_many),
+        Err(RouteError::TooManyPorts { ports: 65 })
+    );
+    assert_eq!(
+        r.set(gpu(0), &[1, 2, 1]),
+        Err(RouteError::Duplicate { port: 1 })
+    );
+    assert_eq!(r.ports(gpu(0)), &[3]);
+    assert_eq!(r.ports(gpu(0xFFFE)).len(), 64);
+    let c = Config {
+        ports: 64,
+        ..Config::default()
+    };
+    Switch::new(c.clone(), r.clone()).unwrap();
+    let e = Switch::new(Config { ports: 63, ..c }, r)
+        .map(|_| ())
+        .unwrap_err();
+    assert_eq!(e.field, "routes");
+    let mut s = Switch::new(cfg(4), routes(4)).unwrap();
+    assert_eq!(
+        s.set_route(gpu(1), &[4]),
+        Err(RouteError::NoSuchPort { port: 4, ports: 4 })
+    );
+    assert_eq!(s.routes().ports(gpu(1)), &[1]);
+}
+
+#[test]
+fn a_table_write_applies_to_frames_received_after_it() {
+    let mut c = cfg(4);
+    c.max_residence = Duration::from_secs(1);
+    let mut b = Bench::new(c, routes(4));
+    // Egress 2 stalls; frames for GPU 2 queue for it.
+    b.hold[2] = true;
+    for k in 0..60u16 {
+        b.send(0, 0, 2, 0, 0, k, 1000);
+    }
+    b.run(20_000);
+    let before = b.rx[2].len();
+    assert!(before < 60);
+    //= docs/spec/switch.md#22-the-forwarding-table
+    //= type=test
+    //# SW-2-7 A switch MUST let its forwarding table be written while it runs, one entry at a
+    //# time, each write replacing the whole entry at once.
+    b.sw.set_route(gpu(2), &[3]).unwrap();
+    for k in 100..110u16 {
+        b.send(0, 0, 2, 0, 0, k, 1000);
+    }
+    b.run(20_000);
+    //= docs/spec/switch.md#22-the-forwarding-table
+    //= type=test
+    //# SW-2-8 A frame MUST leave by the egress port chosen when it was received, even if the
+    //# table changes before it leaves.
+    assert_eq!(b.tags(3), (100..110).collect::<Vec<_>>());
+    b.resume(2);
+    b.run(50_000);
+    assert_eq!(b.tags(2), (0..60).collect::<Vec<_>>());
+    assert_eq!(b.sw.counters().discarded(), 0);
+}
+
+#[test]
+fn frames_older_than_max_residence_are_discarded_counted_and_their_credits_returned() {
+    let mut c = cfg(3);
+    c.max_residence = Duration::from_micros(5);
+    c.egress_depth = 4;
+    let mut b = Bench::new(c, routes(3));
+    // Peer 2 keeps the buffers of what it receives: egress 2 stalls once peer 2's buffer is full
+    // (32 KiB, some 30 frames), with frames in the switch's queues and in its egress link.
+    b.hold[2] = true;
+    let t0 = b.now;
+    for k in 0..100u16 {
+        b.send(0, 0, 2, 0, 0, k, 1000);
+    }
+    // Every frame arrived at or after t0: at t0 + 5 us none has been in the switch longer.
+    b.run(5_000);
+    //= docs/spec/switch.md#4-buffers-losslessness-and-lifetime
+    //= type=test
+    //# SW-4-8 A switch MUST NOT discard as aged a frame whose residence is at most
+    //# `max_residence`.
+    assert_eq!(b.sw.counters().ports[0].discard_aged, [0; 8]);
+    // Some wait in the switch's queues, some in the egress link for want of credit.
+    let in_link = b.sw.link(2).unwrap().queued(Vc::new(0).unwrap()).0;
+    assert_eq!(in_link, 4);
+    let stalled = b.sw.queued() + in_link;
+    assert!(stalled > 25, "{stalled} frames wait in the switch");
+    // The input buffer holds some 32 of them; the rest enter as aged frames free it, and age
+    // in turn.
+    b.run(40_000);
+    let c = &b.sw.counters().ports[0];
+    let delivered = b.rx[2].len() as u64;
+    //= docs/spec/switch.md#4-buffers-losslessness-and-lifetime
+    //= type=test
+    //# SW-4-7 A frame whose residence exceeds `max_residence` MUST be discarded and counted in
+    //# `discard_aged` of the port and VC it was received on
+    assert_eq!(c.discard_aged[0] + delivered, 100);
+    assert!(c.discard_aged[0] >= stalled as u64);
+    assert_eq!(b.sw.counters().discarded(), c.discard_aged[0]);
+    // Nothing is left: not in the queues, not in the egress link; the input's credits are back.
+    assert_eq!(b.sw.queued(), 0);
+    assert_eq!(b.sw.link(2).unwrap().queued(Vc::new(0).unwrap()), (0, 0));
+    //= docs/spec/switch.md#7-frames-a-switch-cannot-forward
+    //= type=test
+    //# SW-7-4 Every discarded frame's credits MUST be returned at once.
+    assert_eq!(c.held_bytes[0], 0);
+    assert_eq!(b.sw.link(0).unwrap().rx_occupied(Vc::new(0).unwrap()), 0);
+    let _ = t0;
+    // Aged frames never leave later: peer 2 gets nothing more once it drains.
+    b.resume(2);
+    b.run(20_000);
+    assert_eq!(b.rx[2].len() as u64, delivered);
+    assert_eq!(b.tags(2), (0..delivered as u16).collect::<Vec<_>>());
+    //= docs/spec/switch.md#4-buffers-losslessness-and-lifetime
+    //= type=test
+    //# SW-4-6 A switch MUST NOT begin to send a frame on its egress port when the frame's
+    //# residence exceeds `max_residence`.
+    assert!(b.sw.counters().residence_max_ns() <= 5_000);
+    // The switch works on: new frames go through.
+    b.send(0, 0, 2, 0, 0, 500, 1000);
+    b.run(5_000);
+    assert_eq!(b.tags(2).last(), Some(&500));
+    // Under a load that never waits long, nothing ages.
+    let mut b = Bench::new(cfg(3), routes(3));
+    for k in 0..300u16 {
+        b.send(0, 0, 2, 0, 0, k, 2000);
+        b.send(1, 1, 2, 0, 1, 1000 + k, 2000);
+    }
+    b.run(100_000);
+    assert_eq!(b.rx[2].len(), 600);
+    assert_eq!(b.sw.counters().discarded(), 0);
+}
+
+#[test]
+fn max_residence_is_checked() {
+    for (us, ok) in [
+        (0u64, false),
+        (1, true),
+        (40, true),
+        (1_000_000, true),
+        (1_000_001, false),
+    ] {
+        let c = Config {
+            max_residence: Duration::from_micros(us),
+            ..Config::default()
+        };
+        assert_eq!(c.validate().is_ok(), ok, "{us} us");
+    }
+    let c = Config {
+        max_residence: Duration::from_micros(2),
+        latency: Duration::from_micros(2),
+        ..Config::default()
+    };
+    assert_eq!(c.validate().unwrap_err().field, "max_residence");
+}
+
+#[test]
+fn reset_leaves_every_port_off_every_counter_zero_and_names_the_ports() {
+    let c = Config {
+        id: 0x0102,
+        ports: 300,
+        ..Config::default()
+    };
+    let mut sw = Switch::new(c, routes(4)).unwrap();
+    //= docs/spec/switch.md#9-reset-and-identity
+    //= type=test
+    //# SW-9-1 After a reset a switch MUST hold no frame.
+    assert_eq!(sw.queued(), 0);
+    //= docs/spec/switch.md#9-reset-and-identity
+    //= type=test
+    //# SW-9-2 After a reset every counter of Table SW-T3 and every value of Table SW-T4 MUST read
+    //# zero.
+    assert!(sw.counters().ports.iter().all(|p| *p == Default::default()));
+    //= docs/spec/switch.md#9-reset-and-identity
+    //= type=test
+    //# SW-9-3 After a reset a switch MUST keep every port's link end OFF until that port's
+    //# physical link is up.
+    let mut buf = vec![0u8; 9216];
+    for p in [0usize, 299] {
+        assert_eq!(sw.link(p).unwrap().tx_state(), TxState::Off);
+        assert_eq!(sw.poll_transmit(Instant::ZERO, p, &mut buf), Ok(None));
+    }
+    sw.port_up(Instant::ZERO, 299);
+    let t = sw
+        .poll_transmit(Instant::ZERO, 299, &mut buf)
+        .unwrap()
+        .unwrap();
+    let f = FrameRepr::parse_bytes(&buf[..t.len], 9216).unwrap();
+    //= docs/spec/switch.md#9-reset-and-identity
+    //= type=test
+    //# SW-9-4 Port *p* of the switch numbered *s* MUST use the MAC address `02:01:s1:s0:p1:p0`
+    assert_eq!(f.eth.src, MacAddr([0x02, 0x01, 0x01, 0x02, 0x01, 0x2B]));
+    let LinkFrame::Init(init) = f.link else {
+        panic!("{f:?}")
+    };
+    //= docs/spec/switch.md#9-reset-and-identity
+    //= type=test
+    //# SW-9-5 Every port of a switch MUST announce role Switch (2) in its INIT and INIT_ECHO
+    //# frames.
+    assert_eq!(init.role, Role::Switch);
+    //= docs/spec/switch.md#6-latency-and-cut-through
+    //= type=test
+    //# SW-6-5 A switch that checks the FCS of every frame before it forwards it MUST NOT
+    //# announce CUT_THROUGH.
+    assert_eq!(init.caps, Capabilities::NONE);
+    assert!(!init.caps.contains(Capabilities::CUT_THROUGH));
+}
+
+#[test]
+fn a_damaged_frame_is_forwarded_once_after_its_replay_and_never_stomped() {
+    let mut b = Bench::new(cfg(3), routes(3));
+    b.corrupt_every = 7;
+    for k in 0..200u16 {
+        b.send(0, 0, 2, 0, 0, k, 700);
+    }
+    b.run(100_000);
+    assert!(b.sw.link(0).unwrap().counters().rx_fcs_errors > 10);
+    //= docs/spec/switch.md#6-latency-and-cut-through
+    //= type=test
+    //# SW-6-6 A switch that does not announce CUT_THROUGH MUST check a frame's FCS before it
+    //# begins to send it.
+    assert_eq!(b.tags(2), (0..200).collect::<Vec<_>>());
+    assert_eq!(b.stomped_by_switch, 0);
+    //= docs/spec/switch.md#6-latency-and-cut-through
+    //= type=test
+    //# SW-6-2 A switch that has begun to send a frame whose FCS then turns out bad (damaged, or
+    //# stomped by the hop before) MUST end it with a stomped FCS (WIRE-2.5-4).
+    //= docs/spec/switch.md#6-latency-and-cut-through
+    //= type=test
+    //# SW-6-3 A switch MUST NOT send a frame received with a bad FCS other than ended by a
+    //# stomped FCS.
+    //= docs/spec/switch.md#6-latency-and-cut-through
+    //= type=test
+    //# SW-6-4 A switch MUST NOT keep a frame received with a bad FCS to send it again; the copy the
+    //# input link accepts later (replayed by the hop before) is forwarded as any other frame.
+    assert_eq!(b.sw.counters().ports[2].tx_frames[0], 200);
+}
+
+#[test]
+fn frames_the_egress_link_cannot_carry_are_discarded_and_counted() {
+    // Peer 2 agrees 2 VCs and an MFS of 1024 B with the switch.
+    let mut b = Bench::with_peers(cfg(3), routes(3), |p, l| {
+        if p == 2 {
+            LinkConfig {
+                mfs: 1024,
+                ..l.with_uniform_credits(2, 512)
+            }
+        } else {
+            l
+        }
+    });
+    b.send(0, 0, 2, 0, 0, 1, 2000);
+    b.send(0, 0, 2, 0, 3, 2, 64);
+    b.send(0, 0, 2, 0, 1, 3, 64);
+    b.run(5_000);
+    let c = b.sw.counters();
+    //= docs/spec/switch.md#7-frames-a-switch-cannot-forward
+    //= type=test
+    //# SW-7-5 A frame whose egress port's link cannot carry it (longer than the MFS agreed on that
+    //# link, or on a VC that link did not agree) MUST be discarded and counted in
+    //# `discard_egress_refused` of the egress port and VC.
+    assert_eq!(c.ports[2].discard_egress_refused[0], 1);
+    assert_eq!(c.ports[2].discard_egress_refused[3], 1);
+    assert_eq!(c.discarded(), 2);
+    assert_eq!(b.tags(2), vec![3]);
+    assert_eq!(c.ports[0].held_bytes, [0; 8]);
+}
+
+proptest::proptest! {
+    /// The choice is always a listed port whose link is UP when there is one, the first choice
+    /// whenever its link is UP, and nothing when none is UP.
+    #[test]
+    fn the_choice_is_an_up_listed_port(
+        listed in proptest::collection::btree_set(0u16..1024, 1..=ROUTE_PORTS_MAX),
+        down in proptest::collection::btree_set(0u16..1024, 0..64),
+        key in proptest::prelude::any::<(u16, u16, u8, u8)>(),
+    ) {
+        let listed: Vec<u16> = listed.into_iter().collect();
+        let (src, dst, path, vc) = key;
+        let h = path_hash(
+            gpu(src % 0xFFFF),
+            gpu(dst % 0xFFFF),
+            PathId(path),
+            Vc::new(vc % 8).unwrap(),
+        );
+        let up = |p: u16| !down.contains(&p);
+        let got = select(&listed, h, up);
+        let first = listed[(h % listed.len() as u64) as usize];
+        match got {
+            Some(p) => {
+                proptest::prop_assert!(listed.contains(&p) && up(p));
+                if up(first) {
+                    proptest::prop_assert_eq!(p, first);
+                }
+            }
+            None => proptest::prop_assert!(listed.iter().all(|&p| !up(p))),
+        }
+    }
+}
+
+#[test]
+fn young_frames_taken_back_from_the_egress_link_with_aged_ones_keep_their_order() {
+    let mut c = cfg(3);
+    c.max_residence = Duration::from_micros(5);
+    c.egress_depth = 4;
+    let mut b = Bench::new(c, routes(3));
+    b.hold[2] = true;
+    // VC 0 stalls first; 3 us later VC 1 stalls too, each with frames in the egress link.
+    for k in 0..60u16 {
+        b.send(0, 0, 2, 0, 0, k, 1000);
+    }
+    b.run(3_000);
+    for k in 0..60u16 {
+        b.send(1, 1, 2, 0, 1, 1000 + k, 1000);
+    }
+    b.run(2_500);
+    let vc1 = Vc::new(1).unwrap();
+    assert_eq!(b.sw.link(2).unwrap().queued(vc1).0, 4);
+    // VC 0's frames in the link have aged; VC 1's were taken back with them and handed back.
+    assert!(b.sw.counters().ports[0].discard_aged[0] > 0);
+    assert_eq!(b.sw.counters().ports[1].discard_aged[1], 0);
+    assert_eq!(b.sw.link(2).unwrap().queued(Vc::new(0).unwrap()).0, 0);
+    assert_eq!(b.sw.link(2).unwrap().counters().frames_withdrawn, 8);
+    b.resume(2);
+    b.run(30_000);
+    let mut got1 = Vec::new();
+    let mut got0 = Vec::new();
+    for (_, vc, payload) in &b.rx[2] {
+        let tag = DataRepr::parse(payload)
+            .unwrap()
+            .txns
+            .iter()
+            .next()
+            .unwrap()
+            .unwrap()
+            .tag();
+        if vc.value() == 1 {
+            got1.push(tag)
+        } else {
+            got0.push(tag)
+        }
+    }
+    let aged1 = b.sw.counters().ports[1].discard_aged[1];
+    assert_eq!(got1.len() as u64 + aged1, 60);
+    assert_eq!(got1, (1000..1000 + got1.len() as u16).collect::<Vec<_>>());
+    assert_eq!(got0, (0..got0.len() as u16).collect::<Vec<_>>());
+    assert!(b.sw.counters().residence_max_ns() <= 5_000);
 }

@@ -1,0 +1,119 @@
+//! Parameters of a switch (switch.md §1.1, Table SW-T1).
+
+use core::time::Duration;
+
+use ethlink_link::{Config as LinkConfig, ConfigError};
+use ethlink_protocol::{Capabilities, MacAddr, Role};
+
+/// When a frame may leave (SW-6-1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Mode {
+    /// `latency` after its first bit arrived.
+    #[default]
+    CutThrough,
+    /// `latency` after its last bit arrived.
+    StoreAndForward,
+}
+
+/// Configuration of a switch. [`Config::default`] gives the defaults of switch.md Table SW-T1.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// The switch's number: the bytes 2..3 of every port's MAC address (SW-9-4) and part of its
+    /// ports' nonce seeds.
+    pub id: u16,
+    /// Ports, 1..=1024.
+    pub ports: u16,
+    /// Port-to-port latency, at most 10 us.
+    pub latency: Duration,
+    /// Cut-through or store-and-forward.
+    pub mode: Mode,
+    /// Line rate of every port, Gb/s, for the cut-through timing.
+    pub rate_gbps: f64,
+    /// Frames of one VC an egress link may hold queued, 1..=64.
+    pub egress_depth: u32,
+    /// Longest a frame may stay in the switch before its first transmission on its egress port
+    /// begins, 1 us..=1 s and more than `latency` (SW-4-4).
+    pub max_residence: Duration,
+    /// Every port's link; `rx_credits` is the input buffer of each VC.
+    pub link: LinkConfig,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        let link = LinkConfig {
+            // Frames wait in the switch's own queues, not the link's (SW-5-3).
+            tx_queue_frames: 64,
+            tx_queue_bytes: 64 * 9216,
+            ..LinkConfig::default()
+        };
+        Config {
+            id: 0,
+            ports: 64,
+            latency: Duration::from_nanos(250),
+            mode: Mode::CutThrough,
+            rate_gbps: 400.0,
+            egress_depth: 2,
+            max_residence: Duration::from_micros(40),
+            link,
+        }
+    }
+}
+
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+impl Config {
+    /// Checks the parameters against switch.md Table SW-T1 and the link's against link.md.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let err = |field, value, rule| Err(ConfigError { field, value, rule });
+        if !(1..=1024).contains(&self.ports) {
+            return err("ports", self.ports.into(), "must be 1..=1024");
+        }
+        let lat = nanos(self.latency);
+        if lat > 10_000 {
+            return err("latency", lat, "must be at most 10 us");
+        }
+        if !(self.rate_gbps.is_finite() && self.rate_gbps > 0.0) {
+            return err("rate_gbps", 0, "must be a positive number");
+        }
+        if !(1..=64).contains(&self.egress_depth) {
+            return err("egress_depth", self.egress_depth.into(), "must be 1..=64");
+        }
+        let res = nanos(self.max_residence);
+        if !(1_000..=1_000_000_000).contains(&res) {
+            return err("max_residence", res, "must be 1 us..=1 s");
+        }
+        if res <= lat {
+            return err("max_residence", res, "must be more than latency");
+        }
+        self.link.validate()
+    }
+
+    /// The link configuration of port `p` (SW-9-4, SW-9-5): the MAC address
+    /// `02:01:<id>:<p>` (id and port big-endian, two bytes each), its own nonce seed, role
+    /// Switch and no capability.
+    pub fn port_link(&self, p: u16) -> LinkConfig {
+        let mut l = self.link.clone();
+        //= docs/spec/switch.md#9-reset-and-identity
+        //# SW-9-4 Port *p* of the switch numbered *s* MUST use the MAC address
+        //# `02:01:s1:s0:p1:p0`
+        let [a, b] = self.id.to_be_bytes();
+        let [c, d] = p.to_be_bytes();
+        l.mac = MacAddr([0x02, 0x01, a, b, c, d]);
+        l.nonce_seed = self
+            .link
+            .nonce_seed
+            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+            .wrapping_add(0x5157_0000_0000 | u64::from(self.id) << 16 | u64::from(p));
+        //= docs/spec/switch.md#9-reset-and-identity
+        //# SW-9-5 Every port of a switch MUST announce role Switch (2) in its INIT and INIT_ECHO
+        //# frames.
+        l.role = Role::Switch;
+        //= docs/spec/switch.md#6-latency-and-cut-through
+        //# SW-6-5 A switch that checks the FCS of every frame before it forwards it MUST NOT
+        //# announce CUT_THROUGH.
+        l.caps = Capabilities::NONE;
+        l
+    }
+}
