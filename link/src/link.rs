@@ -771,7 +771,8 @@ impl Link {
             }
             // Nothing waits on this VC any more: a credit stall ends here.
             if let Some(since) = self.stalled_since.get_mut(v).and_then(Option::take) {
-                self.counters.credit_stall_ns[v] += self.now.since(since).as_nanos() as u64;
+                self.counters.credit_stall_ns[v] = self.counters.credit_stall_ns[v]
+                    .wrapping_add(self.now.since(since).as_nanos() as u64);
             }
             //= docs/spec/link.md#6-flush-and-re-initialisation
             //# LINK-6-6 The end MUST report each frame withdrawn by LINK-6-5 to the upper layer as
@@ -785,7 +786,7 @@ impl Link {
             }
             total += frames;
         }
-        self.counters.frames_withdrawn += total as u64;
+        self.counters.frames_withdrawn = self.counters.frames_withdrawn.wrapping_add(total as u64);
         total
     }
 
@@ -845,7 +846,7 @@ impl Link {
             self.replay_deadline = None;
             self.replay_cursor = None;
         }
-        self.counters.tx_stomped += 1;
+        self.counters.tx_stomped = self.counters.tx_stomped.wrapping_add(1);
         Some(Stomped {
             vc,
             seq,
@@ -889,7 +890,7 @@ impl Link {
             //# LINK-2-11 An end MUST discard, and count as received while not UP, every frame
             //# that passes the checks of wire.md §7 up to the kind while its physical link is
             //# down, and every ACK, NACK, CF or CC frame while it is not UP.
-            self.counters.rx_not_up += 1;
+            self.counters.rx_not_up = self.counters.rx_not_up.wrapping_add(1);
             return;
         }
         let repr = match FrameRepr::parse(&frame) {
@@ -920,7 +921,8 @@ impl Link {
                 return;
             }
             Err(_) => {
-                self.counters.rx_malformed_control += 1;
+                self.counters.rx_malformed_control =
+                    self.counters.rx_malformed_control.wrapping_add(1);
                 return;
             }
         };
@@ -930,25 +932,25 @@ impl Link {
             }
             LinkFrame::Ack(s) => {
                 if self.control_up() {
-                    self.counters.acks_received += 1;
+                    self.counters.acks_received = self.counters.acks_received.wrapping_add(1);
                     self.on_ack(now, s, false);
                 }
             }
             LinkFrame::Nack(s) => {
                 if self.control_up() {
-                    self.counters.nacks_received += 1;
+                    self.counters.nacks_received = self.counters.nacks_received.wrapping_add(1);
                     self.on_ack(now, s, true);
                 }
             }
             LinkFrame::CreditUpdate(c) => {
                 if self.control_up() {
-                    self.counters.cf_received += 1;
+                    self.counters.cf_received = self.counters.cf_received.wrapping_add(1);
                     self.on_cf(&c);
                 }
             }
             LinkFrame::CreditResync(c) => {
                 if self.control_up() {
-                    self.counters.cc_received += 1;
+                    self.counters.cc_received = self.counters.cc_received.wrapping_add(1);
                     self.on_cc(&c);
                 }
             }
@@ -976,7 +978,7 @@ impl Link {
                 //# `init_timeout` it MUST report it to the upper layer and count it, once per
                 //# initialisation.
                 self.init_timeout_reported = true;
-                self.counters.init_timeouts += 1;
+                self.counters.init_timeouts = self.counters.init_timeouts.wrapping_add(1);
                 self.push_status(EvRec::Notice(Notice::InitTimeout {
                     waited: now.since(self.init_since),
                 }));
@@ -1030,7 +1032,7 @@ impl Link {
             if self.peer_nonce == Some(echo) {
                 self.peer_up = true;
             }
-            self.counters.init_echoes_sent += 1;
+            self.counters.init_echoes_sent = self.counters.init_echoes_sent.wrapping_add(1);
             return Ok(Some(t));
         }
         //= docs/spec/link.md#2-bring-up
@@ -1044,7 +1046,7 @@ impl Link {
                 let init = self.own_init();
                 let t = self.emit_control(buf, LinkFrame::Init(init))?;
                 self.init_next = now.saturating_add(self.cfg.init_interval);
-                self.counters.inits_sent += 1;
+                self.counters.inits_sent = self.counters.inits_sent.wrapping_add(1);
                 return Ok(Some(t));
             }
             return Ok(None);
@@ -1056,7 +1058,7 @@ impl Link {
             //# last good sequence number and enter NACK_SENT.
             let t = self.emit_control(buf, LinkFrame::Nack(self.last_good))?;
             self.rx_state = RxState::NackSent;
-            self.counters.nacks_sent += 1;
+            self.counters.nacks_sent = self.counters.nacks_sent.wrapping_add(1);
             self.acked_now();
             return Ok(Some(t));
         }
@@ -1072,7 +1074,7 @@ impl Link {
             //# that is `(first - 1) mod 2^20`. ACK and NACK frames sent in that state MUST
             //# carry that value.
             let t = self.emit_control(buf, LinkFrame::Ack(self.last_good))?;
-            self.counters.acks_sent += 1;
+            self.counters.acks_sent = self.counters.acks_sent.wrapping_add(1);
             self.acked_now();
             return Ok(Some(t));
         }
@@ -1090,7 +1092,7 @@ impl Link {
             //# another.
             let repr = credit_repr(agreed.vcs, &self.freed);
             let t = self.emit_control(buf, LinkFrame::CreditUpdate(repr))?;
-            self.counters.cf_sent += 1;
+            self.counters.cf_sent = self.counters.cf_sent.wrapping_add(1);
             self.last_cf = now;
             self.freed_since_cf = 0;
             self.cf_forced = false;
@@ -1106,7 +1108,7 @@ impl Link {
             //# LINK-5-12 The TX MUST NOT send a CC while its replay buffer holds a frame.
             let repr = credit_repr(agreed.vcs, &self.consumed);
             let t = self.emit_control(buf, LinkFrame::CreditResync(repr))?;
-            self.counters.cc_sent += 1;
+            self.counters.cc_sent = self.counters.cc_sent.wrapping_add(1);
             self.cc_next = now.saturating_add(self.cfg.cc_interval);
             return Ok(Some(t));
         }
@@ -1322,7 +1324,7 @@ impl Link {
         //# agreed: `grant[v] < ceil((mfs + credit_overhead) / credit_size)` with the sender's
         //# credit size and overhead. It MUST count the frame as refused, stay in its state and
         //# report the reason (the VC and the numbers) to the upper layer.
-        self.counters.init_refused += 1;
+        self.counters.init_refused = self.counters.init_refused.wrapping_add(1);
         if self.last_refusal != Some(notice) {
             self.last_refusal = Some(notice);
             self.push_status(EvRec::Notice(notice));
@@ -1334,7 +1336,7 @@ impl Link {
             self.refuse(n);
             return;
         }
-        self.counters.inits_received += 1;
+        self.counters.inits_received = self.counters.inits_received.wrapping_add(1);
         //= docs/spec/link.md#2-bring-up
         //# LINK-2-2 An end that receives a valid INIT MUST answer it with an INIT_ECHO carrying
         //# the INIT's nonce as echo nonce and its own configured parameters, in any state but
@@ -1359,14 +1361,14 @@ impl Link {
         //# LINK-2-17 INIT_ECHO frames with an echo nonce other than the end's current nonce, and
         //# every INIT_ECHO received while UP, MUST be ignored and counted.
         if echo_nonce != self.nonce || self.agreed.is_some() {
-            self.counters.init_echoes_ignored += 1;
+            self.counters.init_echoes_ignored = self.counters.init_echoes_ignored.wrapping_add(1);
             return;
         }
         if let Some(n) = self.refusal(&init, true) {
             self.refuse(n);
             return;
         }
-        self.counters.init_echoes_received += 1;
+        self.counters.init_echoes_received = self.counters.init_echoes_received.wrapping_add(1);
         self.peer_mac = Some(src);
         // The echo is the peer's freshest word: it was sent after our INIT reached it.
         self.go_up(now, init);
@@ -1426,7 +1428,7 @@ impl Link {
         // The peer is UP, or will be before our next frame reaches it, once it has our echo
         // of its current nonce.
         self.peer_up = self.echoed == Some(peer.nonce);
-        self.counters.link_ups += 1;
+        self.counters.link_ups = self.counters.link_ups.wrapping_add(1);
         self.push_status(EvRec::Up(agreed));
         // Frames queued on VCs the peer lacks can never go: report them, one at a time.
         for v in usize::from(vcs)..usize::from(self.cfg.vcs) {
@@ -1443,7 +1445,7 @@ impl Link {
             && !*blocked
         {
             *blocked = true;
-            self.counters.not_agreed_vc += 1;
+            self.counters.not_agreed_vc = self.counters.not_agreed_vc.wrapping_add(1);
             self.events
                 .push_back(EvRec::NotAgreed(Vc::new(v as u8).unwrap_or_default()));
         }
@@ -1470,14 +1472,15 @@ impl Link {
         // A credit stall ends when the link leaves UP (LINK-7-4).
         for v in 0..8 {
             if let Some(since) = self.stalled_since.get_mut(v).and_then(Option::take) {
-                self.counters.credit_stall_ns[v] += self.now.since(since).as_nanos() as u64;
+                self.counters.credit_stall_ns[v] = self.counters.credit_stall_ns[v]
+                    .wrapping_add(self.now.since(since).as_nanos() as u64);
             }
         }
         self.echoed = None;
         self.peer_nonce = None;
         // Delivered frames stay delivered; their buffer is freed by the reset (LINK-6-4).
         self.epoch = self.epoch.wrapping_add(1);
-        self.counters.reinits += 1;
+        self.counters.reinits = self.counters.reinits.wrapping_add(1);
         if was_up || flushed > 0 {
             self.push_status(EvRec::Down(reason));
         }
@@ -1516,7 +1519,8 @@ impl Link {
         //# retransmit them after re-initialisation.
         let n = self.replay.len() - self.flushed;
         if n > 0 {
-            self.counters.frames_unknown_fate += n as u64;
+            self.counters.frames_unknown_fate =
+                self.counters.frames_unknown_fate.wrapping_add(n as u64);
         }
         self.replay_cursor = None;
         self.replay_deadline = None;
@@ -1547,12 +1551,12 @@ impl Link {
         // The counters count the NACKs and expiries that asked for a replay, the one that turns
         // into a FLUSH included.
         if nack {
-            self.counters.replays_by_nack += 1;
+            self.counters.replays_by_nack = self.counters.replays_by_nack.wrapping_add(1);
         } else {
-            self.counters.replay_timeouts += 1;
+            self.counters.replay_timeouts = self.counters.replay_timeouts.wrapping_add(1);
         }
         if self.replay_count >= self.cfg.replay_count_max {
-            self.counters.flushes += 1;
+            self.counters.flushes = self.counters.flushes.wrapping_add(1);
             self.reinit(now, DownReason::Flush);
             return;
         }
@@ -1577,7 +1581,7 @@ impl Link {
         // Frames acknowledged by S: S - before, which must not exceed the live frames.
         let n = s.distance_from(before) as usize;
         if n > live {
-            self.counters.stale_acks += 1;
+            self.counters.stale_acks = self.counters.stale_acks.wrapping_add(1);
             return;
         }
         for _ in 0..n {
@@ -1648,7 +1652,7 @@ impl Link {
         //# LINK-5-3 Retransmissions (LINK-3-5, LINK-3-6) MUST NOT consume credits again: a
         //# sequence number is paid for once.
         // (Nothing here touches `consumed`: the frame was paid for when first sent.)
-        self.counters.frames_replayed += 1;
+        self.counters.frames_replayed = self.counters.frames_replayed.wrapping_add(1);
         self.replay_sent_any = true;
         self.replay_cursor = if i + 1 < self.replay.len() {
             Some(i + 1)
@@ -1698,7 +1702,7 @@ impl Link {
             };
             let len = frame_len(self.eth_len, payload.len());
             if len > usize::from(agreed.mfs) {
-                self.counters.oversize_for_peer += 1;
+                self.counters.oversize_for_peer = self.counters.oversize_for_peer.wrapping_add(1);
                 self.queue_blocked[v] = true;
                 self.events
                     .push_back(EvRec::Oversize(Vc::new(v as u8).unwrap_or_default()));
@@ -1727,7 +1731,7 @@ impl Link {
                 //# its queue empties by withdrawal, or when the link leaves UP.
                 if self.stalled_since[v].is_none() {
                     self.stalled_since[v] = Some(now);
-                    self.counters.credit_stalls[v] += 1;
+                    self.counters.credit_stalls[v] = self.counters.credit_stalls[v].wrapping_add(1);
                 }
                 continue;
             }
@@ -1735,7 +1739,8 @@ impl Link {
                 return Err(BufferTooSmall { needed: len });
             }
             if let Some(since) = self.stalled_since[v].take() {
-                self.counters.credit_stall_ns[v] += now.since(since).as_nanos() as u64;
+                self.counters.credit_stall_ns[v] = self.counters.credit_stall_ns[v]
+                    .wrapping_add(now.since(since).as_nanos() as u64);
             }
             let t = self.send_new(now, v, len, cost, buf)?;
             self.consumed[v] = add20(self.consumed[v], cost);
@@ -1823,8 +1828,8 @@ impl Link {
         if self.replay_deadline.is_none() {
             self.replay_deadline = Some(now.saturating_add(self.cfg.replay_timer));
         }
-        self.counters.tx_frames[v] += 1;
-        self.counters.tx_bytes[v] += len as u64;
+        self.counters.tx_frames[v] = self.counters.tx_frames[v].wrapping_add(1);
+        self.counters.tx_bytes[v] = self.counters.tx_bytes[v].wrapping_add(len as u64);
         self.counters.replay_frames_max = self
             .counters
             .replay_frames_max
@@ -1848,7 +1853,7 @@ impl Link {
             //# LINK-2-11 An end MUST discard, and count as received while not UP, every frame
             //# that passes the checks of wire.md §7 up to the kind while its physical link is
             //# down, and every ACK, NACK, CF or CC frame while it is not UP.
-            self.counters.rx_not_up += 1;
+            self.counters.rx_not_up = self.counters.rx_not_up.wrapping_add(1);
             false
         } else {
             // Only an UP peer sends these.
@@ -1869,9 +1874,9 @@ impl Link {
         match action {
             Action::DiscardDamaged => {
                 if kind == ErrorKind::BadFcs {
-                    self.counters.rx_fcs_errors += 1;
+                    self.counters.rx_fcs_errors = self.counters.rx_fcs_errors.wrapping_add(1);
                 } else {
-                    self.counters.rx_damaged += 1;
+                    self.counters.rx_damaged = self.counters.rx_damaged.wrapping_add(1);
                 }
                 if self.agreed.is_some() && self.rx_state == RxState::SendAcks {
                     self.rx_state = RxState::SendNack;
@@ -1884,13 +1889,22 @@ impl Link {
                 //# LINK-4-10 A frame with a stomped FCS (WIRE-2.5-5) MUST be discarded and
                 //# counted as stomped, in every state; it MUST NOT draw a NACK, consume a
                 //# sequence number or a credit, or change the receive state.
-                self.counters.rx_stomped += 1;
+                self.counters.rx_stomped = self.counters.rx_stomped.wrapping_add(1);
             }
-            Action::DiscardForeign => self.counters.rx_foreign += 1,
+            Action::DiscardForeign => {
+                self.counters.rx_foreign = self.counters.rx_foreign.wrapping_add(1)
+            }
             _ => match field {
-                Field::Version => self.counters.rx_bad_version += 1,
-                Field::Kind => self.counters.rx_unknown_kind += 1,
-                _ => self.counters.rx_malformed_control += 1,
+                Field::Version => {
+                    self.counters.rx_bad_version = self.counters.rx_bad_version.wrapping_add(1)
+                }
+                Field::Kind => {
+                    self.counters.rx_unknown_kind = self.counters.rx_unknown_kind.wrapping_add(1)
+                }
+                _ => {
+                    self.counters.rx_malformed_control =
+                        self.counters.rx_malformed_control.wrapping_add(1)
+                }
             },
         }
     }
@@ -1906,7 +1920,7 @@ impl Link {
         //= docs/spec/link.md#2-bring-up
         //# LINK-2-10 DATA frames received while not UP MUST be discarded and counted.
         let Some(agreed) = self.agreed else {
-            self.counters.rx_not_up += 1;
+            self.counters.rx_not_up = self.counters.rx_not_up.wrapping_add(1);
             return;
         };
         self.peer_up = true;
@@ -1920,7 +1934,7 @@ impl Link {
                 //# consumed and acknowledged as in LINK-4-1) but not delivered: it MUST be
                 //# discarded and counted as on a VC not agreed, charged no credit, and MUST NOT
                 //# draw a NACK.
-                self.counters.rx_vc_not_agreed += 1;
+                self.counters.rx_vc_not_agreed = self.counters.rx_vc_not_agreed.wrapping_add(1);
                 self.accept_seq(now, seq, len, header.flags.ack_req);
                 return;
             }
@@ -1942,11 +1956,11 @@ impl Link {
             //# buffer of its VC. It MUST discard it as if it had not arrived (no ACK, no NACK)
             //# and count a credit overrun; the TX's replay recovers it.
             if cost > free || self.events.len() >= self.events.capacity() {
-                self.counters.credit_overruns[v] += 1;
+                self.counters.credit_overruns[v] = self.counters.credit_overruns[v].wrapping_add(1);
                 return;
             }
             let Some(slot) = self.rx.push(payload.len(), meta) else {
-                self.counters.credit_overruns[v] += 1;
+                self.counters.credit_overruns[v] = self.counters.credit_overruns[v].wrapping_add(1);
                 return;
             };
             //= docs/spec/link.md#4-link-level-retry-receive-side
@@ -1961,8 +1975,8 @@ impl Link {
             let total = self.rx_occupied_total;
             self.counters.rx_occupied_max_credits =
                 self.counters.rx_occupied_max_credits.max(total);
-            self.counters.rx_frames[v] += 1;
-            self.counters.rx_bytes[v] += len as u64;
+            self.counters.rx_frames[v] = self.counters.rx_frames[v].wrapping_add(1);
+            self.counters.rx_bytes[v] = self.counters.rx_bytes[v].wrapping_add(len as u64);
             self.accept_seq(now, seq, len, header.flags.ack_req);
             return;
         }
@@ -1971,7 +1985,7 @@ impl Link {
             //= docs/spec/link.md#4-link-level-retry-receive-side
             //# LINK-4-5 A DATA frame whose sequence number is within `llr_window` behind the
             //# expected one is a duplicate: it MUST be discarded and counted.
-            self.counters.duplicates += 1;
+            self.counters.duplicates = self.counters.duplicates.wrapping_add(1);
             //= docs/spec/link.md#4-link-level-retry-receive-side
             //# LINK-4-16 For every duplicate (LINK-4-5) the RX MUST send an ACK carrying the last
             //# accepted sequence number, in NACK_SENT too, so that a TX whose ACKs were lost
@@ -1981,7 +1995,7 @@ impl Link {
         }
         // A gap: the frame is ahead of the expected one by `ahead`.
         let ahead = seq.distance_from(self.expected);
-        self.counters.discarded_after_nack += 1;
+        self.counters.discarded_after_nack = self.counters.discarded_after_nack.wrapping_add(1);
         match self.rx_state {
             RxState::SendAcks => {
                 //= docs/spec/link.md#4-link-level-retry-receive-side
@@ -2047,7 +2061,7 @@ impl Link {
         for (v, entry) in c.counters.iter().enumerate() {
             let Some(value) = *entry else { continue };
             if v >= vcs {
-                self.counters.stale_cf_entries += 1;
+                self.counters.stale_cf_entries = self.counters.stale_cf_entries.wrapping_add(1);
                 continue;
             }
             let ahead = diff20(value, self.freed_seen[v]);
@@ -2058,7 +2072,7 @@ impl Link {
             if ahead < SEQ_HALF && (beyond == 0 || beyond >= SEQ_HALF) {
                 self.freed_seen[v] = value;
             } else {
-                self.counters.stale_cf_entries += 1;
+                self.counters.stale_cf_entries = self.counters.stale_cf_entries.wrapping_add(1);
             }
         }
     }
@@ -2073,7 +2087,7 @@ impl Link {
         for (v, entry) in c.counters.iter().enumerate() {
             let Some(value) = *entry else { continue };
             if v >= vcs {
-                self.counters.stale_cc_entries += 1;
+                self.counters.stale_cc_entries = self.counters.stale_cc_entries.wrapping_add(1);
                 continue;
             }
             let d = diff20(value, self.received[v]);
@@ -2083,9 +2097,10 @@ impl Link {
             if d < SEQ_HALF {
                 self.received[v] = add20(self.received[v], d);
                 self.freed[v] = add20(self.freed[v], d);
-                self.counters.credits_recovered[v] += u64::from(d);
+                self.counters.credits_recovered[v] =
+                    self.counters.credits_recovered[v].wrapping_add(u64::from(d));
             } else {
-                self.counters.stale_cc_entries += 1;
+                self.counters.stale_cc_entries = self.counters.stale_cc_entries.wrapping_add(1);
             }
         }
         //= docs/spec/link.md#5-credit-based-flow-control
