@@ -8,6 +8,10 @@
 //! endpoint and the switch model, which own one [`Link`] per port.
 //!
 //! [`Link`] is a sans-IO state machine: frames and time in, frames, events and a deadline out.
+//! Besides the link's going up and down and the fate of every frame, its events carry
+//! [`Notice`]s (an INIT refused for a grant too small, an initialisation that takes longer than
+//! `init_timeout`). An embedder that ends frames with a stomped FCS takes the frame back with
+//! [`Link::stomp_last`].
 //! It reads no clock, spawns nothing and allocates only in [`Link::new`], where every buffer is
 //! sized from the [`Config`]; afterwards its memory never grows, whatever arrives. Same inputs,
 //! same outputs, bit for bit.
