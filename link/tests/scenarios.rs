@@ -4597,3 +4597,26 @@ fn only_the_newest_init_is_answered_and_a_restart_is_echoed_with_the_new_nonce()
         other => panic!("{other:?}"),
     }
 }
+
+/// A refused INIT changes nothing while UP: no restart, no echo, the reason reported once.
+//= type=test
+//# LINK-2-12 [...] It MUST count the frame as refused, stay in its state and report the reason (the
+//# VC and the numbers) to the upper layer.
+#[test]
+fn a_refused_init_while_up_leaves_the_link_up() {
+    let (mut l, t) = lone_end_up(config_a(), &config_b(), 500);
+    let mut peer = init_of(&config_b(), 777);
+    peer.credits[0] = 1;
+    for _ in 0..3 {
+        l.handle_frame(t, &emit(LinkFrame::Init(peer)));
+    }
+    assert!(l.is_up());
+    assert_eq!(l.counters().init_refused, 3);
+    assert_eq!(l.counters().reinits, 0);
+    assert!(kinds(&drain_tx(&mut l, t)).is_empty());
+    let notices: Vec<Ev> = events_of(&mut l)
+        .into_iter()
+        .filter(|e| matches!(e, Ev::Notice(_)))
+        .collect();
+    assert_eq!(notices.len(), 1);
+}
