@@ -1295,20 +1295,16 @@ impl Link {
 
     /// The reason to refuse an INIT or INIT_ECHO carrying `peer`, if any (LINK-2-12).
     fn refusal(&self, peer: &InitRepr, echo: bool) -> Option<Notice> {
-        let vcs = usize::from(self.cfg.vcs.min(peer.vcs));
+        //= docs/spec/wire.md#45-init-kind-0x5-and-init_echo-kind-0x6
+        //# WIRE-4.5-9 An end MUST NOT come UP on an INIT_ECHO, nor act on an INIT, whose credit
+        //# grant on some agreed VC cannot carry one frame of the agreed MFS
         let mfs = self.cfg.mfs.min(peer.mfs);
-        let needed = cost_of(usize::from(mfs), peer.credit_overhead, peer.credit_size);
-        let (v, grant) = peer
-            .credits
-            .iter()
-            .enumerate()
-            .take(vcs)
-            .find(|(_, g)| **g < needed)?;
+        let short = peer.check_grants(self.cfg.vcs.min(peer.vcs), mfs).err()?;
         Some(Notice::InitRefused {
             echo,
-            vc: Vc::new(v as u8).unwrap_or_default(),
-            grant: *grant,
-            needed,
+            vc: Vc::new(short.vc).unwrap_or_default(),
+            grant: short.grant,
+            needed: short.needed,
             mfs,
             credit_size: peer.credit_size,
             credit_overhead: peer.credit_overhead,
