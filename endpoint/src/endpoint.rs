@@ -2983,6 +2983,9 @@ impl Endpoint {
         self.backlog += resp;
         //= docs/spec/endpoint.md#11-capabilities
         //# EP-11-5 An endpoint without PACKING MUST send every DATA frame with one transaction.
+        //= docs/spec/classes.md#3-capabilities
+        //# CLS-3-1 A device that does not announce `PACKING` MUST NOT send a DATA frame that
+        //# carries more than one transaction.
         let pack = pack && self.cfg.caps.contains(Capabilities::PACKING);
         if !pack {
             let mut payload = self.pool.pop().unwrap_or_default();

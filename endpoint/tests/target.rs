@@ -2509,6 +2509,7 @@ fn capabilities_switch_features_off() {
     //= docs/spec/endpoint.md#11-capabilities
     //= type=test
     //# EP-11-5 An endpoint without PACKING MUST send every DATA frame with one transaction.
+    //# CLS-3-1 A device that does not announce `PACKING` MUST NOT send a DATA frame that
     let c = p.ep.counters();
     assert_eq!(c.packed_frames, 0);
     assert_eq!(c.ports[0].frames_sent, c.ports[0].txns_sent);

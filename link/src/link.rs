@@ -5,9 +5,9 @@ use alloc::vec::Vec;
 use core::fmt;
 
 use ethlink_protocol::{
-    Action, CreditRepr, DataFlags, DataHeader, ETH_HEADER_LEN, ErrorKind, EthernetRepr,
-    FLAG_ACK_REQ, FLAG_REPLAY, Field, Frame, FrameKind, FrameRepr, InitRepr, LINK_HEADER_LEN,
-    LinkFrame, MacAddr, NETWORK_HEADER_LEN, Seq, VLAN_TAG_LEN, Vc, fcs, frame_len,
+    Action, Capabilities, CreditRepr, DataFlags, DataHeader, ETH_HEADER_LEN, ErrorKind,
+    EthernetRepr, FLAG_ACK_REQ, FLAG_REPLAY, Field, Frame, FrameKind, FrameRepr, InitRepr,
+    LINK_HEADER_LEN, LinkFrame, MacAddr, NETWORK_HEADER_LEN, Seq, VLAN_TAG_LEN, Vc, fcs, frame_len,
 };
 
 use crate::config::{Agreed, Config, ConfigError};
@@ -827,6 +827,14 @@ impl Link {
         //# frame back out of its replay buffer, give its sequence number to the next new DATA
         //# frame and return its credits to its VC, so that the link goes on as if the frame had
         //# never been sent.
+        //= docs/spec/classes.md#3-capabilities
+        //# CLS-3-3 A device that does not announce `CUT_THROUGH` MUST NOT send a frame with a
+        //# stomped FCS.
+        // An end that does not announce the capability cannot have stomped a frame, so it has
+        // nothing to take back.
+        if !self.cfg.caps.contains(Capabilities::CUT_THROUGH) {
+            return None;
+        }
         if !self.stompable || self.flushed > 0 {
             return None;
         }
@@ -1280,8 +1288,27 @@ impl Link {
             credits,
             // The range check of Config::validate keeps the overhead within a byte.
             credit_overhead: u8::try_from(self.cfg.credit_overhead).unwrap_or(u8::MAX),
-            caps: self.cfg.caps,
+            //= docs/spec/classes.md#2-announcing-role-and-capabilities
+            //# CLS-2-1 A device MUST announce its role in every INIT and INIT_ECHO it sends.
+            //# CLS-2-2 A device MUST set, in every INIT and INIT_ECHO it sends, the bit of each
+            //# capability of Table CLS-T2 it implements, and no other bit.
+            caps: self.announced_caps(),
             role: self.cfg.role,
+        }
+    }
+
+    /// The capabilities this end announces: its configured ones, and TAGGED when it tags its
+    /// frames.
+    fn announced_caps(&self) -> Capabilities {
+        //= docs/spec/classes.md#3-capabilities
+        //# CLS-3-2 A device that does not announce `TAGGED` MUST NOT send a frame with an 802.1Q
+        //# tag.
+        // An end configured with a tag sends every frame tagged, so it announces the capability
+        // whatever its configuration says.
+        if self.cfg.vlan.is_some() {
+            self.cfg.caps | Capabilities::TAGGED
+        } else {
+            self.cfg.caps
         }
     }
 
@@ -1370,6 +1397,7 @@ impl Link {
         self.go_up(now, init);
     }
 
+    // CLS-2-3: the peer's role and capability bits inform; nothing here refuses a link for them.
     fn go_up(&mut self, now: Instant, peer: InitRepr) {
         //= docs/spec/link.md#2-bring-up
         //# LINK-2-4 The parameters in use while UP are agreed as follows: the number of VCs and

@@ -4100,7 +4100,11 @@ fn each_replay_timer_expiry_is_one_replay() {
 //# credits to its VC, so that the link goes on as if the frame had never been sent.
 #[test]
 fn a_stomped_frame_is_taken_back_and_its_number_reused() {
-    let (mut l, t) = lone_end_up(config_a(), &config_b(), 500);
+    let cut_through = Config {
+        caps: Capabilities::CUT_THROUGH,
+        ..config_a()
+    };
+    let (mut l, t) = lone_end_up(cut_through, &config_b(), 500);
     let credits = l.tx_credits_available(vc(0));
     l.submit(vc(0), &payload_for_frame(1024, 1)).unwrap();
     l.submit(vc(0), &payload_for_frame(512, 2)).unwrap();
@@ -4237,7 +4241,9 @@ fn a_stomped_frame_changes_nothing_but_its_counter() {
 //# out of its replay buffer
 #[test]
 fn a_stomp_on_the_wire_costs_one_frame_and_nothing_else() {
-    let mut pair = Pair::new(pair_scenario(5.0, 50, 1024)).unwrap();
+    let mut scenario = pair_scenario(5.0, 50, 1024);
+    scenario.a.caps = Capabilities::CUT_THROUGH;
+    let mut pair = Pair::new(scenario).unwrap();
     let mut done = false;
     pair.set_filter(Box::new(move |f: &FrameInfo<'_>| {
         let hit = f.dir == 0
@@ -4619,4 +4625,98 @@ fn a_refused_init_while_up_leaves_the_link_up() {
         .filter(|e| matches!(e, Ev::Notice(_)))
         .collect();
     assert_eq!(notices.len(), 1);
+}
+
+/// The INIT and INIT_ECHO an end sends carry its role and exactly its capabilities; a tagging end
+/// announces TAGGED; the peer's role and capabilities never keep the link down.
+//= type=test
+//# CLS-2-1 A device MUST announce its role in every INIT and INIT_ECHO it sends.
+//# CLS-2-2 A device MUST set, in every INIT and INIT_ECHO it sends, the bit of each capability
+//# CLS-3-2 A device that does not announce `TAGGED` MUST NOT send a frame with an 802.1Q tag.
+//# CLS-2-3 A link end MUST NOT refuse to bring a link up because of the role or the capability
+#[test]
+fn init_announces_role_and_capabilities() {
+    let announced = |cfg: Config| -> Vec<(FrameKind, Capabilities, Role)> {
+        let mut link = Link::new(cfg).unwrap();
+        let t = Instant::from_nanos(10);
+        link.physical_up(t);
+        link.handle_frame(t, &emit(LinkFrame::Init(init_of(&config_b(), 77))));
+        drain_tx(&mut link, t)
+            .iter()
+            .filter_map(|f| match FrameRepr::parse_bytes(f, 9216).unwrap().link {
+                LinkFrame::Init(i) => Some((FrameKind::Init, i.caps, i.role)),
+                LinkFrame::InitEcho { init, .. } => {
+                    Some((FrameKind::InitEcho, init.caps, init.role))
+                }
+                _ => None,
+            })
+            .collect()
+    };
+    let plain = announced(config_a());
+    assert_eq!(
+        plain,
+        // The echo goes first (LINK-3-15).
+        vec![
+            (FrameKind::InitEcho, Capabilities::NONE, Role::LinkEnd),
+            (FrameKind::Init, Capabilities::NONE, Role::LinkEnd),
+        ]
+    );
+    let endpoint = Config {
+        caps: Capabilities::RDMA | Capabilities::PACKING,
+        role: Role::Endpoint,
+        ..config_a()
+    };
+    for (_, caps, role) in announced(endpoint) {
+        assert_eq!(
+            (caps, role),
+            (Capabilities::RDMA | Capabilities::PACKING, Role::Endpoint)
+        );
+    }
+    // An end that tags its frames announces TAGGED, whatever its configuration lists.
+    let tagged = Config {
+        vlan: Some(VlanTag {
+            pcp: 1,
+            dei: false,
+            vid: 7,
+        }),
+        role: Role::Switch,
+        ..config_a()
+    };
+    for (_, caps, role) in announced(tagged) {
+        assert_eq!((caps, role), (Capabilities::TAGGED, Role::Switch));
+    }
+    // A peer announcing every capability and a reserved role still brings the link up.
+    let odd_peer = InitRepr {
+        caps: Capabilities::DEFINED,
+        role: Role::Unknown(3),
+        ..init_of(&config_b(), 91)
+    };
+    let mut link = Link::new(config_a()).unwrap();
+    let t = Instant::from_nanos(10);
+    link.physical_up(t);
+    drain_tx(&mut link, t);
+    link.handle_frame(t, &emit(LinkFrame::Init(odd_peer)));
+    let own = link.nonce();
+    link.handle_frame(
+        t,
+        &emit(LinkFrame::InitEcho {
+            echo_nonce: own,
+            init: odd_peer,
+        }),
+    );
+    assert!(link.is_up());
+}
+
+/// An end that does not announce CUT_THROUGH cannot have stomped a frame: it has nothing to take
+/// back, and its replay buffer and sequence numbers stay as they are.
+//= type=test
+//# CLS-3-3 A device that does not announce `CUT_THROUGH` MUST NOT send a frame with a stomped
+#[test]
+fn only_a_cut_through_end_takes_a_frame_back() {
+    let (mut l, t) = lone_end_up(config_a(), &config_b(), 500);
+    l.submit(vc(0), &payload_for_frame(512, 1)).unwrap();
+    assert_eq!(next_data(&mut l, t), Some((vc(0), Seq::new(0), false)));
+    assert_eq!(l.stomp_last(), None);
+    assert_eq!((l.replay_frames(), l.next_seq()), (1, Seq::new(1)));
+    assert_eq!(l.counters().tx_stomped, 0);
 }

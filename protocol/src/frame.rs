@@ -532,8 +532,8 @@ static EMPTY_LINK_HEADER: LinkHeader = LinkHeader {
 pub struct DataFlags {
     /// The frame is a retransmission (WIRE-3-5).
     //= docs/spec/wire.md#3-link-header
-    //# WIRE-3-10 A receiver MUST treat a replayed frame exactly as the original, except where
-    //# link.md LINK-4-4 reads the REPLAY flag in the NACK_SENT state.
+    //# WIRE-3-10 A receiver MUST treat a replayed frame exactly as the original: the REPLAY flag
+    //# is for counting and tracing only.
     // The flag is reported and nothing else in this crate reads it.
     pub replay: bool,
     /// The transmitter asks for an immediate ACK (WIRE-3-6).
