@@ -58,7 +58,7 @@ done
 echo "vectors.json, vectors.pcapng and the worked examples (docs/spec/examples.md) match"
 
 log "requirement traceability"
-python3 scripts/traceability.py --check
+python3 scripts/traceability.py --check --summary | tail -2
 
 FUZZ_SECONDS="${FUZZ_SECONDS:-30}"
 if [ "$FUZZ_SECONDS" != 0 ] && [ -d fuzz ]; then
