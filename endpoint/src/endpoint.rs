@@ -1185,12 +1185,13 @@ impl Endpoint {
                 self.reroute_request(from, &txn, tag, era, l.unknown_fate);
             } else if l.unknown_fate {
                 //= docs/spec/transaction.md#5-operations-that-can-no-longer-complete
-                //# TXN-5-5 A target MUST send again, on another usable port to the requester, a
-                //# response that is known not to have been sent (queued at a port that went
-                //# down, LINK-6-5). It MUST NOT send again a response whose frame had unknown
-                //# fate
+                //# TXN-5-8 A target MUST NOT send again a response whose frame had unknown fate
                 self.counters.responses_lost = self.counters.responses_lost.wrapping_add(1);
             } else {
+                //= docs/spec/transaction.md#5-operations-that-can-no-longer-complete
+                //# TXN-5-5 A target MUST send again, on another usable port to the requester, a
+                //# response that is known not to have been sent (queued at a port that went
+                //# down, LINK-6-5).
                 self.counters.moved = self.counters.moved.wrapping_add(1);
                 let v = if matches!(txn, TxnRepr::RdmaReadResp { .. }) {
                     VC_READ
@@ -3471,8 +3472,8 @@ impl Endpoint {
         //# EP-6-2 An RDMA write of length L MUST be sent as RDMA_WRITE segments with one tag, each
         //# covering `offset .. offset + dlen` of the write with `offset` a multiple of `segment`
         //# and `dlen` = min(`segment`, L - `offset`), together covering the write exactly once per
-        //# attempt. The data of a segment MUST be read from local memory when the segment is
-        //# built.
+        //# attempt.
+        //# EP-6-19 The data of a segment MUST be read from local memory when the segment is built.
         let mut data = core::mem::take(&mut self.seg);
         let n = usize::try_from(len).unwrap_or(0);
         let Some(chunk) = data.get_mut(..n) else {

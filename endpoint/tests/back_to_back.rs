@@ -1211,3 +1211,35 @@ fn reset_clears_state_and_waits_before_ports_come_up() {
     }
     assert!(ep.poll_transmit(t, 2, &mut buf).unwrap().is_none());
 }
+
+/// A write's segments take their bytes from local memory when each is built, not when the write
+/// is posted: bytes changed after the post but before their segment was built arrive changed.
+//= type=test
+//# EP-6-19 The data of a segment MUST be read from local memory when the segment is built.
+#[test]
+fn segments_read_local_memory_when_they_are_built() {
+    let mut b = pair(Policy::Spray, Faults::default(), 21);
+    let len = 4usize << 20;
+    let first = pattern(7, len);
+    let global = ethlink_protocol::Space::Global;
+    b.gpu_mut(0)
+        .memory_mut()
+        .write(global, 0x100_0000, &first)
+        .unwrap();
+    let now = b.now();
+    b.gpu_mut(0)
+        .post(now, write_desc(1, 0x100_0000, 0x800_0000, len as u64))
+        .unwrap();
+    // The port queues hold far less than 4 MiB: the last MiB cannot have been built yet.
+    let tail = pattern(8, 1 << 20);
+    b.gpu_mut(0)
+        .memory_mut()
+        .write(global, 0x100_0000 + (3 << 20), &tail)
+        .unwrap();
+    assert!(b.run_until_idle(20_000_000));
+    let c = b.take_completions(0);
+    assert_eq!(c.len(), 1);
+    assert_eq!(c[0].status, CompletionStatus::Ok);
+    assert_eq!(read_mem(&b, 1, 0x800_0000, 3 << 20), first[..3 << 20]);
+    assert_eq!(read_mem(&b, 1, 0x800_0000 + (3 << 20), 1 << 20), tail);
+}

@@ -114,6 +114,9 @@ struct Peer {
     rx: Vec<Txn>,
     /// Completions the endpoint reported.
     completions: Vec<Completion>,
+    /// While set, the endpoint's DATA frames vanish on the wire (its control frames still
+    /// arrive).
+    drop_data: bool,
     buf: Vec<u8>,
 }
 
@@ -141,6 +144,7 @@ impl Peer {
             held: Vec::new(),
             rx: Vec::new(),
             completions: Vec::new(),
+            drop_data: false,
             buf: vec![0; 9216],
         };
         p.ep.port_up(Instant::ZERO, 0);
@@ -201,7 +205,9 @@ impl Peer {
         loop {
             let (vc, payload, release) = match self.link.poll_event() {
                 None => break,
-                Some(Event::LinkUp(_)) => continue,
+                // The peer's link goes down and up again when the endpoint's link
+                // re-initialises (LINK-2-6).
+                Some(Event::LinkUp(_) | Event::LinkDown(_) | Event::Notice(_)) => continue,
                 Some(Event::Delivered {
                     vc,
                     payload,
@@ -226,6 +232,10 @@ impl Peer {
         loop {
             let mut moved = false;
             while let Some(t) = self.ep.poll_transmit(now, 0, &mut buf).expect("buffer") {
+                moved = true;
+                if self.drop_data && t.data.is_some() {
+                    continue;
+                }
                 self.link.handle_frame(now, &buf[..t.len]);
                 self.drain_events();
                 moved = true;
@@ -2592,4 +2602,54 @@ fn unknown_and_bad_responses_are_counted_apart() {
     assert_eq!((c.unknown_responses, c.bad_responses), (1, 1), "{c:?}");
     assert_eq!((c.malformed_txns, c.responses_discarded), (0, 0));
     assert!(p.take().is_empty());
+}
+
+/// A response whose frame the endpoint's link flushed (unknown fate) is counted and never sent
+/// again, even after the link is back up; a request on the same port is answered as usual.
+//= type=test
+//# TXN-5-8 A target MUST NOT send again a response whose frame had unknown fate
+#[test]
+fn a_response_of_unknown_fate_is_not_sent_again() {
+    let mut p = Peer::new(ep_config());
+    p.drop_data = true;
+    p.send_raw(
+        0,
+        &payload(
+            EP,
+            PEER,
+            &[emit(&TxnRepr::Load {
+                tag: 0x77,
+                target: target(K1, A),
+                len: 32,
+            })],
+        ),
+    );
+    // The response never arrives, the endpoint's link replays it until it flushes, and the
+    // frame is reported of unknown fate.
+    assert!(p.run_until(1_000_000, |p| p.ep.counters().responses_lost == 1));
+    p.drop_data = false;
+    let until = p.now + 1_000_000;
+    assert!(p.run_until(until, |p| p.ep.is_usable(0) && p.link.is_up()));
+    p.run_for(100_000);
+    assert!(
+        with_tag(&p.take(), 0x77).is_empty(),
+        "the lost response was sent again"
+    );
+    assert_eq!(p.ep.counters().responses_lost, 1);
+    // The port works: a new load is answered once.
+    p.send_raw(
+        0,
+        &payload(
+            EP,
+            PEER,
+            &[emit(&TxnRepr::Load {
+                tag: 0x78,
+                target: target(K1, A),
+                len: 32,
+            })],
+        ),
+    );
+    assert!(p.run_until_rx(100_000, 0x81, 0x78));
+    p.run_for(10_000);
+    assert_eq!(with_tag(&p.take(), 0x78).len(), 1);
 }
