@@ -175,4 +175,80 @@ impl Counters {
     pub fn credit_stalls_total(&self) -> u64 {
         self.credit_stalls.iter().sum()
     }
+
+    /// Calls `f` with the name of every counter (as link.md Table LINK-T3 names it), the VC of a
+    /// per-VC counter, and its value: the form a register map or a report reads.
+    pub fn for_each(&self, mut f: impl FnMut(&'static str, Option<u8>, u64)) {
+        f("acks_sent", None, self.acks_sent);
+        f("acks_received", None, self.acks_received);
+        f("nacks_sent", None, self.nacks_sent);
+        f("nacks_received", None, self.nacks_received);
+        f("frames_replayed", None, self.frames_replayed);
+        f("replays_by_nack", None, self.replays_by_nack);
+        f("replay_timeouts", None, self.replay_timeouts);
+        f("flushes", None, self.flushes);
+        f("frames_unknown_fate", None, self.frames_unknown_fate);
+        f("rx_fcs_errors", None, self.rx_fcs_errors);
+        f("rx_damaged", None, self.rx_damaged);
+        f("rx_stomped", None, self.rx_stomped);
+        f("rx_foreign", None, self.rx_foreign);
+        f("rx_bad_version", None, self.rx_bad_version);
+        f("rx_unknown_kind", None, self.rx_unknown_kind);
+        f("rx_malformed_control", None, self.rx_malformed_control);
+        f("rx_vc_not_agreed", None, self.rx_vc_not_agreed);
+        f("rx_not_up", None, self.rx_not_up);
+        f("duplicates", None, self.duplicates);
+        f("discarded_after_nack", None, self.discarded_after_nack);
+        f("stale_acks", None, self.stale_acks);
+        f("stale_cf_entries", None, self.stale_cf_entries);
+        f("stale_cc_entries", None, self.stale_cc_entries);
+        f("cf_sent", None, self.cf_sent);
+        f("cf_received", None, self.cf_received);
+        f("cc_sent", None, self.cc_sent);
+        f("cc_received", None, self.cc_received);
+        f("inits_sent", None, self.inits_sent);
+        f("inits_received", None, self.inits_received);
+        f("init_echoes_sent", None, self.init_echoes_sent);
+        f("init_echoes_received", None, self.init_echoes_received);
+        f("init_echoes_ignored", None, self.init_echoes_ignored);
+        f("init_refused", None, self.init_refused);
+        f("init_timeouts", None, self.init_timeouts);
+        f("link_ups", None, self.link_ups);
+        f("reinits", None, self.reinits);
+        f("oversize_for_peer", None, self.oversize_for_peer);
+        f("not_agreed_vc", None, self.not_agreed_vc);
+        f("frames_withdrawn", None, self.frames_withdrawn);
+        f("tx_stomped", None, self.tx_stomped);
+        f("replay_bytes_max", None, self.replay_bytes_max);
+        f("replay_frames_max", None, self.replay_frames_max);
+        f(
+            "rx_occupied_max_credits",
+            None,
+            self.rx_occupied_max_credits,
+        );
+        for (v, x) in self.tx_frames.iter().enumerate() {
+            f("tx_frames", Some(v as u8), *x);
+        }
+        for (v, x) in self.tx_bytes.iter().enumerate() {
+            f("tx_bytes", Some(v as u8), *x);
+        }
+        for (v, x) in self.rx_frames.iter().enumerate() {
+            f("rx_frames", Some(v as u8), *x);
+        }
+        for (v, x) in self.rx_bytes.iter().enumerate() {
+            f("rx_bytes", Some(v as u8), *x);
+        }
+        for (v, x) in self.credit_stalls.iter().enumerate() {
+            f("credit_stalls", Some(v as u8), *x);
+        }
+        for (v, x) in self.credit_stall_ns.iter().enumerate() {
+            f("credit_stall_ns", Some(v as u8), *x);
+        }
+        for (v, x) in self.credit_overruns.iter().enumerate() {
+            f("credit_overruns", Some(v as u8), *x);
+        }
+        for (v, x) in self.credits_recovered.iter().enumerate() {
+            f("credits_recovered", Some(v as u8), *x);
+        }
+    }
 }

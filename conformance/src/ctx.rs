@@ -1,0 +1,598 @@
+//! The harness a case drives: the device, simulated time, the wires of its ports and the peers
+//! at their far ends (docs/conformance.md §4).
+//!
+//! A port of the device is either *attached* to a peer, a reference link end of the
+//! `ethlink-link` crate that the harness runs, through a wire with a delay and a rate and an
+//! exerciser hook that can drop, damage, duplicate or hold back frames in either direction; or
+//! *raw*, in which case the case itself writes the frames the device receives and reads the ones
+//! it sends. Every frame that crosses a port, either way, is logged with its time, so that a
+//! failure can show the exchange around it and a capture can be written.
+
+use std::collections::VecDeque;
+
+use ethlink_link::{Config as LinkConfig, Event, Instant, Link};
+
+use crate::case::Stop;
+use crate::device::{
+    Advanced, Counters, Description, Device, LinkParams, Output, Reply, Request, Setup, from_hex,
+};
+
+/// One frame that crossed a port of the device.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Logged {
+    /// When it began (sent by the device) or arrived (sent to it).
+    pub time_ns: u64,
+    /// The device's port.
+    pub port: u16,
+    /// True when the device sent it.
+    pub from_dut: bool,
+    /// The frame, FCS included.
+    pub bytes: Vec<u8>,
+}
+
+/// The direction of a frame on an attached port's wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Dir {
+    /// From the device to the peer.
+    FromDut,
+    /// From the peer to the device.
+    ToDut,
+}
+
+/// What the exerciser does with one frame on an attached wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// Carry it as it is (the hook may still have changed its bytes).
+    Pass,
+    /// Lose it.
+    Drop,
+    /// Carry it twice.
+    Duplicate,
+    /// Carry it `ns` later than it would have arrived (frames behind it are not held back: this
+    /// reorders).
+    Delay(u64),
+}
+
+/// The exerciser hook of an attached port: sees every frame, may edit its bytes, decides its
+/// fate.
+pub type Hook = Box<dyn FnMut(Dir, u64, &mut Vec<u8>) -> Fault + Send>;
+
+/// Something a peer's link reported to the harness.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PeerEvent {
+    /// The peer's link came up.
+    Up,
+    /// The peer's link went down.
+    Down,
+    /// A payload the peer received from the device, in order.
+    Delivered {
+        /// Its VC.
+        vc: u8,
+        /// Network header and transactions.
+        payload: Vec<u8>,
+    },
+    /// A payload the peer had submitted and could not deliver.
+    Lost {
+        /// Its VC.
+        vc: u8,
+        /// Its payload.
+        payload: Vec<u8>,
+    },
+}
+
+struct InFlight {
+    at_ns: u64,
+    seq: u64,
+    dir: Dir,
+    bytes: Vec<u8>,
+}
+
+/// The far end of one attached port.
+pub struct PeerEnd {
+    /// The reference link end playing the peer.
+    pub link: Link,
+    /// What the peer's link reported, oldest first.
+    pub events: Vec<PeerEvent>,
+    /// While true the peer keeps the payloads it receives without draining them, so that its
+    /// receive buffer fills and it stops returning credits.
+    pub hold: bool,
+    held: Vec<ethlink_link::Release>,
+    hook: Option<Hook>,
+    wire: Vec<InFlight>,
+    free_to_dut_ns: u64,
+}
+
+/// Settings of the wires of attached ports.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct WireSpec {
+    /// Line rate in Gb/s.
+    pub rate_gbps: f64,
+    /// Propagation delay in ns.
+    pub delay_ns: u64,
+}
+
+impl Default for WireSpec {
+    fn default() -> Self {
+        WireSpec {
+            rate_gbps: 400.0,
+            delay_ns: 50,
+        }
+    }
+}
+
+impl WireSpec {
+    /// Nanoseconds a frame of `len` bytes occupies the wire (preamble, SFD and gap included).
+    pub fn serialise_ns(&self, len: usize) -> u64 {
+        let bits = (len as f64 + 20.0) * 8.0;
+        (bits / self.rate_gbps).ceil() as u64
+    }
+}
+
+/// The harness of one case.
+pub struct Ctx<'d> {
+    dut: &'d mut dyn Device,
+    /// What the device said of itself.
+    pub desc: Description,
+    /// The link parameters in force after the last reset.
+    pub params: LinkParams,
+    /// The wires of attached ports.
+    pub wire: WireSpec,
+    /// The simulated time the case may use; a case that needs more is a harness error.
+    pub limit_ns: u64,
+    now: u64,
+    next_dut: Option<u64>,
+    log: Vec<Logged>,
+    pending: VecDeque<Output>,
+    raw: Vec<VecDeque<(u64, Vec<u8>)>>,
+    peers: Vec<Option<PeerEnd>>,
+    seq: u64,
+    buf: Vec<u8>,
+}
+
+/// Step by which a device that does not report its deadline is advanced.
+const BLIND_STEP_NS: u64 = 100;
+
+impl<'d> Ctx<'d> {
+    /// A harness over `dut`, which said `desc` in answer to `hello`.
+    pub fn new(dut: &'d mut dyn Device, desc: Description) -> Self {
+        let ports = usize::from(desc.ports.max(1));
+        Ctx {
+            dut,
+            desc,
+            params: LinkParams::default(),
+            wire: WireSpec::default(),
+            limit_ns: 1_000_000_000,
+            now: 0,
+            next_dut: None,
+            log: Vec::new(),
+            pending: VecDeque::new(),
+            raw: vec![VecDeque::new(); ports],
+            peers: (0..ports).map(|_| None).collect(),
+            seq: 0,
+            buf: vec![0; 9216],
+        }
+    }
+
+    /// Resets the device with `setup` and forgets every peer, frame and output.
+    pub fn reset(&mut self, setup: &Setup) -> Result<LinkParams, Stop> {
+        let params = self.dut.reset(setup)?;
+        self.params = params.clone();
+        self.now = 0;
+        self.next_dut = None;
+        self.pending.clear();
+        self.raw.iter_mut().for_each(VecDeque::clear);
+        self.peers.iter_mut().for_each(|p| *p = None);
+        Ok(params)
+    }
+
+    /// The current time.
+    pub fn now(&self) -> u64 {
+        self.now
+    }
+
+    /// Whether the device declared the capability `name`.
+    pub fn has_cap(&self, name: &str) -> bool {
+        self.desc.caps.iter().any(|c| c == name)
+    }
+
+    /// Every frame that crossed a port so far.
+    pub fn log(&self) -> &[Logged] {
+        &self.log
+    }
+
+    /// Attaches a reference link end with `cfg` to `port` and brings both physical links up now.
+    pub fn attach(&mut self, port: u16, cfg: LinkConfig) -> Result<(), Stop> {
+        let link = Link::new(cfg).map_err(|e| Stop::Harness(format!("peer config: {e}")))?;
+        let slot = self
+            .peers
+            .get_mut(usize::from(port))
+            .ok_or_else(|| Stop::Harness(format!("the device has no port {port}")))?;
+        *slot = Some(PeerEnd {
+            link,
+            events: Vec::new(),
+            hold: false,
+            held: Vec::new(),
+            hook: None,
+            wire: Vec::new(),
+            free_to_dut_ns: 0,
+        });
+        let now = self.now;
+        if let Some(p) = self.peers[usize::from(port)].as_mut() {
+            p.link.physical_up(Instant::from_nanos(now));
+        }
+        self.request(&Request::PhysicalUp { port })?;
+        Ok(())
+    }
+
+    /// The peer of an attached port.
+    pub fn peer(&mut self, port: u16) -> Result<&mut PeerEnd, Stop> {
+        self.peers
+            .get_mut(usize::from(port))
+            .and_then(Option::as_mut)
+            .ok_or_else(|| Stop::Harness(format!("port {port} has no peer attached")))
+    }
+
+    /// Sets the exerciser hook of an attached port.
+    pub fn set_hook(&mut self, port: u16, hook: Hook) -> Result<(), Stop> {
+        self.peer(port)?.hook = Some(hook);
+        Ok(())
+    }
+
+    /// Removes the exerciser hook of an attached port.
+    pub fn clear_hook(&mut self, port: u16) -> Result<(), Stop> {
+        self.peer(port)?.hook = None;
+        Ok(())
+    }
+
+    /// A frame arrives at the device on a raw port now.
+    pub fn inject(&mut self, port: u16, bytes: &[u8]) -> Result<(), Stop> {
+        self.log.push(Logged {
+            time_ns: self.now,
+            port,
+            from_dut: false,
+            bytes: bytes.to_vec(),
+        });
+        self.dut.frame(port, self.now, bytes)?;
+        self.next_dut = None;
+        Ok(())
+    }
+
+    /// An upper-layer request now.
+    pub fn request(&mut self, req: &Request) -> Result<Reply, Stop> {
+        let reply = self.dut.request(self.now, req)?;
+        self.next_dut = None;
+        Ok(reply)
+    }
+
+    /// The counters of the device.
+    pub fn counters(&mut self) -> Result<Counters, Stop> {
+        Ok(self.dut.counters()?)
+    }
+
+    /// A counter of the device, 0 when it does not report it.
+    pub fn counter(&mut self, name: &str) -> Result<u64, Stop> {
+        Ok(self.counters()?.get(name).copied().unwrap_or(0))
+    }
+
+    /// Takes the frames the device sent on raw port `port`, with their times.
+    pub fn take_frames(&mut self, port: u16) -> Vec<(u64, Vec<u8>)> {
+        self.raw
+            .get_mut(usize::from(port))
+            .map(|q| q.drain(..).collect())
+            .unwrap_or_default()
+    }
+
+    /// Takes every output of the device but frames (deliveries, losses, link events,
+    /// completions), oldest first.
+    pub fn take_outputs(&mut self) -> Vec<Output> {
+        self.pending.drain(..).collect()
+    }
+
+    /// Runs `ns` nanoseconds: the device, the wires and the peers.
+    pub fn run_for(&mut self, ns: u64) -> Result<(), Stop> {
+        let end = self.now.saturating_add(ns);
+        self.run_until_time(end)
+    }
+
+    /// Runs until `done` holds or `ns` nanoseconds have passed; returns whether it held.
+    pub fn run_until(
+        &mut self,
+        ns: u64,
+        mut done: impl FnMut(&mut Ctx<'d>) -> bool,
+    ) -> Result<bool, Stop> {
+        let end = self.now.saturating_add(ns);
+        loop {
+            if done(self) {
+                return Ok(true);
+            }
+            if self.now >= end {
+                return Ok(false);
+            }
+            let next = self.next_time(end);
+            self.step_to(next)?;
+        }
+    }
+
+    fn run_until_time(&mut self, end: u64) -> Result<(), Stop> {
+        while self.now < end {
+            let next = self.next_time(end);
+            self.step_to(next)?;
+        }
+        // Whatever is due at `end` itself.
+        self.step_to(end)
+    }
+
+    /// The next time anything can happen, at most `end`.
+    fn next_time(&self, end: u64) -> u64 {
+        let mut next = end;
+        let blind = self.now.saturating_add(BLIND_STEP_NS);
+        next = next.min(self.next_dut.unwrap_or(blind).max(self.now + 1));
+        for p in self.peers.iter().flatten() {
+            if let Some(t) = p.link.poll_timeout() {
+                next = next.min(t.as_nanos().max(self.now + 1));
+            }
+            for f in &p.wire {
+                next = next.min(f.at_ns.max(self.now + 1));
+            }
+        }
+        next
+    }
+
+    /// Moves everything to time `t`.
+    fn step_to(&mut self, t: u64) -> Result<(), Stop> {
+        if t > self.limit_ns {
+            return Err(Stop::Harness(format!(
+                "the case ran past its simulated time limit of {} ns",
+                self.limit_ns
+            )));
+        }
+        self.now = self.now.max(t);
+        let now = self.now;
+        // The wires deliver what is due, in order of arrival.
+        for port in 0..self.peers.len() {
+            while let Some(p) = self.peers[port].as_mut() {
+                let Some(i) = p
+                    .wire
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, f)| f.at_ns <= now)
+                    .min_by_key(|(_, f)| (f.at_ns, f.seq))
+                    .map(|(i, _)| i)
+                else {
+                    break;
+                };
+                let f = p.wire.remove(i);
+                match f.dir {
+                    Dir::FromDut => {
+                        p.link.handle_frame(Instant::from_nanos(now), &f.bytes);
+                    }
+                    Dir::ToDut => {
+                        self.log.push(Logged {
+                            time_ns: now,
+                            port: port as u16,
+                            from_dut: false,
+                            bytes: f.bytes.clone(),
+                        });
+                        self.dut.frame(port as u16, now, &f.bytes)?;
+                    }
+                }
+            }
+        }
+        // The peers act.
+        for port in 0..self.peers.len() {
+            self.pump_peer(port)?;
+        }
+        // The device acts.
+        let Advanced { out, next_ns } = self.dut.advance(now)?;
+        self.next_dut = next_ns;
+        for o in out {
+            match o {
+                Output::Frame { port, time_ns, hex } => {
+                    let bytes = from_hex("frame", &hex)?;
+                    self.log.push(Logged {
+                        time_ns,
+                        port,
+                        from_dut: true,
+                        bytes: bytes.clone(),
+                    });
+                    self.carry_from_dut(port, time_ns, bytes)?;
+                }
+                other => self.pending.push_back(other),
+            }
+        }
+        Ok(())
+    }
+
+    fn carry_from_dut(&mut self, port: u16, time_ns: u64, mut bytes: Vec<u8>) -> Result<(), Stop> {
+        let wire = self.wire;
+        let seq = self.next_seq();
+        let Some(p) = self.peers.get_mut(usize::from(port)) else {
+            return Err(Stop::Harness(format!(
+                "the device sent a frame on port {port}, which it does not have"
+            )));
+        };
+        let Some(p) = p.as_mut() else {
+            self.raw[usize::from(port)].push_back((time_ns, bytes));
+            return Ok(());
+        };
+        let at = time_ns + wire.serialise_ns(bytes.len()) + wire.delay_ns;
+        let fault = match p.hook.as_mut() {
+            Some(h) => h(Dir::FromDut, time_ns, &mut bytes),
+            None => Fault::Pass,
+        };
+        push_with_fault(&mut p.wire, fault, at, seq, Dir::FromDut, bytes);
+        Ok(())
+    }
+
+    fn next_seq(&mut self) -> u64 {
+        self.seq += 1;
+        self.seq
+    }
+
+    fn pump_peer(&mut self, port: usize) -> Result<(), Stop> {
+        let now = self.now;
+        let wire = self.wire;
+        let mut buf = std::mem::take(&mut self.buf);
+        let mut seq = self.seq;
+        let Some(p) = self.peers[port].as_mut() else {
+            self.buf = buf;
+            return Ok(());
+        };
+        let t = Instant::from_nanos(now);
+        if p.link.poll_timeout().is_some_and(|d| d <= t) {
+            p.link.handle_timeout(t);
+        }
+        drain_peer_events(p);
+        // The peer sends while its wire is free.
+        while p.free_to_dut_ns <= now {
+            let Some(tx) = p
+                .link
+                .poll_transmit(t, &mut buf)
+                .map_err(|e| Stop::Harness(format!("peer transmit: {e:?}")))?
+            else {
+                break;
+            };
+            let mut bytes = buf[..tx.len].to_vec();
+            let start = p.free_to_dut_ns.max(now);
+            let ser = wire.serialise_ns(bytes.len());
+            p.free_to_dut_ns = start + ser;
+            let fault = match p.hook.as_mut() {
+                Some(h) => h(Dir::ToDut, start, &mut bytes),
+                None => Fault::Pass,
+            };
+            seq += 1;
+            push_with_fault(
+                &mut p.wire,
+                fault,
+                start + ser + wire.delay_ns,
+                seq,
+                Dir::ToDut,
+                bytes,
+            );
+            drain_peer_events(p);
+        }
+        self.seq = seq;
+        self.buf = buf;
+        Ok(())
+    }
+
+    /// Submits `payload` on `vc` at the peer of `port`.
+    pub fn peer_submit(&mut self, port: u16, vc: u8, payload: &[u8]) -> Result<(), Stop> {
+        let vc = ethlink_protocol::Vc::new(vc).ok_or_else(|| Stop::Harness("bad vc".into()))?;
+        self.peer(port)?
+            .link
+            .submit(vc, payload)
+            .map_err(|e| Stop::Harness(format!("peer submit: {e:?}")))
+    }
+
+    /// Makes the peer of `port` stop draining (true) or drain everything it holds (false).
+    pub fn peer_hold(&mut self, port: u16, hold: bool) -> Result<(), Stop> {
+        let p = self.peer(port)?;
+        p.hold = hold;
+        if !hold {
+            for r in std::mem::take(&mut p.held) {
+                p.link
+                    .release(r)
+                    .map_err(|e| Stop::Harness(format!("peer release: {e:?}")))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes what the peer of `port` reported so far.
+    pub fn peer_events(&mut self, port: u16) -> Result<Vec<PeerEvent>, Stop> {
+        Ok(std::mem::take(&mut self.peer(port)?.events))
+    }
+
+    /// The payloads the peer of `port` received, in order, taken.
+    pub fn peer_delivered(&mut self, port: u16) -> Result<Vec<(u8, Vec<u8>)>, Stop> {
+        let mut out = Vec::new();
+        let p = self.peer(port)?;
+        p.events.retain(|e| match e {
+            PeerEvent::Delivered { vc, payload } => {
+                out.push((*vc, payload.clone()));
+                false
+            }
+            _ => true,
+        });
+        Ok(out)
+    }
+}
+
+fn push_with_fault(
+    wire: &mut Vec<InFlight>,
+    fault: Fault,
+    at: u64,
+    seq: u64,
+    dir: Dir,
+    bytes: Vec<u8>,
+) {
+    match fault {
+        Fault::Pass => wire.push(InFlight {
+            at_ns: at,
+            seq,
+            dir,
+            bytes,
+        }),
+        Fault::Drop => {}
+        Fault::Duplicate => {
+            wire.push(InFlight {
+                at_ns: at,
+                seq,
+                dir,
+                bytes: bytes.clone(),
+            });
+            wire.push(InFlight {
+                at_ns: at + 1,
+                seq,
+                dir,
+                bytes,
+            });
+        }
+        Fault::Delay(ns) => wire.push(InFlight {
+            at_ns: at + ns,
+            seq,
+            dir,
+            bytes,
+        }),
+    }
+}
+
+fn drain_peer_events(p: &mut PeerEnd) {
+    loop {
+        let (event, release) = match p.link.poll_event() {
+            None => return,
+            Some(Event::LinkUp(_)) => (Some(PeerEvent::Up), None),
+            Some(Event::LinkDown(_)) => (Some(PeerEvent::Down), None),
+            Some(Event::Notice(_)) => (None, None),
+            Some(Event::Delivered {
+                vc,
+                payload,
+                release,
+                ..
+            }) => (
+                Some(PeerEvent::Delivered {
+                    vc: vc.value(),
+                    payload: payload.to_vec(),
+                }),
+                Some(release),
+            ),
+            Some(Event::Lost { vc, payload, .. }) => (
+                Some(PeerEvent::Lost {
+                    vc: vc.value(),
+                    payload: payload.to_vec(),
+                }),
+                None,
+            ),
+        };
+        p.events.extend(event);
+        if let Some(r) = release {
+            if p.hold {
+                p.held.push(r);
+            } else {
+                // A release fails only for a token of an earlier incarnation: nothing to give.
+                let _ = p.link.release(r);
+            }
+        }
+    }
+}
