@@ -1331,10 +1331,19 @@ fn well_formed_frames(b: &mut Builder) -> Result<(), String> {
     );
     b.good(
         "init_echo_switch_tagged_cut_through",
-        "INIT_ECHO of a switch (role 2) announcing TAGGED and CUT_THROUGH, no credit overhead",
+        "INIT_ECHO of a switch (role 2) announcing TAGGED and CUT_THROUGH, no credit overhead, \
+         tagged, from port 3 of switch 1 (02:01:00:01:00:03, switch.md SW-9-4)",
         &["WIRE-4.5-6", "WIRE-4.5-7", "WIRE-4.5-2"],
         control(
-            eth(),
+            EthernetRepr {
+                dst: MAC_B,
+                src: MacAddr([0x02, 0x01, 0x00, 0x01, 0x00, 0x03]),
+                vlan: Some(VlanTag {
+                    pcp: 0,
+                    dei: false,
+                    vid: 100,
+                }),
+            },
             LinkFrame::InitEcho {
                 echo_nonce: 0x1234_5678,
                 init: InitRepr {

@@ -113,6 +113,10 @@ impl Config {
         //= docs/spec/switch.md#6-latency-and-cut-through
         //# SW-6-5 A switch that checks the FCS of every frame before it forwards it MUST NOT
         //# announce CUT_THROUGH.
+        //= docs/spec/switch.md#9-reset-and-identity
+        //# SW-9-6 Every port of a switch that sends 802.1Q-tagged frames MUST announce TAGGED
+        // The port's link adds TAGGED to what it announces whenever it is configured with a tag
+        // (classes.md CLS-3-2), so a tagging port announces it without more here.
         l.caps = Capabilities::NONE;
         l
     }

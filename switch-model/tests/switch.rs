@@ -869,6 +869,32 @@ fn reset_leaves_every_port_off_every_counter_zero_and_names_the_ports() {
     //# announce CUT_THROUGH.
     assert_eq!(init.caps, Capabilities::NONE);
     assert!(!init.caps.contains(Capabilities::CUT_THROUGH));
+    // The same switch with tagging ports announces TAGGED on every port.
+    let mut tagged = Config {
+        id: 0x0102,
+        ports: 4,
+        ..Config::default()
+    };
+    tagged.link.vlan = Some(ethlink_protocol::VlanTag {
+        pcp: 0,
+        dei: false,
+        vid: 12,
+    });
+    let mut sw = Switch::new(tagged, routes(4)).unwrap();
+    sw.port_up(Instant::ZERO, 3);
+    let t = sw
+        .poll_transmit(Instant::ZERO, 3, &mut buf)
+        .unwrap()
+        .unwrap();
+    let f = FrameRepr::parse_bytes(&buf[..t.len], 9216).unwrap();
+    assert!(f.eth.vlan.is_some());
+    let LinkFrame::Init(init) = f.link else {
+        panic!("{f:?}")
+    };
+    //= docs/spec/switch.md#9-reset-and-identity
+    //= type=test
+    //# SW-9-6 Every port of a switch that sends 802.1Q-tagged frames MUST announce TAGGED
+    assert_eq!((init.role, init.caps), (Role::Switch, Capabilities::TAGGED));
 }
 
 #[test]
