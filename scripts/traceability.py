@@ -60,7 +60,7 @@ def spec_requirements():
                 text.append(lines[i].strip())
                 i += 1
             body = " ".join(text)
-            if "Withdrawn" in body[:20]:
+            if "Withdrawn" in body[:20] or body.startswith("Not assigned"):
                 continue
             level = next((lv for lv in LEVELS if re.search(r"\b%s\b" % lv, body)), "informative")
             if rid in reqs:
