@@ -177,10 +177,20 @@ pub enum Command {
             error once a run takes more than a second.\n\n\
             One seed gives one output, byte for byte, except the JSON's \"wall\" section and the \
             summary's speed line (wall-clock time, memory).\n\n\
-            Exit status: 0 when the run passes; 1 when it fails (an operation lost, \
-            duplicated or unexpected, data corrupted, a switch buffer overrun, the time limit \
-            reached); 2 when the scenario or an option cannot be used, with one line naming \
-            the key and what is wrong with it."
+            The verdict (the summary's \"result\" line, \"pass\" in the JSON) says whether \
+            the fabric did its job: the data intact, every link up, the run not cut short by \
+            its time limit, and no operation ending with an error status that the scenario \
+            does not expect. By default an error is expected only from an operation \
+            outstanding around an outage's start or end; a scenario states otherwise in its \
+            [expect] table (errors = \"none\", \"explained\" or \"allowed\"). The \
+            \"data\" line says on its own whether anything was lost, duplicated or \
+            corrupted.\n\n\
+            Exit status: 0 when the run passes; 1 when data was lost, duplicated or corrupted \
+            (an operation lost, duplicated or unexpected, a byte corrupted or stray, a wrong \
+            load, a switch buffer overrun); 3 when the data is intact but the run fails \
+            otherwise (links that never came up, operations ending in error that the \
+            scenario does not expect, the time limit reached); 2 when the scenario or an \
+            option cannot be used, with one line naming the key and what is wrong with it."
     )]
     Run(run::RunArgs),
 }

@@ -54,6 +54,14 @@ pub const BUSBW_SVG: &str = "busbw.svg";
 pub const MAX_UTILISATION_LINES: usize = 16;
 /// Most time bins of the utilisation plot: consecutive samples are averaged into bins.
 pub const MAX_UTILISATION_BINS: usize = 200;
+/// Exit status of a run that passes.
+pub const EXIT_PASS: u8 = 0;
+/// Exit status of a run whose data was lost, duplicated or corrupted.
+pub const EXIT_DATA: u8 = 1;
+/// Exit status of a run whose data is intact but whose fabric failed: links that never came
+/// up, operations ending in error that the scenario's faults do not explain, the time limit.
+pub const EXIT_FABRIC: u8 = 3;
+
 /// Wall time after which the progress bar appears, so that short runs never show one.
 const PROGRESS_AFTER_S: f64 = 1.0;
 
@@ -561,7 +569,7 @@ pub fn execute(args: &RunArgs, io: &mut crate::Io<'_>) -> Result<u8, String> {
         render_text(&scenario, &report, args.out.as_deref(), capture.as_ref())
     };
     write_stdout(io, &text)?;
-    Ok(if report.pass { 0 } else { 1 })
+    Ok(exit_status(&report))
 }
 
 fn write_stdout(io: &mut crate::Io<'_>, text: &str) -> Result<(), String> {
@@ -1139,39 +1147,40 @@ fn statuses(by: &[(String, u64)]) -> String {
         .join(", ")
 }
 
-/// Why a run failed, or `None` when it passed.
-fn failures(r: &Report) -> Vec<String> {
+/// What the data check found wrong (lost, duplicated or unexpected operations, corrupted or
+/// stray bytes, wrong loads, switch buffer drops); empty when the data is intact.
+fn data_failures(r: &Report) -> Vec<String> {
     let mut v = Vec::new();
     let o = &r.ops;
+    let i = &r.integrity;
     for (n, what) in [
-        (o.lost, "lost"),
-        (o.duplicated, "duplicated"),
-        (o.unexpected, "unexpected"),
+        (o.lost, "operations lost"),
+        (o.duplicated, "operations duplicated"),
+        (o.unexpected, "unexpected completions"),
+        (i.bytes_mismatched, "bytes corrupted"),
+        (i.bytes_stray, "stray bytes"),
+        (i.loads_mismatched, "loads returned wrong data"),
+        (r.switch.buffer_drops, "switch buffer drops"),
     ] {
         if n > 0 {
-            v.push(format!("{n} operations {what}"));
+            v.push(format!("{n} {what}"));
         }
     }
-    let i = &r.integrity;
-    if i.bytes_mismatched > 0 {
-        v.push(format!("{} bytes corrupted", i.bytes_mismatched));
-    }
-    if i.bytes_stray > 0 {
-        v.push(format!("{} stray bytes", i.bytes_stray));
-    }
-    if i.loads_mismatched > 0 {
-        v.push(format!("{} loads returned wrong data", i.loads_mismatched));
-    }
-    if r.switch.buffer_drops > 0 {
-        v.push(format!("{} switch buffer drops", r.switch.buffer_drops));
-    }
-    if r.time_limit_hit {
-        v.push("the time limit cut the run short".to_owned());
-    }
-    if v.is_empty() && !r.pass {
-        v.push("see the JSON report".to_owned());
-    }
     v
+}
+
+/// The exit status of a run: [`EXIT_PASS`] when it passes, [`EXIT_DATA`] when data was lost,
+/// duplicated or corrupted, [`EXIT_FABRIC`] when the data is intact but the fabric did not do
+/// its job (links that never came up, operations ending in error that the scenario does not
+/// expect, the time limit).
+pub fn exit_status(r: &Report) -> u8 {
+    if r.pass {
+        EXIT_PASS
+    } else if !r.data_intact {
+        EXIT_DATA
+    } else {
+        EXIT_FABRIC
+    }
 }
 
 /// A table of right-aligned columns (the first left-aligned), two spaces apart.
@@ -1292,15 +1301,25 @@ pub fn render_text(
             time(r.end_ns.saturating_sub(r.stop_ns))
         ),
     ));
-    let f = failures(r);
     head.push((
         "result",
         if r.pass {
-            "PASS: every operation completed once (OK or with an error status); nothing lost, \
-             duplicated or corrupted"
-                .to_owned()
+            "PASS".to_owned()
         } else {
+            let mut f = r.failures.clone();
+            if f.is_empty() {
+                f.push("see the JSON report".to_owned());
+            }
             format!("FAIL: {}", f.join(", "))
+        },
+    ));
+    let d = data_failures(r);
+    head.push((
+        "data",
+        if d.is_empty() {
+            "intact: nothing lost, duplicated or corrupted".to_owned()
+        } else {
+            format!("NOT intact: {}", d.join(", "))
         },
     ));
     for (k, v) in &head {
@@ -1352,15 +1371,28 @@ pub fn render_text(
     let i = &r.integrity;
     let _ = writeln!(
         out,
-        "  total {} issued, {} completed ({} OK, {} with an error status); lost {}, \
-         duplicated {}, unexpected {}",
+        "  total {} issued, {} completed ({} OK, {} with an error status{}); lost {}, \
+         duplicated {}, unexpected {}{}",
         o.issued,
         o.completed,
         o.completed_ok,
         o.completed_error,
+        if o.completed_error > 0 {
+            format!(
+                ": {} explained by outages, {} not",
+                o.errors_explained, o.errors_unexplained
+            )
+        } else {
+            String::new()
+        },
         o.lost,
         o.duplicated,
-        o.unexpected
+        o.unexpected,
+        if o.cut_off > 0 {
+            format!(", cut off by the time limit {}", o.cut_off)
+        } else {
+            String::new()
+        }
     );
     let _ = writeln!(
         out,
@@ -1370,13 +1402,25 @@ pub fn render_text(
         i.bytes_mismatched,
         i.bytes_stray,
         i.loads_mismatched,
-        if i.bytes_unknown > 0 {
-            format!(
-                " ({} bytes left unknown by writes that failed)",
-                i.bytes_unknown
-            )
-        } else {
-            String::new()
+        {
+            let mut notes = Vec::new();
+            if i.bytes_unknown > 0 {
+                notes.push(format!(
+                    "{} bytes left unknown by writes that failed",
+                    i.bytes_unknown
+                ));
+            }
+            if i.bytes_in_flight > 0 {
+                notes.push(format!(
+                    "{} bytes of writes still in flight at the end, of unknown fate",
+                    i.bytes_in_flight
+                ));
+            }
+            if notes.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", notes.join("; "))
+            }
         }
     );
     if o.refused_no_tag > 0 || o.rdma_queue_waits > 0 {

@@ -1,0 +1,198 @@
+//! What a script can rely on: the verdict and the exit status of `ethlink run`, scenarios that
+//! cannot work refused before they run, bounded times, memory and outputs, and messages that
+//! say what is wrong.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::{ethlink, status, stderr, stdout};
+
+/// 4 GPUs of 2 ports on 2 planes, a few loads and stores and a small all-to-all: a fraction of
+/// a second in a debug build.
+const SMALL: &str = r#"
+seed = 3
+[topology]
+gpus = 4
+stacks = 1
+ports_per_stack = 2
+[[traffic]]
+kind = "load_store"
+ops = 100
+[[traffic]]
+kind = "all_to_all"
+bytes_per_pair = 32768
+iterations = 1
+[metrics]
+sample_ns = 0
+"#;
+
+/// A fresh directory of its own for one test.
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("ethlink-robust-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    dir
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    path.to_string_lossy().into_owned()
+}
+
+/// `SMALL` with `top` before it (top-level keys) and `tables` after it.
+fn small(top: &str, tables: &str) -> String {
+    format!("{top}\n{SMALL}\n{tables}\n")
+}
+
+/// Runs `ethlink run` on the scenario `toml` with `extra` arguments: (status, stdout, stderr).
+fn run(name: &str, toml: &str, extra: &[&str]) -> (i32, String, String) {
+    let dir = temp_dir(name);
+    let file = write(&dir, "s.toml", toml);
+    let mut args = vec!["run", "--scenario", file.as_str()];
+    args.extend_from_slice(extra);
+    let out = ethlink(&args, "");
+    (status(&out), stdout(&out), stderr(&out))
+}
+
+fn line<'a>(out: &'a str, key: &str) -> &'a str {
+    out.lines()
+        .find(|l| l.starts_with(key))
+        .unwrap_or_else(|| panic!("no {key:?} line in:\n{out}"))
+}
+
+#[test]
+fn every_operation_failing_is_a_failed_run_with_its_own_exit_status() {
+    for (name, link) in [
+        ("loss", "loss = 1.0"),
+        ("ber", "ber = 1.0"),
+        ("control", "control_loss = 1.0"),
+    ] {
+        let (code, out, err) = run(name, &small("", &format!("[link]\n{link}")), &[]);
+        assert_eq!(code, 3, "{link}: {out}{err}");
+        assert!(
+            line(&out, "result").starts_with("result     FAIL: "),
+            "{out}"
+        );
+        assert_eq!(
+            line(&out, "data"),
+            "data       intact: nothing lost, duplicated or corrupted",
+            "{out}"
+        );
+    }
+    let (_, out, _) = run("control2", &small("", "[link]\ncontrol_loss = 1.0"), &[]);
+    assert!(
+        line(&out, "result").contains("some links never came up"),
+        "{out}"
+    );
+    let (_, out, _) = run("loss2", &small("", "[link]\nloss = 1.0"), &[]);
+    assert!(
+        line(&out, "result").contains("with an error status that no outage explains"),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_scenario_that_expects_errors_passes_with_them() {
+    let toml = small("", "[link]\nloss = 1.0\n[expect]\nerrors = \"allowed\"");
+    let (code, out, err) = run("allowed", &toml, &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(line(&out, "result"), "result     PASS");
+    let (code, _, err) = run("badexpect", &small("", "[expect]\nerrors = \"some\""), &[]);
+    assert_eq!(code, 2);
+    assert!(err.starts_with("error: expect.errors: "), "{err}");
+}
+
+#[test]
+fn a_clean_run_passes_and_says_so_on_two_lines() {
+    let (code, out, err) = run("clean", &small("", ""), &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(line(&out, "result"), "result     PASS");
+    assert_eq!(
+        line(&out, "data"),
+        "data       intact: nothing lost, duplicated or corrupted"
+    );
+}
+
+#[test]
+fn run_help_documents_every_exit_status() {
+    let out = ethlink(&["run", "--help"], "");
+    let help = stdout(&out);
+    assert!(
+        help.contains("Exit status: 0 when the run passes; 1 when data was lost"),
+        "{help}"
+    );
+    assert!(
+        help.contains("; 3 when the data is intact but the run fails"),
+        "{help}"
+    );
+    assert!(
+        help.contains("; 2 when the scenario or an option cannot be used"),
+        "{help}"
+    );
+    assert!(help.contains("[expect]"), "{help}");
+}
+
+#[test]
+fn a_credit_buffer_smaller_than_one_frame_is_refused() {
+    let (code, out, err) = run("credits", &small("", "[link]\nrx_credits = 1"), &[]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(err.starts_with("error: link.rx_credits: "), "{err}");
+    let toml = small(
+        "",
+        "[link]\nmfs = 4096\nrx_credits = 64\n[endpoint]\nsegment = 8192",
+    );
+    let (code, _, err) = run("segment", &toml, &[]);
+    assert_eq!(code, 2);
+    assert!(err.starts_with("error: endpoint.segment: "), "{err}");
+}
+
+#[test]
+fn times_out_of_range_are_refused_with_the_limit() {
+    for (top, tables, key) in [
+        ("duration_ns = 4611686018427387904", "", "duration_ns"),
+        (
+            "",
+            "[[outages]]\nwhat = { kind = \"switch\", switch = 0 }\nstart_ns = 100000000000000000",
+            "outages.0.start_ns",
+        ),
+        (
+            "",
+            "[metrics]\nsample_ns = 9223372036854775807",
+            "metrics.sample_ns",
+        ),
+        (
+            "",
+            "[metrics]\nsample_ns = 2305843009213693952",
+            "metrics.sample_ns",
+        ),
+    ] {
+        // `[metrics]` appears twice when the test adds one: drop SMALL's.
+        let toml = small(top, tables);
+        let toml = if tables.starts_with("[metrics]") {
+            toml.replacen("[metrics]\nsample_ns = 0\n", "", 1)
+        } else {
+            toml
+        };
+        let (code, out, err) = run("times", &toml, &[]);
+        assert_eq!(code, 2, "{key}: {out}{err}");
+        assert!(err.starts_with(&format!("error: {key}: ")), "{err}");
+        assert!(err.contains("1000000000000000 ns"), "{err}");
+    }
+}
+
+#[test]
+fn writes_cut_off_by_the_time_limit_are_not_stray() {
+    let toml = small("time_limit_ns = 20000", "")
+        .replace("bytes_per_pair = 32768", "bytes_per_pair = 16777216");
+    let (code, out, err) = run("cut", &toml, &[]);
+    assert_eq!(code, 3, "{out}{err}");
+    assert!(out.contains("stray 0"), "{out}");
+    assert!(
+        out.contains("of writes still in flight at the end, of unknown fate"),
+        "{out}"
+    );
+    assert!(out.contains("cut off by the time limit"), "{out}");
+    assert!(!out.contains("stray bytes"), "{out}");
+}
