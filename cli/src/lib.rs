@@ -216,9 +216,14 @@ pub struct DecodeArgs {
     /// (WIRE-2.4-2).
     #[arg(long, value_name = "N", default_value_t = MAX_FRAME_LEN, value_parser = parse_mfs)]
     pub mfs: usize,
-    /// Print JSON instead of text: one object per frame, or an array of objects for --pcap.
+    /// Print JSON instead of text: one object per frame, or an array of objects for --pcap
+    /// (written frame by frame as the capture is read).
     #[arg(long)]
     pub json: bool,
+    /// Print JSON lines: one compact JSON object per frame, each on its own line, written as
+    /// soon as the frame is decoded.
+    #[arg(long, conflicts_with = "json")]
+    pub jsonl: bool,
 }
 
 /// Arguments of `encode`.
@@ -329,87 +334,155 @@ fn read_stdin(io: &mut Io<'_>) -> Result<String, Fail> {
     Ok(text)
 }
 
-fn run_decode(args: &DecodeArgs, io: &mut Io<'_>) -> Result<u8, Fail> {
-    let has_fcs = !args.no_fcs;
-    let frames: Vec<capture::Captured> = match (&args.hex, &args.pcap) {
-        (Some(hex), _) => vec![capture::Captured {
-            index: 1,
-            bytes: Ok(hexio::parse_hex(hex).map_err(|e| usage(format!("--hex: {e}")))?),
-            has_fcs,
-        }],
-        (None, Some(path)) => {
-            let file = std::fs::read(path)
-                .map_err(|e| usage(format!("cannot read {}: {e}", path.display())))?;
-            capture::read_capture_with(&file, has_fcs)
-                .map_err(|e| usage(format!("{}: {e}", path.display())))?
-        }
-        (None, None) => {
-            let text = read_stdin(io)?;
-            vec![capture::Captured {
-                index: 1,
-                bytes: Ok(
-                    hexio::parse_hex(&text).map_err(|e| usage(format!("standard input: {e}")))?
-                ),
-                has_fcs,
-            }]
-        }
-    };
-    let mut status = EXIT_OK;
-    let mut objects = Vec::new();
-    let mut text = String::new();
-    for captured in frames {
+/// Decodes frames one at a time and writes each as soon as it is decoded: text (frames apart by
+/// a blank line), JSON (one object, or for a capture an array written element by element) or
+/// JSON lines (one compact object per line).
+struct FrameOutput<'a> {
+    args: &'a DecodeArgs,
+    frames: u64,
+    status: u8,
+}
+
+impl FrameOutput<'_> {
+    fn frame(&mut self, io: &mut Io<'_>, captured: &capture::Captured) -> Result<(), Fail> {
         let json = match &captured.bytes {
             Ok(bytes) => {
                 let decoded = if captured.has_fcs {
-                    decode::decode_frame(bytes, args.mfs)
+                    decode::decode_frame(bytes, self.args.mfs)
                 } else {
-                    decode::decode_frame_without_fcs(bytes, args.mfs)
+                    decode::decode_frame_without_fcs(bytes, self.args.mfs)
                 };
                 if let Some(e) = &decoded.error {
-                    status = EXIT_MALFORMED;
-                    let _ = writeln!(
-                        io.stderr,
-                        "error: {}",
-                        decode::error_line(captured.index, e)
-                    );
+                    self.status = EXIT_MALFORMED;
+                    write_err(
+                        io,
+                        &format!("error: {}\n", decode::error_line(captured.index, e)),
+                    )?;
                 }
                 decoded.json
             }
             Err(reason) => {
-                status = EXIT_MALFORMED;
-                let _ = writeln!(io.stderr, "error: frame {}: {reason}", captured.index);
+                self.status = EXIT_MALFORMED;
+                write_err(io, &format!("error: frame {}: {reason}\n", captured.index))?;
                 model::FrameJson {
                     capture_error: Some(reason.clone()),
                     ..model::FrameJson::default()
                 }
             }
         };
+        let capture = self.args.pcap.is_some();
         // Frames of a capture are numbered; a single frame needs no number.
         let json = model::FrameJson {
-            frame: args.pcap.as_ref().map(|_| captured.index),
+            frame: capture.then_some(captured.index),
             ..json
         };
-        if args.json {
-            objects.push(json);
-        } else {
-            if !text.is_empty() {
-                text.push('\n');
+        let first = self.frames == 0;
+        self.frames += 1;
+        let text = if self.args.jsonl {
+            let mut line = serde_json::to_string(&json)
+                .map_err(|e| usage(format!("cannot render JSON: {e}")))?;
+            line.push('\n');
+            line
+        } else if self.args.json && capture {
+            // An element of the array, as serde_json prints arrays: indented by two spaces.
+            let object = to_json(&json)?;
+            let mut out = String::from(if first { "[\n" } else { ",\n" });
+            for (k, l) in object.trim_end().lines().enumerate() {
+                if k > 0 {
+                    out.push('\n');
+                }
+                out.push_str("  ");
+                out.push_str(l);
             }
-            text.push_str(&decode::render_text(&json));
+            out
+        } else if self.args.json {
+            to_json(&json)?
+        } else {
+            let mut out = String::new();
+            if !first {
+                out.push('\n');
+            }
+            out.push_str(&decode::render_text(&json));
+            out
+        };
+        write_out(io, &text)
+    }
+
+    fn finish(&mut self, io: &mut Io<'_>) -> Result<(), Fail> {
+        if self.args.json && !self.args.jsonl && self.args.pcap.is_some() {
+            write_out(io, if self.frames == 0 { "[]\n" } else { "\n]\n" })?;
+        }
+        Ok(())
+    }
+}
+
+fn write_err(io: &mut Io<'_>, text: &str) -> Result<(), Fail> {
+    io.stderr
+        .write_all(text.as_bytes())
+        .map_err(|e| usage(format!("cannot write to standard error: {e}")))
+}
+
+fn run_decode(args: &DecodeArgs, io: &mut Io<'_>) -> Result<u8, Fail> {
+    let has_fcs = !args.no_fcs;
+    let mut out = FrameOutput {
+        args,
+        frames: 0,
+        status: EXIT_OK,
+    };
+    match (&args.hex, &args.pcap) {
+        (Some(hex), _) => {
+            let bytes = hexio::parse_hex(hex).map_err(|e| usage(format!("--hex: {e}")))?;
+            let captured = capture::Captured {
+                index: 1,
+                bytes: Ok(bytes),
+                has_fcs,
+            };
+            out.frame(io, &captured)?;
+        }
+        (None, Some(path)) => {
+            let file = std::fs::File::open(path)
+                .map_err(|e| usage(format!("cannot read {}: {e}", path.display())))?;
+            let input = std::io::BufReader::with_capacity(1 << 16, file);
+            // A failure to write the output ends the reading at once.
+            let mut failed: Option<Fail> = None;
+            let end = capture::read_frames(input, has_fcs, |captured| {
+                out.frame(io, &captured).map_err(|f| {
+                    let e = capture::CaptureError(f.message.clone());
+                    failed = Some(f);
+                    e
+                })
+            });
+            if let Some(f) = failed {
+                return Err(f);
+            }
+            let end = end.map_err(|e| usage(format!("{}: {e}", path.display())))?;
+            out.finish(io)?;
+            if let capture::CaptureEnd::Truncated { at, reason } = end {
+                write_err(
+                    io,
+                    &format!(
+                        "error: {}: truncated at byte {at}: {reason}; the {} complete frames \
+                         before it were decoded\n",
+                        path.display(),
+                        out.frames
+                    ),
+                )?;
+                out.status = EXIT_MALFORMED;
+            }
+        }
+        (None, None) => {
+            let text = read_stdin(io)?;
+            let bytes =
+                hexio::parse_hex(&text).map_err(|e| usage(format!("standard input: {e}")))?;
+            let captured = capture::Captured {
+                index: 1,
+                bytes: Ok(bytes),
+                has_fcs,
+            };
+            out.frame(io, &captured)?;
         }
     }
-    if args.json {
-        text = if args.pcap.is_some() {
-            to_json(&objects)?
-        } else {
-            match objects.first() {
-                Some(o) => to_json(o)?,
-                None => String::new(),
-            }
-        };
-    }
-    write_out(io, &text)?;
-    Ok(status)
+    Ok(out.status)
 }
 
 fn run_encode(args: &EncodeArgs, io: &mut Io<'_>) -> Result<u8, Fail> {

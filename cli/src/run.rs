@@ -94,6 +94,11 @@ pub struct RunArgs {
     /// Never show the progress bar (it shows only on a terminal, for runs longer than a second).
     #[arg(long)]
     pub no_progress: bool,
+    /// Most memory the run may need: a scenario whose estimate is larger is refused before
+    /// anything is built, naming the key to change. A size in bytes, or with a unit K, M, G or
+    /// T (powers of 1024). Default: the machine's memory (MemTotal of /proc/meminfo).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub max_memory: Option<u64>,
     /// Print the effective scenario (the file or the default, with --seed applied) as TOML and
     /// exit without running it.
     #[arg(long, conflicts_with_all = ["json", "out"])]
@@ -123,6 +128,83 @@ fn parse_capture_port(s: &str) -> Result<CapturePort, String> {
         .parse()
         .map_err(|_| format!("{p:?} is not a port number"))?;
     Ok(CapturePort { gpu, port })
+}
+
+/// A size: bytes, or a number with a unit K, M, G or T (powers of 1024; `KiB`, `MB` and the
+/// like are read the same), for example `512M` or `1.5G`.
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let shift = match unit.trim().to_ascii_uppercase().as_str() {
+        "" | "B" => 0,
+        "K" | "KB" | "KIB" => 10,
+        "M" | "MB" | "MIB" => 20,
+        "G" | "GB" | "GIB" => 30,
+        "T" | "TB" | "TIB" => 40,
+        _ => return Err(format!("{s:?}: the unit must be K, M, G or T")),
+    };
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("{s:?} is not a size (for example 512M or 16G)"))?;
+    let bytes = n * (1u64 << shift) as f64;
+    if !(bytes.is_finite() && bytes >= 1.0 && bytes < 2f64.powi(63)) {
+        return Err(format!("{s:?} is not a size between 1 byte and 8 EiB"));
+    }
+    Ok(bytes as u64)
+}
+
+/// The machine's memory, from `/proc/meminfo`.
+fn machine_memory() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = s.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    kb.checked_mul(1024)
+}
+
+/// `n` bytes as `1.5 GiB`, `640.0 MiB`, `12.0 KiB` or `100 B`.
+pub fn size(n: u64) -> String {
+    let x = n as f64;
+    for (unit, shift) in [("TiB", 40), ("GiB", 30), ("MiB", 20), ("KiB", 10)] {
+        if n >= 1 << shift {
+            return format!("{:.1} {unit}", x / (1u64 << shift) as f64);
+        }
+    }
+    format!("{n} B")
+}
+
+/// Refuses a scenario whose memory estimate is above `--max-memory` (or the machine's memory):
+/// the message gives the estimate, its largest part and the key that sizes it.
+pub fn check_memory(s: &Scenario, max: Option<u64>) -> Result<u64, String> {
+    let est = s.memory_estimate();
+    let (limit, what) = match (max, machine_memory()) {
+        (Some(m), _) => (m, "the limit of --max-memory".to_owned()),
+        (None, Some(m)) => (m, "this machine's memory".to_owned()),
+        (None, None) => (16 << 30, "the default limit".to_owned()),
+    };
+    if est.bytes <= limit {
+        return Ok(est.bytes);
+    }
+    let parts: Vec<String> = est
+        .parts
+        .iter()
+        .take(3)
+        .map(|p| format!("{} {}", p.what, size(p.bytes)))
+        .collect();
+    let part = est
+        .largest()
+        .map(|p| format!(" ({}): make {} smaller", parts.join(", "), p.key))
+        .unwrap_or_default();
+    let round_up = est.bytes.div_ceil(1 << 30);
+    Err(format!(
+        "{}: the run needs about {} of memory, more than {what} ({}){part}, or run it \
+         anyway with --max-memory {round_up}G",
+        est.largest().map_or("(scenario)", |p| p.key.as_str()),
+        size(est.bytes),
+        size(limit)
+    ))
 }
 
 /// How a scenario file is written.
@@ -535,6 +617,7 @@ pub fn execute(args: &RunArgs, io: &mut crate::Io<'_>) -> Result<u8, String> {
         write_stdout(io, &text)?;
         return Ok(crate::EXIT_OK);
     }
+    let estimate = check_memory(&scenario, args.max_memory)?;
     if let Some(dir) = &args.out {
         std::fs::create_dir_all(dir)
             .map_err(|e| format!("--out: cannot create {}: {e}", dir.display()))?;
@@ -566,7 +649,13 @@ pub fn execute(args: &RunArgs, io: &mut crate::Io<'_>) -> Result<u8, String> {
     let text = if args.json {
         json
     } else {
-        render_text(&scenario, &report, args.out.as_deref(), capture.as_ref())
+        render_text(
+            &scenario,
+            &report,
+            args.out.as_deref(),
+            capture.as_ref(),
+            Some(estimate),
+        )
     };
     write_stdout(io, &text)?;
     Ok(exit_status(&report))
@@ -1211,12 +1300,13 @@ fn table(out: &mut String, indent: &str, rows: &[Vec<String>]) {
 }
 
 /// The summary `ethlink run` prints without `--json`. `out` and `capture` describe what
-/// `--out` wrote.
+/// `--out` wrote; `estimate` is the memory estimate the run was admitted with.
 pub fn render_text(
     s: &Scenario,
     r: &Report,
     out_dir: Option<&Path>,
     capture: Option<&CaptureSummary>,
+    estimate: Option<u64>,
 ) -> String {
     let mut out = String::new();
     let l = &s.link;
@@ -1583,6 +1673,10 @@ pub fn render_text(
     let rss = w
         .peak_rss_bytes
         .map_or_else(|| "unknown".to_owned(), |b| format!("{} MiB", b >> 20));
+    let rss = match estimate {
+        Some(e) => format!("{rss} (estimated at most {})", size(e)),
+        None => rss,
+    };
     let _ = writeln!(
         out,
         "Speed (wall clock): {:.2} s (final check {:.2} s); {:.3} M frame-hops/s, {:.3} M DATA \
