@@ -81,10 +81,16 @@ pub enum Command {
             if_fcslen, --no-fcs decides.\n\n\
             A transaction error stops the decode of that frame; the transactions before it \
             are still shown, and with --json the frame's object carries an \"error\" object.\n\n\
+            A capture is read and printed frame by frame, in constant memory whatever its \
+            size: --json writes the array element by element, --jsonl one compact object per \
+            line. A capture cut short, or followed by bytes that are not a block, gives every \
+            complete frame before the damage, then \"truncated at byte N\" on standard \
+            error.\n\n\
             Exit status: 0 when every frame is well-formed; 1 when a frame or a transaction in \
             it is malformed, with one line per such frame on standard error naming the field, \
             its offset in the frame, the requirement of docs/spec/wire.md and what a receiver \
-            must do; 2 when the input cannot be used (bad hex, unreadable file)."
+            must do, or when the capture is truncated; 2 when the input cannot be used (bad \
+            hex, unreadable file, not a capture at all)."
     )]
     Decode(DecodeArgs),
     /// Encode decode's JSON back into a frame.

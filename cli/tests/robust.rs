@@ -196,3 +196,61 @@ fn writes_cut_off_by_the_time_limit_are_not_stray() {
     assert!(out.contains("cut off by the time limit"), "{out}");
     assert!(!out.contains("stray bytes"), "{out}");
 }
+
+#[test]
+fn a_topology_that_cannot_fit_is_refused_before_it_is_built() {
+    let toml = "[topology]\ngpus = 1024\nstacks = 16\nports_per_stack = 16\n";
+    let (code, out, err) = run("huge", toml, &["--max-memory", "64G"]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(out.is_empty());
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("the run needs about "), "{err}");
+    assert!(err.contains("262144 cables"), "{err}");
+    assert!(err.contains("make "), "{err}");
+    assert!(err.contains("run it anyway with --max-memory "), "{err}");
+    // The documented maximum RDMA size on 4 GPUs: refused, naming the size key.
+    let toml = small("", "").replace("bytes_per_pair = 32768", "bytes_per_pair = 4294967295");
+    let (code, _, err) = run("rdma", &toml, &["--max-memory", "16G"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.starts_with("error: traffic.1.bytes_per_pair: the run needs about"),
+        "{err}"
+    );
+    // --max-memory raises (or lowers) the limit.
+    let (code, _, err) = run("low", &small("", ""), &["--max-memory", "1M"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("more than the limit of --max-memory (1.0 MiB)"),
+        "{err}"
+    );
+    let (code, _, err) = run("badsize", &small("", ""), &["--max-memory", "lots"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--max-memory"), "{err}");
+}
+
+#[test]
+fn the_summary_gives_the_estimate_and_the_peak_stays_below_it() {
+    let (code, out, err) = run("estimate", &small("", ""), &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    let speed = line(&out, "Speed (wall clock)");
+    let mib = |s: &str| -> f64 {
+        let (n, unit) = s.split_once(' ').unwrap_or((s, ""));
+        let n: f64 = n.parse().unwrap_or_else(|_| panic!("{s:?} in {speed}"));
+        match unit.trim_end_matches(')') {
+            "MiB" => n,
+            "GiB" => n * 1024.0,
+            "KiB" => n / 1024.0,
+            u => panic!("unit {u:?} in {speed}"),
+        }
+    };
+    let peak = speed
+        .split("peak RSS ")
+        .nth(1)
+        .and_then(|s| s.split(" (").next())
+        .unwrap_or_else(|| panic!("{speed}"));
+    let estimate = speed
+        .split("(estimated at most ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{speed}"));
+    assert!(mib(peak) <= mib(estimate), "{speed}");
+}
