@@ -522,6 +522,16 @@ fn run_efficiency(args: &EfficiencyArgs, io: &mut Io<'_>) -> Result<u8, Fail> {
 }
 
 fn run_link(args: &link::LinkArgs, io: &mut Io<'_>) -> Result<u8, Fail> {
+    link::scenario(args).map_err(usage)?;
+    for line in link::hopeless(args) {
+        write_err(
+            io,
+            &format!(
+                "warning: {line}; the run lasts until --time-limit-ns or --max-events ({})\n",
+                args.max_events
+            ),
+        )?;
+    }
     let report = link::run(args).map_err(usage)?;
     let text = if args.json {
         to_json(&report)?

@@ -254,3 +254,65 @@ fn the_summary_gives_the_estimate_and_the_peak_stays_below_it() {
         .unwrap_or_else(|| panic!("{speed}"));
     assert!(mib(peak) <= mib(estimate), "{speed}");
 }
+
+fn link_json(args: &[&str]) -> (i32, serde_json::Value, String) {
+    let mut all = vec!["link", "--json"];
+    all.extend_from_slice(args);
+    let out = ethlink(&all, "");
+    let v = serde_json::from_str(&stdout(&out))
+        .unwrap_or_else(|e| panic!("{args:?}: not JSON ({e}): {}{}", stdout(&out), stderr(&out)));
+    (status(&out), v, stderr(&out))
+}
+
+#[test]
+fn every_link_run_ends_within_its_event_budget() {
+    // A CC frame every nanosecond for a second of simulated time: stopped by the budget.
+    let (code, r, _) = link_json(&[
+        "--frames",
+        "2000",
+        "--cc-interval-ns",
+        "1",
+        "--max-events",
+        "20000",
+    ]);
+    assert_eq!(code, 0);
+    assert_eq!(r["event_budget_hit"], true, "{r}");
+    assert_eq!(r["timed_out"], false, "{r}");
+    assert_eq!(r["parameters"]["max_events"], 20000);
+    let t = r["simulated_time_ns"].as_u64().unwrap_or(0);
+    assert!(t > 0 && t < 1_000_000_000, "{r}");
+    // Hopeless settings with the largest time limit: named at once, and the run still ends.
+    for (option, value, says) in [
+        ("--control-loss", "1", "the link never comes up"),
+        ("--ber", "1", "every frame is damaged"),
+        ("--drain", "0", "at most 8 of the 2000 frames fit"),
+    ] {
+        let (code, r, err) = link_json(&[
+            "--frames",
+            "2000",
+            option,
+            value,
+            "--time-limit-ns",
+            "18446744073709551615",
+            "--max-events",
+            "20000",
+        ]);
+        assert_eq!(code, 0, "{option}: {err}");
+        assert!(
+            err.starts_with(&format!("warning: {option} {value}: ")),
+            "{err}"
+        );
+        assert!(err.contains(says), "{err}");
+        assert_eq!(r["event_budget_hit"], true, "{option}: {r}");
+    }
+    let out = ethlink(&["link", "--max-events", "10"], "");
+    assert_eq!(status(&out), 2);
+    assert!(stderr(&out).contains("--max-events 10: must be at least 1000"));
+}
+
+#[test]
+fn a_run_stopped_by_its_time_limit_reports_the_time_it_ran() {
+    let (_, r, _) = link_json(&["--frames", "2000", "--link-down-ns", "0:5000000000"]);
+    assert_eq!(r["timed_out"], true, "{r}");
+    assert_eq!(r["simulated_time_ns"], 1_000_000_000u64, "{r}");
+}
