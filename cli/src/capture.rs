@@ -436,6 +436,11 @@ impl<W: std::io::Write> PcapngStream<W> {
         self.frames
     }
 
+    /// The writer.
+    pub fn get_mut(&mut self) -> &mut W {
+        self.writer.get_mut()
+    }
+
     /// The writer, every block written to it.
     pub fn into_inner(self) -> W {
         self.writer.into_inner()

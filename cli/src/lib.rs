@@ -154,8 +154,13 @@ pub enum Command {
             from the first DATA frame sent to the last delivered.\n\n\
             The output is a table, or with --json one JSON object (docs/cli-json.md). One seed \
             gives one output, byte for byte.\n\n\
+            Every run ends: at its time limit, or after --max-events events (the report then \
+            says event_budget_hit). Settings under which the traffic cannot complete (every \
+            control frame or every frame lost, a receiver that never drains) are named on \
+            standard error before the run starts.\n\n\
             Exit status: 0 when the run completed (even if frames were lost or the time limit \
-            stopped it); 2 when an option is out of range, with a message naming it."
+            or the event budget stopped it); 2 when an option is out of range, with a message \
+            naming it, or when the output cannot be written."
     )]
     Link(link::LinkArgs),
     /// Run a whole fabric simulation.
@@ -179,7 +184,9 @@ pub enum Command {
             full report as one JSON object. --out DIR also writes metrics.json (the same \
             JSON), timeseries.csv, capture.pcapng (the frames crossing the cable of \
             --capture-port, nanosecond timestamps, FCS included) and SVG plots: latency_cdf.svg, \
-            port_utilisation.svg and busbw.svg. On a terminal, a progress bar shows on standard \
+            port_utilisation.svg and busbw.svg, each under a temporary name until every file \
+            is whole and the summary is printed (a run that fails leaves none of them). On a \
+            terminal, a progress bar shows on standard \
             error once a run takes more than a second.\n\n\
             One seed gives one output, byte for byte, except the JSON's \"wall\" section and the \
             summary's speed line (wall-clock time, memory).\n\n\

@@ -555,7 +555,7 @@ pub struct CaptureSummary {
 }
 
 struct CaptureState {
-    stream: Option<PcapngStream<BufWriter<File>>>,
+    stream: Option<PcapngStream<BufWriter<Checked<File>>>>,
     error: Option<String>,
     port: End,
     limit: u64,
@@ -603,7 +603,54 @@ fn capture_frame(st: &mut CaptureState, f: &CapturedFrame<'_>) {
     };
     match stream.write(f.start_ps / 1000, f.bytes, Some(direction), &comment) {
         Ok(()) => st.summary.written += 1,
-        Err(e) => st.error = Some(e.to_string()),
+        Err(e) => {
+            // The writer's own error ("No space left on device"), not the pcapng library's.
+            let why = stream.io_error().unwrap_or_else(|| e.to_string());
+            let message = format!(
+                "cannot write {CAPTURE_FILE}: {why} (after {} frames)",
+                st.summary.written
+            );
+            // Said when it happens: the run goes on, and ends with this error.
+            eprintln!("error: {message}; the run goes on, but none of --out's files is kept");
+            st.error = Some(message);
+        }
+    }
+}
+
+/// A writer that keeps the first error its inner writer gave, so that the message of a failed
+/// write is the system's ("No space left on device") whatever the layers above make of it.
+pub struct Checked<W> {
+    inner: W,
+    error: Option<String>,
+}
+
+impl<W> Checked<W> {
+    fn new(inner: W) -> Self {
+        Checked { inner, error: None }
+    }
+}
+
+impl<W: Write> Write for Checked<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.inner.write(buf).inspect_err(|e| {
+            self.error.get_or_insert_with(|| e.to_string());
+        })
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush().inspect_err(|e| {
+            self.error.get_or_insert_with(|| e.to_string());
+        })
+    }
+}
+
+trait IoError {
+    fn io_error(&mut self) -> Option<String>;
+}
+
+impl<W: Write> IoError for PcapngStream<BufWriter<Checked<W>>> {
+    fn io_error(&mut self) -> Option<String> {
+        self.get_mut().get_ref().error.clone()
     }
 }
 
@@ -622,9 +669,10 @@ pub fn execute(args: &RunArgs, io: &mut crate::Io<'_>) -> Result<u8, String> {
         std::fs::create_dir_all(dir)
             .map_err(|e| format!("--out: cannot create {}: {e}", dir.display()))?;
     }
+    let mut files = args.out.as_deref().map(OutFiles::new);
     let mut fabric = Fabric::new(&scenario).map_err(|e| e.to_string())?;
-    let capture = match &args.out {
-        Some(dir) => Some(start_capture(&mut fabric, args, dir)?),
+    let capture = match files.as_mut() {
+        Some(f) => Some(start_capture(&mut fabric, args, f)?),
         None => None,
     };
     let report = {
@@ -639,12 +687,17 @@ pub fn execute(args: &RunArgs, io: &mut crate::Io<'_>) -> Result<u8, String> {
         Some(state) => Some(finish_capture(&state)?),
         None => None,
     };
-    let json = to_json(&RunJson {
-        scenario: &scenario,
-        report: &report,
-    })?;
-    if let Some(dir) = &args.out {
-        write_outputs(dir, &scenario, &report, &json)?;
+    // The JSON only when it is printed or written: for a long time series it is large.
+    let json = if args.json || files.is_some() {
+        to_json(&RunJson {
+            scenario: &scenario,
+            report: &report,
+        })?
+    } else {
+        String::new()
+    };
+    if let Some(f) = files.as_mut() {
+        write_outputs(f, &scenario, &report, &json)?;
     }
     let text = if args.json {
         json
@@ -658,6 +711,9 @@ pub fn execute(args: &RunArgs, io: &mut crate::Io<'_>) -> Result<u8, String> {
         )
     };
     write_stdout(io, &text)?;
+    if let Some(f) = files.as_mut() {
+        f.commit()?;
+    }
     Ok(exit_status(&report))
 }
 
@@ -680,7 +736,7 @@ fn to_json(v: &impl Serialize) -> Result<String, String> {
 fn start_capture(
     fabric: &mut Fabric,
     args: &RunArgs,
-    dir: &Path,
+    files: &mut OutFiles,
 ) -> Result<Rc<RefCell<CaptureState>>, String> {
     let CapturePort { gpu, port } = args.capture_port;
     let end = End::Gpu { gpu, port };
@@ -694,10 +750,10 @@ fn start_capture(
         .ok_or_else(|| format!("--capture-port: no cable {cable}"))?;
     let other = if info.a == end { info.b } else { info.a };
     let ends = format!("{} <-> {}", end_name(end), end_name(other));
-    let path = dir.join(CAPTURE_FILE);
-    let file = File::create(&path).map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+    let path = files.dir.join(CAPTURE_FILE);
+    let file = files.create(CAPTURE_FILE)?;
     let stream = PcapngStream::new(
-        BufWriter::new(file),
+        BufWriter::new(Checked::new(file)),
         &end_name(end),
         &format!(
             "EthLink cable {cable}: {ends}, seed {}",
@@ -727,13 +783,15 @@ fn start_capture(
 fn finish_capture(state: &Rc<RefCell<CaptureState>>) -> Result<CaptureSummary, String> {
     let mut st = state.borrow_mut();
     if let Some(e) = st.error.take() {
-        return Err(format!("{CAPTURE_FILE}: {e}"));
+        return Err(e);
     }
     if let Some(stream) = st.stream.take() {
-        stream
+        let fail = |e: std::io::Error| format!("cannot write {CAPTURE_FILE}: {e}");
+        let file = stream
             .into_inner()
-            .flush()
-            .map_err(|e| format!("{CAPTURE_FILE}: {e}"))?;
+            .into_inner()
+            .map_err(|e| fail(e.into_error()))?;
+        file.inner.sync_all().map_err(fail)?;
     }
     Ok(st.summary.clone())
 }
@@ -801,21 +859,89 @@ impl Progress {
     }
 }
 
-fn write_file(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), String> {
-    let path = dir.join(name);
-    std::fs::write(&path, bytes).map_err(|e| format!("cannot write {}: {e}", path.display()))
+/// The files `--out` writes, each first under a temporary name in the directory
+/// (`.NAME.partial`) and renamed to its own name only once every file is whole and the summary
+/// is printed: a run that fails half-way leaves nothing of its own behind (its temporary files
+/// are removed), and never a file cut short under a final name.
+struct OutFiles {
+    dir: PathBuf,
+    /// The names written so far, under their temporary names.
+    names: Vec<&'static str>,
+    committed: bool,
 }
 
-fn write_outputs(dir: &Path, s: &Scenario, r: &Report, json: &str) -> Result<(), String> {
-    write_file(dir, METRICS_FILE, json.as_bytes())?;
-    write_file(dir, TIMESERIES_FILE, timeseries_csv(s, r).as_bytes())?;
+impl OutFiles {
+    fn new(dir: &Path) -> OutFiles {
+        OutFiles {
+            dir: dir.to_owned(),
+            names: Vec::new(),
+            committed: false,
+        }
+    }
+
+    fn partial(&self, name: &str) -> PathBuf {
+        self.dir.join(format!(".{name}.partial"))
+    }
+
+    /// Creates `name` under its temporary name.
+    fn create(&mut self, name: &'static str) -> Result<File, String> {
+        let path = self.partial(name);
+        let file =
+            File::create(&path).map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+        self.names.push(name);
+        Ok(file)
+    }
+
+    /// Writes `bytes` as `name` (under its temporary name), synced to the disk.
+    fn write(&mut self, name: &'static str, bytes: &[u8]) -> Result<(), String> {
+        let mut file = self.create(name)?;
+        file.write_all(bytes)
+            .and_then(|()| file.sync_all())
+            .map_err(|e| format!("cannot write {}: {e}", self.dir.join(name).display()))
+    }
+
+    /// Gives every file its own name. Checked first, so that nothing is renamed when one of
+    /// them cannot be: a final name taken by a directory.
+    fn commit(&mut self) -> Result<(), String> {
+        for name in &self.names {
+            let path = self.dir.join(name);
+            if path.is_dir() {
+                return Err(format!(
+                    "cannot write {}: a directory has that name",
+                    path.display()
+                ));
+            }
+        }
+        for name in &self.names {
+            let (from, to) = (self.partial(name), self.dir.join(name));
+            std::fs::rename(&from, &to)
+                .map_err(|e| format!("cannot write {}: {e}", to.display()))?;
+        }
+        self.committed = true;
+        Ok(())
+    }
+}
+
+impl Drop for OutFiles {
+    fn drop(&mut self) {
+        if !self.committed {
+            for name in &self.names {
+                let _ = std::fs::remove_file(self.partial(name));
+            }
+        }
+    }
+}
+
+fn write_outputs(files: &mut OutFiles, s: &Scenario, r: &Report, json: &str) -> Result<(), String> {
+    files.write(METRICS_FILE, json.as_bytes())?;
+    files.write(TIMESERIES_FILE, timeseries_csv(s, r).as_bytes())?;
     let plot_err = |name: &str, e: anyhow::Error| format!("cannot draw {name}: {e}");
     let svg = latency_svg(s, r).map_err(|e| plot_err(LATENCY_SVG, e))?;
-    write_file(dir, LATENCY_SVG, svg.as_bytes())?;
+    files.write(LATENCY_SVG, svg.as_bytes())?;
     let svg = utilisation_svg(s, r).map_err(|e| plot_err(UTILISATION_SVG, e))?;
-    write_file(dir, UTILISATION_SVG, svg.as_bytes())?;
+    files.write(UTILISATION_SVG, svg.as_bytes())?;
     let svg = busbw_svg(s, r).map_err(|e| plot_err(BUSBW_SVG, e))?;
-    write_file(dir, BUSBW_SVG, svg.as_bytes())?;
+    files.write(BUSBW_SVG, svg.as_bytes())?;
     Ok(())
 }
 
@@ -1716,6 +1842,46 @@ pub fn render_text(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A disk that is full.
+    struct Full;
+
+    impl Write for Full {
+        fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+            Err(std::io::Error::from_raw_os_error(28))
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_full_disk_is_named_as_such() {
+        let writer = BufWriter::with_capacity(256, Checked::new(Full));
+        let mut stream = match PcapngStream::new(writer, "gpu0.p0", "test") {
+            Ok(s) => s,
+            Err(e) => panic!("the header fits the buffer's first write: {e}"),
+        };
+        let frame = [7u8; 64];
+        let mut failed = false;
+        for _ in 0..8 {
+            failed |= stream.write(0, &frame, None, "").is_err();
+        }
+        assert!(failed, "writes to a full disk succeeded");
+        let why = stream.io_error().unwrap_or_default();
+        assert!(why.contains("No space left on device"), "{why}");
+    }
+
+    #[test]
+    fn sizes_parse() {
+        assert_eq!(parse_size("512M"), Ok(512 << 20));
+        assert_eq!(parse_size("1.5G"), Ok(3 << 29));
+        assert_eq!(parse_size("16GiB"), Ok(16 << 30));
+        assert_eq!(parse_size("4096"), Ok(4096));
+        for bad in ["", "G", "-1G", "1X", "nan", "0"] {
+            assert!(parse_size(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn capture_ports_parse() {

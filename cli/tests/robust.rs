@@ -316,3 +316,69 @@ fn a_run_stopped_by_its_time_limit_reports_the_time_it_ran() {
     assert_eq!(r["timed_out"], true, "{r}");
     assert_eq!(r["simulated_time_ns"], 1_000_000_000u64, "{r}");
 }
+
+/// Runs `sh -c SCRIPT` with the binary as `$0`: for redirections the test harness cannot make.
+fn shell(script: &str) -> std::process::Output {
+    std::process::Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .arg(env!("CARGO_BIN_EXE_ethlink"))
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run sh: {e}"))
+}
+
+fn listing(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .map(|d| {
+            d.filter_map(Result::ok)
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+#[test]
+fn out_keeps_nothing_of_a_run_that_fails_to_write() {
+    // A directory where metrics.json goes: nothing else is left behind, no partial file.
+    let dir = temp_dir("outdir");
+    let file = write(&dir, "s.toml", &small("", ""));
+    let out_dir = dir.join("out");
+    std::fs::create_dir_all(out_dir.join("metrics.json")).expect("a directory");
+    let out_arg = out_dir.to_string_lossy().into_owned();
+    let out = ethlink(&["run", "--scenario", &file, "--out", &out_arg], "");
+    assert_eq!(status(&out), 2, "{}", stdout(&out));
+    assert!(stderr(&out).contains("metrics.json"), "{}", stderr(&out));
+    assert_eq!(listing(&out_dir), vec!["metrics.json".to_owned()]);
+
+    // Standard output on a full device: the error says so, and --out keeps nothing.
+    let out_dir = dir.join("full");
+    let o = shell(&format!(
+        "exec \"$0\" run --scenario {file} --out {} > /dev/full",
+        out_dir.display()
+    ));
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("No space left on device"), "{err}");
+    assert!(listing(&out_dir).is_empty(), "{:?}", listing(&out_dir));
+
+    // And a run that succeeds keeps every file under its own name, and no partial one.
+    let out_dir = dir.join("good");
+    let out_arg = out_dir.to_string_lossy().into_owned();
+    let out = ethlink(&["run", "--scenario", &file, "--out", &out_arg], "");
+    assert_eq!(status(&out), 0, "{}", stderr(&out));
+    let names = listing(&out_dir);
+    assert_eq!(names.len(), 6, "{names:?}");
+    assert!(names.iter().all(|n| !n.ends_with(".partial")), "{names:?}");
+}
+
+#[test]
+fn a_closed_standard_output_is_an_error() {
+    for args in ["link --frames 100", "efficiency", "run --print-scenario"] {
+        let o = shell(&format!("exec \"$0\" {args} >&-"));
+        assert_eq!(o.status.code(), Some(2), "{args}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("standard output is closed"), "{args}: {err}");
+    }
+}
