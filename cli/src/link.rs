@@ -41,14 +41,14 @@ fn ns(d: Duration) -> u64 {
 pub struct LinkArgs {
     /// Line rate of both directions, Gb/s (0.001..=100000).
     #[arg(long, value_name = "GBPS", default_value_t = Wire::default().rate_gbps,
-          value_parser = parse_f64, allow_negative_numbers = true)]
+          value_parser = parse_f64, allow_hyphen_values = true)]
     pub rate_gbps: f64,
     /// Cable length, metres; the propagation delay is 5 ns per metre.
     #[arg(long, value_name = "M", default_value_t = 5.0, value_parser = parse_f64,
-          allow_negative_numbers = true)]
+          allow_hyphen_values = true)]
     pub cable_m: f64,
     /// One-way propagation delay, ns (0..=1e9); overrides --cable-m.
-    #[arg(long, value_name = "NS", value_parser = parse_f64, allow_negative_numbers = true)]
+    #[arg(long, value_name = "NS", value_parser = parse_f64, allow_hyphen_values = true)]
     pub propagation_ns: Option<f64>,
     /// Length of each DATA frame on the wire, destination MAC through FCS, bytes (64..=9216).
     #[arg(
@@ -76,11 +76,11 @@ pub struct LinkArgs {
     pub vcs: u8,
     /// Probability that a DATA frame arrives damaged, failing its FCS (0..=1).
     #[arg(long, value_name = "P", default_value_t = 0.0, value_parser = parse_f64,
-          allow_negative_numbers = true)]
+          allow_hyphen_values = true)]
     pub loss: f64,
     /// Probability that a DATA frame vanishes without trace (0..=1; --loss + --drop <= 1).
     #[arg(long, value_name = "P", default_value_t = 0.0, value_parser = parse_f64,
-          allow_negative_numbers = true)]
+          allow_hyphen_values = true)]
     pub drop: f64,
     /// Consecutive DATA frames each --loss or --drop event takes (0 and 1 mean one).
     #[arg(
@@ -92,15 +92,15 @@ pub struct LinkArgs {
     pub burst: u32,
     /// Bit error rate on every frame of both directions (0..=1).
     #[arg(long, value_name = "P", default_value_t = 0.0, value_parser = parse_f64,
-          allow_negative_numbers = true)]
+          allow_hyphen_values = true)]
     pub ber: f64,
     /// Probability that a frame (of any kind) arrives twice (0..=1).
     #[arg(long, value_name = "P", default_value_t = 0.0, value_parser = parse_f64,
-          allow_negative_numbers = true)]
+          allow_hyphen_values = true)]
     pub duplicate: f64,
     /// Probability that a control frame (ACK, NACK, CF, CC, INIT, INIT_ECHO) vanishes (0..=1).
     #[arg(long, value_name = "P", default_value_t = 0.0, value_parser = parse_f64,
-          allow_negative_numbers = true)]
+          allow_hyphen_values = true)]
     pub control_loss: f64,
     /// An outage of the physical link: it goes down START ns into the run for DURATION ns and
     /// frames in flight are lost. Repeat for several outages; they must not overlap.
@@ -109,7 +109,7 @@ pub struct LinkArgs {
     /// Rate at which each receiver drains its buffer, percent of the line rate (0..=100; 0
     /// never drains).
     #[arg(long, value_name = "PERCENT", default_value_t = 100.0, value_parser = parse_f64,
-          allow_negative_numbers = true)]
+          allow_hyphen_values = true)]
     pub drain: f64,
     /// Most frames in the replay buffer (1..=--window) [default: 115, or --window if smaller].
     #[arg(long, value_name = "FRAMES", allow_negative_numbers = true)]

@@ -262,10 +262,104 @@ impl std::fmt::Display for ScenarioTextError {
     }
 }
 
+/// Checks that every table of the scenario is written as a table: serde would read a struct
+/// from a positional array too (`topology = ["single_tier", 4, 1, 2]`), which is not a
+/// documented form.
+fn check_tables(root: &Value) -> Result<(), ScenarioError> {
+    let table = |key: String, v: &Value| -> Result<(), ScenarioError> {
+        if v.is_object() {
+            Ok(())
+        } else {
+            Err(ScenarioError {
+                key,
+                reason: format!(
+                    "must be a table of keys (`[section]` or `{{ key = value }}`), not {v}"
+                ),
+            })
+        }
+    };
+    let Some(o) = root.as_object() else {
+        return table("(scenario)".to_owned(), root);
+    };
+    for k in [
+        "topology", "link", "endpoint", "switch", "metrics", "expect",
+    ] {
+        if let Some(v) = o.get(k) {
+            table(k.to_owned(), v)?;
+        }
+    }
+    for list in ["traffic", "outages"] {
+        for (i, entry) in o
+            .get(list)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            table(format!("{list}.{i}"), entry)?;
+            if let Some(what) = entry.get("what") {
+                table(format!("{list}.{i}.what"), what)?;
+            }
+            if entry.get("kind").and_then(Value::as_str) == Some("load_store") {
+                for (k, size) in entry
+                    .get("sizes")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .enumerate()
+                {
+                    table(format!("{list}.{i}.sizes.{k}"), size)?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Reads a scenario from `text`: every key checked (an unknown key or a wrong type is named by
 /// its dotted path, `traffic.1.bytes_per_pair`), then every value
 /// ([`Scenario::validate`]).
 pub fn parse_scenario(text: &str, format: Format) -> Result<Scenario, ScenarioTextError> {
+    if format == Format::Toml
+        && let Ok(v) = toml::from_str::<Value>(text)
+    {
+        check_tables(&v).map_err(ScenarioTextError::Key)?;
+    }
+    if format == Format::Toml {
+        // TOML straight into the scenario, so that a value is judged as TOML wrote it (a nan,
+        // a date, a number too large), not as JSON would have it.
+        let syntax = |e: toml::de::Error| {
+            let (line, column) = e
+                .span()
+                .map_or((None, None), |s| line_column(text, s.start));
+            ScenarioTextError::Syntax {
+                line,
+                column,
+                message: one_line(e.message()),
+            }
+        };
+        let de = toml::Deserializer::parse(text).map_err(syntax)?;
+        match serde_path_to_error::deserialize::<_, Scenario>(de) {
+            Ok(scenario) => {
+                scenario.validate().map_err(ScenarioTextError::Key)?;
+                return Ok(scenario);
+            }
+            Err(e) => {
+                let path = segments(e.path());
+                let inside_tagged = matches!(
+                    path.first().map(String::as_str),
+                    Some("traffic" | "outages")
+                );
+                if !inside_tagged {
+                    let key = key_of(&path);
+                    let reason = toml_reason(text, &key, e.inner().message());
+                    return Err(ScenarioTextError::Key(ScenarioError { key, reason }));
+                }
+                // Internally tagged entries hide the name of the field at fault: look again
+                // below, through a generic value.
+            }
+        }
+    }
     let value: Value = match format {
         Format::Toml => toml::from_str(text).map_err(|e| {
             let (line, column) = e
@@ -283,9 +377,52 @@ pub fn parse_scenario(text: &str, format: Format) -> Result<Scenario, ScenarioTe
             message: one_line(&strip_position(&e.to_string())),
         })?,
     };
-    let scenario = scenario_from_value(&value).map_err(ScenarioTextError::Key)?;
+    check_tables(&value).map_err(ScenarioTextError::Key)?;
+    let scenario = scenario_from_value(&value).map_err(|e| {
+        ScenarioTextError::Key(match format {
+            Format::Toml => ScenarioError {
+                reason: toml_reason(text, &e.key, &e.reason),
+                key: e.key,
+            },
+            Format::Json => e,
+        })
+    })?;
     scenario.validate().map_err(ScenarioTextError::Key)?;
     Ok(scenario)
+}
+
+/// The reason a TOML value at `key` (a dotted path) was refused, said of the value as TOML
+/// wrote it: a date-time or a float that is not a number is named as such, not as the map or
+/// null a conversion makes of it; an integer beyond every integer type is out of range.
+fn toml_reason(text: &str, key: &str, reason: &str) -> String {
+    let reason = one_line(reason);
+    let value = toml::from_str::<toml::Table>(text).ok().and_then(|t| {
+        let mut parts = key.split('.');
+        let first = parts.next()?;
+        parts.try_fold(t.get(first)?.clone(), |v, p| match p.parse::<usize>() {
+            Ok(i) => v.get(i).cloned(),
+            Err(_) => v.get(p).cloned(),
+        })
+    });
+    let expected = reason
+        .rsplit_once(", expected ")
+        .map_or("another type", |(_, e)| e);
+    match value {
+        Some(toml::Value::Datetime(d)) => {
+            format!("invalid type: the date-time {d}, expected {expected}")
+        }
+        Some(toml::Value::Float(f)) if !f.is_finite() => {
+            format!("invalid value: {f}, expected {expected}")
+        }
+        _ if reason.contains(" as i128") => format!(
+            "invalid value: {}, expected {expected} (out of range)",
+            reason
+                .split('`')
+                .nth(1)
+                .map_or_else(|| "the integer".to_owned(), |n| format!("integer `{n}`"))
+        ),
+        _ => reason,
+    }
 }
 
 fn line_column(text: &str, offset: usize) -> (Option<usize>, Option<usize>) {

@@ -382,3 +382,161 @@ fn a_closed_standard_output_is_an_error() {
         assert!(err.contains("standard output is closed"), "{args}: {err}");
     }
 }
+
+/// The one line `ethlink run` prints for a scenario it refuses.
+fn refusal(name: &str, toml: &str) -> String {
+    let (code, out, err) = run(name, toml, &[]);
+    assert_eq!(code, 2, "{toml}: {out}{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    err.trim_end().to_owned()
+}
+
+#[test]
+fn toml_values_are_judged_as_toml_wrote_them() {
+    for (toml, says) in [
+        (
+            "[link]\nber = nan",
+            "error: link.ber: NaN is not a probability in 0..=1",
+        ),
+        (
+            "[link]\nrate_gbps = inf",
+            "error: link.rate_gbps: inf is not a positive number of Gb/s",
+        ),
+        (
+            "seed = 1979-05-27",
+            "error: seed: invalid type: the date-time 1979-05-27, expected u64",
+        ),
+        (
+            "[topology]\ngpus = 18446744073709551616",
+            "error: topology.gpus: invalid value: integer `18446744073709551616`, expected u16",
+        ),
+        (
+            "[[traffic]]\nkind = \"all_to_all\"\nbytes_per_pair = nan",
+            "error: traffic.0.bytes_per_pair: invalid value: NaN, expected u64",
+        ),
+    ] {
+        let err = refusal("toml", toml);
+        assert!(err.starts_with(says), "{toml}: {err}");
+        assert!(
+            !err.contains("null") && !err.contains("map") && !err.contains("JSON"),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn limits_are_stated_as_they_are() {
+    // A negative number in scientific notation is a value, refused for its range.
+    let out = ethlink(&["link", "--ber", "-1e-9"], "");
+    assert_eq!(status(&out), 2);
+    assert!(
+        stderr(&out).contains("--ber: -0.000000001 is not a probability"),
+        "{}",
+        stderr(&out)
+    );
+    // A collective's real limit: one RDMA write per step, at most 2^32-1 bytes.
+    let err = refusal(
+        "ring",
+        "[[traffic]]\nkind = \"ring_allreduce\"\nsizes = [1099511627776]",
+    );
+    assert!(
+        err.contains("more than the 2^32-1 one write carries"),
+        "{err}"
+    );
+    assert!(
+        err.contains("at most 34359738360 bytes with 8 GPUs"),
+        "{err}"
+    );
+    let doc = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/scenarios.md"),
+    )
+    .unwrap_or_default();
+    assert!(
+        !doc.contains("<= 2^40"),
+        "docs/scenarios.md still allows 2^40"
+    );
+}
+
+/// The first frame of the vectors as `decode --jsonl` prints it, and one with an `address`.
+fn frames_json() -> (String, String) {
+    let path = common::vectors_dir().join("vectors.pcapng");
+    let out = ethlink(
+        &["decode", "--pcap", &path.to_string_lossy(), "--jsonl"],
+        "",
+    );
+    let text = stdout(&out);
+    let first = text.lines().next().unwrap_or_default().to_owned();
+    let with_address = text
+        .lines()
+        .find(|l| l.contains("\"address\":\"0x"))
+        .unwrap_or_default()
+        .to_owned();
+    (first, with_address)
+}
+
+#[test]
+fn encode_takes_only_the_documented_forms() {
+    let (first, with_address) = frames_json();
+    assert!(!with_address.is_empty());
+    for (json, says) in [
+        (first.replacen("\"02:", "\"+2:", 1), "is not a MAC address"),
+        (
+            with_address.replacen("\"address\":\"0x", "\"address\":\"0x+", 1),
+            "is not 0x followed by hex digits",
+        ),
+        ("[[1, 2]]".to_owned(), "[0]: must be a JSON object of keys"),
+        (
+            first
+                .replacen("\"eth\":{", "\"eth\":[1,{", 1)
+                .replacen("},\"link\"", "}],\"link\"", 1),
+            "eth: must be a JSON object of keys",
+        ),
+    ] {
+        let out = ethlink(&["encode"], &json);
+        assert_eq!(status(&out), 2, "{json}: {}", stdout(&out));
+        assert!(stderr(&out).contains(says), "{says}: {}", stderr(&out));
+    }
+    // The well-formed frame still encodes.
+    let out = ethlink(&["encode"], &first);
+    assert_eq!(status(&out), 0, "{}", stderr(&out));
+    // Nine CF counters: said as such.
+    let nine = with_counters(9);
+    if let Some(json) = nine {
+        let out = ethlink(&["encode"], &json);
+        assert_eq!(status(&out), 2);
+        assert!(
+            stderr(&out).contains("holds more than 8 elements"),
+            "{}",
+            stderr(&out)
+        );
+    }
+}
+
+/// A CF frame of the vectors with `n` credit counters.
+fn with_counters(n: usize) -> Option<String> {
+    let path = common::vectors_dir().join("vectors.pcapng");
+    let out = ethlink(
+        &["decode", "--pcap", &path.to_string_lossy(), "--jsonl"],
+        "",
+    );
+    let text = stdout(&out);
+    let line = text.lines().find(|l| l.contains("\"counters\":["))?;
+    let mut v: serde_json::Value = serde_json::from_str(line).ok()?;
+    let counters = v["credits"]["counters"].as_array_mut()?;
+    counters.resize(n, serde_json::Value::Null);
+    Some(v.to_string())
+}
+
+#[test]
+fn a_scenario_table_written_as_an_array_is_refused() {
+    let err = refusal("positional", "topology = [\"single_tier\", 4, 1, 2]");
+    assert!(
+        err.starts_with("error: topology: must be a table of keys"),
+        "{err}"
+    );
+    let err = refusal("positional2", "[[outages]]\nwhat = [\"switch\", 0]");
+    assert!(
+        err.starts_with("error: outages.0.what: must be a table"),
+        "{err}"
+    );
+}

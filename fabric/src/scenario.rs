@@ -992,15 +992,27 @@ impl Scenario {
         }
         let l = &self.link;
         if !(l.rate_gbps.is_finite() && l.rate_gbps > 0.0 && l.rate_gbps <= 100_000.0) {
-            return err("link.rate_gbps", "must be a positive number of Gb/s");
+            return err(
+                "link.rate_gbps",
+                format!(
+                    "{} is not a positive number of Gb/s up to 100000",
+                    l.rate_gbps
+                ),
+            );
         }
         if !(l.cable_m.is_finite() && l.cable_m >= 0.0 && l.cable_m <= 100_000.0) {
-            return err("link.cable_m", "must be 0..=100000 m");
+            return err(
+                "link.cable_m",
+                format!("{} is not a length in 0..=100000 m", l.cable_m),
+            );
         }
         if let Some(p) = l.propagation_ns
             && !(p.is_finite() && (0.0..=1e9).contains(&p))
         {
-            return err("link.propagation_ns", "must be 0..=1e9 ns");
+            return err(
+                "link.propagation_ns",
+                format!("{p} is not a delay in 0..=1e9 ns"),
+            );
         }
         for (k, v) in [
             ("link.ber", l.ber),
@@ -1204,8 +1216,26 @@ impl Scenario {
                             format!("must be at least {n} (one byte per GPU)"),
                         );
                     }
-                    if s.div_ceil(n) > max_len || s > 1 << 40 {
-                        return err(key(&format!("sizes.{k}")), "too large");
+                    // Every step of the collective is one RDMA write of size / N bytes (of
+                    // size / 2 for halving-doubling's first), at most 2^32-1 bytes each.
+                    let per = if matches!(w, Workload::HalvingDoublingAllreduce(_)) {
+                        s.div_ceil(2)
+                    } else {
+                        s.div_ceil(n)
+                    };
+                    if per > max_len {
+                        let most = if matches!(w, Workload::HalvingDoublingAllreduce(_)) {
+                            2 * max_len
+                        } else {
+                            n * max_len
+                        };
+                        return err(
+                            key(&format!("sizes.{k}")),
+                            format!(
+                                "{s} bytes make RDMA writes of {per} bytes, more than the 2^32-1 \
+                                 one write carries: at most {most} bytes with {n} GPUs"
+                            ),
+                        );
                     }
                 }
                 if matches!(w, Workload::HalvingDoublingAllreduce(_)) && !n.is_power_of_two() {
