@@ -13,8 +13,10 @@
 //! The binary (`src/main.rs`) only parses arguments and calls [`run()`]; everything else is here
 //! so that tests can call it directly.
 //!
-//! Exit status: 0 on success, 1 when a frame (or a transaction in it) is malformed, 2 when the
-//! input itself cannot be used (bad hex, unreadable file, bad JSON, bad arguments).
+//! Exit status: 0 on success, 1 when a frame (or a transaction in it) is malformed or a capture
+//! is truncated, 2 when the input itself cannot be used (bad hex, unreadable file, bad JSON, bad
+//! arguments, output that cannot be written). `run` has its own: 0 pass, 1 data lost,
+//! duplicated or corrupted, 3 any other failure of the verdict, 2 an unusable scenario.
 
 pub mod capture;
 pub mod decode;
@@ -45,10 +47,12 @@ pub const EXIT_USAGE: u8 = 2;
 #[command(
     name = "ethlink",
     version,
-    about = "Decode, encode and measure EthLink frames",
-    long_about = "Decode, encode and measure EthLink frames.\n\n\
+    about = "Simulate EthLink fabrics and links; decode, encode and measure EthLink frames",
+    long_about = "Simulate EthLink fabrics and links; decode, encode and measure EthLink \
+        frames.\n\n\
         EthLink carries GPU load/store and lightweight RDMA in Ethernet frames \
-        (docs/spec/wire.md). This tool decodes frames from hex or pcap/pcapng captures, encodes \
+        (docs/spec/wire.md). This tool simulates whole fabrics of GPUs and switches (run), \
+        decodes frames from hex or pcap/pcapng captures, encodes \
         the JSON it prints back into frames, compares EthLink's wire efficiency with RoCEv2, \
         runs link-level retry and flow-control experiments on a simulated link and writes the \
         golden test vectors.\n\n\
@@ -105,7 +109,9 @@ pub enum Command {
             left out; when present they must agree with the frame. `decode --json` followed by \
             `encode` gives back the identical frame for every well-formed frame. \
             docs/cli-json.md describes every key.\n\n\
-            Bad JSON makes the exit status 2 with a message naming the key and what is wrong."
+            Bad JSON makes the exit status 2 with a message naming the key and what is wrong; \
+            one rejected frame fails a whole array, unless --skip-invalid skips it (exit \
+            status 1 then, with a count)."
     )]
     Encode(EncodeArgs),
     /// Compare wire efficiency with RoCEv2.
@@ -245,6 +251,11 @@ pub struct EncodeArgs {
     /// Read the JSON from FILE instead of standard input.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// With an array of frames, encode every frame that can be and skip the others, each named
+    /// on standard error with the reason, and a count at the end (exit status 1 when any was
+    /// skipped). Without it one rejected frame fails the whole array.
+    #[arg(long)]
+    pub skip_invalid: bool,
 }
 
 /// Arguments of `efficiency`.
@@ -507,6 +518,36 @@ fn run_encode(args: &EncodeArgs, io: &mut Io<'_>) -> Result<u8, Fail> {
         ),
         None => ("standard input".to_owned(), read_stdin(io)?),
     };
+    if args.skip_invalid {
+        let frames = encode::parse_json(&text).map_err(|e| usage(format!("{source}: {e}")))?;
+        let mut out = String::new();
+        let mut skipped = 0usize;
+        for (i, f) in frames.iter().enumerate() {
+            match encode::encode_frame(f) {
+                Ok(bytes) => {
+                    out.push_str(&hexio::to_hex(&bytes));
+                    out.push('\n');
+                }
+                Err(e) => {
+                    skipped += 1;
+                    write_err(io, &format!("error: {source}: [{i}] skipped: {e}\n"))?;
+                }
+            }
+        }
+        write_out(io, &out)?;
+        if skipped > 0 {
+            write_err(
+                io,
+                &format!(
+                    "error: {skipped} of {} frames skipped, {} encoded\n",
+                    frames.len(),
+                    frames.len() - skipped
+                ),
+            )?;
+            return Ok(EXIT_MALFORMED);
+        }
+        return Ok(EXIT_OK);
+    }
     let frames = encode::encode_text(&text).map_err(|e| usage(format!("{source}: {e}")))?;
     let mut out = String::new();
     for f in frames {

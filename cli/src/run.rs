@@ -658,9 +658,21 @@ pub fn scenario(args: &RunArgs) -> Result<Scenario, String> {
     Ok(s)
 }
 
-/// The effective scenario as TOML, as `--print-scenario` prints it.
+/// The effective scenario as TOML, as `--print-scenario` prints it. Floats below 0.001 are
+/// written with an exponent (`ber = 1e-10`, not `0.0000000001`).
 pub fn scenario_toml(s: &Scenario) -> Result<String, String> {
-    toml::to_string_pretty(s).map_err(|e| format!("cannot render the scenario as TOML: {e}"))
+    let text = toml::to_string_pretty(s)
+        .map_err(|e| format!("cannot render the scenario as TOML: {e}"))?;
+    let mut out = String::with_capacity(text.len());
+    for line in text.lines() {
+        let small = line.split_once(" = ").and_then(|(k, v)| {
+            let x: f64 = v.parse().ok()?;
+            (v.contains('.') && x != 0.0 && x.abs() < 1e-3).then(|| format!("{k} = {x:e}"))
+        });
+        out.push_str(small.as_deref().unwrap_or(line));
+        out.push('\n');
+    }
+    Ok(out)
 }
 
 /// What `--json` prints and metrics.json holds: the scenario that ran, then the report (whose
@@ -1341,6 +1353,7 @@ pub fn time(ns: u64) -> String {
 fn gpus_of(list: &Option<Vec<u16>>, all: &str) -> String {
     match list {
         None => all.to_owned(),
+        Some(v) if v.len() == 1 => format!("GPU {}", v[0]),
         Some(v) if v.len() <= 8 => format!(
             "GPUs {}",
             v.iter().map(u16::to_string).collect::<Vec<_>>().join(",")
@@ -1583,7 +1596,7 @@ pub fn render_text(
         (
             "links",
             format!(
-                "{} Gb/s, {} ns propagation, BER {:e}{}{}{}",
+                "{} Gb/s, {} ns propagation, BER {:e}{}{}{}{}{}",
                 l.rate_gbps,
                 propagation,
                 l.ber,
@@ -1599,6 +1612,15 @@ pub fn render_text(
                 },
                 if l.duplicate > 0.0 {
                     format!(", duplicate {}", l.duplicate)
+                } else {
+                    String::new()
+                },
+                match (l.burst, l.loss + l.drop > 0.0) {
+                    (b, true) if b > 1 => format!(", in bursts of {b} frames"),
+                    _ => String::new(),
+                },
+                if l.control_loss > 0.0 {
+                    format!(", control loss {}", l.control_loss)
                 } else {
                     String::new()
                 },
@@ -1812,11 +1834,19 @@ pub fn render_text(
          average",
         util_mean * 100.0
     );
-    let _ = writeln!(
-        out,
-        "  load imbalance (max / mean bytes sent): GPU ports {:.3}, switch ports {:.3}",
-        t.port_imbalance, t.switch_port_imbalance
-    );
+    if s.topology.kind == TopologyKind::BackToBack {
+        let _ = writeln!(
+            out,
+            "  load imbalance (max / mean bytes sent): GPU ports {:.3}",
+            t.port_imbalance
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "  load imbalance (max / mean bytes sent): GPU ports {:.3}, switch ports {:.3}",
+            t.port_imbalance, t.switch_port_imbalance
+        );
+    }
 
     // Collectives.
     if !r.collectives.is_empty() {
@@ -1908,7 +1938,7 @@ pub fn render_text(
     let _ = writeln!(
         out,
         "Endpoints: {} requests retried, {} moved to another port, {} responses discarded, {} \
-         lost with their link; {} frames packed with {} transactions; reorder buffer \
+         responses lost with their link; {} frames packed with {} transactions; reorder buffer \
          high-water {} B",
         e.retries,
         e.moved,

@@ -48,7 +48,8 @@ pub struct MemoryPart {
     pub bytes: u64,
 }
 
-/// The memory a scenario needs, by part.
+/// The memory a scenario needs, by part; the total adds an eighth for the allocator's rounding
+/// and an allowance for the process.
 #[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize)]
 pub struct MemoryEstimate {
     /// Every part, largest first.
@@ -282,9 +283,11 @@ impl Scenario {
             });
         }
         parts.sort_by(|a, b| b.bytes.cmp(&a.bytes));
-        let bytes = parts
+        let sum = parts
             .iter()
-            .fold(BASE, |acc, p| acc.saturating_add(p.bytes));
+            .fold(0u64, |acc, p| acc.saturating_add(p.bytes));
+        // The allocator rounds and fragments: an eighth more.
+        let bytes = sum.saturating_add(sum / 8).saturating_add(BASE);
         MemoryEstimate { parts, bytes }
     }
 }
