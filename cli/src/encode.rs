@@ -112,7 +112,7 @@ fn check_forms(v: &serde_json::Value, path: &str, object: bool) -> Result<(), En
         }
         Value::String(t) => {
             if let Some(digits) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X"))
-                && !(!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_hexdigit()))
+                && (digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_hexdigit()))
             {
                 return bad(format!("{t:?} is not 0x followed by hex digits"));
             }

@@ -196,7 +196,7 @@ fn option(code: u16, value: &[u8]) -> Vec<u8> {
     let mut v = code.to_le_bytes().to_vec();
     v.extend_from_slice(&(value.len() as u16).to_le_bytes());
     v.extend_from_slice(value);
-    while v.len() % 4 != 0 {
+    while !v.len().is_multiple_of(4) {
         v.push(0);
     }
     v

@@ -271,10 +271,8 @@ impl Scenario {
             });
         }
         let m = &self.metrics;
-        if m.sample_ns > 0 {
-            let samples = u64::from(m.max_samples)
-                .min(self.time_limit_ns / m.sample_ns)
-                .saturating_add(2);
+        if let Some(limit) = self.time_limit_ns.checked_div(m.sample_ns) {
+            let samples = u64::from(m.max_samples).min(limit).saturating_add(2);
             let row = 32 + 4 * gpus + if m.series_per_port { 4 * gpu_cables } else { 0 };
             parts.push(MemoryPart {
                 what: format!("the time series ({samples} samples at most)"),
@@ -282,7 +280,7 @@ impl Scenario {
                 bytes: samples.saturating_mul(row),
             });
         }
-        parts.sort_by(|a, b| b.bytes.cmp(&a.bytes));
+        parts.sort_by_key(|p| std::cmp::Reverse(p.bytes));
         let sum = parts
             .iter()
             .fold(0u64, |acc, p| acc.saturating_add(p.bytes));

@@ -39,6 +39,9 @@ fn small() -> Scenario {
     s
 }
 
+/// Sets one time key of a scenario.
+type SetTime = fn(&mut Scenario, u64);
+
 fn run(s: &Scenario) -> Report {
     Fabric::new(s).expect("a valid scenario").run(None)
 }
@@ -174,7 +177,7 @@ fn a_segment_larger_than_the_frame_size_allows_is_refused() {
 #[test]
 fn times_beyond_the_limit_are_refused_with_the_limit() {
     let big = 1u64 << 62;
-    let cases: Vec<(&str, fn(&mut Scenario, u64))> = vec![
+    let cases: Vec<(&str, SetTime)> = vec![
         ("duration_ns", |s, v| s.duration_ns = Some(v)),
         ("drain_ns", |s, v| s.drain_ns = Some(v)),
         ("time_limit_ns", |s, v| s.time_limit_ns = v),
