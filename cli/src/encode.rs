@@ -173,6 +173,33 @@ pub fn parse_json(text: &str) -> Result<Vec<FrameJson>, EncodeError> {
     Ok(frames)
 }
 
+/// Encodes each frame of JSON text (one frame object or an array of them) on its own: the
+/// outer `Err` is for text that is not JSON at all, each inner one for a frame that cannot be
+/// read or encoded, so that the others still can.
+pub fn encode_each(text: &str) -> Result<Vec<Result<Vec<u8>, EncodeError>>, EncodeError> {
+    let value: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| EncodeError::new("", e.to_string()))?;
+    let frames = match value {
+        serde_json::Value::Array(frames) => frames,
+        frame => vec![frame],
+    };
+    if frames.is_empty() {
+        return Err(EncodeError::new("", "the array holds no frames"));
+    }
+    Ok(frames
+        .iter()
+        .map(|f| {
+            check_forms(f, "", true)?;
+            let json: FrameJson = serde_path_to_error::deserialize(f).map_err(|e| {
+                let path = e.path().to_string();
+                let path = if path == "." { String::new() } else { path };
+                EncodeError::new(path, e.into_inner().to_string())
+            })?;
+            encode_frame(&json)
+        })
+        .collect())
+}
+
 /// Encodes JSON text (one frame object or an array of them) into frames, FCS included unless
 /// the JSON says the frame has none.
 pub fn encode_text(text: &str) -> Result<Vec<Vec<u8>>, EncodeError> {

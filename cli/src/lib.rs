@@ -519,13 +519,13 @@ fn run_encode(args: &EncodeArgs, io: &mut Io<'_>) -> Result<u8, Fail> {
         None => ("standard input".to_owned(), read_stdin(io)?),
     };
     if args.skip_invalid {
-        let frames = encode::parse_json(&text).map_err(|e| usage(format!("{source}: {e}")))?;
+        let frames = encode::encode_each(&text).map_err(|e| usage(format!("{source}: {e}")))?;
         let mut out = String::new();
         let mut skipped = 0usize;
         for (i, f) in frames.iter().enumerate() {
-            match encode::encode_frame(f) {
+            match f {
                 Ok(bytes) => {
-                    out.push_str(&hexio::to_hex(&bytes));
+                    out.push_str(&hexio::to_hex(bytes));
                     out.push('\n');
                 }
                 Err(e) => {

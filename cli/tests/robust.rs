@@ -540,3 +540,46 @@ fn a_scenario_table_written_as_an_array_is_refused() {
         "{err}"
     );
 }
+
+#[test]
+fn encode_can_skip_the_frames_it_rejects_and_count_them() {
+    let (first, _) = frames_json();
+    let bad = first.replacen("\"02:", "\"+2:", 1);
+    let array = format!("[{first},{bad},{first}]");
+    let out = ethlink(&["encode"], &array);
+    assert_eq!(status(&out), 2, "one rejected frame fails the array");
+    let out = ethlink(&["encode", "--skip-invalid"], &array);
+    assert_eq!(status(&out), 1, "{}", stderr(&out));
+    assert_eq!(stdout(&out).lines().count(), 2);
+    let err = stderr(&out);
+    assert!(err.contains("[1] skipped: "), "{err}");
+    assert!(err.contains("1 of 3 frames skipped, 2 encoded"), "{err}");
+}
+
+#[test]
+fn the_summary_reads_right_in_small_cases() {
+    // Incast to one GPU, loads and stores to that GPU: "GPU 0", not "GPUs 0".
+    let toml = "[topology]\ngpus = 4\nstacks = 1\nports_per_stack = 2\n\
+        [link]\nloss = 0.001\nburst = 3\ncontrol_loss = 0.001\n\
+        [[traffic]]\nkind = \"incast\"\nbytes = 65536\n\
+        [[traffic]]\nkind = \"load_store\"\nops = 20\ngpus = [1, 2, 3]\ntargets = [0]\n";
+    let (code, out, err) = run("quirks", toml, &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("-> GPU 0,"), "{out}");
+    assert!(!out.contains("GPUs 0"), "{out}");
+    let links = line(&out, "links");
+    assert!(links.contains("in bursts of 3 frames"), "{links}");
+    assert!(links.contains("control loss 0.001"), "{links}");
+    assert!(out.contains("responses lost with their link"), "{out}");
+    // Back to back: no switch, so no switch-port imbalance.
+    let toml = "[topology]\nkind = \"back_to_back\"\ngpus = 2\nstacks = 1\nports_per_stack = 2\n\
+        [[traffic]]\nkind = \"load_store\"\nops = 20\n";
+    let (code, out, _) = run("b2b", toml, &[]);
+    assert_eq!(code, 0);
+    assert!(!out.contains("switch ports"), "{out}");
+    // --print-scenario writes small floats with an exponent.
+    let out = ethlink(&["run", "--print-scenario"], "");
+    let text = stdout(&out);
+    assert!(text.contains("ber = 1e-10"), "{text}");
+    assert!(!text.contains("0.0000000001"), "{text}");
+}
