@@ -57,6 +57,10 @@ for f in examples.md; do
 done
 echo "vectors.json, vectors.pcapng and the worked examples (docs/spec/examples.md) match"
 
+log "the README's ethlink run command (release build)"
+cargo run --quiet --release --locked -p ethlink-cli -- run --no-progress >/dev/null
+echo "ethlink run passes"
+
 log "requirement traceability"
 python3 scripts/traceability.py --check --summary | tail -2
 
@@ -70,6 +74,7 @@ if [ "$FUZZ_SECONDS" != 0 ] && [ -d fuzz ]; then
      seeds=()
      [ -d "seeds/$t" ] && seeds=("seeds/$t")
      mkdir -p "corpus/$t"
+     echo "fuzz target $t (${FUZZ_SECONDS}s):"
      cargo fuzz run "$t" --sanitizer none "corpus/$t" "${seeds[@]}" -- -max_total_time="$FUZZ_SECONDS" 2>&1 | tail -3
    done)
 fi

@@ -12,13 +12,12 @@ use std::fmt;
 use std::time::Duration;
 
 use pcap_file::DataLink;
-use pcap_file::pcap::PcapParser;
+use pcap_file::pcapng::PcapNgWriter;
 use pcap_file::pcapng::blocks::enhanced_packet::{EnhancedPacketBlock, EnhancedPacketOption};
 use pcap_file::pcapng::blocks::interface_description::{
     InterfaceDescriptionBlock, InterfaceDescriptionOption,
 };
 use pcap_file::pcapng::blocks::section_header::SectionHeaderBlock;
-use pcap_file::pcapng::{Block, PcapNgParser, PcapNgWriter};
 
 /// One frame read from a capture: its bytes, or why they cannot be decoded.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,13 +42,208 @@ impl fmt::Display for CaptureError {
 
 impl std::error::Error for CaptureError {}
 
-const PCAPNG_MAGIC: [u8; 4] = [0x0A, 0x0D, 0x0D, 0x0A];
-const PCAP_MAGICS: [[u8; 4]; 4] = [
-    [0xA1, 0xB2, 0xC3, 0xD4],
-    [0xD4, 0xC3, 0xB2, 0xA1],
-    [0xA1, 0xB2, 0x3C, 0x4D],
-    [0x4D, 0x3C, 0xB2, 0xA1],
-];
+/// How a capture ended once every complete frame was read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CaptureEnd {
+    /// At the end of the file, after its last block.
+    Complete,
+    /// Before the end of the file: from byte `at` (counting from 0) on, the bytes are not a
+    /// complete block (the capture was cut short) or not a block at all (garbage).
+    Truncated {
+        /// Offset of the first byte not read.
+        at: u64,
+        /// What is wrong there.
+        reason: String,
+    },
+}
+
+/// Largest block the reader accepts: a pcapng block (or pcap record) longer than this is taken
+/// for garbage, so that memory stays bounded whatever the file says.
+const MAX_BLOCK: usize = 64 << 20;
+/// The reader's buffer at first; it grows, up to [`MAX_BLOCK`], for a longer block.
+const BUFFER: usize = 1 << 16;
+/// `if_fcslen`, the option of an interface description block that gives its FCS length.
+const IF_FCSLEN: u16 = 13;
+
+/// What a pcapng interface declares that matters here.
+#[derive(Debug, Clone, Copy)]
+struct Interface {
+    ethernet: bool,
+    linktype: i32,
+    fcs_len: Option<u8>,
+    snaplen: u32,
+}
+
+/// Reads the frames of a pcap or pcapng capture from `input` one at a time, handing each to
+/// `each` as soon as it is read, in constant memory whatever the capture's size (one block in
+/// memory at a time). `undeclared_fcs` says whether the frames of a classic pcap, or of a pcapng
+/// interface without `if_fcslen`, end with their FCS; an interface's `if_fcslen` always wins.
+///
+/// A capture cut short, or followed by bytes that are not a block, still gives every complete
+/// frame before the damage, then [`CaptureEnd::Truncated`]. `Err` is for input that is not a
+/// capture at all (or that cannot be read), or the first error `each` returns.
+pub fn read_frames<R: std::io::Read + Send>(
+    input: R,
+    undeclared_fcs: bool,
+    mut each: impl FnMut(Captured) -> Result<(), CaptureError>,
+) -> Result<CaptureEnd, CaptureError> {
+    use pcap_parser::pcapng::Block;
+    use pcap_parser::{PcapBlockOwned, PcapError};
+
+    let mut reader = match pcap_parser::create_reader(BUFFER, input) {
+        Ok(r) => r,
+        Err(PcapError::Eof) => {
+            return Err(CaptureError(
+                "the file is empty: not a pcap or pcapng capture".to_owned(),
+            ));
+        }
+        Err(PcapError::ReadError) => {
+            return Err(CaptureError("cannot read the file".to_owned()));
+        }
+        Err(_) => {
+            return Err(CaptureError(
+                "not a pcap or pcapng capture (unknown magic number)".to_owned(),
+            ));
+        }
+    };
+    // The link type of a classic pcap; the interfaces of the current pcapng section.
+    let mut legacy_linktype: Option<i32> = None;
+    let mut interfaces: Vec<Interface> = Vec::new();
+    let mut index = 0usize;
+    let mut size = BUFFER;
+    loop {
+        let at = reader.consumed() as u64;
+        let (offset, frame) = match reader.next() {
+            Ok((offset, block)) => {
+                let frame = match block {
+                    PcapBlockOwned::LegacyHeader(h) => {
+                        legacy_linktype = Some(h.network.0);
+                        None
+                    }
+                    PcapBlockOwned::Legacy(b) => {
+                        let data = b.data.get(..b.caplen as usize).unwrap_or(b.data);
+                        let linktype = legacy_linktype.unwrap_or(1);
+                        Some((
+                            check_packet(None, undeclared_fcs, linktype, data, b.origlen),
+                            undeclared_fcs,
+                        ))
+                    }
+                    PcapBlockOwned::NG(Block::SectionHeader(_)) => {
+                        interfaces.clear();
+                        None
+                    }
+                    PcapBlockOwned::NG(Block::InterfaceDescription(idb)) => {
+                        let fcs_len = idb
+                            .options
+                            .iter()
+                            .find(|o| o.code.0 == IF_FCSLEN)
+                            .and_then(|o| o.value().first().copied());
+                        interfaces.push(Interface {
+                            ethernet: idb.linktype.0 == 1,
+                            linktype: idb.linktype.0,
+                            fcs_len,
+                            snaplen: idb.snaplen,
+                        });
+                        None
+                    }
+                    PcapBlockOwned::NG(Block::EnhancedPacket(p)) => {
+                        let data = p.data.get(..p.caplen as usize).unwrap_or(p.data);
+                        Some(ng_frame(
+                            interfaces.get(p.if_id as usize),
+                            undeclared_fcs,
+                            data,
+                            p.origlen,
+                        ))
+                    }
+                    PcapBlockOwned::NG(Block::SimplePacket(p)) => {
+                        // A simple packet block keeps min(original length, snap length) bytes.
+                        let first = interfaces.first();
+                        let kept = first.map_or(p.origlen, |i| match i.snaplen {
+                            0 => p.origlen,
+                            n => p.origlen.min(n),
+                        });
+                        let data = p.data.get(..kept as usize).unwrap_or(p.data);
+                        Some(ng_frame(first, undeclared_fcs, data, p.origlen))
+                    }
+                    PcapBlockOwned::NG(_) => None,
+                };
+                (offset, frame)
+            }
+            Err(PcapError::Eof) => return Ok(CaptureEnd::Complete),
+            Err(PcapError::Incomplete(_)) => {
+                if reader.refill().is_err() {
+                    return Err(CaptureError("cannot read the file".to_owned()));
+                }
+                continue;
+            }
+            Err(PcapError::BufferTooSmall) => {
+                if size >= MAX_BLOCK {
+                    return Ok(CaptureEnd::Truncated {
+                        at,
+                        reason: format!(
+                            "a block longer than {} MiB, taken for garbage",
+                            MAX_BLOCK >> 20
+                        ),
+                    });
+                }
+                size = (size * 4).min(MAX_BLOCK);
+                reader.grow(size);
+                if reader.refill().is_err() {
+                    return Err(CaptureError("cannot read the file".to_owned()));
+                }
+                continue;
+            }
+            Err(PcapError::UnexpectedEof) => {
+                return Ok(CaptureEnd::Truncated {
+                    at,
+                    reason: "the capture ends in the middle of a block".to_owned(),
+                });
+            }
+            Err(PcapError::ReadError) => {
+                return Err(CaptureError("cannot read the file".to_owned()));
+            }
+            Err(_) => {
+                return Ok(CaptureEnd::Truncated {
+                    at,
+                    reason: "the bytes there are not a block of the capture".to_owned(),
+                });
+            }
+        };
+        reader.consume(offset);
+        if let Some((bytes, has_fcs)) = frame {
+            index += 1;
+            each(Captured {
+                index,
+                bytes,
+                has_fcs,
+            })?;
+        }
+    }
+}
+
+/// A pcapng packet on `interface` (none: the packet names an interface the section does not
+/// describe): its bytes or why they cannot be decoded, and whether it ends with its FCS.
+fn ng_frame(
+    interface: Option<&Interface>,
+    undeclared_fcs: bool,
+    data: &[u8],
+    original_len: u32,
+) -> (Result<Vec<u8>, String>, bool) {
+    match interface {
+        None => (
+            Err("the packet names an interface the capture does not describe".to_owned()),
+            undeclared_fcs,
+        ),
+        Some(i) => {
+            let has_fcs = i.fcs_len.map_or(undeclared_fcs, |n| n != 0);
+            let linktype = if i.ethernet { 1 } else { i.linktype };
+            (
+                check_packet(i.fcs_len, has_fcs, linktype, data, original_len),
+                has_fcs,
+            )
+        }
+    }
+}
 
 /// Reads every packet of a pcap or pcapng capture held in `file`. Frames whose capture does not
 /// say whether they keep their FCS are taken to end with it.
@@ -57,103 +251,34 @@ pub fn read_capture(file: &[u8]) -> Result<Vec<Captured>, CaptureError> {
     read_capture_with(file, true)
 }
 
-/// Reads every packet of a pcap or pcapng capture held in `file`. `undeclared_fcs` says whether
-/// the frames of a classic pcap, or of a pcapng interface without `if_fcslen`, end with their
-/// FCS; an interface's `if_fcslen` always wins over it.
+/// Reads every packet of a pcap or pcapng capture held in `file` into memory (see
+/// [`read_frames`], which reads one at a time). `undeclared_fcs` says whether the frames of a
+/// classic pcap, or of a pcapng interface without `if_fcslen`, end with their FCS. A capture
+/// cut short is an error here, after the frames before the damage were read.
 pub fn read_capture_with(file: &[u8], undeclared_fcs: bool) -> Result<Vec<Captured>, CaptureError> {
-    match file.first_chunk::<4>() {
-        Some(m) if *m == PCAPNG_MAGIC => read_pcapng(file, undeclared_fcs),
-        Some(m) if PCAP_MAGICS.contains(m) => read_pcap(file, undeclared_fcs),
-        _ => Err(CaptureError(
-            "not a pcap or pcapng capture (unknown magic number)".to_owned(),
-        )),
-    }
-}
-
-fn read_pcapng(file: &[u8], undeclared_fcs: bool) -> Result<Vec<Captured>, CaptureError> {
-    let bad = |e: pcap_file::PcapError| CaptureError(format!("bad pcapng capture: {e}"));
-    let (mut rest, mut parser) = PcapNgParser::new(file).map_err(bad)?;
     let mut frames = Vec::new();
-    while !rest.is_empty() {
-        let (next, block) = parser.next_block(rest).map_err(bad)?;
-        rest = next;
-        let (interface_id, data, original_len) = match &block {
-            Block::EnhancedPacket(p) => (Some(p.interface_id), &p.data, p.original_len),
-            Block::SimplePacket(p) => (None, &p.data, p.original_len),
-            Block::Packet(p) => (Some(u32::from(p.interface_id)), &p.data, p.original_len),
-            _ => continue,
-        };
-        let index = frames.len() + 1;
-        let interface = match interface_id {
-            Some(id) => usize::try_from(id)
-                .ok()
-                .and_then(|i| parser.interfaces().get(i)),
-            None => parser.interfaces().first(),
-        };
-        let (bytes, has_fcs) = match interface {
-            None => (
-                Err("the packet names an interface the capture does not describe".to_owned()),
-                undeclared_fcs,
-            ),
-            Some(idb) => {
-                let fcs_len = idb_fcs_len(idb);
-                let has_fcs = fcs_len.map_or(undeclared_fcs, |n| n != 0);
-                let bytes = check_packet(fcs_len, has_fcs, &idb.linktype, data, original_len);
-                (bytes, has_fcs)
-            }
-        };
-        frames.push(Captured {
-            index,
-            bytes,
-            has_fcs,
-        });
+    match read_frames(file, undeclared_fcs, |f| {
+        frames.push(f);
+        Ok(())
+    })? {
+        CaptureEnd::Complete => Ok(frames),
+        CaptureEnd::Truncated { at, reason } => Err(CaptureError(format!(
+            "truncated at byte {at}: {reason} (after {} frames)",
+            frames.len()
+        ))),
     }
-    Ok(frames)
-}
-
-/// The FCS length an interface declares (`if_fcslen`), if it declares one.
-fn idb_fcs_len(idb: &InterfaceDescriptionBlock<'_>) -> Option<u8> {
-    idb.options.iter().find_map(|o| match o {
-        InterfaceDescriptionOption::IfFcsLen(n) => Some(*n),
-        _ => None,
-    })
-}
-
-fn read_pcap(file: &[u8], undeclared_fcs: bool) -> Result<Vec<Captured>, CaptureError> {
-    let bad = |e: pcap_file::PcapError| CaptureError(format!("bad pcap capture: {e}"));
-    let (mut rest, parser) = PcapParser::new(file).map_err(bad)?;
-    let linktype = parser.header().datalink;
-    let mut frames = Vec::new();
-    while !rest.is_empty() {
-        let (next, packet) = parser.next_packet(rest).map_err(bad)?;
-        rest = next;
-        // A pcap header does not say whether frames keep their FCS; the caller does.
-        let bytes = check_packet(
-            None,
-            undeclared_fcs,
-            &linktype,
-            &packet.data,
-            packet.orig_len,
-        );
-        frames.push(Captured {
-            index: frames.len() + 1,
-            bytes,
-            has_fcs: undeclared_fcs,
-        });
-    }
-    Ok(frames)
 }
 
 fn check_packet(
     fcs_len: Option<u8>,
     has_fcs: bool,
-    linktype: &DataLink,
+    linktype: i32,
     data: &[u8],
     original_len: u32,
 ) -> Result<Vec<u8>, String> {
-    if *linktype != DataLink::ETHERNET {
+    if linktype != 1 {
         return Err(format!(
-            "link type {linktype:?} is not Ethernet; EthLink frames are Ethernet frames"
+            "link type {linktype} is not Ethernet (1); EthLink frames are Ethernet frames"
         ));
     }
     if let Some(n) = fcs_len.filter(|&n| n != 0 && n != 4) {
@@ -311,6 +436,11 @@ impl<W: std::io::Write> PcapngStream<W> {
         self.frames
     }
 
+    /// The writer.
+    pub fn get_mut(&mut self) -> &mut W {
+        self.writer.get_mut()
+    }
+
     /// The writer, every block written to it.
     pub fn into_inner(self) -> W {
         self.writer.into_inner()
@@ -324,6 +454,7 @@ fn write_error(e: pcap_file::PcapError) -> CaptureError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use pcap_file::pcapng::{Block, PcapNgParser};
 
     #[test]
     fn round_trip_and_garbage() {

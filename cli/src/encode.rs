@@ -62,8 +62,88 @@ impl fmt::Display for EncodeError {
 
 impl std::error::Error for EncodeError {}
 
+/// Keys whose value is a JSON object (or null) in `decode --json`'s output, besides a frame's
+/// `credits`: no other shape is read for them (serde would take a struct from a positional
+/// array too).
+const OBJECT_KEYS: [&str; 7] = ["eth", "vlan", "link", "init", "network", "path", "error"];
+
+/// Checks that `v` (at `path`) is written only in the documented forms: frames and the objects
+/// of [`OBJECT_KEYS`] as objects, transactions as objects, `0x` hex strings with nothing but hex
+/// digits after the `0x`, MAC addresses as six pairs of hex digits. Rust's integer parsers take
+/// a leading `+`, which no documented form has.
+fn check_forms(v: &serde_json::Value, path: &str, object: bool) -> Result<(), EncodeError> {
+    use serde_json::Value;
+    let bad = |why: String| Err(EncodeError::new(path.to_owned(), why));
+    match v {
+        Value::Object(o) => {
+            for (k, x) in o {
+                let p = if path.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{path}.{k}")
+                };
+                // A frame's `credits` (a CF) is an object; an INIT's is a list.
+                let frame_level = path.is_empty()
+                    || (path.starts_with('[') && path.ends_with(']') && !path.contains('.'));
+                let want_object =
+                    OBJECT_KEYS.contains(&k.as_str()) || (k == "credits" && frame_level);
+                if want_object && !(x.is_object() || x.is_null()) {
+                    return Err(EncodeError::new(
+                        p,
+                        format!("must be a JSON object of keys, not {x}"),
+                    ));
+                }
+                if k == "txns" {
+                    for (i, t) in x.as_array().into_iter().flatten().enumerate() {
+                        check_forms(t, &format!("{p}[{i}]"), true)?;
+                    }
+                } else {
+                    check_forms(x, &p, false)?;
+                }
+            }
+            Ok(())
+        }
+        _ if object => bad(format!("must be a JSON object of keys, not {v}")),
+        Value::Array(a) => {
+            for (i, x) in a.iter().enumerate() {
+                check_forms(x, &format!("{path}[{i}]"), false)?;
+            }
+            Ok(())
+        }
+        Value::String(t) => {
+            if let Some(digits) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X"))
+                && (digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_hexdigit()))
+            {
+                return bad(format!("{t:?} is not 0x followed by hex digits"));
+            }
+            let parts: Vec<&str> = t.split(':').collect();
+            if parts.len() == 6
+                && !parts
+                    .iter()
+                    .all(|p| p.len() == 2 && p.bytes().all(|b| b.is_ascii_hexdigit()))
+            {
+                return bad(format!(
+                    "{t:?} is not a MAC address of six pairs of hex digits like 02:00:00:00:00:01"
+                ));
+            }
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Parses JSON text holding one frame object or an array of them, as `decode --json` prints.
 pub fn parse_json(text: &str) -> Result<Vec<FrameJson>, EncodeError> {
+    if let Ok(value) = serde_json::from_str::<serde_json::Value>(text) {
+        match &value {
+            serde_json::Value::Array(frames) => {
+                for (i, f) in frames.iter().enumerate() {
+                    check_forms(f, &format!("[{i}]"), true)?;
+                }
+            }
+            frame => check_forms(frame, "", true)?,
+        }
+    }
     let mut de = serde_json::Deserializer::from_str(text);
     let is_array = text.trim_start().starts_with('[');
     let frames = if is_array {
@@ -74,7 +154,16 @@ pub fn parse_json(text: &str) -> Result<Vec<FrameJson>, EncodeError> {
     .map_err(|e| {
         let path = e.path().to_string();
         let path = if path == "." { String::new() } else { path };
-        EncodeError::new(path, e.into_inner().to_string())
+        let message = e.into_inner().to_string();
+        // serde_json says "trailing characters" of an array longer than a fixed-size one.
+        let message = match message.strip_prefix("trailing characters") {
+            Some(at) if path.ends_with("counters") || path.ends_with("credits") => {
+                format!("holds more than 8 elements: it has exactly one per VC, 8{at}")
+            }
+            Some(at) if !path.is_empty() => format!("holds more elements than it may{at}"),
+            _ => message,
+        };
+        EncodeError::new(path, message)
     })?;
     de.end()
         .map_err(|e| EncodeError::new("", format!("trailing characters after the JSON: {e}")))?;
@@ -82,6 +171,33 @@ pub fn parse_json(text: &str) -> Result<Vec<FrameJson>, EncodeError> {
         return Err(EncodeError::new("", "the array holds no frames"));
     }
     Ok(frames)
+}
+
+/// Encodes each frame of JSON text (one frame object or an array of them) on its own: the
+/// outer `Err` is for text that is not JSON at all, each inner one for a frame that cannot be
+/// read or encoded, so that the others still can.
+pub fn encode_each(text: &str) -> Result<Vec<Result<Vec<u8>, EncodeError>>, EncodeError> {
+    let value: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| EncodeError::new("", e.to_string()))?;
+    let frames = match value {
+        serde_json::Value::Array(frames) => frames,
+        frame => vec![frame],
+    };
+    if frames.is_empty() {
+        return Err(EncodeError::new("", "the array holds no frames"));
+    }
+    Ok(frames
+        .iter()
+        .map(|f| {
+            check_forms(f, "", true)?;
+            let json: FrameJson = serde_path_to_error::deserialize(f).map_err(|e| {
+                let path = e.path().to_string();
+                let path = if path == "." { String::new() } else { path };
+                EncodeError::new(path, e.into_inner().to_string())
+            })?;
+            encode_frame(&json)
+        })
+        .collect())
 }
 
 /// Encodes JSON text (one frame object or an array of them) into frames, FCS included unless

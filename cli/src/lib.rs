@@ -13,8 +13,10 @@
 //! The binary (`src/main.rs`) only parses arguments and calls [`run()`]; everything else is here
 //! so that tests can call it directly.
 //!
-//! Exit status: 0 on success, 1 when a frame (or a transaction in it) is malformed, 2 when the
-//! input itself cannot be used (bad hex, unreadable file, bad JSON, bad arguments).
+//! Exit status: 0 on success, 1 when a frame (or a transaction in it) is malformed or a capture
+//! is truncated, 2 when the input itself cannot be used (bad hex, unreadable file, bad JSON, bad
+//! arguments, output that cannot be written). `run` has its own: 0 pass, 1 data lost,
+//! duplicated or corrupted, 3 any other failure of the verdict, 2 an unusable scenario.
 
 pub mod capture;
 pub mod decode;
@@ -45,10 +47,12 @@ pub const EXIT_USAGE: u8 = 2;
 #[command(
     name = "ethlink",
     version,
-    about = "Decode, encode and measure EthLink frames",
-    long_about = "Decode, encode and measure EthLink frames.\n\n\
+    about = "Simulate EthLink fabrics and links; decode, encode and measure EthLink frames",
+    long_about = "Simulate EthLink fabrics and links; decode, encode and measure EthLink \
+        frames.\n\n\
         EthLink carries GPU load/store and lightweight RDMA in Ethernet frames \
-        (docs/spec/wire.md). This tool decodes frames from hex or pcap/pcapng captures, encodes \
+        (docs/spec/wire.md). This tool simulates whole fabrics of GPUs and switches (run), \
+        decodes frames from hex or pcap/pcapng captures, encodes \
         the JSON it prints back into frames, compares EthLink's wire efficiency with RoCEv2, \
         runs link-level retry and flow-control experiments on a simulated link and writes the \
         golden test vectors.\n\n\
@@ -81,10 +85,16 @@ pub enum Command {
             if_fcslen, --no-fcs decides.\n\n\
             A transaction error stops the decode of that frame; the transactions before it \
             are still shown, and with --json the frame's object carries an \"error\" object.\n\n\
+            A capture is read and printed frame by frame, in constant memory whatever its \
+            size: --json writes the array element by element, --jsonl one compact object per \
+            line. A capture cut short, or followed by bytes that are not a block, gives every \
+            complete frame before the damage, then \"truncated at byte N\" on standard \
+            error.\n\n\
             Exit status: 0 when every frame is well-formed; 1 when a frame or a transaction in \
             it is malformed, with one line per such frame on standard error naming the field, \
             its offset in the frame, the requirement of docs/spec/wire.md and what a receiver \
-            must do; 2 when the input cannot be used (bad hex, unreadable file)."
+            must do, or when the capture is truncated; 2 when the input cannot be used (bad \
+            hex, unreadable file, not a capture at all)."
     )]
     Decode(DecodeArgs),
     /// Encode decode's JSON back into a frame.
@@ -99,7 +109,9 @@ pub enum Command {
             left out; when present they must agree with the frame. `decode --json` followed by \
             `encode` gives back the identical frame for every well-formed frame. \
             docs/cli-json.md describes every key.\n\n\
-            Bad JSON makes the exit status 2 with a message naming the key and what is wrong."
+            Bad JSON makes the exit status 2 with a message naming the key and what is wrong; \
+            one rejected frame fails a whole array, unless --skip-invalid skips it (exit \
+            status 1 then, with a count)."
     )]
     Encode(EncodeArgs),
     /// Compare wire efficiency with RoCEv2.
@@ -148,8 +160,13 @@ pub enum Command {
             from the first DATA frame sent to the last delivered.\n\n\
             The output is a table, or with --json one JSON object (docs/cli-json.md). One seed \
             gives one output, byte for byte.\n\n\
+            Every run ends: at its time limit, or after --max-events events (the report then \
+            says event_budget_hit). Settings under which the traffic cannot complete (every \
+            control frame or every frame lost, a receiver that never drains) are named on \
+            standard error before the run starts.\n\n\
             Exit status: 0 when the run completed (even if frames were lost or the time limit \
-            stopped it); 2 when an option is out of range, with a message naming it."
+            or the event budget stopped it); 2 when an option is out of range, with a message \
+            naming it, or when the output cannot be written."
     )]
     Link(link::LinkArgs),
     /// Run a whole fabric simulation.
@@ -173,14 +190,26 @@ pub enum Command {
             full report as one JSON object. --out DIR also writes metrics.json (the same \
             JSON), timeseries.csv, capture.pcapng (the frames crossing the cable of \
             --capture-port, nanosecond timestamps, FCS included) and SVG plots: latency_cdf.svg, \
-            port_utilisation.svg and busbw.svg. On a terminal, a progress bar shows on standard \
+            port_utilisation.svg and busbw.svg, each under a temporary name until every file \
+            is whole and the summary is printed (a run that fails leaves none of them). On a \
+            terminal, a progress bar shows on standard \
             error once a run takes more than a second.\n\n\
             One seed gives one output, byte for byte, except the JSON's \"wall\" section and the \
             summary's speed line (wall-clock time, memory).\n\n\
-            Exit status: 0 when the run passes; 1 when it fails (an operation lost, \
-            duplicated or unexpected, data corrupted, a switch buffer overrun, the time limit \
-            reached); 2 when the scenario or an option cannot be used, with one line naming \
-            the key and what is wrong with it."
+            The verdict (the summary's \"result\" line, \"pass\" in the JSON) says whether \
+            the fabric did its job: the data intact, every link up, the run not cut short by \
+            its time limit, and no operation ending with an error status that the scenario \
+            does not expect. By default an error is expected only from an operation \
+            outstanding around an outage's start or end; a scenario states otherwise in its \
+            [expect] table (errors = \"none\", \"explained\" or \"allowed\"). The \
+            \"data\" line says on its own whether anything was lost, duplicated or \
+            corrupted.\n\n\
+            Exit status: 0 when the run passes; 1 when data was lost, duplicated or corrupted \
+            (an operation lost, duplicated or unexpected, a byte corrupted or stray, a wrong \
+            load, a switch buffer overrun); 3 when the data is intact but the run fails \
+            otherwise (links that never came up, operations ending in error that the \
+            scenario does not expect, the time limit reached); 2 when the scenario or an \
+            option cannot be used, with one line naming the key and what is wrong with it."
     )]
     Run(run::RunArgs),
 }
@@ -206,9 +235,14 @@ pub struct DecodeArgs {
     /// (WIRE-2.4-2).
     #[arg(long, value_name = "N", default_value_t = MAX_FRAME_LEN, value_parser = parse_mfs)]
     pub mfs: usize,
-    /// Print JSON instead of text: one object per frame, or an array of objects for --pcap.
+    /// Print JSON instead of text: one object per frame, or an array of objects for --pcap
+    /// (written frame by frame as the capture is read).
     #[arg(long)]
     pub json: bool,
+    /// Print JSON lines: one compact JSON object per frame, each on its own line, written as
+    /// soon as the frame is decoded.
+    #[arg(long, conflicts_with = "json")]
+    pub jsonl: bool,
 }
 
 /// Arguments of `encode`.
@@ -217,6 +251,11 @@ pub struct EncodeArgs {
     /// Read the JSON from FILE instead of standard input.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// With an array of frames, encode every frame that can be and skip the others, each named
+    /// on standard error with the reason, and a count at the end (exit status 1 when any was
+    /// skipped). Without it one rejected frame fails the whole array.
+    #[arg(long)]
+    pub skip_invalid: bool,
 }
 
 /// Arguments of `efficiency`.
@@ -319,87 +358,155 @@ fn read_stdin(io: &mut Io<'_>) -> Result<String, Fail> {
     Ok(text)
 }
 
-fn run_decode(args: &DecodeArgs, io: &mut Io<'_>) -> Result<u8, Fail> {
-    let has_fcs = !args.no_fcs;
-    let frames: Vec<capture::Captured> = match (&args.hex, &args.pcap) {
-        (Some(hex), _) => vec![capture::Captured {
-            index: 1,
-            bytes: Ok(hexio::parse_hex(hex).map_err(|e| usage(format!("--hex: {e}")))?),
-            has_fcs,
-        }],
-        (None, Some(path)) => {
-            let file = std::fs::read(path)
-                .map_err(|e| usage(format!("cannot read {}: {e}", path.display())))?;
-            capture::read_capture_with(&file, has_fcs)
-                .map_err(|e| usage(format!("{}: {e}", path.display())))?
-        }
-        (None, None) => {
-            let text = read_stdin(io)?;
-            vec![capture::Captured {
-                index: 1,
-                bytes: Ok(
-                    hexio::parse_hex(&text).map_err(|e| usage(format!("standard input: {e}")))?
-                ),
-                has_fcs,
-            }]
-        }
-    };
-    let mut status = EXIT_OK;
-    let mut objects = Vec::new();
-    let mut text = String::new();
-    for captured in frames {
+/// Decodes frames one at a time and writes each as soon as it is decoded: text (frames apart by
+/// a blank line), JSON (one object, or for a capture an array written element by element) or
+/// JSON lines (one compact object per line).
+struct FrameOutput<'a> {
+    args: &'a DecodeArgs,
+    frames: u64,
+    status: u8,
+}
+
+impl FrameOutput<'_> {
+    fn frame(&mut self, io: &mut Io<'_>, captured: &capture::Captured) -> Result<(), Fail> {
         let json = match &captured.bytes {
             Ok(bytes) => {
                 let decoded = if captured.has_fcs {
-                    decode::decode_frame(bytes, args.mfs)
+                    decode::decode_frame(bytes, self.args.mfs)
                 } else {
-                    decode::decode_frame_without_fcs(bytes, args.mfs)
+                    decode::decode_frame_without_fcs(bytes, self.args.mfs)
                 };
                 if let Some(e) = &decoded.error {
-                    status = EXIT_MALFORMED;
-                    let _ = writeln!(
-                        io.stderr,
-                        "error: {}",
-                        decode::error_line(captured.index, e)
-                    );
+                    self.status = EXIT_MALFORMED;
+                    write_err(
+                        io,
+                        &format!("error: {}\n", decode::error_line(captured.index, e)),
+                    )?;
                 }
                 decoded.json
             }
             Err(reason) => {
-                status = EXIT_MALFORMED;
-                let _ = writeln!(io.stderr, "error: frame {}: {reason}", captured.index);
+                self.status = EXIT_MALFORMED;
+                write_err(io, &format!("error: frame {}: {reason}\n", captured.index))?;
                 model::FrameJson {
                     capture_error: Some(reason.clone()),
                     ..model::FrameJson::default()
                 }
             }
         };
+        let capture = self.args.pcap.is_some();
         // Frames of a capture are numbered; a single frame needs no number.
         let json = model::FrameJson {
-            frame: args.pcap.as_ref().map(|_| captured.index),
+            frame: capture.then_some(captured.index),
             ..json
         };
-        if args.json {
-            objects.push(json);
-        } else {
-            if !text.is_empty() {
-                text.push('\n');
+        let first = self.frames == 0;
+        self.frames += 1;
+        let text = if self.args.jsonl {
+            let mut line = serde_json::to_string(&json)
+                .map_err(|e| usage(format!("cannot render JSON: {e}")))?;
+            line.push('\n');
+            line
+        } else if self.args.json && capture {
+            // An element of the array, as serde_json prints arrays: indented by two spaces.
+            let object = to_json(&json)?;
+            let mut out = String::from(if first { "[\n" } else { ",\n" });
+            for (k, l) in object.trim_end().lines().enumerate() {
+                if k > 0 {
+                    out.push('\n');
+                }
+                out.push_str("  ");
+                out.push_str(l);
             }
-            text.push_str(&decode::render_text(&json));
+            out
+        } else if self.args.json {
+            to_json(&json)?
+        } else {
+            let mut out = String::new();
+            if !first {
+                out.push('\n');
+            }
+            out.push_str(&decode::render_text(&json));
+            out
+        };
+        write_out(io, &text)
+    }
+
+    fn finish(&mut self, io: &mut Io<'_>) -> Result<(), Fail> {
+        if self.args.json && !self.args.jsonl && self.args.pcap.is_some() {
+            write_out(io, if self.frames == 0 { "[]\n" } else { "\n]\n" })?;
+        }
+        Ok(())
+    }
+}
+
+fn write_err(io: &mut Io<'_>, text: &str) -> Result<(), Fail> {
+    io.stderr
+        .write_all(text.as_bytes())
+        .map_err(|e| usage(format!("cannot write to standard error: {e}")))
+}
+
+fn run_decode(args: &DecodeArgs, io: &mut Io<'_>) -> Result<u8, Fail> {
+    let has_fcs = !args.no_fcs;
+    let mut out = FrameOutput {
+        args,
+        frames: 0,
+        status: EXIT_OK,
+    };
+    match (&args.hex, &args.pcap) {
+        (Some(hex), _) => {
+            let bytes = hexio::parse_hex(hex).map_err(|e| usage(format!("--hex: {e}")))?;
+            let captured = capture::Captured {
+                index: 1,
+                bytes: Ok(bytes),
+                has_fcs,
+            };
+            out.frame(io, &captured)?;
+        }
+        (None, Some(path)) => {
+            let file = std::fs::File::open(path)
+                .map_err(|e| usage(format!("cannot read {}: {e}", path.display())))?;
+            let input = std::io::BufReader::with_capacity(1 << 16, file);
+            // A failure to write the output ends the reading at once.
+            let mut failed: Option<Fail> = None;
+            let end = capture::read_frames(input, has_fcs, |captured| {
+                out.frame(io, &captured).map_err(|f| {
+                    let e = capture::CaptureError(f.message.clone());
+                    failed = Some(f);
+                    e
+                })
+            });
+            if let Some(f) = failed {
+                return Err(f);
+            }
+            let end = end.map_err(|e| usage(format!("{}: {e}", path.display())))?;
+            out.finish(io)?;
+            if let capture::CaptureEnd::Truncated { at, reason } = end {
+                write_err(
+                    io,
+                    &format!(
+                        "error: {}: truncated at byte {at}: {reason}; the {} complete frames \
+                         before it were decoded\n",
+                        path.display(),
+                        out.frames
+                    ),
+                )?;
+                out.status = EXIT_MALFORMED;
+            }
+        }
+        (None, None) => {
+            let text = read_stdin(io)?;
+            let bytes =
+                hexio::parse_hex(&text).map_err(|e| usage(format!("standard input: {e}")))?;
+            let captured = capture::Captured {
+                index: 1,
+                bytes: Ok(bytes),
+                has_fcs,
+            };
+            out.frame(io, &captured)?;
         }
     }
-    if args.json {
-        text = if args.pcap.is_some() {
-            to_json(&objects)?
-        } else {
-            match objects.first() {
-                Some(o) => to_json(o)?,
-                None => String::new(),
-            }
-        };
-    }
-    write_out(io, &text)?;
-    Ok(status)
+    Ok(out.status)
 }
 
 fn run_encode(args: &EncodeArgs, io: &mut Io<'_>) -> Result<u8, Fail> {
@@ -411,6 +518,36 @@ fn run_encode(args: &EncodeArgs, io: &mut Io<'_>) -> Result<u8, Fail> {
         ),
         None => ("standard input".to_owned(), read_stdin(io)?),
     };
+    if args.skip_invalid {
+        let frames = encode::encode_each(&text).map_err(|e| usage(format!("{source}: {e}")))?;
+        let mut out = String::new();
+        let mut skipped = 0usize;
+        for (i, f) in frames.iter().enumerate() {
+            match f {
+                Ok(bytes) => {
+                    out.push_str(&hexio::to_hex(bytes));
+                    out.push('\n');
+                }
+                Err(e) => {
+                    skipped += 1;
+                    write_err(io, &format!("error: {source}: [{i}] skipped: {e}\n"))?;
+                }
+            }
+        }
+        write_out(io, &out)?;
+        if skipped > 0 {
+            write_err(
+                io,
+                &format!(
+                    "error: {skipped} of {} frames skipped, {} encoded\n",
+                    frames.len(),
+                    frames.len() - skipped
+                ),
+            )?;
+            return Ok(EXIT_MALFORMED);
+        }
+        return Ok(EXIT_OK);
+    }
     let frames = encode::encode_text(&text).map_err(|e| usage(format!("{source}: {e}")))?;
     let mut out = String::new();
     for f in frames {
@@ -433,6 +570,16 @@ fn run_efficiency(args: &EfficiencyArgs, io: &mut Io<'_>) -> Result<u8, Fail> {
 }
 
 fn run_link(args: &link::LinkArgs, io: &mut Io<'_>) -> Result<u8, Fail> {
+    link::scenario(args).map_err(usage)?;
+    for line in link::hopeless(args) {
+        write_err(
+            io,
+            &format!(
+                "warning: {line}; the run lasts until --time-limit-ns or --max-events ({})\n",
+                args.max_events
+            ),
+        )?;
+    }
     let report = link::run(args).map_err(usage)?;
     let text = if args.json {
         to_json(&report)?

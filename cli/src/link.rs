@@ -19,6 +19,9 @@ use ethlink_protocol::fcs::FCS_LEN;
 use ethlink_protocol::{ETH_HEADER_LEN, LINK_HEADER_LEN, MAX_FRAME_LEN, WIRE_OVERHEAD};
 use serde::Serialize;
 
+/// Default of `--max-events`: a few tens of seconds of a release build at most.
+pub const DEFAULT_MAX_EVENTS: u64 = 50_000_000;
+
 /// Most VCs a link has.
 const MAX_VCS: u8 = 8;
 /// Bytes of a harness DATA frame that are not payload (Ethernet header, link header, FCS): the
@@ -38,14 +41,14 @@ fn ns(d: Duration) -> u64 {
 pub struct LinkArgs {
     /// Line rate of both directions, Gb/s (0.001..=100000).
     #[arg(long, value_name = "GBPS", default_value_t = Wire::default().rate_gbps,
-          value_parser = parse_f64, allow_negative_numbers = true)]
+          value_parser = parse_f64, allow_hyphen_values = true)]
     pub rate_gbps: f64,
     /// Cable length, metres; the propagation delay is 5 ns per metre.
     #[arg(long, value_name = "M", default_value_t = 5.0, value_parser = parse_f64,
-          allow_negative_numbers = true)]
+          allow_hyphen_values = true)]
     pub cable_m: f64,
     /// One-way propagation delay, ns (0..=1e9); overrides --cable-m.
-    #[arg(long, value_name = "NS", value_parser = parse_f64, allow_negative_numbers = true)]
+    #[arg(long, value_name = "NS", value_parser = parse_f64, allow_hyphen_values = true)]
     pub propagation_ns: Option<f64>,
     /// Length of each DATA frame on the wire, destination MAC through FCS, bytes (64..=9216).
     #[arg(
@@ -73,11 +76,11 @@ pub struct LinkArgs {
     pub vcs: u8,
     /// Probability that a DATA frame arrives damaged, failing its FCS (0..=1).
     #[arg(long, value_name = "P", default_value_t = 0.0, value_parser = parse_f64,
-          allow_negative_numbers = true)]
+          allow_hyphen_values = true)]
     pub loss: f64,
     /// Probability that a DATA frame vanishes without trace (0..=1; --loss + --drop <= 1).
     #[arg(long, value_name = "P", default_value_t = 0.0, value_parser = parse_f64,
-          allow_negative_numbers = true)]
+          allow_hyphen_values = true)]
     pub drop: f64,
     /// Consecutive DATA frames each --loss or --drop event takes (0 and 1 mean one).
     #[arg(
@@ -89,15 +92,15 @@ pub struct LinkArgs {
     pub burst: u32,
     /// Bit error rate on every frame of both directions (0..=1).
     #[arg(long, value_name = "P", default_value_t = 0.0, value_parser = parse_f64,
-          allow_negative_numbers = true)]
+          allow_hyphen_values = true)]
     pub ber: f64,
     /// Probability that a frame (of any kind) arrives twice (0..=1).
     #[arg(long, value_name = "P", default_value_t = 0.0, value_parser = parse_f64,
-          allow_negative_numbers = true)]
+          allow_hyphen_values = true)]
     pub duplicate: f64,
     /// Probability that a control frame (ACK, NACK, CF, CC, INIT, INIT_ECHO) vanishes (0..=1).
     #[arg(long, value_name = "P", default_value_t = 0.0, value_parser = parse_f64,
-          allow_negative_numbers = true)]
+          allow_hyphen_values = true)]
     pub control_loss: f64,
     /// An outage of the physical link: it goes down START ns into the run for DURATION ns and
     /// frames in flight are lost. Repeat for several outages; they must not overlap.
@@ -106,7 +109,7 @@ pub struct LinkArgs {
     /// Rate at which each receiver drains its buffer, percent of the line rate (0..=100; 0
     /// never drains).
     #[arg(long, value_name = "PERCENT", default_value_t = 100.0, value_parser = parse_f64,
-          allow_negative_numbers = true)]
+          allow_hyphen_values = true)]
     pub drain: f64,
     /// Most frames in the replay buffer (1..=--window) [default: 115, or --window if smaller].
     #[arg(long, value_name = "FRAMES", allow_negative_numbers = true)]
@@ -174,6 +177,12 @@ pub struct LinkArgs {
     #[arg(long, value_name = "NS", default_value_t = Scenario::default().time_limit_ns,
           allow_negative_numbers = true)]
     pub time_limit_ns: u64,
+    /// Most events the simulation processes (each run: with faults, and without); a run that
+    /// reaches it stops there and reports it (`event_budget_hit`), so that every run ends in a
+    /// time that grows with this number, whatever the other options (at least 1000).
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_EVENTS,
+          allow_negative_numbers = true)]
+    pub max_events: u64,
     /// Print one JSON object (docs/cli-json.md) instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -278,6 +287,8 @@ pub struct Parameters {
     pub seed: u64,
     /// Simulated time limit, ns.
     pub time_limit_ns: u64,
+    /// Most events each run may process.
+    pub max_events: u64,
 }
 
 /// Latency from submission to delivery, ns.
@@ -373,6 +384,10 @@ pub struct LinkReport {
     pub timed_out: bool,
     /// The run without faults was stopped by the time limit too.
     pub loss_free_timed_out: bool,
+    /// `--max-events` stopped the run before the traffic completed or the time limit came.
+    pub event_budget_hit: bool,
+    /// `--max-events` stopped the run without faults.
+    pub loss_free_event_budget_hit: bool,
     /// Times a replay buffer or a receive buffer went beyond its bound. Always 0 on a
     /// conformant link.
     pub bound_violations: u64,
@@ -484,6 +499,12 @@ fn value_of(field: &str, args: &LinkArgs) -> Option<String> {
 /// Builds the scenario the arguments describe, checked; the error names the option at fault.
 pub fn scenario(args: &LinkArgs) -> Result<(Scenario, Parameters), String> {
     let d = defaults();
+    if args.max_events < 1000 {
+        return Err(format!(
+            "--max-events {}: must be at least 1000",
+            args.max_events
+        ));
+    }
     if args.cable_m < 0.0 {
         return Err(format!("--cable-m {}: must not be negative", args.cable_m));
     }
@@ -596,14 +617,77 @@ pub fn scenario(args: &LinkArgs) -> Result<(Scenario, Parameters), String> {
         bidirectional: args.bidirectional,
         seed: args.seed,
         time_limit_ns: args.time_limit_ns,
+        max_events: args.max_events,
     };
     Ok((s, parameters))
 }
 
-fn simulate(scenario: Scenario) -> Result<Report, String> {
-    Pair::new(scenario)
-        .map(|mut pair| pair.run())
-        .map_err(|e| format!("the scenario cannot run: {e}"))
+/// A run's report, and whether the event budget stopped it.
+type Outcome = (Report, bool);
+
+/// Runs `scenario` to its end, its time limit or `max_events` events, whichever comes first.
+fn simulate(scenario: Scenario, max_events: u64) -> Result<Outcome, String> {
+    let cannot = |e: ScenarioError| format!("the scenario cannot run: {e}");
+    let mut pair = Pair::new(scenario.clone()).map_err(cannot)?;
+    // Advance in slices of simulated time, each sized so that it takes a fraction of the budget.
+    let mut slice = 1_000u64;
+    let mut at = 0u64;
+    let limit = scenario.time_limit_ns;
+    while !pair.done() && at < limit && pair.steps() < max_events {
+        let before = pair.steps();
+        at = at.saturating_add(slice).min(limit);
+        pair.run_until(at, true);
+        if pair.steps() - before < max_events / 64 {
+            slice = slice.saturating_mul(2);
+        } else {
+            slice = (slice / 2).max(1);
+        }
+    }
+    if pair.steps() < max_events {
+        return Ok((pair.run(), false));
+    }
+    // The budget ran out: the same run, deterministic, stopped at the same instant.
+    let stopped = Scenario {
+        time_limit_ns: pair.now_ns(),
+        ..scenario
+    };
+    let mut again = Pair::new(stopped).map_err(cannot)?;
+    Ok((again.run(), true))
+}
+
+/// Settings under which the traffic cannot complete, whatever the time limit: one line each,
+/// for standard error before the run starts (the run still goes on, to its time limit or
+/// `--max-events`).
+pub fn hopeless(args: &LinkArgs) -> Vec<String> {
+    let mut v = Vec::new();
+    if args.frames == 0 {
+        return v;
+    }
+    if args.control_loss >= 1.0 {
+        v.push(
+            "--control-loss 1: every control frame vanishes, so the link never comes up and \
+             no frame is delivered"
+                .to_owned(),
+        );
+    }
+    if args.ber >= 1.0 {
+        v.push("--ber 1: every frame is damaged, so no frame is delivered".to_owned());
+    }
+    if args.loss + args.drop >= 1.0 {
+        v.push("--loss + --drop = 1: every DATA frame is lost, so none is delivered".to_owned());
+    }
+    if args.drain <= 0.0 {
+        let buffer = u64::from(args.credits) * u64::from(args.credit_size);
+        let fit = buffer / (args.frame_size.max(1) as u64);
+        if fit < args.frames {
+            v.push(format!(
+                "--drain 0: the receivers never drain, so at most {fit} of the {} frames fit \
+                 in their buffers and the rest are never delivered",
+                args.frames
+            ));
+        }
+    }
+    v
 }
 
 /// Runs the experiment the arguments describe, and the same scenario without faults.
@@ -612,14 +696,15 @@ pub fn run(args: &LinkArgs) -> Result<LinkReport, String> {
     let mut clean = lossy.clone();
     clean.wire.faults = Faults::default();
     clean.outages.clear();
+    let max = args.max_events;
     let (report, loss_free) = if clean == lossy {
-        let r = simulate(lossy)?;
+        let r = simulate(lossy, max)?;
         (r.clone(), r)
     } else {
         // The two runs are independent: run them side by side.
         std::thread::scope(|scope| {
-            let other = scope.spawn(move || simulate(clean));
-            let r = simulate(lossy);
+            let other = scope.spawn(move || simulate(clean, max));
+            let r = simulate(lossy, max);
             let l = other
                 .join()
                 .unwrap_or_else(|_| Err("the run without faults failed".to_owned()));
@@ -629,7 +714,9 @@ pub fn run(args: &LinkArgs) -> Result<LinkReport, String> {
     Ok(summarise(parameters, &report, &loss_free))
 }
 
-fn summarise(parameters: Parameters, r: &Report, loss_free: &Report) -> LinkReport {
+fn summarise(parameters: Parameters, outcome: &Outcome, loss_free: &Outcome) -> LinkReport {
+    let (r, budget_hit) = (&outcome.0, outcome.1);
+    let (loss_free, loss_free_budget_hit) = (&loss_free.0, loss_free.1);
     let sum = |f: fn(&ethlink_link::Counters) -> u64| r.counters.iter().map(f).sum::<u64>();
     let goodput = round3(r.goodput_gbps);
     let clean = round3(loss_free.goodput_gbps);
@@ -671,9 +758,17 @@ fn summarise(parameters: Parameters, r: &Report, loss_free: &Report) -> LinkRepo
         max_rx_buffer_bytes: r.max_rx_buffer_bytes,
         rx_buffer_capacity_bytes: r.rx_buffer_capacity_bytes,
         data_time_ns: r.data_time_ns,
-        simulated_time_ns: r.end_ns,
-        timed_out: r.timed_out,
-        loss_free_timed_out: loss_free.timed_out,
+        // A run the time limit stopped lasted until the limit, even when nothing happened after
+        // its last event (an outage reaching past the limit).
+        simulated_time_ns: if r.timed_out && !budget_hit {
+            r.end_ns.max(parameters.time_limit_ns)
+        } else {
+            r.end_ns
+        },
+        timed_out: r.timed_out && !budget_hit,
+        loss_free_timed_out: loss_free.timed_out && !loss_free_budget_hit,
+        event_budget_hit: budget_hit,
+        loss_free_event_budget_hit: loss_free_budget_hit,
         bound_violations: r.bound_violations,
         injected: Injected {
             damaged: r.injected[0],
@@ -796,6 +891,11 @@ pub fn render_text(r: &LinkReport) -> String {
             "timed out",
             if r.timed_out {
                 "yes (the time limit stopped the run)".to_owned()
+            } else if r.event_budget_hit {
+                format!(
+                    "yes (--max-events {} stopped the run at {} ns)",
+                    r.parameters.max_events, r.simulated_time_ns
+                )
             } else {
                 "no".to_owned()
             },

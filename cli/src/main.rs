@@ -1,11 +1,17 @@
 //! The `ethlink` binary: parses the command line and hands it to [`ethlink_cli::run()`].
 
+use std::os::fd::AsFd;
 use std::process::ExitCode;
 
 use clap::Parser;
 
 fn main() -> ExitCode {
     let cli = ethlink_cli::Cli::parse();
+    // Writes to a closed standard output would be lost without an error: say so instead.
+    if stdout_closed() {
+        eprintln!("error: cannot write the output: standard output is closed");
+        return ExitCode::from(ethlink_cli::EXIT_USAGE);
+    }
     let (stdin, stdout, stderr) = (std::io::stdin(), std::io::stdout(), std::io::stderr());
     let mut io = ethlink_cli::Io {
         stdin: &mut stdin.lock(),
@@ -13,4 +19,26 @@ fn main() -> ExitCode {
         stderr: &mut stderr.lock(),
     };
     ExitCode::from(ethlink_cli::run(cli, &mut io))
+}
+
+/// Whether the process started with its standard output closed. The Rust runtime opens
+/// /dev/null read-write in place of a closed standard descriptor before `main`, so a closed
+/// standard output is either still closed or /dev/null opened read-write (a shell's `>
+/// /dev/null` opens it write-only).
+fn stdout_closed() -> bool {
+    if std::io::stdout().as_fd().try_clone_to_owned().is_err() {
+        return true;
+    }
+    let target = std::fs::read_link("/proc/self/fd/1");
+    if !target.is_ok_and(|t| t == std::path::Path::new("/dev/null")) {
+        return false;
+    }
+    let Ok(info) = std::fs::read_to_string("/proc/self/fdinfo/1") else {
+        return false;
+    };
+    info.lines()
+        .find_map(|l| l.strip_prefix("flags:"))
+        .and_then(|f| u32::from_str_radix(f.trim(), 8).ok())
+        // O_ACCMODE 3, O_RDWR 2.
+        .is_some_and(|flags| flags & 3 == 2)
 }

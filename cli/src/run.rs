@@ -54,6 +54,14 @@ pub const BUSBW_SVG: &str = "busbw.svg";
 pub const MAX_UTILISATION_LINES: usize = 16;
 /// Most time bins of the utilisation plot: consecutive samples are averaged into bins.
 pub const MAX_UTILISATION_BINS: usize = 200;
+/// Exit status of a run that passes.
+pub const EXIT_PASS: u8 = 0;
+/// Exit status of a run whose data was lost, duplicated or corrupted.
+pub const EXIT_DATA: u8 = 1;
+/// Exit status of a run whose data is intact but whose fabric failed: links that never came
+/// up, operations ending in error that the scenario's faults do not explain, the time limit.
+pub const EXIT_FABRIC: u8 = 3;
+
 /// Wall time after which the progress bar appears, so that short runs never show one.
 const PROGRESS_AFTER_S: f64 = 1.0;
 
@@ -86,6 +94,11 @@ pub struct RunArgs {
     /// Never show the progress bar (it shows only on a terminal, for runs longer than a second).
     #[arg(long)]
     pub no_progress: bool,
+    /// Most memory the run may need: a scenario whose estimate is larger is refused before
+    /// anything is built, naming the key to change. A size in bytes, or with a unit K, M, G or
+    /// T (powers of 1024). Default: the machine's memory (MemTotal of /proc/meminfo).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub max_memory: Option<u64>,
     /// Print the effective scenario (the file or the default, with --seed applied) as TOML and
     /// exit without running it.
     #[arg(long, conflicts_with_all = ["json", "out"])]
@@ -115,6 +128,83 @@ fn parse_capture_port(s: &str) -> Result<CapturePort, String> {
         .parse()
         .map_err(|_| format!("{p:?} is not a port number"))?;
     Ok(CapturePort { gpu, port })
+}
+
+/// A size: bytes, or a number with a unit K, M, G or T (powers of 1024; `KiB`, `MB` and the
+/// like are read the same), for example `512M` or `1.5G`.
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let shift = match unit.trim().to_ascii_uppercase().as_str() {
+        "" | "B" => 0,
+        "K" | "KB" | "KIB" => 10,
+        "M" | "MB" | "MIB" => 20,
+        "G" | "GB" | "GIB" => 30,
+        "T" | "TB" | "TIB" => 40,
+        _ => return Err(format!("{s:?}: the unit must be K, M, G or T")),
+    };
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("{s:?} is not a size (for example 512M or 16G)"))?;
+    let bytes = n * (1u64 << shift) as f64;
+    if !(bytes.is_finite() && bytes >= 1.0 && bytes < 2f64.powi(63)) {
+        return Err(format!("{s:?} is not a size between 1 byte and 8 EiB"));
+    }
+    Ok(bytes as u64)
+}
+
+/// The machine's memory, from `/proc/meminfo`.
+fn machine_memory() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = s.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    kb.checked_mul(1024)
+}
+
+/// `n` bytes as `1.5 GiB`, `640.0 MiB`, `12.0 KiB` or `100 B`.
+pub fn size(n: u64) -> String {
+    let x = n as f64;
+    for (unit, shift) in [("TiB", 40), ("GiB", 30), ("MiB", 20), ("KiB", 10)] {
+        if n >= 1 << shift {
+            return format!("{:.1} {unit}", x / (1u64 << shift) as f64);
+        }
+    }
+    format!("{n} B")
+}
+
+/// Refuses a scenario whose memory estimate is above `--max-memory` (or the machine's memory):
+/// the message gives the estimate, its largest part and the key that sizes it.
+pub fn check_memory(s: &Scenario, max: Option<u64>) -> Result<u64, String> {
+    let est = s.memory_estimate();
+    let (limit, what) = match (max, machine_memory()) {
+        (Some(m), _) => (m, "the limit of --max-memory".to_owned()),
+        (None, Some(m)) => (m, "this machine's memory".to_owned()),
+        (None, None) => (16 << 30, "the default limit".to_owned()),
+    };
+    if est.bytes <= limit {
+        return Ok(est.bytes);
+    }
+    let parts: Vec<String> = est
+        .parts
+        .iter()
+        .take(3)
+        .map(|p| format!("{} {}", p.what, size(p.bytes)))
+        .collect();
+    let part = est
+        .largest()
+        .map(|p| format!(" ({}): make {} smaller", parts.join(", "), p.key))
+        .unwrap_or_default();
+    let round_up = est.bytes.div_ceil(1 << 30);
+    Err(format!(
+        "{}: the run needs about {} of memory, more than {what} ({}){part}, or run it \
+         anyway with --max-memory {round_up}G",
+        est.largest().map_or("(scenario)", |p| p.key.as_str()),
+        size(est.bytes),
+        size(limit)
+    ))
 }
 
 /// How a scenario file is written.
@@ -172,10 +262,104 @@ impl std::fmt::Display for ScenarioTextError {
     }
 }
 
+/// Checks that every table of the scenario is written as a table: serde would read a struct
+/// from a positional array too (`topology = ["single_tier", 4, 1, 2]`), which is not a
+/// documented form.
+fn check_tables(root: &Value) -> Result<(), ScenarioError> {
+    let table = |key: String, v: &Value| -> Result<(), ScenarioError> {
+        if v.is_object() {
+            Ok(())
+        } else {
+            Err(ScenarioError {
+                key,
+                reason: format!(
+                    "must be a table of keys (`[section]` or `{{ key = value }}`), not {v}"
+                ),
+            })
+        }
+    };
+    let Some(o) = root.as_object() else {
+        return table("(scenario)".to_owned(), root);
+    };
+    for k in [
+        "topology", "link", "endpoint", "switch", "metrics", "expect",
+    ] {
+        if let Some(v) = o.get(k) {
+            table(k.to_owned(), v)?;
+        }
+    }
+    for list in ["traffic", "outages"] {
+        for (i, entry) in o
+            .get(list)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            table(format!("{list}.{i}"), entry)?;
+            if let Some(what) = entry.get("what") {
+                table(format!("{list}.{i}.what"), what)?;
+            }
+            if entry.get("kind").and_then(Value::as_str) == Some("load_store") {
+                for (k, size) in entry
+                    .get("sizes")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .enumerate()
+                {
+                    table(format!("{list}.{i}.sizes.{k}"), size)?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Reads a scenario from `text`: every key checked (an unknown key or a wrong type is named by
 /// its dotted path, `traffic.1.bytes_per_pair`), then every value
 /// ([`Scenario::validate`]).
 pub fn parse_scenario(text: &str, format: Format) -> Result<Scenario, ScenarioTextError> {
+    if format == Format::Toml
+        && let Ok(v) = toml::from_str::<Value>(text)
+    {
+        check_tables(&v).map_err(ScenarioTextError::Key)?;
+    }
+    if format == Format::Toml {
+        // TOML straight into the scenario, so that a value is judged as TOML wrote it (a nan,
+        // a date, a number too large), not as JSON would have it.
+        let syntax = |e: toml::de::Error| {
+            let (line, column) = e
+                .span()
+                .map_or((None, None), |s| line_column(text, s.start));
+            ScenarioTextError::Syntax {
+                line,
+                column,
+                message: one_line(e.message()),
+            }
+        };
+        let de = toml::Deserializer::parse(text).map_err(syntax)?;
+        match serde_path_to_error::deserialize::<_, Scenario>(de) {
+            Ok(scenario) => {
+                scenario.validate().map_err(ScenarioTextError::Key)?;
+                return Ok(scenario);
+            }
+            Err(e) => {
+                let path = segments(e.path());
+                let inside_tagged = matches!(
+                    path.first().map(String::as_str),
+                    Some("traffic" | "outages")
+                );
+                if !inside_tagged {
+                    let key = key_of(&path);
+                    let reason = toml_reason(text, &key, e.inner().message());
+                    return Err(ScenarioTextError::Key(ScenarioError { key, reason }));
+                }
+                // Internally tagged entries hide the name of the field at fault: look again
+                // below, through a generic value.
+            }
+        }
+    }
     let value: Value = match format {
         Format::Toml => toml::from_str(text).map_err(|e| {
             let (line, column) = e
@@ -193,9 +377,52 @@ pub fn parse_scenario(text: &str, format: Format) -> Result<Scenario, ScenarioTe
             message: one_line(&strip_position(&e.to_string())),
         })?,
     };
-    let scenario = scenario_from_value(&value).map_err(ScenarioTextError::Key)?;
+    check_tables(&value).map_err(ScenarioTextError::Key)?;
+    let scenario = scenario_from_value(&value).map_err(|e| {
+        ScenarioTextError::Key(match format {
+            Format::Toml => ScenarioError {
+                reason: toml_reason(text, &e.key, &e.reason),
+                key: e.key,
+            },
+            Format::Json => e,
+        })
+    })?;
     scenario.validate().map_err(ScenarioTextError::Key)?;
     Ok(scenario)
+}
+
+/// The reason a TOML value at `key` (a dotted path) was refused, said of the value as TOML
+/// wrote it: a date-time or a float that is not a number is named as such, not as the map or
+/// null a conversion makes of it; an integer beyond every integer type is out of range.
+fn toml_reason(text: &str, key: &str, reason: &str) -> String {
+    let reason = one_line(reason);
+    let value = toml::from_str::<toml::Table>(text).ok().and_then(|t| {
+        let mut parts = key.split('.');
+        let first = parts.next()?;
+        parts.try_fold(t.get(first)?.clone(), |v, p| match p.parse::<usize>() {
+            Ok(i) => v.get(i).cloned(),
+            Err(_) => v.get(p).cloned(),
+        })
+    });
+    let expected = reason
+        .rsplit_once(", expected ")
+        .map_or("another type", |(_, e)| e);
+    match value {
+        Some(toml::Value::Datetime(d)) => {
+            format!("invalid type: the date-time {d}, expected {expected}")
+        }
+        Some(toml::Value::Float(f)) if !f.is_finite() => {
+            format!("invalid value: {f}, expected {expected}")
+        }
+        _ if reason.contains(" as i128") => format!(
+            "invalid value: {}, expected {expected} (out of range)",
+            reason
+                .split('`')
+                .nth(1)
+                .map_or_else(|| "the integer".to_owned(), |n| format!("integer `{n}`"))
+        ),
+        _ => reason,
+    }
 }
 
 fn line_column(text: &str, offset: usize) -> (Option<usize>, Option<usize>) {
@@ -431,9 +658,21 @@ pub fn scenario(args: &RunArgs) -> Result<Scenario, String> {
     Ok(s)
 }
 
-/// The effective scenario as TOML, as `--print-scenario` prints it.
+/// The effective scenario as TOML, as `--print-scenario` prints it. Floats below 0.001 are
+/// written with an exponent (`ber = 1e-10`, not `0.0000000001`).
 pub fn scenario_toml(s: &Scenario) -> Result<String, String> {
-    toml::to_string_pretty(s).map_err(|e| format!("cannot render the scenario as TOML: {e}"))
+    let text = toml::to_string_pretty(s)
+        .map_err(|e| format!("cannot render the scenario as TOML: {e}"))?;
+    let mut out = String::with_capacity(text.len());
+    for line in text.lines() {
+        let small = line.split_once(" = ").and_then(|(k, v)| {
+            let x: f64 = v.parse().ok()?;
+            (v.contains('.') && x != 0.0 && x.abs() < 1e-3).then(|| format!("{k} = {x:e}"))
+        });
+        out.push_str(small.as_deref().unwrap_or(line));
+        out.push('\n');
+    }
+    Ok(out)
 }
 
 /// What `--json` prints and metrics.json holds: the scenario that ran, then the report (whose
@@ -465,7 +704,7 @@ pub struct CaptureSummary {
 }
 
 struct CaptureState {
-    stream: Option<PcapngStream<BufWriter<File>>>,
+    stream: Option<PcapngStream<BufWriter<Checked<File>>>>,
     error: Option<String>,
     port: End,
     limit: u64,
@@ -513,7 +752,54 @@ fn capture_frame(st: &mut CaptureState, f: &CapturedFrame<'_>) {
     };
     match stream.write(f.start_ps / 1000, f.bytes, Some(direction), &comment) {
         Ok(()) => st.summary.written += 1,
-        Err(e) => st.error = Some(e.to_string()),
+        Err(e) => {
+            // The writer's own error ("No space left on device"), not the pcapng library's.
+            let why = stream.io_error().unwrap_or_else(|| e.to_string());
+            let message = format!(
+                "cannot write {CAPTURE_FILE}: {why} (after {} frames)",
+                st.summary.written
+            );
+            // Said when it happens: the run goes on, and ends with this error.
+            eprintln!("error: {message}; the run goes on, but none of --out's files is kept");
+            st.error = Some(message);
+        }
+    }
+}
+
+/// A writer that keeps the first error its inner writer gave, so that the message of a failed
+/// write is the system's ("No space left on device") whatever the layers above make of it.
+pub struct Checked<W> {
+    inner: W,
+    error: Option<String>,
+}
+
+impl<W> Checked<W> {
+    fn new(inner: W) -> Self {
+        Checked { inner, error: None }
+    }
+}
+
+impl<W: Write> Write for Checked<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.inner.write(buf).inspect_err(|e| {
+            self.error.get_or_insert_with(|| e.to_string());
+        })
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush().inspect_err(|e| {
+            self.error.get_or_insert_with(|| e.to_string());
+        })
+    }
+}
+
+trait IoError {
+    fn io_error(&mut self) -> Option<String>;
+}
+
+impl<W: Write> IoError for PcapngStream<BufWriter<Checked<W>>> {
+    fn io_error(&mut self) -> Option<String> {
+        self.get_mut().get_ref().error.clone()
     }
 }
 
@@ -527,13 +813,15 @@ pub fn execute(args: &RunArgs, io: &mut crate::Io<'_>) -> Result<u8, String> {
         write_stdout(io, &text)?;
         return Ok(crate::EXIT_OK);
     }
+    let estimate = check_memory(&scenario, args.max_memory)?;
     if let Some(dir) = &args.out {
         std::fs::create_dir_all(dir)
             .map_err(|e| format!("--out: cannot create {}: {e}", dir.display()))?;
     }
+    let mut files = args.out.as_deref().map(OutFiles::new);
     let mut fabric = Fabric::new(&scenario).map_err(|e| e.to_string())?;
-    let capture = match &args.out {
-        Some(dir) => Some(start_capture(&mut fabric, args, dir)?),
+    let capture = match files.as_mut() {
+        Some(f) => Some(start_capture(&mut fabric, args, f)?),
         None => None,
     };
     let report = {
@@ -548,20 +836,34 @@ pub fn execute(args: &RunArgs, io: &mut crate::Io<'_>) -> Result<u8, String> {
         Some(state) => Some(finish_capture(&state)?),
         None => None,
     };
-    let json = to_json(&RunJson {
-        scenario: &scenario,
-        report: &report,
-    })?;
-    if let Some(dir) = &args.out {
-        write_outputs(dir, &scenario, &report, &json)?;
+    // The JSON only when it is printed or written: for a long time series it is large.
+    let json = if args.json || files.is_some() {
+        to_json(&RunJson {
+            scenario: &scenario,
+            report: &report,
+        })?
+    } else {
+        String::new()
+    };
+    if let Some(f) = files.as_mut() {
+        write_outputs(f, &scenario, &report, &json)?;
     }
     let text = if args.json {
         json
     } else {
-        render_text(&scenario, &report, args.out.as_deref(), capture.as_ref())
+        render_text(
+            &scenario,
+            &report,
+            args.out.as_deref(),
+            capture.as_ref(),
+            Some(estimate),
+        )
     };
     write_stdout(io, &text)?;
-    Ok(if report.pass { 0 } else { 1 })
+    if let Some(f) = files.as_mut() {
+        f.commit()?;
+    }
+    Ok(exit_status(&report))
 }
 
 fn write_stdout(io: &mut crate::Io<'_>, text: &str) -> Result<(), String> {
@@ -583,7 +885,7 @@ fn to_json(v: &impl Serialize) -> Result<String, String> {
 fn start_capture(
     fabric: &mut Fabric,
     args: &RunArgs,
-    dir: &Path,
+    files: &mut OutFiles,
 ) -> Result<Rc<RefCell<CaptureState>>, String> {
     let CapturePort { gpu, port } = args.capture_port;
     let end = End::Gpu { gpu, port };
@@ -597,10 +899,10 @@ fn start_capture(
         .ok_or_else(|| format!("--capture-port: no cable {cable}"))?;
     let other = if info.a == end { info.b } else { info.a };
     let ends = format!("{} <-> {}", end_name(end), end_name(other));
-    let path = dir.join(CAPTURE_FILE);
-    let file = File::create(&path).map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+    let path = files.dir.join(CAPTURE_FILE);
+    let file = files.create(CAPTURE_FILE)?;
     let stream = PcapngStream::new(
-        BufWriter::new(file),
+        BufWriter::new(Checked::new(file)),
         &end_name(end),
         &format!(
             "EthLink cable {cable}: {ends}, seed {}",
@@ -630,13 +932,15 @@ fn start_capture(
 fn finish_capture(state: &Rc<RefCell<CaptureState>>) -> Result<CaptureSummary, String> {
     let mut st = state.borrow_mut();
     if let Some(e) = st.error.take() {
-        return Err(format!("{CAPTURE_FILE}: {e}"));
+        return Err(e);
     }
     if let Some(stream) = st.stream.take() {
-        stream
+        let fail = |e: std::io::Error| format!("cannot write {CAPTURE_FILE}: {e}");
+        let file = stream
             .into_inner()
-            .flush()
-            .map_err(|e| format!("{CAPTURE_FILE}: {e}"))?;
+            .into_inner()
+            .map_err(|e| fail(e.into_error()))?;
+        file.inner.sync_all().map_err(fail)?;
     }
     Ok(st.summary.clone())
 }
@@ -704,21 +1008,89 @@ impl Progress {
     }
 }
 
-fn write_file(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), String> {
-    let path = dir.join(name);
-    std::fs::write(&path, bytes).map_err(|e| format!("cannot write {}: {e}", path.display()))
+/// The files `--out` writes, each first under a temporary name in the directory
+/// (`.NAME.partial`) and renamed to its own name only once every file is whole and the summary
+/// is printed: a run that fails half-way leaves nothing of its own behind (its temporary files
+/// are removed), and never a file cut short under a final name.
+struct OutFiles {
+    dir: PathBuf,
+    /// The names written so far, under their temporary names.
+    names: Vec<&'static str>,
+    committed: bool,
 }
 
-fn write_outputs(dir: &Path, s: &Scenario, r: &Report, json: &str) -> Result<(), String> {
-    write_file(dir, METRICS_FILE, json.as_bytes())?;
-    write_file(dir, TIMESERIES_FILE, timeseries_csv(s, r).as_bytes())?;
+impl OutFiles {
+    fn new(dir: &Path) -> OutFiles {
+        OutFiles {
+            dir: dir.to_owned(),
+            names: Vec::new(),
+            committed: false,
+        }
+    }
+
+    fn partial(&self, name: &str) -> PathBuf {
+        self.dir.join(format!(".{name}.partial"))
+    }
+
+    /// Creates `name` under its temporary name.
+    fn create(&mut self, name: &'static str) -> Result<File, String> {
+        let path = self.partial(name);
+        let file =
+            File::create(&path).map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+        self.names.push(name);
+        Ok(file)
+    }
+
+    /// Writes `bytes` as `name` (under its temporary name), synced to the disk.
+    fn write(&mut self, name: &'static str, bytes: &[u8]) -> Result<(), String> {
+        let mut file = self.create(name)?;
+        file.write_all(bytes)
+            .and_then(|()| file.sync_all())
+            .map_err(|e| format!("cannot write {}: {e}", self.dir.join(name).display()))
+    }
+
+    /// Gives every file its own name. Checked first, so that nothing is renamed when one of
+    /// them cannot be: a final name taken by a directory.
+    fn commit(&mut self) -> Result<(), String> {
+        for name in &self.names {
+            let path = self.dir.join(name);
+            if path.is_dir() {
+                return Err(format!(
+                    "cannot write {}: a directory has that name",
+                    path.display()
+                ));
+            }
+        }
+        for name in &self.names {
+            let (from, to) = (self.partial(name), self.dir.join(name));
+            std::fs::rename(&from, &to)
+                .map_err(|e| format!("cannot write {}: {e}", to.display()))?;
+        }
+        self.committed = true;
+        Ok(())
+    }
+}
+
+impl Drop for OutFiles {
+    fn drop(&mut self) {
+        if !self.committed {
+            for name in &self.names {
+                let _ = std::fs::remove_file(self.partial(name));
+            }
+        }
+    }
+}
+
+fn write_outputs(files: &mut OutFiles, s: &Scenario, r: &Report, json: &str) -> Result<(), String> {
+    files.write(METRICS_FILE, json.as_bytes())?;
+    files.write(TIMESERIES_FILE, timeseries_csv(s, r).as_bytes())?;
     let plot_err = |name: &str, e: anyhow::Error| format!("cannot draw {name}: {e}");
     let svg = latency_svg(s, r).map_err(|e| plot_err(LATENCY_SVG, e))?;
-    write_file(dir, LATENCY_SVG, svg.as_bytes())?;
+    files.write(LATENCY_SVG, svg.as_bytes())?;
     let svg = utilisation_svg(s, r).map_err(|e| plot_err(UTILISATION_SVG, e))?;
-    write_file(dir, UTILISATION_SVG, svg.as_bytes())?;
+    files.write(UTILISATION_SVG, svg.as_bytes())?;
     let svg = busbw_svg(s, r).map_err(|e| plot_err(BUSBW_SVG, e))?;
-    write_file(dir, BUSBW_SVG, svg.as_bytes())?;
+    files.write(BUSBW_SVG, svg.as_bytes())?;
     Ok(())
 }
 
@@ -981,6 +1353,7 @@ pub fn time(ns: u64) -> String {
 fn gpus_of(list: &Option<Vec<u16>>, all: &str) -> String {
     match list {
         None => all.to_owned(),
+        Some(v) if v.len() == 1 => format!("GPU {}", v[0]),
         Some(v) if v.len() <= 8 => format!(
             "GPUs {}",
             v.iter().map(u16::to_string).collect::<Vec<_>>().join(",")
@@ -1139,39 +1512,40 @@ fn statuses(by: &[(String, u64)]) -> String {
         .join(", ")
 }
 
-/// Why a run failed, or `None` when it passed.
-fn failures(r: &Report) -> Vec<String> {
+/// What the data check found wrong (lost, duplicated or unexpected operations, corrupted or
+/// stray bytes, wrong loads, switch buffer drops); empty when the data is intact.
+fn data_failures(r: &Report) -> Vec<String> {
     let mut v = Vec::new();
     let o = &r.ops;
+    let i = &r.integrity;
     for (n, what) in [
-        (o.lost, "lost"),
-        (o.duplicated, "duplicated"),
-        (o.unexpected, "unexpected"),
+        (o.lost, "operations lost"),
+        (o.duplicated, "operations duplicated"),
+        (o.unexpected, "unexpected completions"),
+        (i.bytes_mismatched, "bytes corrupted"),
+        (i.bytes_stray, "stray bytes"),
+        (i.loads_mismatched, "loads returned wrong data"),
+        (r.switch.buffer_drops, "switch buffer drops"),
     ] {
         if n > 0 {
-            v.push(format!("{n} operations {what}"));
+            v.push(format!("{n} {what}"));
         }
     }
-    let i = &r.integrity;
-    if i.bytes_mismatched > 0 {
-        v.push(format!("{} bytes corrupted", i.bytes_mismatched));
-    }
-    if i.bytes_stray > 0 {
-        v.push(format!("{} stray bytes", i.bytes_stray));
-    }
-    if i.loads_mismatched > 0 {
-        v.push(format!("{} loads returned wrong data", i.loads_mismatched));
-    }
-    if r.switch.buffer_drops > 0 {
-        v.push(format!("{} switch buffer drops", r.switch.buffer_drops));
-    }
-    if r.time_limit_hit {
-        v.push("the time limit cut the run short".to_owned());
-    }
-    if v.is_empty() && !r.pass {
-        v.push("see the JSON report".to_owned());
-    }
     v
+}
+
+/// The exit status of a run: [`EXIT_PASS`] when it passes, [`EXIT_DATA`] when data was lost,
+/// duplicated or corrupted, [`EXIT_FABRIC`] when the data is intact but the fabric did not do
+/// its job (links that never came up, operations ending in error that the scenario does not
+/// expect, the time limit).
+pub fn exit_status(r: &Report) -> u8 {
+    if r.pass {
+        EXIT_PASS
+    } else if !r.data_intact {
+        EXIT_DATA
+    } else {
+        EXIT_FABRIC
+    }
 }
 
 /// A table of right-aligned columns (the first left-aligned), two spaces apart.
@@ -1202,12 +1576,13 @@ fn table(out: &mut String, indent: &str, rows: &[Vec<String>]) {
 }
 
 /// The summary `ethlink run` prints without `--json`. `out` and `capture` describe what
-/// `--out` wrote.
+/// `--out` wrote; `estimate` is the memory estimate the run was admitted with.
 pub fn render_text(
     s: &Scenario,
     r: &Report,
     out_dir: Option<&Path>,
     capture: Option<&CaptureSummary>,
+    estimate: Option<u64>,
 ) -> String {
     let mut out = String::new();
     let l = &s.link;
@@ -1221,7 +1596,7 @@ pub fn render_text(
         (
             "links",
             format!(
-                "{} Gb/s, {} ns propagation, BER {:e}{}{}{}",
+                "{} Gb/s, {} ns propagation, BER {:e}{}{}{}{}{}",
                 l.rate_gbps,
                 propagation,
                 l.ber,
@@ -1237,6 +1612,15 @@ pub fn render_text(
                 },
                 if l.duplicate > 0.0 {
                     format!(", duplicate {}", l.duplicate)
+                } else {
+                    String::new()
+                },
+                match (l.burst, l.loss + l.drop > 0.0) {
+                    (b, true) if b > 1 => format!(", in bursts of {b} frames"),
+                    _ => String::new(),
+                },
+                if l.control_loss > 0.0 {
+                    format!(", control loss {}", l.control_loss)
                 } else {
                     String::new()
                 },
@@ -1292,15 +1676,25 @@ pub fn render_text(
             time(r.end_ns.saturating_sub(r.stop_ns))
         ),
     ));
-    let f = failures(r);
     head.push((
         "result",
         if r.pass {
-            "PASS: every operation completed once (OK or with an error status); nothing lost, \
-             duplicated or corrupted"
-                .to_owned()
+            "PASS".to_owned()
         } else {
+            let mut f = r.failures.clone();
+            if f.is_empty() {
+                f.push("see the JSON report".to_owned());
+            }
             format!("FAIL: {}", f.join(", "))
+        },
+    ));
+    let d = data_failures(r);
+    head.push((
+        "data",
+        if d.is_empty() {
+            "intact: nothing lost, duplicated or corrupted".to_owned()
+        } else {
+            format!("NOT intact: {}", d.join(", "))
         },
     ));
     for (k, v) in &head {
@@ -1352,15 +1746,28 @@ pub fn render_text(
     let i = &r.integrity;
     let _ = writeln!(
         out,
-        "  total {} issued, {} completed ({} OK, {} with an error status); lost {}, \
-         duplicated {}, unexpected {}",
+        "  total {} issued, {} completed ({} OK, {} with an error status{}); lost {}, \
+         duplicated {}, unexpected {}{}",
         o.issued,
         o.completed,
         o.completed_ok,
         o.completed_error,
+        if o.completed_error > 0 {
+            format!(
+                ": {} explained by outages, {} not",
+                o.errors_explained, o.errors_unexplained
+            )
+        } else {
+            String::new()
+        },
         o.lost,
         o.duplicated,
-        o.unexpected
+        o.unexpected,
+        if o.cut_off > 0 {
+            format!(", cut off by the time limit {}", o.cut_off)
+        } else {
+            String::new()
+        }
     );
     let _ = writeln!(
         out,
@@ -1370,13 +1777,25 @@ pub fn render_text(
         i.bytes_mismatched,
         i.bytes_stray,
         i.loads_mismatched,
-        if i.bytes_unknown > 0 {
-            format!(
-                " ({} bytes left unknown by writes that failed)",
-                i.bytes_unknown
-            )
-        } else {
-            String::new()
+        {
+            let mut notes = Vec::new();
+            if i.bytes_unknown > 0 {
+                notes.push(format!(
+                    "{} bytes left unknown by writes that failed",
+                    i.bytes_unknown
+                ));
+            }
+            if i.bytes_in_flight > 0 {
+                notes.push(format!(
+                    "{} bytes of writes still in flight at the end, of unknown fate",
+                    i.bytes_in_flight
+                ));
+            }
+            if notes.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", notes.join("; "))
+            }
         }
     );
     if o.refused_no_tag > 0 || o.rdma_queue_waits > 0 {
@@ -1415,11 +1834,19 @@ pub fn render_text(
          average",
         util_mean * 100.0
     );
-    let _ = writeln!(
-        out,
-        "  load imbalance (max / mean bytes sent): GPU ports {:.3}, switch ports {:.3}",
-        t.port_imbalance, t.switch_port_imbalance
-    );
+    if s.topology.kind == TopologyKind::BackToBack {
+        let _ = writeln!(
+            out,
+            "  load imbalance (max / mean bytes sent): GPU ports {:.3}",
+            t.port_imbalance
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "  load imbalance (max / mean bytes sent): GPU ports {:.3}, switch ports {:.3}",
+            t.port_imbalance, t.switch_port_imbalance
+        );
+    }
 
     // Collectives.
     if !r.collectives.is_empty() {
@@ -1511,7 +1938,7 @@ pub fn render_text(
     let _ = writeln!(
         out,
         "Endpoints: {} requests retried, {} moved to another port, {} responses discarded, {} \
-         lost with their link; {} frames packed with {} transactions; reorder buffer \
+         responses lost with their link; {} frames packed with {} transactions; reorder buffer \
          high-water {} B",
         e.retries,
         e.moved,
@@ -1539,6 +1966,10 @@ pub fn render_text(
     let rss = w
         .peak_rss_bytes
         .map_or_else(|| "unknown".to_owned(), |b| format!("{} MiB", b >> 20));
+    let rss = match estimate {
+        Some(e) => format!("{rss} (estimated at most {})", size(e)),
+        None => rss,
+    };
     let _ = writeln!(
         out,
         "Speed (wall clock): {:.2} s (final check {:.2} s); {:.3} M frame-hops/s, {:.3} M DATA \
@@ -1578,6 +2009,46 @@ pub fn render_text(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A disk that is full.
+    struct Full;
+
+    impl Write for Full {
+        fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+            Err(std::io::Error::from_raw_os_error(28))
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_full_disk_is_named_as_such() {
+        let writer = BufWriter::with_capacity(256, Checked::new(Full));
+        let mut stream = match PcapngStream::new(writer, "gpu0.p0", "test") {
+            Ok(s) => s,
+            Err(e) => panic!("the header fits the buffer's first write: {e}"),
+        };
+        let frame = [7u8; 64];
+        let mut failed = false;
+        for _ in 0..8 {
+            failed |= stream.write(0, &frame, None, "").is_err();
+        }
+        assert!(failed, "writes to a full disk succeeded");
+        let why = stream.io_error().unwrap_or_default();
+        assert!(why.contains("No space left on device"), "{why}");
+    }
+
+    #[test]
+    fn sizes_parse() {
+        assert_eq!(parse_size("512M"), Ok(512 << 20));
+        assert_eq!(parse_size("1.5G"), Ok(3 << 29));
+        assert_eq!(parse_size("16GiB"), Ok(16 << 30));
+        assert_eq!(parse_size("4096"), Ok(4096));
+        for bad in ["", "G", "-1G", "1X", "nan", "0"] {
+            assert!(parse_size(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn capture_ports_parse() {

@@ -12,7 +12,12 @@ fn link_json(args: &[&str]) -> Value {
     all.push("--json");
     let out = ethlink(&all, "");
     assert_eq!(status(&out), 0, "{all:?}: {}", stderr(&out));
-    assert!(stderr(&out).is_empty(), "{all:?}: {}", stderr(&out));
+    // Nothing but warnings of settings under which the traffic cannot complete.
+    assert!(
+        stderr(&out).lines().all(|l| l.starts_with("warning: ")),
+        "{all:?}: {}",
+        stderr(&out)
+    );
     serde_json::from_str(&stdout(&out)).unwrap_or_else(|e| panic!("{all:?}: {e}"))
 }
 

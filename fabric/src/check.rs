@@ -79,6 +79,8 @@ enum Content {
     Pattern { seed: u64, base: u64 },
     /// Unknown: a write that ended with an error.
     Unknown,
+    /// Unknown: a write still outstanding when the run ended.
+    InFlight,
 }
 
 /// The expected contents of one GPU's global memory.
@@ -140,7 +142,7 @@ impl GpuRef {
             let lo = s.max(addr);
             let hi = e.min(end);
             match c {
-                Content::Unknown => return false,
+                Content::Unknown | Content::InFlight => return false,
                 Content::Pattern { seed, base } => {
                     let a = (lo - addr) as usize;
                     let b = (hi - addr) as usize;
@@ -180,6 +182,9 @@ pub struct Integrity {
     pub bytes_checked: u64,
     /// Bytes left unknown by failed writes and not written again.
     pub bytes_unknown: u64,
+    /// Bytes of writes still outstanding when the run ended (cut short by the time limit, or
+    /// lost): not checked, their fate is unknown.
+    pub bytes_in_flight: u64,
     /// Bytes that differ from the reference (must be 0).
     pub bytes_mismatched: u64,
     /// Allocated bytes outside every written range and staging buffer that are not zero (must
@@ -236,6 +241,14 @@ impl Reference {
         };
         if let Some(g) = self.gpus.get_mut(gpu) {
             g.apply(addr, addr.saturating_add(len), content);
+        }
+    }
+
+    /// A write to `[addr, addr + len)` of `gpu` was still outstanding when the run ended: its
+    /// bytes are of unknown fate.
+    pub(crate) fn in_flight(&mut self, gpu: usize, addr: u64, len: u64) {
+        if let Some(g) = self.gpus.get_mut(gpu) {
+            g.apply(addr, addr.saturating_add(len), Content::InFlight);
         }
     }
 
@@ -300,9 +313,16 @@ impl Reference {
             let gpu = u16::try_from(gi).unwrap_or(u16::MAX);
             // Known ranges.
             for (&s, &(e, c)) in &g.map {
-                let Content::Pattern { seed, base } = c else {
-                    out.bytes_unknown += e - s;
-                    continue;
+                let (seed, base) = match c {
+                    Content::Pattern { seed, base } => (seed, base),
+                    Content::Unknown => {
+                        out.bytes_unknown += e - s;
+                        continue;
+                    }
+                    Content::InFlight => {
+                        out.bytes_in_flight += e - s;
+                        continue;
+                    }
                 };
                 let mut a = s;
                 while a < e {

@@ -30,10 +30,12 @@ use ethlink_switch::{Config as SwConfig, Mode, Routes, Switch};
 
 use crate::check::mix64;
 use crate::report::{
-    CollectiveRow, EndpointTotals, LinkTotals, Load, Overhead, Report, Series, SimTotals,
-    SwitchReport, SwitchTotals, Throughput, Wall, peak_rss_bytes,
+    CollectiveRow, EndpointTotals, LinkTotals, Load, Operations, Overhead, Report, Series,
+    SimTotals, SwitchReport, SwitchTotals, Throughput, Wall, peak_rss_bytes,
 };
-use crate::scenario::{OutageTarget, Scenario, ScenarioError, SwitchMode, Topology, TopologyKind};
+use crate::scenario::{
+    ErrorsExpected, OutageTarget, Scenario, ScenarioError, SwitchMode, Topology, TopologyKind,
+};
 use crate::track::{Effect, OpRec, Tracker};
 use crate::workload::{self, Wl};
 
@@ -1189,25 +1191,38 @@ impl Fabric {
         self.all_up = self.core.all_up();
         let now = self.core.now;
         self.start = now;
+        let after = |ns: u64| now.saturating_add(ns.saturating_mul(PS_PER_NS));
         for (i, w) in self.scen.traffic.iter().enumerate() {
-            let at = now + w.start_ns().saturating_mul(PS_PER_NS);
-            self.core.push(at, Ev::WlStart(i as u16));
+            self.core.push(after(w.start_ns()), Ev::WlStart(i as u16));
         }
+        // An operation outstanding while an outage lasts, or up to the longest an operation
+        // may take after it ends, may end in error because of it; for an outage that never
+        // ends, only up to that long after it begins (then the fabric must route around it).
+        let grace = self.grace_ns();
+        let now_ns = now / PS_PER_NS;
         for (i, o) in self.scen.outages.iter().enumerate() {
-            let at = now + o.start_ns.saturating_mul(PS_PER_NS);
+            let at = after(o.start_ns);
             self.core.push(at, Ev::OutageOn(i as u32));
-            if let Some(d) = o.duration_ns {
-                self.core
-                    .push(at + d.saturating_mul(PS_PER_NS), Ev::OutageOff(i as u32));
-            }
+            let on = now_ns.saturating_add(o.start_ns);
+            let off = match o.duration_ns {
+                Some(d) => {
+                    self.core.push(
+                        at.saturating_add(d.saturating_mul(PS_PER_NS)),
+                        Ev::OutageOff(i as u32),
+                    );
+                    on.saturating_add(d)
+                }
+                None => on,
+            };
+            self.ops.explain_errors(on, off.saturating_add(grace));
         }
         if let Some(d) = self.scen.duration_ns {
-            self.core.push(now + d.saturating_mul(PS_PER_NS), Ev::Stop);
+            self.core.push(after(d), Ev::Stop);
         }
         if self.scen.metrics.sample_ns > 0 {
             self.take_sample(false);
             self.core
-                .push(now + self.scen.metrics.sample_ns * PS_PER_NS, Ev::Sample);
+                .push(after(self.scen.metrics.sample_ns), Ev::Sample);
         }
         if self.finite_left == 0 && self.scen.duration_ns.is_none() {
             self.begin_stop();
@@ -1225,13 +1240,17 @@ impl Fabric {
         }
     }
 
-    fn drain_limit_ps(&self) -> u64 {
+    /// The longest an operation may legitimately take, ns: `(max_retries + 2) * op_timeout +
+    /// tag_quarantine`.
+    fn grace_ns(&self) -> u64 {
         let e = &self.scen.endpoint;
-        let ns = self.scen.drain_ns.unwrap_or(
-            (u64::from(e.max_retries) + 2)
-                .saturating_mul(e.op_timeout_ns)
-                .saturating_add(e.tag_quarantine_ns),
-        );
+        (u64::from(e.max_retries) + 2)
+            .saturating_mul(e.op_timeout_ns)
+            .saturating_add(e.tag_quarantine_ns)
+    }
+
+    fn drain_limit_ps(&self) -> u64 {
+        let ns = self.scen.drain_ns.unwrap_or_else(|| self.grace_ns());
         ns.saturating_mul(PS_PER_NS)
     }
 
@@ -1337,6 +1356,11 @@ impl Fabric {
             self.ran = true;
             self.run_events(&mut progress);
         }
+        // Writes still outstanding (the time limit cut them off, or they are lost): their
+        // bytes are of unknown fate, neither checked nor stray.
+        for (gpu, addr, len) in self.ops.writes_outstanding() {
+            self.ops.reference.in_flight(usize::from(gpu), addr, len);
+        }
         let check = WallInstant::now();
         let mems: Vec<&ethlink_endpoint::Memory> =
             self.core.gpus.iter().map(Endpoint::memory).collect();
@@ -1433,7 +1457,10 @@ impl Fabric {
                 Ev::Sample => {
                     if !self.ended {
                         self.take_sample(true);
-                        let t = self.core.now + self.scen.metrics.sample_ns * PS_PER_NS;
+                        let t = self
+                            .core
+                            .now
+                            .saturating_add(self.scen.metrics.sample_ns.saturating_mul(PS_PER_NS));
                         self.core.push(t, Ev::Sample);
                     }
                 }
@@ -1666,14 +1693,22 @@ impl Fabric {
             control_share: share(core.wire_ctl, core.wire_ctl + core.wire_data),
             data_payload_share: share(core.data_payload, core.wire_ctl + core.wire_data),
         };
-        let ops = self.ops.report();
+        let mut ops = self.ops.report();
+        if self.time_limit_hit {
+            // Cut off, not lost: the run stopped before they could complete.
+            ops.cut_off = ops.lost;
+            ops.lost = 0;
+        }
         let integrity = self.integrity.clone();
-        let pass = !self.time_limit_hit
-            && ops.lost == 0
-            && ops.duplicated == 0
-            && ops.unexpected == 0
-            && integrity.is_clean()
-            && st.buffer_drops == 0;
+        let (data_intact, failures) = verdict(
+            scen,
+            self.all_up,
+            self.time_limit_hit,
+            &ops,
+            &integrity,
+            &st,
+        );
+        let pass = failures.is_empty();
         Report {
             seed: scen.seed,
             gpus: core.gpus.len(),
@@ -1685,6 +1720,8 @@ impl Fabric {
             all_links_up: self.all_up,
             time_limit_hit: self.time_limit_hit,
             pass,
+            data_intact,
+            failures,
             ops,
             integrity,
             throughput: Throughput {
@@ -1706,6 +1743,55 @@ impl Fabric {
             wall: Wall::default(),
         }
     }
+}
+
+/// Whether the data is intact, and every reason the run fails (none: it passes).
+fn verdict(
+    scen: &Scenario,
+    all_up: bool,
+    time_limit_hit: bool,
+    ops: &Operations,
+    integrity: &crate::check::Integrity,
+    st: &SwitchTotals,
+) -> (bool, Vec<String>) {
+    let mut v = Vec::new();
+    for (n, what) in [
+        (ops.lost, "operations lost"),
+        (ops.duplicated, "operations duplicated"),
+        (ops.unexpected, "unexpected completions"),
+        (integrity.bytes_mismatched, "bytes corrupted"),
+        (integrity.bytes_stray, "stray bytes"),
+        (integrity.loads_mismatched, "loads returned wrong data"),
+        (st.buffer_drops, "switch buffer drops"),
+    ] {
+        if n > 0 {
+            v.push(format!("{n} {what}"));
+        }
+    }
+    let data_intact = v.is_empty();
+    if !all_up {
+        v.push("some links never came up".to_owned());
+    }
+    if time_limit_hit {
+        v.push(format!(
+            "the time limit ({} ns) cut the run short with {} operations outstanding",
+            scen.time_limit_ns, ops.cut_off
+        ));
+    }
+    match scen.expect.errors {
+        ErrorsExpected::Allowed => {}
+        ErrorsExpected::None if ops.completed_error > 0 => v.push(format!(
+            "{} operations ended with an error status (expect.errors = \"none\")",
+            ops.completed_error
+        )),
+        ErrorsExpected::None => {}
+        ErrorsExpected::Explained if ops.errors_unexplained > 0 => v.push(format!(
+            "{} operations ended with an error status that no outage explains",
+            ops.errors_unexplained
+        )),
+        ErrorsExpected::Explained => {}
+    }
+    (data_intact, v)
 }
 
 fn share(a: u64, b: u64) -> f64 {

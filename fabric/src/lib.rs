@@ -30,6 +30,7 @@
 
 mod check;
 mod fabric;
+pub mod memory;
 pub mod report;
 pub mod scenario;
 mod track;
@@ -37,6 +38,7 @@ mod workload;
 
 pub use ethlink_protocol::FrameKind;
 pub use fabric::{CableInfo, CaptureSink, CapturedFrame, End, Fabric};
+pub use memory::MemoryEstimate;
 pub use report::Report;
 pub use scenario::{Scenario, ScenarioError};
 

@@ -125,8 +125,17 @@ pub struct Operations {
     pub completed_ok: u64,
     /// Of which with an error status.
     pub completed_error: u64,
+    /// Of those with an error status, the ones an outage of the scenario explains (outstanding
+    /// when it began or ended, or within the grace time after; see
+    /// [`ErrorsExpected::Explained`](crate::scenario::ErrorsExpected::Explained)).
+    pub errors_explained: u64,
+    /// Of those with an error status, the ones no outage explains.
+    pub errors_unexplained: u64,
     /// Operations issued and never completed, after the drain (must be 0).
     pub lost: u64,
+    /// Operations still outstanding when the time limit cut the run short: neither lost nor
+    /// completed, their fate is unknown.
+    pub cut_off: u64,
     /// Completions for an operation already completed (must be 0).
     pub duplicated: u64,
     /// Completions that matched no operation, or the wrong one (must be 0).
@@ -444,9 +453,15 @@ pub struct Report {
     pub all_links_up: bool,
     /// The run reached the scenario's `time_limit_ns` and was cut short.
     pub time_limit_hit: bool,
-    /// True when nothing was lost, duplicated, unexpected or corrupted, no switch dropped a
-    /// frame for want of buffer, and the run was not cut short.
+    /// The verdict: true when the data is intact (`data_intact`), every link came up, the run
+    /// was not cut short by the time limit, and every operation that ended with an error
+    /// status is one the scenario's `[expect]` accepts.
     pub pass: bool,
+    /// True when nothing was lost, duplicated, unexpected or corrupted and no switch dropped a
+    /// frame for want of buffer: the data check alone, whatever the verdict.
+    pub data_intact: bool,
+    /// Why the run fails, one short phrase each (empty when it passes).
+    pub failures: Vec<String>,
     /// Operations.
     pub ops: Operations,
     /// Data integrity.

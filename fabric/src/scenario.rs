@@ -170,6 +170,42 @@ pub struct Scenario {
     pub traffic: Vec<Workload>,
     /// What to sample besides the totals.
     pub metrics: MetricsParams,
+    /// What the scenario expects of the run, which decides its verdict.
+    pub expect: Expect,
+}
+
+/// Largest time, ns, any time key of a scenario may take: 10^15 ns, about 11.6 days of
+/// simulated time. Every sum of times the simulation forms (bring-up, a start, a duration, a
+/// drain) then stays far below the range of its picosecond clock.
+pub const MAX_TIME_NS: u64 = 1_000_000_000_000_000;
+
+/// Which operations ending with an error status the verdict accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorsExpected {
+    /// None: any operation ending with an error status fails the run.
+    None,
+    /// Those the scenario's outages explain: an operation outstanding at some time while an
+    /// outage lasts or within the grace time after it ends (`(endpoint.max_retries + 2) *
+    /// endpoint.op_timeout_ns + endpoint.tag_quarantine_ns`, the longest an operation may
+    /// legitimately take); for an outage that never ends, within the grace time after it
+    /// begins, after which the fabric must have routed around it. Any other operation ending in error fails the run: link-level faults
+    /// (`ber`, `loss`, `drop`, `duplicate`, `control_loss`) are for link-level retry to absorb.
+    #[default]
+    Explained,
+    /// Any number: a study of what fails (a plane lost for good, a hopeless link). The run
+    /// still fails when data is lost, duplicated or corrupted, when links never come up, or
+    /// at the time limit.
+    Allowed,
+}
+
+/// What the scenario expects of the run (the `[expect]` table).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct Expect {
+    /// Which operations ending with an error status are accepted: `"none"`, `"explained"` (the
+    /// default) or `"allowed"`.
+    pub errors: ErrorsExpected,
 }
 
 /// The kind of topology.
@@ -842,6 +878,7 @@ impl Default for Scenario {
                 }),
             ],
             metrics: MetricsParams::default(),
+            expect: Expect::default(),
         }
     }
 }
@@ -853,9 +890,55 @@ fn check_prob(key: &str, v: f64) -> Result<(), ScenarioError> {
     Ok(())
 }
 
+fn check_time(key: &str, v: u64) -> Result<(), ScenarioError> {
+    if v > MAX_TIME_NS {
+        return err(
+            key,
+            format!("{v} ns is more than the largest time a scenario may give, {MAX_TIME_NS} ns"),
+        );
+    }
+    Ok(())
+}
+
 impl Scenario {
+    /// Every time key of the scenario (ns) with its dotted name.
+    fn times(&self) -> Vec<(String, u64)> {
+        let l = &self.link;
+        let e = &self.endpoint;
+        let mut v: Vec<(String, u64)> = vec![
+            ("duration_ns".into(), self.duration_ns.unwrap_or(0)),
+            ("drain_ns".into(), self.drain_ns.unwrap_or(0)),
+            ("time_limit_ns".into(), self.time_limit_ns),
+            ("link.ack_timer_ns".into(), l.ack_timer_ns),
+            ("link.replay_timer_ns".into(), l.replay_timer_ns),
+            ("link.cf_min_interval_ns".into(), l.cf_min_interval_ns),
+            ("link.cf_max_interval_ns".into(), l.cf_max_interval_ns),
+            ("link.cc_interval_ns".into(), l.cc_interval_ns),
+            ("link.init_interval_ns".into(), l.init_interval_ns),
+            ("endpoint.pack_delay_ns".into(), e.pack_delay_ns),
+            ("endpoint.op_timeout_ns".into(), e.op_timeout_ns),
+            ("endpoint.tag_quarantine_ns".into(), e.tag_quarantine_ns),
+            ("switch.latency_ns".into(), self.switch.latency_ns),
+            ("metrics.sample_ns".into(), self.metrics.sample_ns),
+        ];
+        for (i, o) in self.outages.iter().enumerate() {
+            v.push((format!("outages.{i}.start_ns"), o.start_ns));
+            v.push((
+                format!("outages.{i}.duration_ns"),
+                o.duration_ns.unwrap_or(0),
+            ));
+        }
+        for (i, w) in self.traffic.iter().enumerate() {
+            v.push((format!("traffic.{i}.start_ns"), w.start_ns()));
+        }
+        v
+    }
+
     /// Checks every value; the first one out of range is named by its dotted key.
     pub fn validate(&self) -> Result<(), ScenarioError> {
+        for (key, v) in self.times() {
+            check_time(&key, v)?;
+        }
         let t = &self.topology;
         if !(2..=MAX_GPUS).contains(&t.gpus) {
             return err(
@@ -909,15 +992,27 @@ impl Scenario {
         }
         let l = &self.link;
         if !(l.rate_gbps.is_finite() && l.rate_gbps > 0.0 && l.rate_gbps <= 100_000.0) {
-            return err("link.rate_gbps", "must be a positive number of Gb/s");
+            return err(
+                "link.rate_gbps",
+                format!(
+                    "{} is not a positive number of Gb/s up to 100000",
+                    l.rate_gbps
+                ),
+            );
         }
         if !(l.cable_m.is_finite() && l.cable_m >= 0.0 && l.cable_m <= 100_000.0) {
-            return err("link.cable_m", "must be 0..=100000 m");
+            return err(
+                "link.cable_m",
+                format!("{} is not a length in 0..=100000 m", l.cable_m),
+            );
         }
         if let Some(p) = l.propagation_ns
             && !(p.is_finite() && (0.0..=1e9).contains(&p))
         {
-            return err("link.propagation_ns", "must be 0..=1e9 ns");
+            return err(
+                "link.propagation_ns",
+                format!("{p} is not a delay in 0..=1e9 ns"),
+            );
         }
         for (k, v) in [
             ("link.ber", l.ber),
@@ -930,6 +1025,24 @@ impl Scenario {
         }
         if l.loss + l.drop > 1.0 {
             return err("link.drop", "loss + drop must be at most 1");
+        }
+        // A receiver must be able to hold one frame of the largest size on each VC, or a sender
+        // waits for credit for ever.
+        let buffer = u64::from(l.rx_credits).saturating_mul(u64::from(l.credit_size));
+        if l.rx_credits > 0
+            && l.credit_size.is_power_of_two()
+            && (32..=2048).contains(&l.credit_size)
+            && buffer < u64::from(l.mfs)
+        {
+            let need = u64::from(l.mfs).div_ceil(u64::from(l.credit_size));
+            return err(
+                "link.rx_credits",
+                format!(
+                    "{} credits of {} bytes ({buffer} bytes per VC) cannot hold one frame of \
+                     link.mfs = {} bytes: grant at least {need}",
+                    l.rx_credits, l.credit_size, l.mfs
+                ),
+            );
         }
         let ep = crate::fabric::endpoint_config(self, 0);
         ep.validate().map_err(|e| ScenarioError {
@@ -1103,8 +1216,26 @@ impl Scenario {
                             format!("must be at least {n} (one byte per GPU)"),
                         );
                     }
-                    if s.div_ceil(n) > max_len || s > 1 << 40 {
-                        return err(key(&format!("sizes.{k}")), "too large");
+                    // Every step of the collective is one RDMA write of size / N bytes (of
+                    // size / 2 for halving-doubling's first), at most 2^32-1 bytes each.
+                    let per = if matches!(w, Workload::HalvingDoublingAllreduce(_)) {
+                        s.div_ceil(2)
+                    } else {
+                        s.div_ceil(n)
+                    };
+                    if per > max_len {
+                        let most = if matches!(w, Workload::HalvingDoublingAllreduce(_)) {
+                            2 * max_len
+                        } else {
+                            n * max_len
+                        };
+                        return err(
+                            key(&format!("sizes.{k}")),
+                            format!(
+                                "{s} bytes make RDMA writes of {per} bytes, more than the 2^32-1 \
+                                 one write carries: at most {most} bytes with {n} GPUs"
+                            ),
+                        );
                     }
                 }
                 if matches!(w, Workload::HalvingDoublingAllreduce(_)) && !n.is_power_of_two() {

@@ -23,6 +23,9 @@ pub(crate) enum Effect {
     },
     /// Reads `[addr, addr + len)` of `gpu`.
     Read { gpu: u16, addr: u64 },
+    /// Writes `[addr, addr + len)` of `gpu`, which the workload records itself when it
+    /// completes (the tracker needs the range only while the write is outstanding).
+    Writes { gpu: u16, addr: u64, len: u64 },
 }
 
 /// One operation outstanding.
@@ -65,6 +68,11 @@ pub(crate) struct Tracker {
     pub(crate) reference: Reference,
     seed: u64,
     seeds_drawn: u64,
+    /// Times (ns) around which an operation may end in error: each outage's start and end,
+    /// with the grace time after.
+    windows: Vec<(u64, u64)>,
+    pub(crate) errors_explained: u64,
+    pub(crate) errors_unexplained: u64,
 }
 
 impl Tracker {
@@ -85,7 +93,30 @@ impl Tracker {
             reference: Reference::new(gpus),
             seed,
             seeds_drawn: 0,
+            windows: Vec::new(),
+            errors_explained: 0,
+            errors_unexplained: 0,
         }
+    }
+
+    /// An operation ending in error explains itself if it was outstanding at some time of
+    /// `[from, to]` (ns).
+    pub(crate) fn explain_errors(&mut self, from: u64, to: u64) {
+        self.windows.push((from, to));
+    }
+
+    /// The ranges of every write still outstanding: (GPU, address, length).
+    pub(crate) fn writes_outstanding(&self) -> Vec<(u16, u64, u64)> {
+        let ls = self.ls.iter().flat_map(|v| v.iter().flatten());
+        let other = self.other.iter().flat_map(|m| m.values());
+        ls.chain(other)
+            .filter_map(|r| match r.effect {
+                Effect::Write { gpu, addr, len, .. } | Effect::Writes { gpu, addr, len } => {
+                    Some((gpu, addr, len))
+                }
+                Effect::None | Effect::Read { .. } => None,
+            })
+            .collect()
     }
 
     /// A fresh pattern seed, unique in the run.
@@ -163,9 +194,16 @@ impl Tracker {
         if ok {
             self.completed_ok += 1;
             self.bytes_ok += rec.bytes;
+        } else {
+            let (from, to) = (c.issued.as_nanos(), c.completed.as_nanos());
+            if self.windows.iter().any(|&(s, e)| from <= e && s <= to) {
+                self.errors_explained += 1;
+            } else {
+                self.errors_unexplained += 1;
+            }
         }
         match rec.effect {
-            Effect::None => {}
+            Effect::None | Effect::Writes { .. } => {}
             Effect::Write {
                 gpu,
                 addr,
@@ -219,7 +257,10 @@ impl Tracker {
             completed: self.completed,
             completed_ok: self.completed_ok,
             completed_error,
+            errors_explained: self.errors_explained,
+            errors_unexplained: self.errors_unexplained,
             lost: self.outstanding,
+            cut_off: 0,
             duplicated: self.duplicated,
             unexpected: self.unexpected,
             refused_no_tag: self.refused_no_tag,

@@ -548,7 +548,15 @@ impl LsState {
             remote,
             ordering,
         };
-        match cx.issue(gpu, req, token, bytes, Effect::None) {
+        let effect = match pending {
+            StreamOp::Store { addr, .. } => Effect::Writes {
+                gpu: dst,
+                addr,
+                len: self.slot,
+            },
+            StreamOp::Load { .. } => Effect::None,
+        };
+        match cx.issue(gpu, req, token, bytes, effect) {
             Ok(tag) => {
                 if let StreamOp::Store { .. } = pending
                     && let Some(dst_bytes) = st.shadow.get_mut(..bytes as usize)
