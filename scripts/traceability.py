@@ -109,6 +109,55 @@ def scan(reqs):
                     reqs[rid]["tests"].append(f"vector:{v.get('name')}")
 
 
+def normalise(text):
+    """Text with backquotes removed and runs of white space made one space."""
+    return re.sub(r"\s+", " ", text.replace("`", "")).strip()
+
+
+def quote_matches(rid, quote, reqs):
+    """Whether `quote` (the `//#` lines after an id, `[...]` marking left-out words) reads as the
+    current text of requirement `rid`: each piece found in order."""
+    text, pos = normalise(reqs[rid]["text"]), 0
+    body = quote.split(None, 1)[1] if quote.startswith(rid) and " " in quote else ""
+    for piece in body.split("[...]"):
+        piece = normalise(piece).rstrip(".")
+        if not piece:
+            continue
+        at = text.find(piece, pos)
+        if at < 0:
+            return False
+        pos = at + len(piece)
+    return True
+
+
+def stale_quotes(reqs):
+    """(file:line, id) of every `//#` quote whose words are not the requirement's current text."""
+    out = []
+    for path in rust_files():
+        rel = path.relative_to(ROOT).as_posix()
+        lines = path.read_text(encoding="utf-8").splitlines()
+        i = 0
+        while i < len(lines):
+            m = re.match(r"\s*//#\s?(.*)", lines[i])
+            if not m:
+                i += 1
+                continue
+            start, cur, parts = i, None, []
+            while i < len(lines) and re.match(r"\s*//#", lines[i]):
+                text = re.match(r"\s*//#\s?(.*)", lines[i]).group(1)
+                head = re.match(r"([A-Z]{2,}-\d+(?:\.\d+)*-\d+)\s", text + " ")
+                if head and head.group(1) in reqs:
+                    cur = [head.group(1), text, i + 1]
+                    parts.append(cur)
+                elif cur:
+                    cur[1] += " " + text
+                i += 1
+            for rid, quote, line in parts:
+                if not quote_matches(rid, quote, reqs):
+                    out.append((f"{rel}:{line}", rid))
+    return out
+
+
 def deferred():
     out = {}
     if DEFERRED.exists():
@@ -186,6 +235,14 @@ def main():
                          f"{r['status']} | {'<br>'.join(r['code'])} | {'<br>'.join(r['tests'])} |")
         pathlib.Path(args.markdown).write_text("\n".join(lines) + "\n", encoding="utf-8")
 
+    stale = stale_quotes(reqs)
+    if stale:
+        for where, rid in stale:
+            print(f"warning: {where}: the quote of {rid} is not its current text "
+                  f"(scripts/fix_quotes.py rewrites it)", file=sys.stderr)
+    if args.check and stale:
+        print(f"error: {len(stale)} requirement quotes differ from docs/spec/", file=sys.stderr)
+        sys.exit(1)
     if args.check and failures:
         for r in failures:
             print(f"error: {r['id']} ({r['level']}) is {r['status']}: "

@@ -493,8 +493,10 @@ fn unknown_action(opcode: u8, tag: u16) -> String {
         format!("{action} (WIRE-6.1-5)")
     } else {
         //= docs/spec/wire.md#61-common-prefix
-        //# WIRE-6.1-7 (bad response) A response with an opcode this document does not define
-        //# [...] MUST be discarded and counted
+        //# WIRE-6.1-7 (unknown response) A response with an opcode this document does not define
+        //# MUST be discarded and counted in unknown_responses, apart from bad responses
+        //# (WIRE-6.1-9); the receiver goes on with the next transaction. (1.1: bad responses, which
+        //# this requirement also covered, are now WIRE-6.1-9.)
         format!("{} (WIRE-6.1-7)", Action::DiscardTxn)
     }
 }

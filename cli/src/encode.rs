@@ -511,7 +511,9 @@ fn init_repr(init: &InitJson) -> Result<InitRepr, EncodeError> {
     //= docs/spec/wire.md#45-init-kind-0x5-and-init_echo-kind-0x6
     //# WIRE-4.5-1 The number of VCs MUST be 1..8, the credit size a power of two in 32..2048, the
     //# MFS in 320..9216, the LLR window in 1..2^19, and the credit grant of each VC below the
-    //# number of VCs at most 2^19 - 1.
+    //# number of VCs 1..2^19 - 1. The entries of VCs at or above the number of VCs are reserved
+    //# (WIRE-1.2-1, WIRE-1.2-2): they are not range-checked. (1.1: a grant of 0 was allowed; a VC
+    //# with no credit can never carry a frame, so it is now out of range.)
     // Entries at or above the number of VCs are reserved; the JSON must give them as zero so that
     // the frame round-trips (InitRepr::validate enforces the same).
     in_range("init.vcs", u64::from(init.vcs), 1, 8)?;

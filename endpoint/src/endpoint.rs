@@ -409,8 +409,8 @@ pub fn path_hash(dst: GpuId, key: u64) -> u64 {
 }
 
 //= docs/spec/endpoint.md#41-the-hash-function
-//# EP-4-5 The hash policy MUST compute `h` exactly as Figure EP-F2 writes it and choose the
-//# usable port at index `h mod n`.
+//# EP-4-5 The hash policy MUST compute h exactly as Figure EP-F3 writes it and choose the usable
+//# port at index h mod n.
 fn mix(dst: GpuId, key: u64) -> u64 {
     let mut z = (u64::from(dst.value()) << 48 ^ key).wrapping_add(0x9E37_79B9_7F4A_7C15);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -1035,7 +1035,7 @@ impl Endpoint {
                     //# path choice, take back every frame still queued for the port (its own queue
                     //# and the link's, LINK-6-5), and handle every transaction of those frames and
                     //# of the frames the link reports of unknown fate, in their order, by TXN-5-2,
-                    //# TXN-5-3, TXN-3-5 and TXN-5-5.
+                    //# TXN-5-3, TXN-3-5, TXN-5-5 and TXN-5-8.
                     p.link.withdraw();
                     if let Some(c) = self.counters.ports.get_mut(i) {
                         c.downs = c.downs.wrapping_add(1);
@@ -1254,8 +1254,10 @@ impl Endpoint {
             //# moment its link reports the loss before it sends it again (TXN-5-7), and then give its
             //# operation a new deadline `op_timeout` later.
             //= docs/spec/transaction.md#5-operations-that-can-no-longer-complete
-            //# TXN-5-7 A request of unknown fate MUST NOT be sent again before `frame_lifetime`
-            //# has passed since the attempt it replaces was sent
+            //# TXN-5-7 A request of unknown fate MUST NOT be sent again before frame_lifetime has
+            //# passed since its link reported the attempt it replaces of unknown fate (LINK-6-1).
+            //# (A retry after a passed deadline keeps this rule by itself, since op_timeout >=
+            //# frame_lifetime, endpoint.md EP-1-3.)
             // The attempt went at the latest now: `frame_lifetime` from now is never too early.
             let at = self.now.saturating_add(self.cfg.frame_lifetime);
             self.delay_ls(tag, at, Some(from));
@@ -1696,12 +1698,13 @@ impl Endpoint {
         if !self.reasm.contains_key(&key) {
             //= docs/spec/endpoint.md#6-rdma-engine
             //# EP-6-4 A target MUST check the whole range of a write (EP-2-3, EP-2-4: address,
-            //# total length, key, write permission) when it sees the first segment of the write,
-            //# and on refusal write none of it and answer one RDMA_COMPLETION with the status.
+            //# total length, key, write permission) when it receives the first segment of the write
+            //# (whichever arrives first), and on refusal write none of it and answer one
+            //# RDMA_COMPLETION with the status.
             //= docs/spec/transaction.md#3-statuses
             //# TXN-3-4 An operation refused by the target (any status but OK and BUSY) MUST NOT
-            //# have changed the target's memory (EP-2-7), and an RDMA write refused MUST NOT have
-            //# written any of its bytes.
+            //# have changed the target's memory (endpoint.md EP-2-13), and an RDMA write refused
+            //# MUST NOT have written any of its bytes.
             let blocks = u64::from(total.div_ceil(BLOCK));
             //= docs/spec/endpoint.md#6-rdma-engine
             //# EP-6-13 A target MUST answer RDMA_COMPLETION UNSUPPORTED, at the write's first
@@ -2671,7 +2674,14 @@ impl Endpoint {
         //= docs/spec/endpoint.md#4-paths-and-load-balancing
         //# EP-4-2 The port of a new pin, of an unordered load-store operation, of an RDMA write
         //# (all its segments) or of an RDMA read chunk MUST be chosen among the usable ports, in
-        //# (stack, port) order, by the run's policy:
+        //# (stack, port) order, by the run's policy; the choice shows in the path id of the
+        //# request's frames (EP-3-4): - *hash*: the port at index h mod n, n usable ports, h the
+        //# 64-bit hash of §4.1 of the destination GPU and the stream id (ordered streams), the tag
+        //# (unordered operations); - *round-robin*: the next port after the last one chosen, in a
+        //# cycle over the usable ports; - *least-loaded*: the port with the fewest bytes waiting
+        //# (the endpoint's queues and the link's transmit queue), the first in order on a tie; -
+        //# *spray*: as round-robin for load-store operations and RDMA reads, and for an RDMA write
+        //# each segment on the next port in the cycle.
         match self.cfg.policy {
             crate::Policy::Hash => nth((mix(dst, key) % n as u64) as usize),
             crate::Policy::RoundRobin | crate::Policy::Spray => {
@@ -3009,8 +3019,9 @@ impl Endpoint {
         }
         let key = (u8::try_from(v).unwrap_or(0), dst.value());
         //= docs/spec/endpoint.md#7-packing
-        //# EP-7-1 The endpoint MAY put several transactions with the same destination, path and
-        //# VC into one frame (WIRE-5-1), up to the MFS agreed on the port and 255 transactions.
+        //# EP-7-1 The endpoint MAY put several transactions with the same destination, path and VC
+        //# into one frame (WIRE-5-5), up to the MFS agreed on the port and 255 transactions, if it
+        //# has the PACKING capability (§11).
         let full = self
             .ports
             .get(i)
@@ -3622,8 +3633,8 @@ mod tests {
     fn hash_policy_picks_fixed_ports() {
         //= docs/spec/endpoint.md#41-the-hash-function
         //= type=test
-        //# EP-4-5 The hash policy MUST compute `h` exactly as Figure EP-F2 writes it and choose
-        //# the usable port at index `h mod n`.
+        //# EP-4-5 The hash policy MUST compute h exactly as Figure EP-F3 writes it and choose the
+        //# usable port at index h mod n.
         let vectors: [(u16, u64, u64, usize, usize); 8] = [
             (0, 0, 0xE220_A839_7B1D_CDAF, 8, 7),
             (1, 0, 0xA285_E7B0_DEB6_3750, 8, 0),

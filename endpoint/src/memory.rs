@@ -744,7 +744,9 @@ impl Memory {
     pub fn deregister(&mut self, space: Space, base: u64) -> Result<Region, RegionError> {
         //= docs/spec/endpoint.md#21-the-region-table
         //# EP-2-12 Once a region is removed, every remote access to its bytes MUST be refused as
-        //# EP-2-3 says (unless another region covers them), and its bytes MUST keep their values.
+        //# EP-2-3 A remote access to the bytes [address, address + length) of a space MUST be
+        //# refused with OUT_OF_RANGE unless all of them lie inside one registered region of that
+        //# space.
         self.space_mut(space)
             .regions
             .remove(&base)
@@ -802,8 +804,8 @@ impl Memory {
         let len = to_u64(buf.len());
         //= docs/spec/endpoint.md#2-memory-model
         //# EP-2-7 The checks MUST be made in the order EP-2-3, EP-2-4, EP-2-5, EP-2-6; the first
-        //# that fails gives the status. A refused access MUST NOT change any byte of memory and
-        //# returns no data.
+        //# that fails gives the status. (A request that needs a capability the endpoint lacks is
+        //# refused UNSUPPORTED before any of them, §11.)
         self.check(space, key, addr, len, Access::Read)?;
         let sm = self.space(space);
         //= docs/spec/endpoint.md#2-memory-model
@@ -847,8 +849,8 @@ impl Memory {
         let size = to_u64(width.bytes());
         //= docs/spec/endpoint.md#2-memory-model
         //# EP-2-7 The checks MUST be made in the order EP-2-3, EP-2-4, EP-2-5, EP-2-6; the first
-        //# that fails gives the status. A refused access MUST NOT change any byte of memory and
-        //# returns no data.
+        //# that fails gives the status. (A request that needs a capability the endpoint lacks is
+        //# refused UNSUPPORTED before any of them, §11.)
         self.check(space, key, addr, size, Access::Atomic)?;
         //= docs/spec/endpoint.md#2-memory-model
         //# EP-2-5 An atomic that passes EP-2-3 and EP-2-4 but whose address is not a multiple of
@@ -1498,8 +1500,8 @@ mod tests {
     //= docs/spec/endpoint.md#2-memory-model
     //= type=test
     //# EP-2-7 The checks MUST be made in the order EP-2-3, EP-2-4, EP-2-5, EP-2-6; the first that
-    //# fails gives the status. A refused access MUST NOT change any byte of memory and returns no
-    //# data.
+    //# fails gives the status. (A request that needs a capability the endpoint lacks is refused
+    //# UNSUPPORTED before any of them, §11.)
     #[test]
     fn checks_are_made_in_order() {
         use Status::{AccessViolation, Misaligned, OutOfRange, Poisoned};
@@ -1861,7 +1863,9 @@ mod tests {
         //= docs/spec/endpoint.md#21-the-region-table
         //= type=test
         //# EP-2-12 Once a region is removed, every remote access to its bytes MUST be refused as
-        //# EP-2-3 says (unless another region covers them), and its bytes MUST keep their values.
+        //# EP-2-3 A remote access to the bytes [address, address + length) of a space MUST be
+        //# refused with OUT_OF_RANGE unless all of them lie inside one registered region of that
+        //# space.
         m.write(G, 0x100, &[9]).unwrap();
         assert_eq!(m.deregister(G, 0x100).unwrap().base, 0x100);
         m.register(region(G, 0x1000, 0x100, Perms::ALL)).unwrap();
@@ -2454,9 +2458,9 @@ mod tests {
     //# that space.
     //# EP-2-6 [...] A LOAD, RDMA_READ or atomic that would read a poisoned byte MUST be
     //# refused with POISONED. Writing a byte clears its poison.
-    //# EP-2-7 The checks MUST be made in the order EP-2-3, EP-2-4, EP-2-5, EP-2-6; the first
-    //# that fails gives the status. A refused access MUST NOT change any byte of memory and
-    //# returns no data.
+    //# EP-2-7 The checks MUST be made in the order EP-2-3, EP-2-4, EP-2-5, EP-2-6; the first that
+    //# fails gives the status. (A request that needs a capability the endpoint lacks is refused
+    //# UNSUPPORTED before any of them, §11.)
     //# EP-2-8 An atomic MUST be performed indivisibly on the little-endian value of its operand
     //# size (WIRE-1.1-3): fetch-add stores the old value plus the addend modulo 2^(8 x size),
     //# swap stores the new value, compare-swap stores the new value only if the old value equals

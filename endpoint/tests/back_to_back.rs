@@ -215,8 +215,8 @@ fn a_flush_in_the_middle_of_rdma_ends_every_operation_once() {
     //= type=test
     //# EP-9-1 When a port's link goes down, the endpoint MUST take the port out of path choice,
     //# take back every frame still queued for the port (its own queue and the link's, LINK-6-5),
-    //# and handle every transaction of those frames and of the frames the link reports of
-    //# unknown fate, in their order, by TXN-5-2, TXN-5-3, TXN-3-5 and TXN-5-5.
+    //# and handle every transaction of those frames and of the frames the link reports of unknown
+    //# fate, in their order, by TXN-5-2, TXN-5-3, TXN-3-5, TXN-5-5 and TXN-5-8.
     //= docs/spec/transaction.md#5-operations-that-can-no-longer-complete
     //= type=test
     //# TXN-5-3 A request of an idempotent operation whose frame had unknown fate MUST be sent
@@ -258,9 +258,15 @@ fn spraying_spreads_rdma_over_every_port() {
     let mean = bytes.iter().sum::<u64>() as f64 / bytes.len() as f64;
     //= docs/spec/endpoint.md#4-paths-and-load-balancing
     //= type=test
-    //# EP-4-2 The port of a new pin, of an unordered load-store operation, of an RDMA write
-    //# (all its segments) or of an RDMA read chunk MUST be chosen among the usable ports, in
-    //# (stack, port) order, by the run's policy:
+    //# EP-4-2 The port of a new pin, of an unordered load-store operation, of an RDMA write (all
+    //# its segments) or of an RDMA read chunk MUST be chosen among the usable ports, in (stack,
+    //# port) order, by the run's policy; the choice shows in the path id of the request's frames
+    //# (EP-3-4): - *hash*: the port at index h mod n, n usable ports, h the 64-bit hash of §4.1 of
+    //# the destination GPU and the stream id (ordered streams), the tag (unordered operations); -
+    //# *round-robin*: the next port after the last one chosen, in a cycle over the usable ports; -
+    //# *least-loaded*: the port with the fewest bytes waiting (the endpoint's queues and the link's
+    //# transmit queue), the first in order on a tie; - *spray*: as round-robin for load-store
+    //# operations and RDMA reads, and for an RDMA write each segment on the next port in the cycle.
     assert!(
         max / mean <= 1.05,
         "spray imbalance {} ({bytes:?})",
@@ -486,8 +492,9 @@ fn small_operations_are_packed_within_the_delay_bound() {
     );
     //= docs/spec/endpoint.md#7-packing
     //= type=test
-    //# EP-7-1 The endpoint MAY put several transactions with the same destination, path and VC
-    //# into one frame (WIRE-5-1), up to the MFS agreed on the port and 255 transactions.
+    //# EP-7-1 The endpoint MAY put several transactions with the same destination, path and VC into
+    //# one frame (WIRE-5-5), up to the MFS agreed on the port and 255 transactions, if it has the
+    //# PACKING capability (§11).
     assert!(f0 >= 41, "no packing without a delay: {f0} frames");
     assert!(
         f200 <= 3,
@@ -777,9 +784,8 @@ fn a_stream_keeps_one_port_and_responses_come_back_on_it() {
     assert_eq!(answered.iter().sum::<u64>(), 100);
     //= docs/spec/endpoint.md#10-counters
     //= type=test
-    //# EP-10-1 An endpoint MUST count: operations completed by type and status; bytes of data
-    //# read and written by the load-store unit and the RDMA engine; frames and bytes sent per
-    //# stack and per port;
+    //# EP-10-1 An endpoint MUST keep every counter of Table EP-T2 and count in it exactly what its
+    //# row says.
     let c = b.gpu(0).counters();
     assert_eq!(c.completed_with(ethlink_endpoint::OpKind::Store, 0), 100);
     assert_eq!(c.ls_bytes_written, 800);
@@ -1048,8 +1054,9 @@ fn timer_relations_are_checked() {
     //= docs/spec/endpoint.md#12-timers-and-their-relations
     //= type=test
     //# EP-1-3 An endpoint MUST refuse a configuration that breaks a relation of Table EP-T1:
-    //# `op_timeout >= frame_lifetime`, `tag_quarantine >= 2 * frame_lifetime` and
-    //# `tag_quarantine >= frame_lifetime + op_timeout`.
+    //# lsu_tags + rdma_tags <= 65536, read_chunk a multiple of segment, pack_delay < op_timeout,
+    //# op_timeout >= frame_lifetime, tag_quarantine >= 2 * frame_lifetime and tag_quarantine >=
+    //# frame_lifetime + op_timeout.
     //= docs/spec/endpoint.md#12-timers-and-their-relations
     //= type=test
     //# EP-1-2 `frame_lifetime` MUST be at least the longest time a DATA frame can spend between

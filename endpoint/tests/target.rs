@@ -645,21 +645,22 @@ fn assert_untouched(m: &Memory, before: &[u8], big_tail: &[u8]) {
     //= docs/spec/transaction.md#3-statuses
     //= type=test
     //# TXN-3-4 An operation refused by the target (any status but OK and BUSY) MUST NOT have
-    //# changed the target's memory (EP-2-7), and an RDMA write refused MUST NOT have written any
-    //# of its bytes.
+    //# changed the target's memory (endpoint.md EP-2-13), and an RDMA write refused MUST NOT have
+    //# written any of its bytes.
     //= docs/spec/endpoint.md#2-memory-model
     //= type=test
     //# EP-2-7 The checks MUST be made in the order EP-2-3, EP-2-4, EP-2-5, EP-2-6; the first that
-    //# fails gives the status. A refused access MUST NOT change any byte of memory and returns no
-    //# data.
+    //# fails gives the status. (A request that needs a capability the endpoint lacks is refused
+    //# UNSUPPORTED before any of them, §11.)
     if let Some(i) = now.iter().zip(before).position(|(a, b)| a != b) {
         panic!("a refused access wrote {:#x}", BASE + i as u64);
     }
     //= docs/spec/endpoint.md#6-rdma-engine
     //= type=test
     //# EP-6-4 A target MUST check the whole range of a write (EP-2-3, EP-2-4: address, total
-    //# length, key, write permission) when it sees the first segment of the write, and on
-    //# refusal write none of it and answer one RDMA_COMPLETION with the status.
+    //# length, key, write permission) when it receives the first segment of the write (whichever
+    //# arrives first), and on refusal write none of it and answer one RDMA_COMPLETION with the
+    //# status.
     assert!(
         tail == big_tail,
         "a write refused for its total length wrote its first segment"
@@ -961,8 +962,9 @@ fn refused_rdma_write_is_answered_once() {
     //= docs/spec/endpoint.md#6-rdma-engine
     //= type=test
     //# EP-6-4 A target MUST check the whole range of a write (EP-2-3, EP-2-4: address, total
-    //# length, key, write permission) when it sees the first segment of the write, and on
-    //# refusal write none of it and answer one RDMA_COMPLETION with the status.
+    //# length, key, write permission) when it receives the first segment of the write (whichever
+    //# arrives first), and on refusal write none of it and answer one RDMA_COMPLETION with the
+    //# status.
     //= docs/spec/transaction.md#2-operations
     //= type=test
     //# TXN-2-8 A target MUST answer every request it receives with exactly one response (an RDMA
@@ -1243,10 +1245,11 @@ fn structural_error_discards_the_rest_of_the_frame() {
     //= docs/spec/wire.md#61-common-prefix
     //= type=test
     //# WIRE-6.1-3 (structural error) If fewer than 8 bytes of payload remain where a transaction
-    //# should start, if `hlen` is less than 2, or if `4*hlen + roundup4(dlen)` runs past the end of
-    //# the payload, the receiver cannot find the next transaction. It MUST discard this
-    //# transaction and every later transaction of the frame, count one malformed frame, and MUST
-    //# process normally every transaction of the frame that came before it.
+    //# should start (none at all included: the count announces more transactions than the payload
+    //# holds, even when the payload ends exactly where a transaction ends), if hlen is less than 2,
+    //# or if 4*hlen + roundup4(dlen) runs past the end of the payload, the receiver cannot find the
+    //# next transaction. It MUST discard this transaction and every later transaction of the frame
+    //# and count one malformed transaction (malformed_txns).
     assert_eq!(tags, [0x1, 0x2, 0x11], "{rx:?}");
     for t in &rx {
         check_prefix(t, 0x82, Status::Ok, 2, 0);
@@ -1297,9 +1300,10 @@ fn misdelivered_and_malformed_frames_are_discarded() {
     p.run_for(5_000);
     //= docs/spec/wire.md#5-data-frames-the-network-header
     //= type=test
-    //# WIRE-5-3 A receiver MUST discard, and count as malformed, a DATA frame whose network
-    //# header is incomplete, whose destination or source GPU id is 0xFFFF, whose transaction
-    //# count is zero, or whose payload length runs past the end of the frame (before the FCS).
+    //# WIRE-5-3 A receiver MUST discard a DATA frame whose network header is incomplete, whose
+    //# payload length runs past the end of the frame (before the FCS), whose destination or source
+    //# GPU id is 0xFFFF, or whose transaction count is zero, and count it as a malformed frame (an
+    //# endpoint in malformed_frames, a switch in discard_malformed).
     assert_eq!(p.ep.counters().malformed_frames, 3);
     assert_eq!(p.ep.counters().misdelivered, 1);
     assert!(p.take().is_empty());
@@ -1924,8 +1928,13 @@ fn fence_is_answered_after_the_requests_before_it() {
     check_prefix(&rx[fence[0]], 0x86, Status::Ok, 2, 0);
     //= docs/spec/transaction.md#4-ordering
     //= type=test
-    //# TXN-4-6 A target MUST answer a FENCE request only after every request it received before
-    //# the FENCE on the same path has been performed, RDMA reads included.
+    //# TXN-4-6 A target MUST answer a FENCE request only after every request it received from the
+    //# same source GPU before the FENCE has been performed, RDMA reads included (they travel on
+    //# another VC, so on another path, but a fence orders them too). "Received before" is the order
+    //# in which the target takes frames from all its ports' links (endpoint.md EP-8-7): a request
+    //# of the same source still on its way on another port, or still in a link's receive buffer, is
+    //# not ordered by the FENCE. A requester that needs every earlier operation ordered uses the
+    //# Fence operation (TXN-4-5), or sends the FENCE only after their completions.
     //= docs/spec/endpoint.md#8-target
     //= type=test
     //# EP-8-7 A target MUST take the DATA frames its ports' links deliver one at a time, in one
@@ -2332,8 +2341,10 @@ fn a_request_of_unknown_fate_waits_frame_lifetime() {
     //# operation a new deadline `op_timeout` later.
     //= docs/spec/transaction.md#5-operations-that-can-no-longer-complete
     //= type=test
-    //# TXN-5-7 A request of unknown fate MUST NOT be sent again before `frame_lifetime` has
-    //# passed since the attempt it replaces was sent
+    //# TXN-5-7 A request of unknown fate MUST NOT be sent again before frame_lifetime has passed
+    //# since its link reported the attempt it replaces of unknown fate (LINK-6-1). (A retry after a
+    //# passed deadline keeps this rule by itself, since op_timeout >= frame_lifetime, endpoint.md
+    //# EP-1-3.)
     assert!(
         p.now >= sent + 20_000,
         "retry at {} ns, sent at {sent} ns",
@@ -2387,7 +2398,10 @@ fn reassembly_blocks_are_bounded() {
     //= docs/spec/endpoint.md#6-rdma-engine
     //= type=test
     //# EP-6-13 A target MUST answer RDMA_COMPLETION UNSUPPORTED, at the write's first segment as
-    //# EP-6-4 says, a write whose blocks alone exceed `max_reassembly_blocks`.
+    //# EP-6-4 A target MUST check the whole range of a write (EP-2-3, EP-2-4: address, total
+    //# length, key, write permission) when it receives the first segment of the write (whichever
+    //# arrives first), and on refusal write none of it and answer one RDMA_COMPLETION with the
+    //# status.
     check_prefix(only(&rx, 4), 0x90, Status::Unsupported, 4, 0);
     assert_eq!(p.ep.counters().reassembly_refused, 2);
 }

@@ -438,10 +438,9 @@ fn switches_never_drop_a_frame_for_want_of_buffer() {
     //= docs/spec/switch.md#4-buffers-and-losslessness
     //= type=test
     //# SW-4-1 The buffer of an input port for a VC is its link's receive buffer for the VC
-    //# (`rx_credits` x `credit_size` bytes). A switch MUST keep a received frame's credits until
-    //# the frame has been handed to its egress port's link, and only then return them
-    //# (LINK-5-4). An upstream sender therefore sends only what the buffer can hold, and the
-    //# switch MUST NOT drop a frame for want of buffer.
+    //# (rx_credits x credit_size bytes). A switch MUST keep a received frame's credits until the
+    //# frame has been handed to its egress port's link, and only then return them (LINK-5-4). An
+    //# upstream sender therefore sends only what the buffer can hold.
     assert_eq!(r.switch.buffer_drops, 0);
     assert_eq!(r.links.credit_overruns, 0);
     //= docs/spec/switch.md#4-buffers-and-losslessness

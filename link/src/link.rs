@@ -1024,9 +1024,10 @@ impl Link {
         //# INIT, NACK, ACK, CF, CC, retransmitted DATA, new DATA.
         if let Some(echo) = self.echo_due {
             //= docs/spec/link.md#2-bring-up
-            //# LINK-2-2 An end that receives a valid INIT MUST answer it with an INIT_ECHO
-            //# carrying the INIT's nonce as echo nonce and its own parameters, in any state but
-            //# OFF.
+            //# LINK-2-2 An end that receives a valid INIT MUST answer it with an INIT_ECHO carrying
+            //# the INIT's nonce as echo nonce and its own configured parameters, in any state but
+            //# OFF, unless LINK-2-12 refuses it. When several INITs arrive before the wire can take
+            //# the INIT_ECHO, only the newest is answered.
             let init = self.own_init();
             let t = self.emit_control(
                 buf,
@@ -1048,9 +1049,10 @@ impl Link {
         let Some(agreed) = self.agreed else {
             if now >= self.init_next {
                 //= docs/spec/link.md#2-bring-up
-                //# LINK-2-1 On entering INIT an end MUST choose a nonce different from the one of
-                //# its previous initialisation and send INIT frames carrying it and its
-                //# parameters every `init_interval` until it is UP.
+                //# LINK-2-1 On entering INIT an end MUST draw a new nonce (LINK-2-9) and send its
+                //# first INIT at once, then one every init_interval while it stays in INIT and
+                //# physically up; each INIT carries the nonce and the end's configured parameters
+                //# (never the agreed ones).
                 let init = self.own_init();
                 let t = self.emit_control(buf, LinkFrame::Init(init))?;
                 self.init_next = now.saturating_add(self.cfg.init_interval);
@@ -1072,10 +1074,8 @@ impl Link {
         }
         if self.ack_due || self.ack_deadline.is_some_and(|d| d <= now) {
             //= docs/spec/link.md#4-link-level-retry-receive-side
-            //# LINK-4-2 The RX MUST send an ACK carrying the last accepted sequence number when
-            //# the bytes accepted since its last ACK or NACK reach `ack_spacing`, when an
-            //# accepted frame has waited `ack_timer`, and when an accepted frame has the
-            //# ACK_REQ flag.
+            //# LINK-4-2 The RX MUST send an ACK carrying the last accepted sequence number when the
+            //# bytes accepted since its last ACK or NACK reach ack_spacing.
             //= docs/spec/wire.md#42-nack-kind-0x2
             //# WIRE-4.2-1 Before any DATA frame has been received after link initialisation,
             //# the "last good" sequence number is the value before the first sequence number,
@@ -1088,10 +1088,9 @@ impl Link {
         }
         if self.cf_due(now) {
             //= docs/spec/link.md#5-credit-based-flow-control
-            //# LINK-5-5 The RX MUST send a CF carrying `freed[v]` for every VC when at least
-            //# `cf_min_credits` credits have been freed since its last CF and `cf_min_interval`
-            //# has passed since it, and in any case every `cf_max_interval` while UP, changed or
-            //# not.
+            //# LINK-5-5 The RX MUST send a CF carrying freed[v] when at least cf_min_credits
+            //# credits, summed over the VCs, have been freed since its last CF and cf_min_interval
+            //# has passed since it.
             //= docs/spec/link.md#5-credit-based-flow-control
             //# LINK-5-10 The RX MUST send a CF every `cf_max_interval` while UP, whether its
             //# entries changed or not.
@@ -1108,10 +1107,10 @@ impl Link {
         }
         if self.replay_frames() == 0 && self.flushed == 0 && now >= self.cc_next {
             //= docs/spec/link.md#5-credit-based-flow-control
-            //# LINK-5-7 The TX MUST send a CC carrying `consumed[v]` for every VC every
-            //# `cc_interval` while its replay buffer is empty, and, when a VC has been without
-            //# credit for `cc_interval`, as soon as its replay buffer is empty. It MUST NOT send a
-            //# CC while its replay buffer holds a frame.
+            //# LINK-5-7 The TX MUST send a CC carrying consumed[v] when its replay buffer is empty
+            //# and at least cc_interval has passed since UP or since its last CC. (A VC that has
+            //# been without credit for cc_interval therefore gets a CC as soon as the replay buffer
+            //# is empty.)
             //= docs/spec/link.md#5-credit-based-flow-control
             //# LINK-5-12 The TX MUST NOT send a CC while its replay buffer holds a frame.
             let repr = credit_repr(agreed.vcs, &self.consumed);
@@ -1123,8 +1122,10 @@ impl Link {
         if !self.peer_up {
             //= docs/spec/link.md#2-bring-up
             //# LINK-2-8 An end that is UP MUST NOT send a DATA frame before it has sent an
-            //# INIT_ECHO for the peer's current nonce or received an ACK, NACK, CF, CC or DATA
-            //# frame since it came UP.
+            //# INIT_ECHO for the peer's current nonce since it last entered INIT, or received an
+            //# ACK, NACK, CF, CC or DATA frame since it came UP. (An end comes UP on the peer's
+            //# INIT_ECHO, possibly before the peer has the INIT_ECHO that brings it UP; the wire
+            //# keeps order, so a DATA frame sent after that INIT_ECHO reaches an UP peer.)
             return Ok(None);
         }
         if self.flushed > 0 {
@@ -1369,8 +1370,10 @@ impl Link {
         self.peer_mac = Some(src);
         if self.agreed.is_some() && self.peer_nonce.is_some_and(|p| p != init.nonce) {
             //= docs/spec/link.md#2-bring-up
-            //# LINK-2-6 An end that is UP and receives an INIT whose nonce differs from the
-            //# peer's nonce it went UP with MUST re-initialise (§6): the peer has restarted.
+            //# LINK-2-6 An end that is UP and receives an INIT whose nonce differs from the peer's
+            //# nonce it went UP with MUST re-initialise (§6), unless LINK-2-12 refuses that INIT:
+            //# the peer has restarted. It then answers that INIT with an INIT_ECHO carrying its own
+            //# new nonce, and sends its own INIT.
             // The echo stays due: it goes out after the re-initialisation, with the new nonce.
             self.reinit(now, DownReason::PeerRestart);
         }
@@ -1400,10 +1403,11 @@ impl Link {
     // CLS-2-3: the peer's role and capability bits inform; nothing here refuses a link for them.
     fn go_up(&mut self, now: Instant, peer: InitRepr) {
         //= docs/spec/link.md#2-bring-up
-        //# LINK-2-4 The parameters in use while UP are agreed as follows: the number of VCs and
-        //# the MFS are the smaller of the two announced values; the LLR window of each direction
-        //# is the smaller of the two windows; the TX of each end uses the credits granted and
-        //# the credit size announced by the peer (its RX's buffer), and its RX uses its own.
+        //# LINK-2-4 The parameters in use while UP are agreed as follows: the number of VCs and the
+        //# MFS are the smaller of the two announced values; the LLR window of each direction is the
+        //# smaller of the two windows; the TX of each end uses the credits granted, the credit size
+        //# and the credit overhead announced by the peer (its RX's buffer and pricing), and its RX
+        //# uses its own.
         let vcs = self.cfg.vcs.min(peer.vcs);
         let mut tx_credits = [0u32; 8];
         for (c, g) in tx_credits
@@ -1515,9 +1519,10 @@ impl Link {
 
     fn reinit(&mut self, now: Instant, reason: DownReason) {
         //= docs/spec/link.md#6-flush-and-re-initialisation
-        //# LINK-6-3 After FLUSH, on physical link down, and on LINK-2-6 the end MUST
-        //# re-initialise: enter INIT (§2) with a new nonce, reset its RX to OFF until UP, and
-        //# report a link-down event to the upper layer; on UP it MUST report a link-up event.
+        //# LINK-6-3 After FLUSH, on physical link down, and on LINK-2-6 the end MUST re-initialise:
+        //# enter INIT (§2) with a new nonce (after physical down: when the physical link comes up
+        //# again), reset its RX to OFF until UP, and report a link-down event to the upper layer;
+        //# on UP it MUST report a link-up event.
         self.go_down(reason);
         self.enter_init(now);
     }
@@ -1673,7 +1678,7 @@ impl Link {
             f.copy_from_slice(&sum);
         }
         //= docs/spec/link.md#5-credit-based-flow-control
-        //# LINK-5-3 Retransmissions (LINK-3-5, LINK-3-6) MUST NOT consume credits again: a
+        //# LINK-5-3 Retransmissions (LINK-3-5, LINK-3-11) MUST NOT consume credits again: a
         //# sequence number is paid for once.
         // (Nothing here touches `consumed`: the frame was paid for when first sent.)
         self.counters.frames_replayed = self.counters.frames_replayed.wrapping_add(1);
@@ -2077,10 +2082,12 @@ impl Link {
 
     fn on_cf(&mut self, c: &CreditRepr) {
         //= docs/spec/link.md#5-credit-based-flow-control
-        //# LINK-5-6 On a CF, the TX MUST set `freed_seen[v]` to the carried value for every VC in
-        //# the mask when the value is ahead of `freed_seen[v]` by less than 2^19 and not ahead
-        //# of `consumed[v]`; otherwise the entry is stale or impossible and MUST be ignored and
-        //# counted. A lost CF is therefore repaired by the next one.
+        //# LINK-5-6 On a CF, the TX MUST set freed_seen[v] to the carried value for every VC in the
+        //# mask when the value is ahead of freed_seen[v] by 1..2^19-1 and not ahead of consumed[v];
+        //# otherwise the entry is stale or impossible and MUST be ignored and counted. An entry
+        //# equal to freed_seen[v] (the periodic CF of LINK-5-10 when nothing changed) is neither
+        //# taken nor counted; an entry for a VC not agreed is counted. A lost CF is therefore
+        //# repaired by the next one.
         let vcs = self.agreed.map_or(0, |a| usize::from(a.vcs));
         for (v, entry) in c.counters.iter().enumerate() {
             let Some(value) = *entry else { continue };
@@ -2103,10 +2110,13 @@ impl Link {
 
     fn on_cc(&mut self, c: &CreditRepr) {
         //= docs/spec/link.md#5-credit-based-flow-control
-        //# LINK-5-8 On a CC the RX MUST, for every VC in the mask whose `consumed[v]` is ahead of
-        //# `received[v]` by less than 2^19, add the difference to both `received[v]` and
-        //# `freed[v]`: those credits were paid for frames it will never hold. It MUST then send
-        //# a CF at once.
+        //# LINK-5-8 On a CC the RX MUST, for every VC in the mask whose consumed[v] is ahead of
+        //# received[v] by less than 2^19, add the difference to both received[v] and freed[v]:
+        //# those credits were paid for frames it will never hold. Because the TX sends CC only when
+        //# nothing it sent is unacknowledged, the difference is credits leaked by a fault, never
+        //# frames in flight: a counter corrupted in either end, or credits a faulty implementation
+        //# lost; the protocol itself leaks none, and a lost CF is repaired by the next one. A CC
+        //# entry behind received[v], or for a VC not agreed, is ignored and counted.
         let vcs = self.agreed.map_or(0, |a| usize::from(a.vcs));
         for (v, entry) in c.counters.iter().enumerate() {
             let Some(value) = *entry else { continue };
@@ -2399,15 +2409,21 @@ mod tests {
     }
 
     //= type=test
-    //# LINK-2-1 On entering INIT an end MUST choose a nonce different from the one of its
-    //# previous initialisation and send INIT frames carrying it and its parameters every
-    //# `init_interval` until it is UP.
+    //# LINK-2-1 On entering INIT an end MUST draw a new nonce (LINK-2-9) and send its first INIT at
+    //# once, then one every init_interval while it stays in INIT and physically up; each INIT
+    //# carries the nonce and the end's configured parameters (never the agreed ones).
     //# LINK-2-2 An end that receives a valid INIT MUST answer it with an INIT_ECHO carrying the
-    //# INIT's nonce as echo nonce and its own parameters, in any state but OFF.
-    //# LINK-2-4 The parameters in use while UP are agreed as follows: the number of VCs and the
-    //# MFS are the smaller of the two announced values; the LLR window of each direction is the
-    //# smaller of the two windows; the TX of each end uses the credits granted and the credit
-    //# size announced by the peer (its RX's buffer), and its RX uses its own.
+    //# INIT's nonce as echo nonce and its own configured parameters, in any state but OFF, unless
+    //# LINK-2-12 An end MUST NOT answer an INIT, nor come UP on an INIT_ECHO, whose grants cannot
+    //# carry one frame of the MFS that would be agreed on some VC that would be agreed: grant[v] <
+    //# ceil((mfs + credit_overhead) / credit_size) with the sender's credit size and overhead. It
+    //# MUST count the frame as refused, stay in its state and report the reason (the VC and the
+    //# numbers) to the upper layer.
+    //# LINK-2-4 The parameters in use while UP are agreed as follows: the number of VCs and the MFS
+    //# are the smaller of the two announced values; the LLR window of each direction is the smaller
+    //# of the two windows; the TX of each end uses the credits granted, the credit size and the
+    //# credit overhead announced by the peer (its RX's buffer and pricing), and its RX uses its
+    //# own.
     //# LINK-2-5 On entering UP an end MUST reset its TX sequence number and its RX expected
     //# sequence number to 0, its RX last good sequence number to 0xFFFFF (WIRE-4.2-1), and every
     //# credit counter of both sides to 0.
@@ -2486,11 +2502,13 @@ mod tests {
     }
 
     //= type=test
-    //# LINK-2-3 An end MUST enter UP only when it has both received an INIT_ECHO whose echo
-    //# nonce is its current nonce and received an INIT from the peer. INIT_ECHO frames with
-    //# another echo nonce MUST be ignored and counted.
-    //# LINK-2-7 An end MUST NOT send DATA frames unless it is UP. DATA frames received while not
-    //# UP MUST be discarded and counted.
+    //# LINK-2-3 An end MUST enter UP only when it receives an INIT_ECHO whose echo nonce is its
+    //# current nonce, and MUST take the peer's nonce and parameters from that INIT_ECHO (LINK-2-17
+    //# says what happens to the others). (The echo is the peer's freshest word: it was sent after
+    //# our INIT reached the peer. Parameters remembered from an earlier INIT can belong to a peer
+    //# incarnation that no longer exists, and an end waiting for an INIT can wait for ever on a
+    //# peer that is already UP and sends none.)
+    //# LINK-2-7 An end MUST NOT send DATA frames unless it is UP.
     #[test]
     fn up_needs_the_echo_of_our_nonce() {
         let mut a = Link::new(cfg(1, 1)).unwrap();
@@ -2536,11 +2554,14 @@ mod tests {
     }
 
     //= type=test
-    //# LINK-2-6 An end that is UP and receives an INIT whose nonce differs from the last INIT it
-    //# accepted MUST re-initialise (§6): the peer has restarted.
+    //# LINK-2-6 An end that is UP and receives an INIT whose nonce differs from the peer's nonce it
+    //# went UP with MUST re-initialise (§6), unless LINK-2-12 refuses that INIT: the peer has
+    //# restarted. It then answers that INIT with an INIT_ECHO carrying its own new nonce, and sends
+    //# its own INIT.
     //# LINK-6-3 After FLUSH, on physical link down, and on LINK-2-6 the end MUST re-initialise:
-    //# enter INIT (§2) with a new nonce, reset its RX to OFF until UP, and report a link-down
-    //# event to the upper layer; on UP it MUST report a link-up event.
+    //# enter INIT (§2) with a new nonce (after physical down: when the physical link comes up
+    //# again), reset its RX to OFF until UP, and report a link-down event to the upper layer; on UP
+    //# it MUST report a link-up event.
     //# LINK-6-4 Frames the RX has already delivered stay delivered; their buffer is freed by the
     //# reset of LINK-2-5.
     #[test]
@@ -2640,7 +2661,7 @@ mod tests {
     //# before any new frame.
     //# LINK-3-8 A retransmitted frame MUST be byte-for-byte the original but for the REPLAY flag
     //# and the FCS.
-    //# LINK-5-3 Retransmissions (LINK-3-5, LINK-3-6) MUST NOT consume credits again: a sequence
+    //# LINK-5-3 Retransmissions (LINK-3-5, LINK-3-11) MUST NOT consume credits again: a sequence
     //# number is paid for once.
     #[test]
     fn nack_replays_the_buffer_byte_for_byte() {
@@ -2700,12 +2721,12 @@ mod tests {
     }
 
     //= type=test
-    //# LINK-3-6 The replay timer runs while the replay buffer is not empty. It MUST be restarted
-    //# whenever an ACK or NACK acknowledges at least one frame, and stopped when the buffer
-    //# empties. On its expiry the TX MUST retransmit the whole replay buffer as in LINK-3-5.
-    //# LINK-3-7 The TX MUST count replays that happen without any acknowledgement progress in
-    //# between; the count returns to 0 when an ACK or NACK acknowledges at least one frame. When
-    //# a replay would make it exceed `replay_count_max` the TX MUST enter FLUSH instead.
+    //# LINK-3-6 The replay timer MUST be started when a frame enters an empty replay buffer,
+    //# restarted whenever an ACK or NACK acknowledges at least one frame and when a replay starts,
+    //# and stopped when the buffer empties.
+    //# LINK-3-7 The TX MUST count the replays it starts, by a NACK or by the replay timer, since
+    //# the last acknowledgement progress: the count rises by one when a replay starts and returns
+    //# to 0 when an ACK or NACK acknowledges at least one frame, and on entering UP.
     //# LINK-6-1 In FLUSH the TX MUST remove every frame from the replay buffer and report them to
     //# the upper layer, in sequence order, as frames of unknown fate: each may have been
     //# delivered once or not at all. It MUST NOT report them as delivered and MUST NOT
@@ -2781,9 +2802,8 @@ mod tests {
     //# delivered to the upper layer once, the expected number advanced by one, and the frame's
     //# bytes added to the count of bytes not yet acknowledged. In NACK_SENT, accepting it
     //# returns the RX to SEND_ACKS.
-    //# LINK-4-2 The RX MUST send an ACK carrying the last accepted sequence number when the
-    //# bytes accepted since its last ACK or NACK reach `ack_spacing`, when an accepted frame has
-    //# waited `ack_timer`, and when an accepted frame has the ACK_REQ flag.
+    //# LINK-4-2 The RX MUST send an ACK carrying the last accepted sequence number when the bytes
+    //# accepted since its last ACK or NACK reach ack_spacing.
     #[test]
     fn acks_on_spacing_timer_and_request() {
         let (_a, mut b) = up_pair(cfg(1, 1), cfg(2, 2));
@@ -2844,9 +2864,8 @@ mod tests {
     //# beyond that of the previous such frame received since the last NACK shows that a new
     //# replay has begun and has lost the expected frame again: the RX MUST then send one more
     //# NACK.
-    //# LINK-4-5 A DATA frame whose sequence number is within `llr_window` behind the expected one
-    //# is a duplicate: it MUST be discarded and counted, and the RX MUST send an ACK carrying
-    //# the last accepted sequence number so that a TX whose ACKs were lost learns of them.
+    //# LINK-4-5 A DATA frame whose sequence number is within llr_window behind the expected one is
+    //# a duplicate: it MUST be discarded and counted.
     //# LINK-7-1 Every discard this document or wire.md requires to be counted MUST increment
     //# exactly one counter.
     #[test]
@@ -2924,9 +2943,9 @@ mod tests {
     //# LINK-4-6 The RX MUST NOT accept a DATA frame whose cost (§5) exceeds the free buffer of
     //# its VC. It MUST discard it as if it had not arrived (no ACK, no NACK) and count a credit
     //# overrun; the TX's replay recovers it.
-    //# LINK-5-1 A DATA frame of `len` bytes (destination MAC through FCS) costs
-    //# `ceil((len + credit_overhead) / credit_size)` credits, with the peer's `credit_size` at the
-    //# TX and the RX's own at the RX (LINK-2-4 makes them equal).
+    //# LINK-5-1 A DATA frame of len bytes (destination MAC through FCS) costs ceil((len +
+    //# credit_overhead) / credit_size) credits: the TX uses the credit size and the credit overhead
+    //# the peer announced, the RX its own.
     #[test]
     fn receiver_refuses_a_frame_beyond_its_buffer() {
         // 6 credits of 64 B hold one frame of the MFS with its overhead (LINK-2-13).
@@ -2964,9 +2983,9 @@ mod tests {
     //# `consumed[v]`. A VC without credit MUST NOT stop the other VCs.
     //# LINK-5-4 On accepting a frame on VC *v* the RX MUST add its cost to `received[v]`; as the
     //# upper layer drains it, the RX MUST add its cost to `freed[v]`.
-    //# LINK-5-5 The RX MUST send a CF carrying `freed[v]` for every VC when at least
-    //# `cf_min_credits` credits have been freed since its last CF and `cf_min_interval` has
-    //# passed since it, and in any case every `cf_max_interval` while UP, changed or not.
+    //# LINK-5-5 The RX MUST send a CF carrying freed[v] when at least cf_min_credits credits,
+    //# summed over the VCs, have been freed since its last CF and cf_min_interval has passed since
+    //# it.
     //# LINK-5-9 Control frames MUST NOT consume credits and MUST NOT be refused for want of
     //# credit.
     #[test]
@@ -3038,10 +3057,12 @@ mod tests {
     }
 
     //= type=test
-    //# LINK-5-6 On a CF, the TX MUST set `freed_seen[v]` to the carried value for every VC in the
-    //# mask when the value is ahead of `freed_seen[v]` by less than 2^19 and not ahead of
-    //# `consumed[v]`; otherwise the entry is stale or impossible and MUST be ignored and counted.
-    //# A lost CF is therefore repaired by the next one.
+    //# LINK-5-6 On a CF, the TX MUST set freed_seen[v] to the carried value for every VC in the
+    //# mask when the value is ahead of freed_seen[v] by 1..2^19-1 and not ahead of consumed[v];
+    //# otherwise the entry is stale or impossible and MUST be ignored and counted. An entry equal
+    //# to freed_seen[v] (the periodic CF of LINK-5-10 when nothing changed) is neither taken nor
+    //# counted; an entry for a VC not agreed is counted. A lost CF is therefore repaired by the
+    //# next one.
     #[test]
     fn cf_entries_ahead_of_consumed_or_behind_are_ignored() {
         let (mut a, _b) = up_pair(cfg(1, 1), cfg(2, 2));
@@ -3068,13 +3089,16 @@ mod tests {
     }
 
     //= type=test
-    //# LINK-5-7 The TX MUST send a CC carrying `consumed[v]` for every VC every `cc_interval`
-    //# while its replay buffer is empty, and, when a VC has been without credit for
-    //# `cc_interval`, as soon as its replay buffer is empty. It MUST NOT send a CC while its
-    //# replay buffer holds a frame.
-    //# LINK-5-8 On a CC the RX MUST, for every VC in the mask whose `consumed[v]` is ahead of
-    //# `received[v]` by less than 2^19, add the difference to both `received[v]` and `freed[v]`:
-    //# those credits were paid for frames it will never hold. It MUST then send a CF at once.
+    //# LINK-5-7 The TX MUST send a CC carrying consumed[v] when its replay buffer is empty and at
+    //# least cc_interval has passed since UP or since its last CC. (A VC that has been without
+    //# credit for cc_interval therefore gets a CC as soon as the replay buffer is empty.)
+    //# LINK-5-8 On a CC the RX MUST, for every VC in the mask whose consumed[v] is ahead of
+    //# received[v] by less than 2^19, add the difference to both received[v] and freed[v]: those
+    //# credits were paid for frames it will never hold. Because the TX sends CC only when nothing
+    //# it sent is unacknowledged, the difference is credits leaked by a fault, never frames in
+    //# flight: a counter corrupted in either end, or credits a faulty implementation lost; the
+    //# protocol itself leaks none, and a lost CF is repaired by the next one. A CC entry behind
+    //# received[v], or for a VC not agreed, is ignored and counted.
     #[test]
     fn cc_recovers_leaked_credits() {
         let (mut a, mut b) = up_pair(cfg(1, 1), cfg(2, 2));
@@ -3210,7 +3234,10 @@ mod tests {
 
     //= type=test
     //# LINK-2-8 An end that is UP MUST NOT send a DATA frame before it has sent an INIT_ECHO for
-    //# the peer's current nonce or received an ACK, NACK, CF, CC or DATA frame since it came UP.
+    //# the peer's current nonce since it last entered INIT, or received an ACK, NACK, CF, CC or
+    //# DATA frame since it came UP. (An end comes UP on the peer's INIT_ECHO, possibly before the
+    //# peer has the INIT_ECHO that brings it UP; the wire keeps order, so a DATA frame sent after
+    //# that INIT_ECHO reaches an UP peer.)
     #[test]
     fn no_data_before_the_peer_can_take_it() {
         let mut a = Link::new(cfg(1, 1)).unwrap();

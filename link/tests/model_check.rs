@@ -764,7 +764,9 @@ fn three_frames_two_faults() -> Params {
 //# oldest frame of the buffer and the newest frame sent, inclusive (modulo 2^20); [...]
 //# LINK-3-5 On a NACK carrying *S* the TX MUST, after acknowledging up to *S*, retransmit every
 //# frame of the replay buffer in sequence order (go-back-N), [...] before any new frame.
-//# LINK-3-6 [...] On its expiry the TX MUST retransmit the whole replay buffer as in LINK-3-5.
+//# LINK-3-6 The replay timer MUST be started when a frame enters an empty replay buffer, restarted
+//# whenever an ACK or NACK acknowledges at least one frame and when a replay starts, and stopped
+//# when the buffer empties.
 //= docs/spec/link.md#4-link-level-retry-receive-side
 //= type=test
 //# LINK-4-1 A DATA frame whose sequence number is the expected one MUST be accepted: delivered
@@ -774,22 +776,23 @@ fn three_frames_two_faults() -> Params {
 //# and enter NACK_SENT. The frame MUST be discarded.
 //# LINK-4-7 In NACK_SENT the RX MUST discard every DATA frame but the expected one and MUST NOT
 //# send another NACK except as LINK-4-8 says.
-//# LINK-4-5 A DATA frame whose sequence number is within `llr_window` behind the expected one is
-//# a duplicate: it MUST be discarded [...], and the RX MUST send an ACK carrying the last
-//# accepted sequence number so that a TX whose ACKs were lost learns of them.
+//# LINK-4-5 A DATA frame whose sequence number is within llr_window behind the expected one is a
+//# duplicate: it MUST be discarded and counted.
 //# LINK-4-6 [...] A conformant TX never causes this.
 //= docs/spec/link.md#5-credit-based-flow-control
 //= type=test
 //# LINK-5-2 The TX MUST NOT send a new DATA frame on VC *v* unless its cost is at most
 //# `grant[v] - (consumed[v] - freed_seen[v])` (modulo 2^20). It then adds the cost to
 //# `consumed[v]`. A VC without credit MUST NOT stop the other VCs.
-//# LINK-5-3 Retransmissions (LINK-3-5, LINK-3-6) MUST NOT consume credits again: a sequence
-//# number is paid for once.
+//# LINK-5-3 Retransmissions (LINK-3-5, LINK-3-11) MUST NOT consume credits again: a sequence number
+//# is paid for once.
 //# LINK-5-4 On accepting a frame on VC *v* the RX MUST add its cost to `received[v]`; as the
 //# upper layer drains it, the RX MUST add its cost to `freed[v]`.
-//# LINK-5-6 On a CF, the TX MUST set `freed_seen[v]` to the carried value for every VC in the
-//# mask when the value is ahead of `freed_seen[v]` by less than 2^19 and not ahead of
-//# `consumed[v]`; otherwise the entry is stale or impossible and MUST be ignored [...]
+//# LINK-5-6 On a CF, the TX MUST set freed_seen[v] to the carried value for every VC in the mask
+//# when the value is ahead of freed_seen[v] by 1..2^19-1 and not ahead of consumed[v]; otherwise
+//# the entry is stale or impossible and MUST be ignored and counted. An entry equal to
+//# freed_seen[v] (the periodic CF of LINK-5-10 when nothing changed) is neither taken nor counted;
+//# an entry for a VC not agreed is counted. A lost CF is therefore repaired by the next one.
 #[test]
 fn model_check_llr_cbfc_small() {
     let states = check_all_properties("four frames, one fault", four_frames_one_fault());
@@ -802,18 +805,19 @@ fn model_check_llr_cbfc_small() {
 /// every frame can still be delivered and every credit returned.
 //= docs/spec/link.md#3-link-level-retry-transmit-side
 //= type=test
-//# LINK-3-6 The replay timer runs while the replay buffer is not empty. [...] On its expiry the
-//# TX MUST retransmit the whole replay buffer as in LINK-3-5.
+//# LINK-3-6 The replay timer MUST be started when a frame enters an empty replay buffer, restarted
+//# whenever an ACK or NACK acknowledges at least one frame and when a replay starts, and stopped
+//# when the buffer empties.
 //= docs/spec/link.md#4-link-level-retry-receive-side
 //= type=test
 //# LINK-4-7 In NACK_SENT the RX MUST discard every DATA frame but the expected one and MUST NOT
-//# send another NACK except as LINK-4-8 says. (If the NACK is lost, the peer's replay timer recovers.)
-//# LINK-4-5 [...] the RX MUST send an ACK carrying the last accepted sequence number so that a
-//# TX whose ACKs were lost learns of them.
+//# send another NACK except as LINK-4-8 says; it processes control frames as in every other state.
+//# LINK-4-5 A DATA frame whose sequence number is within llr_window behind the expected one is a
+//# duplicate: it MUST be discarded and counted.
 //= docs/spec/link.md#5-credit-based-flow-control
 //= type=test
-//# LINK-5-5 The RX MUST send a CF carrying `freed[v]` for every VC [...] and in any case every
-//# `cf_max_interval` while UP, changed or not.
+//# LINK-5-5 The RX MUST send a CF carrying freed[v] when at least cf_min_credits credits, summed
+//# over the VCs, have been freed since its last CF and cf_min_interval has passed since it.
 //# LINK-5-6 [...] A lost CF is therefore repaired by the next one.
 #[test]
 fn completion_stays_reachable_small() {
@@ -839,8 +843,8 @@ fn completion_stays_reachable_small() {
 /// specification keeps it within half of it (2^19 of 2^20).
 //= docs/spec/link.md#4-link-level-retry-receive-side
 //= type=test
-//# LINK-4-5 A DATA frame whose sequence number is within `llr_window` behind the expected one is
-//# a duplicate: it MUST be discarded and counted, [...]
+//# LINK-4-5 A DATA frame whose sequence number is within llr_window behind the expected one is a
+//# duplicate: it MUST be discarded and counted.
 //= docs/spec/link.md#3-link-level-retry-transmit-side
 //= type=test
 //# LINK-3-3 The TX MUST NOT send a new DATA frame when the replay buffer already holds
@@ -891,10 +895,9 @@ fn tx_ignoring_credit_is_caught() {
 //= docs/spec/link.md#4-link-level-retry-receive-side
 //= type=test
 //# LINK-4-7 In NACK_SENT the RX MUST discard every DATA frame but the expected one and MUST NOT
-//# send another NACK except as LINK-4-8 says. (If the NACK is lost, the peer's replay timer recovers.)
-//# LINK-4-5 A DATA frame whose sequence number is within `llr_window` behind the expected one is
-//# a duplicate: it MUST be discarded and counted, and the RX MUST send an ACK carrying the last
-//# accepted sequence number so that a TX whose ACKs were lost learns of them.
+//# send another NACK except as LINK-4-8 says; it processes control frames as in every other state.
+//# LINK-4-5 A DATA frame whose sequence number is within llr_window behind the expected one is a
+//# duplicate: it MUST be discarded and counted.
 #[test]
 fn nack_sent_without_duplicate_acks_can_stall() {
     let params = Params {

@@ -765,20 +765,25 @@ fn llr_nack_before_any_data_carries_fffff() {
 /// re-initialises, comes UP again and sends the frames that were still queued, in order. The
 /// flushed frames are never sent again.
 //= type=test
-//# LINK-3-7 The TX MUST count replays that happen without any acknowledgement progress in between
-//# [...] When a replay would make it exceed `replay_count_max` the TX MUST enter FLUSH instead.
-//# LINK-3-6 The replay timer runs while the replay buffer is not empty. [...] On its expiry the TX
-//# MUST retransmit the whole replay buffer as in LINK-3-5.
+//# LINK-3-7 The TX MUST count the replays it starts, by a NACK or by the replay timer, since the
+//# last acknowledgement progress: the count rises by one when a replay starts and returns to 0 when
+//# an ACK or NACK acknowledges at least one frame, and on entering UP.
+//# LINK-3-6 The replay timer MUST be started when a frame enters an empty replay buffer, restarted
+//# whenever an ACK or NACK acknowledges at least one frame and when a replay starts, and stopped
+//# when the buffer empties.
 //# LINK-6-1 In FLUSH the TX MUST remove every frame from the replay buffer and report them to the
 //# upper layer, in sequence order, as frames of unknown fate [...] It MUST NOT report them as
 //# delivered and MUST NOT retransmit them after re-initialisation.
 //# LINK-6-2 Frames submitted but not yet sent MUST stay queued across FLUSH and
 //# re-initialisation and be sent after the link is UP again, in order.
 //# LINK-6-3 After FLUSH, on physical link down, and on LINK-2-6 the end MUST re-initialise: enter
-//# INIT (§2) with a new nonce, reset its RX to OFF until UP, and report a link-down event to the
-//# upper layer; on UP it MUST report a link-up event.
+//# INIT (§2) with a new nonce (after physical down: when the physical link comes up again), reset
+//# its RX to OFF until UP, and report a link-down event to the upper layer; on UP it MUST report a
+//# link-up event.
 //# LINK-2-6 An end that is UP and receives an INIT whose nonce differs from the peer's nonce it
-//# went UP with MUST re-initialise (§6): the peer has restarted.
+//# went UP with MUST re-initialise (§6), unless LINK-2-12 refuses that INIT: the peer has
+//# restarted. It then answers that INIT with an INIT_ECHO carrying its own new nonce, and sends its
+//# own INIT.
 #[test]
 fn llr_flush_after_replay_count_max() {
     let a_cfg = Config {
@@ -1032,8 +1037,9 @@ fn llr_long_cable_at_line_rate() {
 /// 1000 m of cable (5 us each way): with buffers sized to the round trip and a replay timer longer
 /// than it, the link still runs near line rate.
 //= type=test
-//# LINK-3-6 The replay timer runs while the replay buffer is not empty. It MUST be restarted
-//# whenever an ACK or NACK acknowledges at least one frame
+//# LINK-3-6 The replay timer MUST be started when a frame enters an empty replay buffer, restarted
+//# whenever an ACK or NACK acknowledges at least one frame and when a replay starts, and stopped
+//# when the buffer empties.
 #[test]
 fn llr_very_long_cable_at_line_rate() {
     let frame = 9216;
@@ -1071,8 +1077,9 @@ fn llr_very_long_cable_at_line_rate() {
 //# its destination MAC address to the last byte of its FCS, 802.1Q tag and padding included
 //# WIRE-2.4-1 A transmitter MUST pad a frame whose content (destination MAC through the end of
 //# the body) is shorter than 60 B with zero bytes so that the frame with its FCS is exactly 64 B.
-//# WIRE-2.4-2 A receiver MUST discard as a damaged frame [...] any frame shorter than 64 B or
-//# longer than the link's MFS.
+//# WIRE-2.4-2 A receiver MUST discard as a damaged frame (equivalent to an FCS error, §2.5) any
+//# frame shorter than 64 B or longer than the MFS in force (WIRE-2.4-6), and count it in
+//# rx_damaged.
 //# LINK-4-1 A DATA frame whose sequence number is the expected one MUST be accepted: delivered to
 //# the upper layer once
 #[test]
@@ -1166,13 +1173,21 @@ fn oversize_submit_is_refused() {
 /// once its replay buffer is empty lets B recover exactly the leaked credits and return them by CF;
 /// traffic completes and the counters end where they started.
 //= type=test
-//# LINK-5-7 The TX MUST send a CC carrying `consumed[v]` for every VC every `cc_interval` while
-//# its replay buffer is empty [...] It MUST NOT send a CC while its replay buffer holds a frame.
-//# LINK-5-8 On a CC the RX MUST, for every VC in the mask whose `consumed[v]` is ahead of
-//# `received[v]` by less than 2^19, add the difference to both `received[v]` and `freed[v]` [...]
-//# It MUST then send a CF at once.
-//# LINK-5-6 On a CF, the TX MUST set `freed_seen[v]` to the carried value for every VC in the mask
-//# when the value is ahead of `freed_seen[v]` by less than 2^19 and not ahead of `consumed[v]`
+//# LINK-5-7 The TX MUST send a CC carrying consumed[v] when its replay buffer is empty and at least
+//# cc_interval has passed since UP or since its last CC. (A VC that has been without credit for
+//# cc_interval therefore gets a CC as soon as the replay buffer is empty.)
+//# LINK-5-8 On a CC the RX MUST, for every VC in the mask whose consumed[v] is ahead of received[v]
+//# by less than 2^19, add the difference to both received[v] and freed[v]: those credits were paid
+//# for frames it will never hold. Because the TX sends CC only when nothing it sent is
+//# unacknowledged, the difference is credits leaked by a fault, never frames in flight: a counter
+//# corrupted in either end, or credits a faulty implementation lost; the protocol itself leaks
+//# none, and a lost CF is repaired by the next one. A CC entry behind received[v], or for a VC not
+//# agreed, is ignored and counted.
+//# LINK-5-6 On a CF, the TX MUST set freed_seen[v] to the carried value for every VC in the mask
+//# when the value is ahead of freed_seen[v] by 1..2^19-1 and not ahead of consumed[v]; otherwise
+//# the entry is stale or impossible and MUST be ignored and counted. An entry equal to
+//# freed_seen[v] (the periodic CF of LINK-5-10 when nothing changed) is neither taken nor counted;
+//# an entry for a VC not agreed is counted. A lost CF is therefore repaired by the next one.
 #[test]
 fn cbfc_credit_leak_recovered_by_cc() {
     let mut pair = Pair::new(pair_scenario(5.0, 300, 4096)).unwrap();
@@ -1254,8 +1269,8 @@ fn drain_run(drain: f64) -> ethlink_link::harness::Report {
 /// A receiver that drains at half the line rate: goodput is about half the line rate, the buffer
 /// stays within its grant and nothing is lost.
 //= type=test
-//# LINK-5-5 The RX MUST send a CF carrying `freed[v]` for every VC when at least `cf_min_credits`
-//# credits have been freed since its last CF and `cf_min_interval` has passed since it
+//# LINK-5-5 The RX MUST send a CF carrying freed[v] when at least cf_min_credits credits, summed
+//# over the VCs, have been freed since its last CF and cf_min_interval has passed since it.
 //# LINK-5-2 The TX MUST NOT send a new DATA frame on VC *v* unless its cost is at most
 //# `grant[v] - (consumed[v] - freed_seen[v])` (modulo 2^20).
 #[test]
@@ -1272,8 +1287,8 @@ fn cbfc_drain_half_line_rate() {
 
 /// A receiver that drains at line rate: goodput near line rate.
 //= type=test
-//# LINK-5-5 The RX MUST send a CF carrying `freed[v]` for every VC when at least `cf_min_credits`
-//# credits have been freed since its last CF and `cf_min_interval` has passed since it
+//# LINK-5-5 The RX MUST send a CF carrying freed[v] when at least cf_min_credits credits, summed
+//# over the VCs, have been freed since its last CF and cf_min_interval has passed since it.
 #[test]
 fn cbfc_drain_full_line_rate() {
     let line = 400.0 * payload_efficiency(4096);
@@ -1327,15 +1342,14 @@ fn cbfc_per_vc_isolation() {
 /// retransmits from it, and each retransmission is the original byte for byte but for the REPLAY
 /// flag and the FCS.
 //= type=test
-//# WIRE-2.5-3 A frame with a bad FCS MUST be discarded without interpreting any of its fields and
-//# counted as an FCS error; the link layer then reacts as link.md specifies (a NACK).
+//# WIRE-2.5-3 A receiver MUST check the FCS before it interprets any other field.
 //# LINK-3-8 A retransmitted frame MUST be byte-for-byte the original but for the REPLAY flag and
 //# the FCS.
 //# WIRE-3-5 The REPLAY flag MUST be set on a DATA frame that is a retransmission (link.md) and
 //# clear on its first transmission.
 //# LINK-3-5 On a NACK carrying *S* the TX MUST, after acknowledging up to *S*, retransmit every
 //# frame of the replay buffer in sequence order (go-back-N), with the REPLAY flag set
-//# LINK-5-3 Retransmissions (LINK-3-5, LINK-3-6) MUST NOT consume credits again: a sequence number
+//# LINK-5-3 Retransmissions (LINK-3-5, LINK-3-11) MUST NOT consume credits again: a sequence number
 //# is paid for once.
 #[test]
 fn retransmit_on_nack() {
@@ -1390,9 +1404,9 @@ fn retransmit_on_nack() {
 /// A DATA frame vanishes and so do the NACK and every ACK until the replay has started: only the
 /// replay timer can recover, one `replay_timer` after the oldest unacknowledged frame was sent.
 //= type=test
-//# LINK-3-6 The replay timer runs while the replay buffer is not empty. It MUST be restarted
-//# whenever an ACK or NACK acknowledges at least one frame, and stopped when the buffer empties. On
-//# its expiry the TX MUST retransmit the whole replay buffer as in LINK-3-5.
+//# LINK-3-6 The replay timer MUST be started when a frame enters an empty replay buffer, restarted
+//# whenever an ACK or NACK acknowledges at least one frame and when a replay starts, and stopped
+//# when the buffer empties.
 //# LINK-4-7 In NACK_SENT the RX MUST discard every DATA frame but the expected one and MUST NOT
 //# send another NACK except as LINK-4-8 says
 #[test]
@@ -1452,9 +1466,9 @@ fn replay_timer_recovers_lost_nack() {
 /// next one enters FLUSH. One failure fewer and the link recovers without FLUSH, its replay count
 /// back to 0.
 //= type=test
-//# LINK-3-7 The TX MUST count replays that happen without any acknowledgement progress in between;
-//# the count returns to 0 when an ACK or NACK acknowledges at least one frame. When a replay would
-//# make it exceed `replay_count_max` the TX MUST enter FLUSH instead.
+//# LINK-3-7 The TX MUST count the replays it starts, by a NACK or by the replay timer, since the
+//# last acknowledgement progress: the count rises by one when a replay starts and returns to 0 when
+//# an ACK or NACK acknowledges at least one frame, and on entering UP.
 //# LINK-4-8 In NACK_SENT, a DATA frame ahead of the expected one whose sequence number is not
 //# beyond that of the previous such frame received since the last NACK shows that a new replay has
 //# begun and has lost the expected frame again: the RX MUST then send one more NACK.
@@ -1576,8 +1590,7 @@ fn replay_order_through_the_harness_filter() {
 /// NACK (it cannot tell what was lost) which B takes as acknowledging nothing new, and the traffic
 /// completes with no replay, no stale acknowledgement and no credit lost.
 //= type=test
-//# WIRE-2.5-3 A frame with a bad FCS MUST be discarded without interpreting any of its fields and
-//# counted as an FCS error; the link layer then reacts as link.md specifies (a NACK).
+//# WIRE-2.5-3 A receiver MUST check the FCS before it interprets any other field.
 //# LINK-4-3 A damaged frame (wire.md §7, the rows with NACK) [...] MUST make an RX in SEND_ACKS
 //# send one NACK carrying the last good sequence number and enter NACK_SENT.
 #[test]
@@ -1625,17 +1638,18 @@ fn corrupted_control_frames_do_no_harm() {
 /// VLAN tags, a control body too long, bad padding after a DATA body. Each is counted once in the
 /// right counter, changes no state, and causes no NACK.
 //= type=test
-//# WIRE-3-3 A receiver MUST discard, and count as an unknown kind, a frame whose kind is 0x7..0xF.
-//# Such a frame MUST NOT cause a NACK.
-//# WIRE-3-2 A receiver MUST discard, and count, a frame whose version is not 1. Such a frame MUST
-//# NOT cause a NACK.
-//# WIRE-2.1-2 A receiver MUST discard, and count as foreign, a frame whose EtherType (after at most
-//# one 802.1Q tag) is not 0x88B5. A foreign frame is not a link error: it MUST NOT cause a NACK.
-//# WIRE-4-1 A receiver MUST discard, and count as malformed, a control frame whose body is shorter
-//# than its size, or that carries more bytes than that size plus the padding.
+//# WIRE-3-3 A receiver MUST discard a frame whose kind is 0x7..0xF and count it in rx_unknown_kind.
+//# WIRE-3-2 A receiver MUST discard a frame whose version is not 1 and count it in rx_bad_version.
+//# WIRE-2.1-2 A receiver MUST discard a frame whose EtherType (after at most one 802.1Q tag) is not
+//# 0x88B5 and count it in rx_foreign.
+//# WIRE-4-1 A control frame's body MUST have exactly the size given for its kind below, followed
+//# only by the padding of WIRE-2.4-1.
 //# WIRE-2.4-3 A receiver MUST discard as malformed, and count, a frame that carries more bytes
-//# between the end of its body and the FCS than the padding WIRE-2.4-1 requires. [...] they MUST
-//# NOT cause a NACK
+//# between the end of its body and the FCS than the padding WIRE-2.4-1 requires. For a control
+//# frame this is a control-body error (WIRE-4-2, counted in rx_malformed_control); for a DATA frame
+//# it is found after link-layer acceptance, at the network-header stage (§7, counted as a malformed
+//# frame). Such frames have a good FCS: they are evidence of a faulty transmitter, not of a damaged
+//# link.
 //# LINK-7-1 Every discard this document or wire.md requires to be counted MUST increment exactly
 //# one counter.
 #[test]
@@ -1711,7 +1725,8 @@ fn undefined_encodings_are_discarded_without_nack() {
 /// Frames shorter than 64 B or longer than the agreed MFS are damaged: counted, and the RX NACKs.
 //= type=test
 //# WIRE-2.4-2 A receiver MUST discard as a damaged frame (equivalent to an FCS error, §2.5) any
-//# frame shorter than 64 B or longer than the link's MFS.
+//# frame shorter than 64 B or longer than the MFS in force (WIRE-2.4-6), and count it in
+//# rx_damaged.
 //# LINK-4-3 A damaged frame (wire.md §7, the rows with NACK) [...] MUST make an RX in SEND_ACKS
 //# send one NACK carrying the last good sequence number and enter NACK_SENT.
 #[test]
@@ -1864,10 +1879,12 @@ fn duplicate_data_discarded_counted_and_acked() {
 //# LINK-2-17 INIT_ECHO frames with an echo nonce other than the end's current nonce, and every
 //# INIT_ECHO received while UP, MUST be ignored and counted.
 //# LINK-2-2 An end that receives a valid INIT MUST answer it with an INIT_ECHO carrying the INIT's
-//# nonce as echo nonce and its own parameters, in any state but OFF.
-//# LINK-2-1 On entering INIT an end MUST choose a nonce different from the one of its previous
-//# initialisation and send INIT frames carrying it and its parameters every `init_interval` until
-//# it is UP.
+//# nonce as echo nonce and its own configured parameters, in any state but OFF, unless LINK-2-12
+//# refuses it. When several INITs arrive before the wire can take the INIT_ECHO, only the newest is
+//# answered.
+//# LINK-2-1 On entering INIT an end MUST draw a new nonce (LINK-2-9) and send its first INIT at
+//# once, then one every init_interval while it stays in INIT and physically up; each INIT carries
+//# the nonce and the end's configured parameters (never the agreed ones).
 #[test]
 fn bringup_init_echo_with_wrong_nonce_is_ignored() {
     let peer = config_b();
@@ -1955,10 +1972,13 @@ fn bringup_init_echo_with_wrong_nonce_is_ignored() {
 /// next UP; claims from before are accepted and change nothing.
 //= type=test
 //# LINK-2-6 An end that is UP and receives an INIT whose nonce differs from the peer's nonce it
-//# went UP with MUST re-initialise (§6): the peer has restarted.
+//# went UP with MUST re-initialise (§6), unless LINK-2-12 refuses that INIT: the peer has
+//# restarted. It then answers that INIT with an INIT_ECHO carrying its own new nonce, and sends its
+//# own INIT.
 //# LINK-6-3 After FLUSH, on physical link down, and on LINK-2-6 the end MUST re-initialise: enter
-//# INIT (§2) with a new nonce, reset its RX to OFF until UP, and report a link-down event to the
-//# upper layer; on UP it MUST report a link-up event.
+//# INIT (§2) with a new nonce (after physical down: when the physical link comes up again), reset
+//# its RX to OFF until UP, and report a link-down event to the upper layer; on UP it MUST report a
+//# link-up event.
 //# LINK-2-5 On entering UP an end MUST reset its TX sequence number and its RX expected sequence
 //# number to 0, its RX last good sequence number to 0xFFFFF (WIRE-4.2-1), and every credit counter
 //# of both sides to 0.
@@ -2065,7 +2085,9 @@ fn bringup_peer_restart_reinitialises() {
 /// both ends back UP once each; frames queued at A then arrive.
 //= type=test
 //# LINK-2-6 An end that is UP and receives an INIT whose nonce differs from the peer's nonce it
-//# went UP with MUST re-initialise (§6): the peer has restarted.
+//# went UP with MUST re-initialise (§6), unless LINK-2-12 refuses that INIT: the peer has
+//# restarted. It then answers that INIT with an INIT_ECHO carrying its own new nonce, and sends its
+//# own INIT.
 //# LINK-2-3 An end MUST enter UP only when it receives an INIT_ECHO whose echo nonce is its
 //# current nonce, and MUST take the peer's nonce and parameters from that INIT_ECHO.
 #[test]
@@ -2115,8 +2137,7 @@ fn bringup_peer_restart_on_the_wire() {
 /// DATA received before the link is UP is discarded and counted; an end that is not UP sends
 /// INIT frames but no DATA, even with frames queued.
 //= type=test
-//# LINK-2-7 An end MUST NOT send DATA frames unless it is UP. DATA frames received while not UP
-//# MUST be discarded and counted.
+//# LINK-2-7 An end MUST NOT send DATA frames unless it is UP.
 #[test]
 fn bringup_data_before_up_is_discarded() {
     let mut link = Link::new(config_a()).unwrap();
@@ -2140,7 +2161,7 @@ fn bringup_data_before_up_is_discarded() {
 /// An end whose physical link is down (OFF) is not UP either: a DATA frame handed to it is
 /// discarded and counted as DATA received while not UP, not as an INIT received while OFF.
 //= type=test
-//# LINK-2-7 [...] DATA frames received while not UP MUST be discarded and counted.
+//# LINK-2-7 An end MUST NOT send DATA frames unless it is UP.
 //# LINK-7-1 Every discard this document or wire.md requires to be counted MUST increment exactly
 //# one counter.
 #[test]
@@ -2160,13 +2181,13 @@ fn bringup_data_while_physically_down_counts_as_data_not_up() {
 /// The parameters in use are the smaller VC count, MFS and window of the two ends; each TX uses
 /// the grants and credit size the peer announced; the LinkUp events carry them.
 //= type=test
-//# LINK-2-4 The parameters in use while UP are agreed as follows: the number of VCs and the MFS
-//# are the smaller of the two announced values; the LLR window of each direction is the smaller of
-//# the two windows; the TX of each end uses the credits granted and the credit size announced by
-//# the peer (its RX's buffer), and its RX uses its own.
-//# LINK-5-1 A DATA frame of `len` bytes (destination MAC through FCS) costs
-//# `ceil((len + credit_overhead) / credit_size)` credits, with the peer's `credit_size` at the TX
-//# and the RX's own at the RX
+//# LINK-2-4 The parameters in use while UP are agreed as follows: the number of VCs and the MFS are
+//# the smaller of the two announced values; the LLR window of each direction is the smaller of the
+//# two windows; the TX of each end uses the credits granted, the credit size and the credit
+//# overhead announced by the peer (its RX's buffer and pricing), and its RX uses its own.
+//# LINK-5-1 A DATA frame of len bytes (destination MAC through FCS) costs ceil((len +
+//# credit_overhead) / credit_size) credits: the TX uses the credit size and the credit overhead the
+//# peer announced, the RX its own.
 #[test]
 fn bringup_agreed_parameters_are_the_minima() {
     let a_cfg = config_a();
@@ -2219,8 +2240,9 @@ fn bringup_agreed_parameters_are_the_minima() {
 /// buffer are reported of unknown fate and queued frames go after the new UP.
 //= type=test
 //# LINK-6-3 After FLUSH, on physical link down, and on LINK-2-6 the end MUST re-initialise: enter
-//# INIT (§2) with a new nonce, reset its RX to OFF until UP, and report a link-down event to the
-//# upper layer; on UP it MUST report a link-up event.
+//# INIT (§2) with a new nonce (after physical down: when the physical link comes up again), reset
+//# its RX to OFF until UP, and report a link-down event to the upper layer; on UP it MUST report a
+//# link-up event.
 //# LINK-2-3 An end MUST enter UP only when it receives an INIT_ECHO whose echo nonce is its
 //# current nonce, and MUST take the peer's nonce and parameters from that INIT_ECHO.
 //# LINK-6-2 Frames submitted but not yet sent MUST stay queued across FLUSH and re-initialisation
@@ -2452,8 +2474,10 @@ fn claims_of(link: &mut Link) -> Vec<Release> {
 //# LINK-4-14 The RX MUST send an ACK when an accepted frame has waited `ack_timer` for one.
 //# LINK-4-15 The RX MUST send an ACK as soon as it has accepted a DATA frame with the ACK_REQ
 //# flag.
-//# WIRE-3-6 The ACK_REQ flag asks the receiver to send an ACK without waiting for its ACK spacing
-//# or timer.
+//# WIRE-3-6 The ACK_REQ flag asks the receiver to acknowledge without waiting for its ACK spacing
+//# or timer. A transmitter MAY set it on any DATA frame; a receiver MUST send an ACK as soon as it
+//# has accepted a DATA frame that carries it (link.md LINK-4-15). (1.1: was SHOULD; link.md already
+//# required it.)
 #[test]
 fn ack_after_spacing_timer_and_ack_req() {
     let cfg = Config {
@@ -2539,9 +2563,11 @@ fn credit_overrun_is_discarded_silently() {
 /// ahead of what was consumed, is stale or impossible: ignored and counted; an empty mask carries
 /// nothing.
 //= type=test
-//# LINK-5-6 On a CF, the TX MUST set `freed_seen[v]` to the carried value for every VC in the mask
-//# when the value is ahead of `freed_seen[v]` by less than 2^19 and not ahead of `consumed[v]`;
-//# otherwise the entry is stale or impossible and MUST be ignored and counted.
+//# LINK-5-6 On a CF, the TX MUST set freed_seen[v] to the carried value for every VC in the mask
+//# when the value is ahead of freed_seen[v] by 1..2^19-1 and not ahead of consumed[v]; otherwise
+//# the entry is stale or impossible and MUST be ignored and counted. An entry equal to
+//# freed_seen[v] (the periodic CF of LINK-5-10 when nothing changed) is neither taken nor counted;
+//# an entry for a VC not agreed is counted. A lost CF is therefore repaired by the next one.
 //# WIRE-4.3-2 A CF or CC frame whose VC mask is zero carries no information; a receiver MUST
 //# accept and ignore it.
 #[test]
@@ -2632,10 +2658,10 @@ fn cc_recovers_leaked_credits_and_answers_with_cf() {
 /// and not checked.
 //= type=test
 //# WIRE-4.5-1 The number of VCs MUST be 1..8, the credit size a power of two in 32..2048, the MFS
-//# in 320..9216, the LLR window in 1..2^19, and the credit grant of each VC below the number of
-//# VCs at most 2^19 - 1. A receiver MUST discard, and count as malformed, an INIT or INIT_ECHO
-//# whose fields are out of these ranges; it MUST NOT bring the link up on it. The entries of VCs
-//# at or above the number of VCs are reserved (WIRE-1.2-1, WIRE-1.2-2): they are not range-checked.
+//# in 320..9216, the LLR window in 1..2^19, and the credit grant of each VC below the number of VCs
+//# 1..2^19 - 1. The entries of VCs at or above the number of VCs are reserved (WIRE-1.2-1,
+//# WIRE-1.2-2): they are not range-checked. (1.1: a grant of 0 was allowed; a VC with no credit can
+//# never carry a frame, so it is now out of range.)
 //# WIRE-1.2-2 A receiver MUST ignore the value of every reserved bit and byte
 #[test]
 fn init_out_of_range_is_malformed() {
@@ -2845,11 +2871,11 @@ fn mac_addresses() {
 /// every `cc_interval`; under traffic, CFs follow the freed credits but never closer than
 /// `cf_min_interval`.
 //= type=test
-//# LINK-5-5 The RX MUST send a CF carrying `freed[v]` for every VC when at least `cf_min_credits`
-//# credits have been freed since its last CF and `cf_min_interval` has passed since it, and in any
-//# case every `cf_max_interval` while UP, changed or not.
-//# LINK-5-7 The TX MUST send a CC carrying `consumed[v]` for every VC every `cc_interval` while its
-//# replay buffer is empty
+//# LINK-5-5 The RX MUST send a CF carrying freed[v] when at least cf_min_credits credits, summed
+//# over the VCs, have been freed since its last CF and cf_min_interval has passed since it.
+//# LINK-5-7 The TX MUST send a CC carrying consumed[v] when its replay buffer is empty and at least
+//# cc_interval has passed since UP or since its last CC. (A VC that has been without credit for
+//# cc_interval therefore gets a CC as soon as the replay buffer is empty.)
 //# LINK-5-10 The RX MUST send a CF every `cf_max_interval` while UP, whether its entries changed or
 //# not.
 //# LINK-5-11 A CF and a CC MUST carry an entry for every agreed VC and none for another.
@@ -3093,8 +3119,11 @@ fn sequence_numbers_wrap() {
 //= type=test
 //# LINK-5-2 The TX MUST NOT send a new DATA frame on VC *v* unless its cost is at most
 //# `grant[v] - (consumed[v] - freed_seen[v])` (modulo 2^20).
-//# LINK-5-6 On a CF, the TX MUST set `freed_seen[v]` to the carried value for every VC in the mask
-//# when the value is ahead of `freed_seen[v]` by less than 2^19 and not ahead of `consumed[v]`
+//# LINK-5-6 On a CF, the TX MUST set freed_seen[v] to the carried value for every VC in the mask
+//# when the value is ahead of freed_seen[v] by 1..2^19-1 and not ahead of consumed[v]; otherwise
+//# the entry is stale or impossible and MUST be ignored and counted. An entry equal to
+//# freed_seen[v] (the periodic CF of LINK-5-10 when nothing changed) is neither taken nor counted;
+//# an entry for a VC not agreed is counted. A lost CF is therefore repaired by the next one.
 #[test]
 fn credit_counters_wrap() {
     let frames = 3700u64;
@@ -3309,9 +3338,10 @@ fn withdraw_while_up_takes_only_the_unsent_frames() {
 //= type=test
 //# LINK-6-5 An upper layer MAY withdraw the frames it submitted that have not been sent yet, for
 //# instance to send them over another link while this one is down. The end MUST then remove every
-//# such frame from its transmit queues, whatever its state, MUST NOT send any of them afterwards,
-//# and MUST report each to the upper layer as a frame that was never sent, after the events already
-//# pending and, on each VC, in submission order.
+//# such frame from its transmit queues, whatever its state, and MUST NOT send any of them
+//# afterwards. Frames in the replay buffer have been sent and are not withdrawn: an
+//# acknowledgement, a FLUSH or a link down settles them (LINK-6-1). Frames submitted after the
+//# withdrawal are sent as usual, after the withdrawn frames have been reported.
 //# LINK-6-1 In FLUSH the TX MUST remove every frame from the replay buffer and report them to the
 //# upper layer, in sequence order, as frames of unknown fate
 #[test]
@@ -3487,9 +3517,10 @@ fn submit_after_withdraw_is_delivered() {
 //= type=test
 //# LINK-6-5 An upper layer MAY withdraw the frames it submitted that have not been sent yet, for
 //# instance to send them over another link while this one is down. The end MUST then remove every
-//# such frame from its transmit queues, whatever its state, MUST NOT send any of them afterwards,
-//# and MUST report each to the upper layer as a frame that was never sent, after the events already
-//# pending and, on each VC, in submission order.
+//# such frame from its transmit queues, whatever its state, and MUST NOT send any of them
+//# afterwards. Frames in the replay buffer have been sent and are not withdrawn: an
+//# acknowledgement, a FLUSH or a link down settles them (LINK-6-1). Frames submitted after the
+//# withdrawal are sent as usual, after the withdrawn frames have been reported.
 #[test]
 fn withdraw_in_every_state() {
     let p = |i: u32| payload_for_frame(200, i);
@@ -3599,10 +3630,12 @@ fn withdraw_in_every_state() {
 /// part of the events before withdrawing.
 //= docs/spec/link.md#6-flush-and-re-initialisation
 //= type=test
-//# LINK-6-5 [...] The end MUST then remove every such frame from its transmit queues, whatever
-//# its state, MUST NOT send any of them afterwards, and MUST report each to the upper layer as a
-//# frame that was never sent, after the events already pending and, on each VC, in submission
-//# order.
+//# LINK-6-5 An upper layer MAY withdraw the frames it submitted that have not been sent yet, for
+//# instance to send them over another link while this one is down. The end MUST then remove every
+//# such frame from its transmit queues, whatever its state, and MUST NOT send any of them
+//# afterwards. Frames in the replay buffer have been sent and are not withdrawn: an
+//# acknowledgement, a FLUSH or a link down settles them (LINK-6-1). Frames submitted after the
+//# withdrawal are sent as usual, after the withdrawn frames have been reported.
 #[test]
 fn withdraw_beside_pending_refusals_reports_each_frame_once() {
     let peer = Config {
@@ -4568,9 +4601,10 @@ fn one_percent_damage_with_small_buffers_never_flushes() {
 //# nonce as echo nonce and its own configured parameters, in any state but OFF, unless LINK-2-12
 //# refuses it. When several INITs arrive before the wire can take the INIT_ECHO, only the newest is
 //# answered.
-//# LINK-2-6 An end that is UP and receives an INIT whose nonce differs from the peer's nonce it went
-//# UP with MUST re-initialise (§6): the peer has restarted. It then answers that INIT with an
-//# INIT_ECHO carrying its own new nonce, and sends its own INIT.
+//# LINK-2-6 An end that is UP and receives an INIT whose nonce differs from the peer's nonce it
+//# went UP with MUST re-initialise (§6), unless LINK-2-12 refuses that INIT: the peer has
+//# restarted. It then answers that INIT with an INIT_ECHO carrying its own new nonce, and sends its
+//# own INIT.
 #[test]
 fn only_the_newest_init_is_answered_and_a_restart_is_echoed_with_the_new_nonce() {
     let mut l = Link::new(config_a()).unwrap();

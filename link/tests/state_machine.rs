@@ -1850,7 +1850,10 @@ prop_state_machine! {
     //# current nonce, and MUST take the peer's nonce and parameters from that INIT_ECHO.
     //# LINK-2-7 An end MUST NOT send DATA frames unless it is UP.
     //# LINK-2-8 An end that is UP MUST NOT send a DATA frame before it has sent an INIT_ECHO for
-    //# the peer's current nonce or received an ACK, NACK, CF, CC or DATA frame since it came UP.
+    //# the peer's current nonce since it last entered INIT, or received an ACK, NACK, CF, CC or
+    //# DATA frame since it came UP. (An end comes UP on the peer's INIT_ECHO, possibly before the
+    //# peer has the INIT_ECHO that brings it UP; the wire keeps order, so a DATA frame sent after
+    //# that INIT_ECHO reaches an UP peer.)
     //# LINK-3-1 Every DATA frame MUST carry the next TX sequence number, which advances by one
     //# (modulo 2^20) for every new frame
     //# LINK-3-3 The TX MUST NOT send a new DATA frame when the replay buffer already holds
@@ -1858,8 +1861,8 @@ prop_state_machine! {
     //# more than `replay_max_bytes` bytes.
     //# LINK-4-1 A DATA frame whose sequence number is the expected one MUST be accepted: delivered
     //# to the upper layer once, the expected number advanced by one
-    //# LINK-4-2 The RX MUST send an ACK carrying the last accepted sequence number [...] when an
-    //# accepted frame has waited `ack_timer`
+    //# LINK-4-2 The RX MUST send an ACK carrying the last accepted sequence number when the bytes
+    //# accepted since its last ACK or NACK reach ack_spacing.
     //# LINK-4-6 The RX MUST NOT accept a DATA frame whose cost (§5) exceeds the free buffer of its
     //# VC. [...] A conformant TX never causes this.
     //# LINK-5-1 A DATA frame of `len` bytes (destination MAC through FCS) costs
@@ -1869,11 +1872,12 @@ prop_state_machine! {
     //# `consumed[v]`.
     //# LINK-5-4 On accepting a frame on VC *v* the RX MUST add its cost to `received[v]`; as the
     //# upper layer drains it, the RX MUST add its cost to `freed[v]`.
-    //# LINK-5-5 The RX MUST send a CF carrying `freed[v]` for every VC [...] and in any case every
-    //# `cf_max_interval` while UP
-    //# LINK-5-7 The TX MUST send a CC carrying `consumed[v]` for every VC every `cc_interval`
-    //# while its replay buffer is empty [...] It MUST NOT send a CC while its replay buffer holds
-    //# a frame.
+    //# LINK-5-5 The RX MUST send a CF carrying freed[v] when at least cf_min_credits credits,
+    //# summed over the VCs, have been freed since its last CF and cf_min_interval has passed since
+    //# it.
+    //# LINK-5-7 The TX MUST send a CC carrying consumed[v] when its replay buffer is empty and at
+    //# least cc_interval has passed since UP or since its last CC. (A VC that has been without
+    //# credit for cc_interval therefore gets a CC as soon as the replay buffer is empty.)
     //# LINK-5-9 Control frames MUST NOT consume credits
     #[test]
     fn clean(sequential 1..=60 => LinkTest<Clean>);
@@ -1888,7 +1892,10 @@ prop_state_machine! {
     //# current nonce, and MUST take the peer's nonce and parameters from that INIT_ECHO.
     //# LINK-2-7 An end MUST NOT send DATA frames unless it is UP.
     //# LINK-2-8 An end that is UP MUST NOT send a DATA frame before it has sent an INIT_ECHO for
-    //# the peer's current nonce or received an ACK, NACK, CF, CC or DATA frame since it came UP.
+    //# the peer's current nonce since it last entered INIT, or received an ACK, NACK, CF, CC or
+    //# DATA frame since it came UP. (An end comes UP on the peer's INIT_ECHO, possibly before the
+    //# peer has the INIT_ECHO that brings it UP; the wire keeps order, so a DATA frame sent after
+    //# that INIT_ECHO reaches an UP peer.)
     //# LINK-3-1 Every DATA frame MUST carry the next TX sequence number, which advances by one
     //# (modulo 2^20) for every new frame
     //# LINK-3-3 The TX MUST NOT send a new DATA frame when the replay buffer already holds
@@ -1896,8 +1903,8 @@ prop_state_machine! {
     //# more than `replay_max_bytes` bytes.
     //# LINK-4-1 A DATA frame whose sequence number is the expected one MUST be accepted: delivered
     //# to the upper layer once, the expected number advanced by one
-    //# LINK-4-2 The RX MUST send an ACK carrying the last accepted sequence number [...] when an
-    //# accepted frame has waited `ack_timer`
+    //# LINK-4-2 The RX MUST send an ACK carrying the last accepted sequence number when the bytes
+    //# accepted since its last ACK or NACK reach ack_spacing.
     //# LINK-4-6 The RX MUST NOT accept a DATA frame whose cost (§5) exceeds the free buffer of its
     //# VC. [...] A conformant TX never causes this.
     //# LINK-5-1 A DATA frame of `len` bytes (destination MAC through FCS) costs
@@ -1907,11 +1914,12 @@ prop_state_machine! {
     //# `consumed[v]`.
     //# LINK-5-4 On accepting a frame on VC *v* the RX MUST add its cost to `received[v]`; as the
     //# upper layer drains it, the RX MUST add its cost to `freed[v]`.
-    //# LINK-5-5 The RX MUST send a CF carrying `freed[v]` for every VC [...] and in any case every
-    //# `cf_max_interval` while UP
-    //# LINK-5-7 The TX MUST send a CC carrying `consumed[v]` for every VC every `cc_interval`
-    //# while its replay buffer is empty [...] It MUST NOT send a CC while its replay buffer holds
-    //# a frame.
+    //# LINK-5-5 The RX MUST send a CF carrying freed[v] when at least cf_min_credits credits,
+    //# summed over the VCs, have been freed since its last CF and cf_min_interval has passed since
+    //# it.
+    //# LINK-5-7 The TX MUST send a CC carrying consumed[v] when its replay buffer is empty and at
+    //# least cc_interval has passed since UP or since its last CC. (A VC that has been without
+    //# credit for cc_interval therefore gets a CC as soon as the replay buffer is empty.)
     //# LINK-5-9 Control frames MUST NOT consume credits
     //# LINK-5-6 [...] A lost CF is therefore repaired by the next one.
     //# LINK-5-8 On a CC the RX MUST, for every VC in the mask whose `consumed[v]` is ahead of
@@ -1928,7 +1936,10 @@ prop_state_machine! {
     //# current nonce, and MUST take the peer's nonce and parameters from that INIT_ECHO.
     //# LINK-2-7 An end MUST NOT send DATA frames unless it is UP.
     //# LINK-2-8 An end that is UP MUST NOT send a DATA frame before it has sent an INIT_ECHO for
-    //# the peer's current nonce or received an ACK, NACK, CF, CC or DATA frame since it came UP.
+    //# the peer's current nonce since it last entered INIT, or received an ACK, NACK, CF, CC or
+    //# DATA frame since it came UP. (An end comes UP on the peer's INIT_ECHO, possibly before the
+    //# peer has the INIT_ECHO that brings it UP; the wire keeps order, so a DATA frame sent after
+    //# that INIT_ECHO reaches an UP peer.)
     //# LINK-3-1 Every DATA frame MUST carry the next TX sequence number, which advances by one
     //# (modulo 2^20) for every new frame
     //# LINK-3-3 The TX MUST NOT send a new DATA frame when the replay buffer already holds
@@ -1936,8 +1947,8 @@ prop_state_machine! {
     //# more than `replay_max_bytes` bytes.
     //# LINK-4-1 A DATA frame whose sequence number is the expected one MUST be accepted: delivered
     //# to the upper layer once, the expected number advanced by one
-    //# LINK-4-2 The RX MUST send an ACK carrying the last accepted sequence number [...] when an
-    //# accepted frame has waited `ack_timer`
+    //# LINK-4-2 The RX MUST send an ACK carrying the last accepted sequence number when the bytes
+    //# accepted since its last ACK or NACK reach ack_spacing.
     //# LINK-4-6 The RX MUST NOT accept a DATA frame whose cost (§5) exceeds the free buffer of its
     //# VC. [...] A conformant TX never causes this.
     //# LINK-5-1 A DATA frame of `len` bytes (destination MAC through FCS) costs
@@ -1947,23 +1958,26 @@ prop_state_machine! {
     //# `consumed[v]`.
     //# LINK-5-4 On accepting a frame on VC *v* the RX MUST add its cost to `received[v]`; as the
     //# upper layer drains it, the RX MUST add its cost to `freed[v]`.
-    //# LINK-5-5 The RX MUST send a CF carrying `freed[v]` for every VC [...] and in any case every
-    //# `cf_max_interval` while UP
-    //# LINK-5-7 The TX MUST send a CC carrying `consumed[v]` for every VC every `cc_interval`
-    //# while its replay buffer is empty [...] It MUST NOT send a CC while its replay buffer holds
-    //# a frame.
+    //# LINK-5-5 The RX MUST send a CF carrying freed[v] when at least cf_min_credits credits,
+    //# summed over the VCs, have been freed since its last CF and cf_min_interval has passed since
+    //# it.
+    //# LINK-5-7 The TX MUST send a CC carrying consumed[v] when its replay buffer is empty and at
+    //# least cc_interval has passed since UP or since its last CC. (A VC that has been without
+    //# credit for cc_interval therefore gets a CC as soon as the replay buffer is empty.)
     //# LINK-5-9 Control frames MUST NOT consume credits
     //# LINK-5-6 [...] A lost CF is therefore repaired by the next one.
     //# LINK-5-8 On a CC the RX MUST, for every VC in the mask whose `consumed[v]` is ahead of
     //# `received[v]` by less than 2^19, add the difference to both `received[v]` and `freed[v]`
-    //# LINK-3-5 On a NACK carrying *S* the TX MUST, after acknowledging up to *S*, retransmit
-    //# every frame of the replay buffer in sequence order (go-back-N), with the REPLAY flag set,
-    //# before any new frame. A NACK or a replay-timer expiry during a replay restarts it from the
-    //# oldest frame; an ACK during a replay removes the frames it acknowledges and the replay goes
-    //# on with the first frame still unacknowledged.
-    //# LINK-3-6 [...] On its expiry the TX MUST retransmit the whole replay buffer as in LINK-3-5.
-    //# LINK-3-7 [...] When a replay would make it exceed `replay_count_max` the TX MUST enter
-    //# FLUSH instead.
+    //# LINK-3-5 On a NACK carrying *S* the TX MUST, after acknowledging up to *S*, retransmit every
+    //# frame of the replay buffer in sequence order (go-back-N), with the REPLAY flag set, before
+    //# any new frame. A NACK or a replay-timer expiry during a replay that has sent a frame
+    //# restarts it from the oldest frame.
+    //# LINK-3-6 The replay timer MUST be started when a frame enters an empty replay buffer,
+    //# restarted whenever an ACK or NACK acknowledges at least one frame and when a replay starts,
+    //# and stopped when the buffer empties.
+    //# LINK-3-7 The TX MUST count the replays it starts, by a NACK or by the replay timer, since
+    //# the last acknowledgement progress: the count rises by one when a replay starts and returns
+    //# to 0 when an ACK or NACK acknowledges at least one frame, and on entering UP.
     //# LINK-3-8 A retransmitted frame MUST be byte-for-byte the original but for the REPLAY flag
     //# and the FCS.
     //# LINK-4-3 A damaged frame [...] or a DATA frame whose sequence number is ahead of the
@@ -1976,7 +1990,8 @@ prop_state_machine! {
     //# has begun and has lost the expected frame again: the RX MUST then send one more NACK.
     //# LINK-4-5 A DATA frame whose sequence number is within `llr_window` behind the expected one
     //# is a duplicate: it MUST be discarded
-    //# LINK-5-3 Retransmissions (LINK-3-5, LINK-3-6) MUST NOT consume credits again
+    //# LINK-5-3 Retransmissions (LINK-3-5, LINK-3-11) MUST NOT consume credits again: a sequence
+    //# number is paid for once.
     //# LINK-6-1 In FLUSH the TX MUST remove every frame from the replay buffer and report them to
     //# the upper layer, in sequence order, as frames of unknown fate [...] It MUST NOT report them
     //# as delivered and MUST NOT retransmit them after re-initialisation.
@@ -1996,7 +2011,10 @@ prop_state_machine! {
     //# current nonce, and MUST take the peer's nonce and parameters from that INIT_ECHO.
     //# LINK-2-7 An end MUST NOT send DATA frames unless it is UP.
     //# LINK-2-8 An end that is UP MUST NOT send a DATA frame before it has sent an INIT_ECHO for
-    //# the peer's current nonce or received an ACK, NACK, CF, CC or DATA frame since it came UP.
+    //# the peer's current nonce since it last entered INIT, or received an ACK, NACK, CF, CC or
+    //# DATA frame since it came UP. (An end comes UP on the peer's INIT_ECHO, possibly before the
+    //# peer has the INIT_ECHO that brings it UP; the wire keeps order, so a DATA frame sent after
+    //# that INIT_ECHO reaches an UP peer.)
     //# LINK-3-1 Every DATA frame MUST carry the next TX sequence number, which advances by one
     //# (modulo 2^20) for every new frame
     //# LINK-3-3 The TX MUST NOT send a new DATA frame when the replay buffer already holds
@@ -2004,8 +2022,8 @@ prop_state_machine! {
     //# more than `replay_max_bytes` bytes.
     //# LINK-4-1 A DATA frame whose sequence number is the expected one MUST be accepted: delivered
     //# to the upper layer once, the expected number advanced by one
-    //# LINK-4-2 The RX MUST send an ACK carrying the last accepted sequence number [...] when an
-    //# accepted frame has waited `ack_timer`
+    //# LINK-4-2 The RX MUST send an ACK carrying the last accepted sequence number when the bytes
+    //# accepted since its last ACK or NACK reach ack_spacing.
     //# LINK-4-6 The RX MUST NOT accept a DATA frame whose cost (§5) exceeds the free buffer of its
     //# VC. [...] A conformant TX never causes this.
     //# LINK-5-1 A DATA frame of `len` bytes (destination MAC through FCS) costs
@@ -2015,23 +2033,26 @@ prop_state_machine! {
     //# `consumed[v]`.
     //# LINK-5-4 On accepting a frame on VC *v* the RX MUST add its cost to `received[v]`; as the
     //# upper layer drains it, the RX MUST add its cost to `freed[v]`.
-    //# LINK-5-5 The RX MUST send a CF carrying `freed[v]` for every VC [...] and in any case every
-    //# `cf_max_interval` while UP
-    //# LINK-5-7 The TX MUST send a CC carrying `consumed[v]` for every VC every `cc_interval`
-    //# while its replay buffer is empty [...] It MUST NOT send a CC while its replay buffer holds
-    //# a frame.
+    //# LINK-5-5 The RX MUST send a CF carrying freed[v] when at least cf_min_credits credits,
+    //# summed over the VCs, have been freed since its last CF and cf_min_interval has passed since
+    //# it.
+    //# LINK-5-7 The TX MUST send a CC carrying consumed[v] when its replay buffer is empty and at
+    //# least cc_interval has passed since UP or since its last CC. (A VC that has been without
+    //# credit for cc_interval therefore gets a CC as soon as the replay buffer is empty.)
     //# LINK-5-9 Control frames MUST NOT consume credits
     //# LINK-5-6 [...] A lost CF is therefore repaired by the next one.
     //# LINK-5-8 On a CC the RX MUST, for every VC in the mask whose `consumed[v]` is ahead of
     //# `received[v]` by less than 2^19, add the difference to both `received[v]` and `freed[v]`
-    //# LINK-3-5 On a NACK carrying *S* the TX MUST, after acknowledging up to *S*, retransmit
-    //# every frame of the replay buffer in sequence order (go-back-N), with the REPLAY flag set,
-    //# before any new frame. A NACK or a replay-timer expiry during a replay restarts it from the
-    //# oldest frame; an ACK during a replay removes the frames it acknowledges and the replay goes
-    //# on with the first frame still unacknowledged.
-    //# LINK-3-6 [...] On its expiry the TX MUST retransmit the whole replay buffer as in LINK-3-5.
-    //# LINK-3-7 [...] When a replay would make it exceed `replay_count_max` the TX MUST enter
-    //# FLUSH instead.
+    //# LINK-3-5 On a NACK carrying *S* the TX MUST, after acknowledging up to *S*, retransmit every
+    //# frame of the replay buffer in sequence order (go-back-N), with the REPLAY flag set, before
+    //# any new frame. A NACK or a replay-timer expiry during a replay that has sent a frame
+    //# restarts it from the oldest frame.
+    //# LINK-3-6 The replay timer MUST be started when a frame enters an empty replay buffer,
+    //# restarted whenever an ACK or NACK acknowledges at least one frame and when a replay starts,
+    //# and stopped when the buffer empties.
+    //# LINK-3-7 The TX MUST count the replays it starts, by a NACK or by the replay timer, since
+    //# the last acknowledgement progress: the count rises by one when a replay starts and returns
+    //# to 0 when an ACK or NACK acknowledges at least one frame, and on entering UP.
     //# LINK-3-8 A retransmitted frame MUST be byte-for-byte the original but for the REPLAY flag
     //# and the FCS.
     //# LINK-4-3 A damaged frame [...] or a DATA frame whose sequence number is ahead of the
@@ -2044,7 +2065,8 @@ prop_state_machine! {
     //# has begun and has lost the expected frame again: the RX MUST then send one more NACK.
     //# LINK-4-5 A DATA frame whose sequence number is within `llr_window` behind the expected one
     //# is a duplicate: it MUST be discarded
-    //# LINK-5-3 Retransmissions (LINK-3-5, LINK-3-6) MUST NOT consume credits again
+    //# LINK-5-3 Retransmissions (LINK-3-5, LINK-3-11) MUST NOT consume credits again: a sequence
+    //# number is paid for once.
     //# LINK-6-1 In FLUSH the TX MUST remove every frame from the replay buffer and report them to
     //# the upper layer, in sequence order, as frames of unknown fate [...] It MUST NOT report them
     //# as delivered and MUST NOT retransmit them after re-initialisation.
@@ -2052,10 +2074,13 @@ prop_state_machine! {
     //# re-initialisation and be sent after the link is UP again, in order.
     //# LINK-6-3 After FLUSH [...] the end MUST re-initialise [...] and report a link-down event to
     //# the upper layer; on UP it MUST report a link-up event.
-    //# LINK-2-1 [...] send INIT frames carrying it and its parameters every `init_interval` until
-    //# it is UP.
-    //# LINK-2-6 An end that is UP and receives an INIT whose nonce differs from the peer's nonce
-    //# it went UP with MUST re-initialise (§6): the peer has restarted.
+    //# LINK-2-1 On entering INIT an end MUST draw a new nonce (LINK-2-9) and send its first INIT at
+    //# once, then one every init_interval while it stays in INIT and physically up; each INIT
+    //# carries the nonce and the end's configured parameters (never the agreed ones).
+    //# LINK-2-6 An end that is UP and receives an INIT whose nonce differs from the peer's nonce it
+    //# went UP with MUST re-initialise (§6), unless LINK-2-12 refuses that INIT: the peer has
+    //# restarted. It then answers that INIT with an INIT_ECHO carrying its own new nonce, and sends
+    //# its own INIT.
     //# LINK-6-4 Frames the RX has already delivered stay delivered; their buffer is freed by the
     //# reset of LINK-2-5.
     #[test]
@@ -2103,12 +2128,15 @@ fn run(model: Model, steps: Vec<Step>) {
 /// INIT of its peer, and restart the peer in turn: the ends would restart each other forever at
 /// the same instant. The link must come UP and stay UP.
 //= type=test
-//# LINK-2-1 [...] send INIT frames carrying it and its parameters every `init_interval` until it
-//# is UP.
+//# LINK-2-1 On entering INIT an end MUST draw a new nonce (LINK-2-9) and send its first INIT at
+//# once, then one every init_interval while it stays in INIT and physically up; each INIT carries
+//# the nonce and the end's configured parameters (never the agreed ones).
 //# LINK-2-3 An end MUST enter UP only when it receives an INIT_ECHO whose echo nonce is its
 //# current nonce, and MUST take the peer's nonce and parameters from that INIT_ECHO.
 //# LINK-2-6 An end that is UP and receives an INIT whose nonce differs from the peer's nonce it
-//# went UP with MUST re-initialise (§6): the peer has restarted.
+//# went UP with MUST re-initialise (§6), unless LINK-2-12 refuses that INIT: the peer has
+//# restarted. It then answers that INIT with an INIT_ECHO carrying its own new nonce, and sends its
+//# own INIT.
 #[test]
 fn double_bounce_comes_up() {
     let steps = vec![
@@ -2126,10 +2154,13 @@ fn double_bounce_comes_up() {
 /// and from then on answers A's INITs with INIT_ECHOs only. An end that waited for an INIT after
 /// the INIT_ECHO of its nonce would wait for ever; A must come UP on B's INIT_ECHO.
 //= type=test
-//# LINK-2-1 [...] send INIT frames carrying it and its parameters every `init_interval` until it
-//# is UP.
-//# LINK-2-2 An end that receives a valid INIT MUST answer it with an INIT_ECHO carrying the
-//# INIT's nonce as echo nonce and its own parameters, in any state but OFF.
+//# LINK-2-1 On entering INIT an end MUST draw a new nonce (LINK-2-9) and send its first INIT at
+//# once, then one every init_interval while it stays in INIT and physically up; each INIT carries
+//# the nonce and the end's configured parameters (never the agreed ones).
+//# LINK-2-2 An end that receives a valid INIT MUST answer it with an INIT_ECHO carrying the INIT's
+//# nonce as echo nonce and its own configured parameters, in any state but OFF, unless LINK-2-12
+//# refuses it. When several INITs arrive before the wire can take the INIT_ECHO, only the newest is
+//# answered.
 //# LINK-2-3 An end MUST enter UP only when it receives an INIT_ECHO whose echo nonce is its
 //# current nonce, and MUST take the peer's nonce and parameters from that INIT_ECHO.
 #[test]

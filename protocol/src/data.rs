@@ -171,10 +171,10 @@ impl<'a> Iterator for TxnIter<'a> {
         //= docs/spec/wire.md#61-common-prefix
         //# WIRE-6.1-3 (structural error) If fewer than 8 bytes of payload remain where a
         //# transaction should start (none at all included: the count announces more transactions
-        //# than the payload holds), if `hlen` is less than 2, or if `4*hlen + roundup4(dlen)`
-        //# runs past the end of the payload, the receiver cannot find the next transaction. It
-        //# MUST discard this transaction and every later transaction of the frame and count one
-        //# malformed transaction.
+        //# than the payload holds, even when the payload ends exactly where a transaction ends), if
+        //# hlen is less than 2, or if 4*hlen + roundup4(dlen) runs past the end of the payload, the
+        //# receiver cannot find the next transaction. It MUST discard this transaction and every
+        //# later transaction of the frame and count one malformed transaction (malformed_txns).
         let Ok((prefix, _)) = TxnPrefix::ref_from_prefix(rest) else {
             *done = true;
             return rest_err(ErrorKind::Truncated, Field::TxnPrefix, "WIRE-6.1-3");
@@ -258,8 +258,8 @@ impl<'a> DataRepr<'a> {
     pub fn parse_at(payload: &'a [u8], base: usize) -> Result<Self, Error> {
         //= docs/spec/wire.md#5-data-frames-the-network-header
         //# WIRE-5-6 Discarding a DATA frame for its network header MUST NOT cause a NACK: the link
-        //# layer has already accepted the frame, consumed its sequence number and acknowledged
-        //# it, and the frame's credits are freed at once.
+        //# layer has already accepted the frame, consumed its sequence number and acknowledged it
+        //# (§7, WIRE-7-3), and the frame's credits are freed at once. (Split from WIRE-5-3 in 1.1.)
         // Every error here is `Action::DiscardMalformed`, which never NACKs.
         let malformed = |kind, field, at: usize| {
             Error::new(
@@ -480,8 +480,9 @@ mod tests {
     /// A MAC that strips the FCS hands up the same frame minus four bytes: it must parse to the
     /// same representation, and sizes are still judged with the FCS counted (WIRE-2.4-2).
     //= type=test
-    //# WIRE-2.4-2 A receiver MUST discard as a damaged frame [...] any frame shorter than 64 B
-    //# or longer than the link's MFS.
+    //# WIRE-2.4-2 A receiver MUST discard as a damaged frame (equivalent to an FCS error, §2.5) any
+    //# frame shorter than 64 B or longer than the MFS in force (WIRE-2.4-6), and count it in
+    //# rx_damaged.
     #[test]
     fn frame_without_fcs_parses_like_frame_with_it() {
         let data = DataRepr::parse(&PAYLOAD).unwrap();
@@ -604,8 +605,9 @@ mod tests {
 
     //= type=test
     //# WIRE-5-1 A DATA frame MUST carry at least one transaction. [...]
-    //# WIRE-5-5 [...] a transmitter MUST pack into one frame only transactions with the same
-    //# source, destination, path and VC (one header is written for all of them).
+    //# WIRE-5-5 All transactions in one frame share the network header, so a transmitter MUST pack
+    //# into one frame only transactions with the same source, destination, path and VC. (Split from
+    //# WIRE-5-1 A DATA frame MUST carry at least one transaction.
     //# WIRE-5-2 The payload length MUST equal the sum of the sizes of the transactions (§6.1) and
     //# the transaction count MUST equal their number.
     #[test]
@@ -696,7 +698,12 @@ mod tests {
 
     //= type=test
     //# WIRE-6.1-1 [...] MUST pad the data with zero bytes to a multiple of 4.
-    //# WIRE-6.1-3 [...] every transaction starts 4-byte aligned relative to the start of the payload.
+    //# WIRE-6.1-3 (structural error) If fewer than 8 bytes of payload remain where a transaction
+    //# should start (none at all included: the count announces more transactions than the payload
+    //# holds, even when the payload ends exactly where a transaction ends), if hlen is less than 2,
+    //# or if 4*hlen + roundup4(dlen) runs past the end of the payload, the receiver cannot find the
+    //# next transaction. It MUST discard this transaction and every later transaction of the frame
+    //# and count one malformed transaction (malformed_txns).
     #[test]
     fn every_transaction_packed_in_one_payload() {
         let all: Vec<TxnRepr<'static>> = vectors().into_iter().map(|v| v.2).collect();
@@ -716,10 +723,10 @@ mod tests {
     }
 
     //= type=test
-    //# WIRE-5-3 A receiver MUST discard, and count as malformed, a DATA frame whose network header
-    //# is incomplete, whose destination or source GPU id is 0xFFFF, whose transaction count is
-    //# zero, or whose payload length runs past the end of the frame (before the FCS). Discarding
-    //# it MUST NOT cause a NACK (WIRE-2.4-3).
+    //# WIRE-5-3 A receiver MUST discard a DATA frame whose network header is incomplete, whose
+    //# payload length runs past the end of the frame (before the FCS), whose destination or source
+    //# GPU id is 0xFFFF, or whose transaction count is zero, and count it as a malformed frame (an
+    //# endpoint in malformed_frames, a switch in discard_malformed).
     #[test]
     fn network_header_errors() {
         let cases: [(Vec<u8>, ErrorKind, Field, usize); 5] = [
@@ -859,11 +866,13 @@ mod tests {
 
     //= type=test
     //# WIRE-6.1-3 (structural error) If fewer than 8 bytes of payload remain where a transaction
-    //# should start, if `hlen` is less than 2, or if `4*hlen + roundup4(dlen)` runs past the end
-    //# of the payload, the receiver cannot find the next transaction. It MUST discard this
-    //# transaction and every later transaction of the frame and count one malformed transaction.
-    //# WIRE-6.1-11 A receiver MUST process normally every transaction of a frame that comes
-    //# before a structural error (the FENCE before each broken transaction is yielded first).
+    //# should start (none at all included: the count announces more transactions than the payload
+    //# holds, even when the payload ends exactly where a transaction ends), if hlen is less than 2,
+    //# or if 4*hlen + roundup4(dlen) runs past the end of the payload, the receiver cannot find the
+    //# next transaction. It MUST discard this transaction and every later transaction of the frame
+    //# and count one malformed transaction (malformed_txns).
+    //# WIRE-6.1-11 A receiver MUST process normally every transaction of a frame that comes before
+    //# a structural error (WIRE-6.1-3, WIRE-6.1-4). (Split from WIRE-6.1-3 in 1.1.)
     #[test]
     fn structural_errors_end_the_walk() {
         let fence = &PAYLOAD[56..64];
@@ -922,8 +931,12 @@ mod tests {
     //= type=test
     //# WIRE-6.1-4 If bytes of the payload remain after the last transaction the count
     //# announces, the receiver MUST discard them as in WIRE-6.1-3.
-    //# WIRE-6.1-3 [...] fewer than 8 bytes of payload remain where a transaction should start
-    //# (none at all included: the count announces more transactions than the payload holds).
+    //# WIRE-6.1-3 (structural error) If fewer than 8 bytes of payload remain where a transaction
+    //# should start (none at all included: the count announces more transactions than the payload
+    //# holds, even when the payload ends exactly where a transaction ends), if hlen is less than 2,
+    //# or if 4*hlen + roundup4(dlen) runs past the end of the payload, the receiver cannot find the
+    //# next transaction. It MUST discard this transaction and every later transaction of the frame
+    //# and count one malformed transaction (malformed_txns).
     #[test]
     fn count_and_length_disagree() {
         // Count 2, three transactions: the third is discarded.
@@ -982,9 +995,12 @@ mod tests {
     }
 
     //= type=test
-    //# WIRE-6.1-3 [...] if `4*hlen + roundup4(dlen)` runs past the end of the payload [...]
-    //# Every static transaction truncated by one byte ends the walk; one extra byte after it is
-    //# reported by WIRE-6.1-4.
+    //# WIRE-6.1-3 (structural error) If fewer than 8 bytes of payload remain where a transaction
+    //# should start (none at all included: the count announces more transactions than the payload
+    //# holds, even when the payload ends exactly where a transaction ends), if hlen is less than 2,
+    //# or if 4*hlen + roundup4(dlen) runs past the end of the payload, the receiver cannot find the
+    //# next transaction. It MUST discard this transaction and every later transaction of the frame
+    //# and count one malformed transaction (malformed_txns).
     #[test]
     fn every_transaction_truncated_or_extended() {
         for (name, b, repr) in vectors() {
@@ -1168,7 +1184,9 @@ mod tests {
     }
 
     //= type=test
-    //# WIRE-2.4-2 [...] any frame shorter than 64 B or longer than the link's MFS.
+    //# WIRE-2.4-2 A receiver MUST discard as a damaged frame (equivalent to an FCS error, §2.5) any
+    //# frame shorter than 64 B or longer than the MFS in force (WIRE-2.4-6), and count it in
+    //# rx_damaged.
     // The largest frame: 9216 B, one RDMA_WRITE segment of 9156 bytes, untagged; and 9212 tagged.
     #[test]
     fn largest_frame() {
@@ -1275,7 +1293,12 @@ mod tests {
     }
 
     //= type=test
-    //# WIRE-6.1-3 ... the receiver cannot find the next transaction.
+    //# WIRE-6.1-3 (structural error) If fewer than 8 bytes of payload remain where a transaction
+    //# should start (none at all included: the count announces more transactions than the payload
+    //# holds, even when the payload ends exactly where a transaction ends), if hlen is less than 2,
+    //# or if 4*hlen + roundup4(dlen) runs past the end of the payload, the receiver cannot find the
+    //# next transaction. It MUST discard this transaction and every later transaction of the frame
+    //# and count one malformed transaction (malformed_txns).
     // The crate contract: no function panics on any input, including an error-offset base near
     // `usize::MAX` (found by the fuzz target: the offset arithmetic overflowed).
     #[test]

@@ -263,9 +263,13 @@ impl Discard {
     //# WIRE-7-2 A frame discarded before link-layer acceptance (size, FCS, stomped, EtherType,
     //# version, kind, control body, DATA while not UP) MUST NOT take a sequence number.
     //= docs/spec/wire.md#7-receive-pipeline
-    //# WIRE-7-3 A DATA frame whose sequence number is the expected one MUST be accepted by the
-    //# link layer on its link header alone: its sequence number is consumed and acknowledged
-    //# even when its network header or its transactions are later found malformed.
+    //# WIRE-7-3 A DATA frame whose sequence number is the expected one, and whose cost fits the
+    //# free buffer of its VC (link.md LINK-4-6), MUST be accepted by the link layer on its link
+    //# header alone: its sequence number is consumed and acknowledged even when its network header
+    //# or its transactions are later found malformed. Its discard is then counted by the layer that
+    //# reads the network header, its credits are freed at once, and it causes no NACK. (Not
+    //# consuming the number would turn one bad frame into a gap, a NACK, the same frame replayed
+    //# and a FLUSH.)
     /// Whether the link layer has taken the frame's sequence number when this discard happens.
     pub const fn seq_consumed(self) -> bool {
         matches!(

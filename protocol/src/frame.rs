@@ -311,7 +311,8 @@ impl<B: AsRef<[u8]>> Frame<B> {
         let len = bytes.len().saturating_add(FCS_LEN - fcs_len);
         //= docs/spec/wire.md#24-frame-size-and-padding
         //# WIRE-2.4-2 A receiver MUST discard as a damaged frame (equivalent to an FCS error, §2.5)
-        //# any frame shorter than 64 B or longer than the link's MFS.
+        //# any frame shorter than 64 B or longer than the MFS in force (WIRE-2.4-6), and count it
+        //# in rx_damaged.
         if len < MIN_FRAME_LEN {
             return Err(Error::new(
                 ErrorKind::Truncated,
@@ -338,8 +339,8 @@ impl<B: AsRef<[u8]>> Frame<B> {
         if fcs_len == FCS_LEN && !fcs::check(bytes) {
             //= docs/spec/wire.md#25-frame-check-sequence
             //# WIRE-2.5-5 A receiver MUST discard a frame that ends with a stomped FCS without
-            //# interpreting any of its fields, count it as stomped, and MUST NOT treat it as a
-            //# damaged frame: it causes no NACK.
+            //# interpreting any of its fields, count it in rx_stomped, and MUST NOT treat it as a
+            //# damaged frame: it causes no NACK and takes no sequence number.
             if fcs::is_stomped(bytes) {
                 return Err(Error::new(
                     ErrorKind::StompedFcs,
@@ -1456,8 +1457,8 @@ mod tests {
     //# WIRE-2.5-2 The 32-bit CRC value MUST be appended least significant byte first.
     //# WIRE-3-1 A transmitter MUST set the version to 1.
     //# WIRE-3-7 Control frames [...] their VC and flags fields are reserved.
-    //# WIRE-1.1-1 All multi-byte header fields MUST be transmitted in network byte order (the
-    //# static vectors spell every multi-byte field most significant byte first).
+    //# WIRE-1.1-1 All multi-byte header fields MUST be transmitted in network byte order (most
+    //# significant byte first).
     #[test]
     fn construct_every_kind() {
         for (name, bytes, repr) in vectors() {
@@ -1555,10 +1556,14 @@ mod tests {
 
     //= type=test
     //# WIRE-2.2-1 A receiver MUST accept frames with and without the tag on the same link.
-    //# WIRE-3-5 The REPLAY flag [...] WIRE-3-6 The ACK_REQ flag [...]
-    //# WIRE-3-10 A receiver MUST treat a replayed frame exactly as the original (the DATA vector
-    //# with REPLAY set parses to the same payload as without it).
-    //# WIRE-4.3-1 [...] a receiver MUST ignore them.
+    //# WIRE-3-5 The REPLAY flag MUST be set on a DATA frame that is a retransmission (link.md) and
+    //# clear on its first transmission.
+    //# WIRE-3-10 A receiver MUST treat a replayed frame exactly as the original: the REPLAY flag is
+    //# for counting and tracing only. (Split from WIRE-3-5 in 1.1. Version 1.0's LINK-4-4 read the
+    //# flag to decide whether a receiver in NACK_SENT sends one more NACK; that rule is withdrawn,
+    //# and link.md LINK-4-8 now decides it by sequence numbers alone.)
+    //# WIRE-4.3-1 A transmitter MUST set the entries of VCs not in the mask to zero (they are
+    //# reserved).
     //# WIRE-4.5-2 In an INIT frame the echo nonce is reserved.
     #[test]
     fn parse_every_kind() {
@@ -1653,8 +1658,9 @@ mod tests {
     }
 
     //= type=test
-    //# WIRE-2.4-1 A transmitter MUST pad a frame whose content [...] is shorter than 60 B [...]
-    //# It MUST NOT add any other bytes after the body.
+    //# WIRE-2.4-1 A transmitter MUST pad a frame whose content (destination MAC through the end of
+    //# the body) is shorter than 60 B with zero bytes so that the frame with its FCS is exactly 64
+    //# B.
     #[test]
     fn padding_only_below_64_bytes() {
         assert_eq!(frame_len(14, 0), 64);
@@ -1683,8 +1689,9 @@ mod tests {
     }
 
     //= type=test
-    //# WIRE-2.4-2 A receiver MUST discard as a damaged frame (equivalent to an FCS error, §2.5)
-    //# any frame shorter than 64 B or longer than the link's MFS.
+    //# WIRE-2.4-2 A receiver MUST discard as a damaged frame (equivalent to an FCS error, §2.5) any
+    //# frame shorter than 64 B or longer than the MFS in force (WIRE-2.4-6), and count it in
+    //# rx_damaged.
     #[test]
     fn runt_and_oversize_are_damaged() {
         let e = Frame::new_checked(&ACK[..63], MAX_FRAME_LEN).unwrap_err();
@@ -1732,9 +1739,7 @@ mod tests {
     }
 
     //= type=test
-    //# WIRE-2.5-3 A receiver MUST check the FCS before it interprets any other field. A frame
-    //# with a bad FCS MUST be discarded without interpreting any of its fields and counted as an
-    //# FCS error; the link layer then reacts as link.md specifies (a NACK).
+    //# WIRE-2.5-3 A receiver MUST check the FCS before it interprets any other field.
     #[test]
     fn bad_fcs_is_checked_first() {
         for (name, bytes, _) in vectors() {
@@ -1768,9 +1773,8 @@ mod tests {
     }
 
     //= type=test
-    //# WIRE-2.1-2 A receiver MUST discard, and count as foreign, a frame whose EtherType (after at
-    //# most one 802.1Q tag) is not 0x88B5. A foreign frame is not a link error: it MUST NOT cause
-    //# a NACK.
+    //# WIRE-2.1-2 A receiver MUST discard a frame whose EtherType (after at most one 802.1Q tag) is
+    //# not 0x88B5 and count it in rx_foreign.
     #[test]
     fn foreign_ethertypes() {
         let cases: [(&[u8], usize, [u8; 2], usize); 4] = [
@@ -1797,8 +1801,8 @@ mod tests {
     }
 
     //= type=test
-    //# WIRE-3-2 A receiver MUST discard, and count, a frame whose version is not 1. Such a frame
-    //# MUST NOT cause a NACK.
+    //# WIRE-3-2 A receiver MUST discard a frame whose version is not 1 and count it in
+    //# rx_bad_version.
     #[test]
     fn wrong_version() {
         for (frame, at) in [(&ACK[..], 14), (&DATA_FENCE_TAGGED[..], 18)] {
@@ -1821,8 +1825,8 @@ mod tests {
     }
 
     //= type=test
-    //# WIRE-3-3 A receiver MUST discard, and count as an unknown kind, a frame whose kind is
-    //# 0x7..0xF. Such a frame MUST NOT cause a NACK.
+    //# WIRE-3-3 A receiver MUST discard a frame whose kind is 0x7..0xF and count it in
+    //# rx_unknown_kind.
     #[test]
     fn unknown_kinds() {
         for kind in 0x7..=0xF {
@@ -1848,9 +1852,7 @@ mod tests {
 
     //= type=test
     //# WIRE-4-1 A control frame's body MUST have exactly the size given for its kind below,
-    //# followed only by the padding of WIRE-2.4-1. A receiver MUST discard, and count as
-    //# malformed, a control frame whose body is shorter than its size, or that carries more bytes
-    //# than that size plus the padding.
+    //# followed only by the padding of WIRE-2.4-1.
     //# WIRE-4-2 A receiver MUST discard a control frame whose body is shorter than its size, or
     //# that carries more bytes than that size plus the padding, and count it in
     //# `rx_malformed_control`; it MUST NOT cause a NACK.
@@ -1908,9 +1910,12 @@ mod tests {
     }
 
     //= type=test
-    //# WIRE-2.4-3 A receiver MUST discard as malformed, and count, a frame that carries more
-    //# bytes between the end of its body and the FCS than the padding WIRE-2.4-1 requires. [...]
-    //# they MUST NOT cause a NACK.
+    //# WIRE-2.4-3 A receiver MUST discard as malformed, and count, a frame that carries more bytes
+    //# between the end of its body and the FCS than the padding WIRE-2.4-1 requires. For a control
+    //# frame this is a control-body error (WIRE-4-2, counted in rx_malformed_control); for a DATA
+    //# frame it is found after link-layer acceptance, at the network-header stage (§7, counted as a
+    //# malformed frame). Such frames have a good FCS: they are evidence of a faulty transmitter,
+    //# not of a damaged link.
     //# WIRE-5-3 [...] whose payload length runs past the end of the frame (before the FCS).
     #[test]
     fn data_frame_lengths() {
@@ -2050,8 +2055,8 @@ mod tests {
     //# with and without the tag on the same link.
     //# WIRE-2.2-2 The receiver MUST NOT derive the virtual channel from the PCP; the VC field of
     //# the link header (§3) is authoritative.
-    //# WIRE-4.5-8 Every receiver MUST accept tagged frames (WIRE-2.2-1) [...] whatever
-    //# capabilities it or its peer announced (no capability is an input of the parser).
+    //# WIRE-4.5-8 Every receiver MUST accept tagged frames (WIRE-2.2-1) and frames that carry more
+    //# than one transaction, whatever capabilities it or its peer announced.
     #[test]
     fn vlan_tag_and_vc() {
         // PCP 5 in the tag, VC 2 in the link header: the VC is 2.
@@ -2125,9 +2130,9 @@ mod tests {
     //= type=test
     //# WIRE-4.5-1 The number of VCs MUST be 1..8, the credit size a power of two in 32..2048, the
     //# MFS in 320..9216, the LLR window in 1..2^19, and the credit grant of each VC below the
-    //# number of VCs at most 2^19 - 1. A
-    //# receiver MUST discard, and count as malformed, an INIT or INIT_ECHO whose fields are out of
-    //# these ranges; it MUST NOT bring the link up on it.
+    //# number of VCs 1..2^19 - 1. The entries of VCs at or above the number of VCs are reserved
+    //# (WIRE-1.2-1, WIRE-1.2-2): they are not range-checked. (1.1: a grant of 0 was allowed; a VC
+    //# with no credit can never carry a frame, so it is now out of range.)
     #[test]
     fn init_ranges() {
         // (body offset, bytes, field): each a value just outside its range.
@@ -2321,8 +2326,13 @@ mod tests {
     //# WIRE-F1 and discard a frame at the first stage it fails.
     //# WIRE-7-2 A frame discarded before link-layer acceptance [...] MUST NOT take a sequence
     //# number.
-    //# WIRE-7-3 A DATA frame whose sequence number is the expected one MUST be accepted by the
-    //# link layer on its link header alone.
+    //# WIRE-7-3 A DATA frame whose sequence number is the expected one, and whose cost fits the
+    //# free buffer of its VC (link.md LINK-4-6), MUST be accepted by the link layer on its link
+    //# header alone: its sequence number is consumed and acknowledged even when its network header
+    //# or its transactions are later found malformed. Its discard is then counted by the layer that
+    //# reads the network header, its credits are freed at once, and it causes no NACK. (Not
+    //# consuming the number would turn one bad frame into a gap, a NACK, the same frame replayed
+    //# and a FLUSH.)
     //# WIRE-2.1-3 A foreign frame is not a link error: it MUST NOT cause a NACK.
     //# WIRE-2.5-6 A receiver MUST discard a frame with a bad FCS without interpreting any of its
     //# fields and count it in `rx_fcs_errors`.
@@ -2330,10 +2340,11 @@ mod tests {
     //# WIRE-3-9 A frame discarded by WIRE-3-3 MUST NOT cause a NACK.
     //# WIRE-2.4-5 A frame discarded by WIRE-2.4-3 MUST NOT cause a NACK.
     //# WIRE-5-6 Discarding a DATA frame for its network header MUST NOT cause a NACK.
-    //# WIRE-7-4 A DATA frame on a VC the link did not agree [...] (row `rx_vc_not_agreed`:
-    //# sequence number consumed, no NACK).
-    //# WIRE-7-5 A DATA frame received while the link is not UP [...] (row `rx_not_up`: no
-    //# sequence number, no NACK).
+    //# WIRE-7-4 A DATA frame on a VC the link did not agree, whose sequence number is the expected
+    //# one, is accepted by the link layer (sequence number consumed, acknowledged), charged no
+    //# credit, discarded and counted in rx_vc_not_agreed; it MUST NOT cause a NACK.
+    //# WIRE-7-5 A DATA frame received while the link is not UP is discarded and counted in
+    //# rx_not_up (link.md LINK-2-10); it takes no sequence number and MUST NOT cause a NACK.
     #[test]
     fn discard_table() {
         // Table WIRE-T1: (discard, counter, sequence number consumed, NACK).

@@ -724,10 +724,13 @@ impl<'a> TxnRepr<'a> {
         };
         let ext_err = reject(Field::TxnPrefix, 8, malformed_spec, malformed);
         //= docs/spec/wire.md#12-reserved-fields-unknown-codes-and-precedence
-        //# WIRE-1.2-5 When one defect of a transaction breaks both a rule of the section that
-        //# defines the field and a general rule, a receiver that reports requirement ids MUST
+        //# WIRE-1.2-5 When one defect of a frame or transaction breaks both a rule of the section
+        //# that defines the field and a general rule, a receiver that reports requirement ids MUST
         //# report the id of the specific rule; when several fields are wrong it MUST report the
-        //# first in the order of checks of §6.1.
+        //# first in the order of checks of §5 (network header) and §6.1 (transactions). The action
+        //# is the same whichever id is reported. For example an ATOMIC_FADD with dlen 5 is reported
+        //# as WIRE-6.5-1, not WIRE-6.1-6; a FENCE with data as WIRE-6.1-10; a STORE_RESP with
+        //# status MALFORMED and data as WIRE-6.1-10, not WIRE-6.9-1.
         // Order: structure (the walk), opcode, hlen, dlen (the opcode's fixed 0 first, then the
         // status rule, then the section's ranges), then the other fields in offset order.
         //= docs/spec/wire.md#61-common-prefix
@@ -1437,8 +1440,8 @@ pub(crate) mod tests {
     }
 
     //= type=test
-    //# WIRE-1.2-3 A value of a defined field that this document does not assign a meaning to
-    //# MUST be handled exactly as the section defining that field says.
+    //# WIRE-1.2-3 A value of a defined field that this document does not assign a meaning to (an
+    //# unknown code) MUST be handled exactly as the section defining that field says.
     //# WIRE-1.2-4 Implementations MUST preserve the raw value of unknown codes when they report or
     //# re-encode them.
     //# WIRE-6.9-2 A requester that receives an unknown status MUST complete the operation with an
@@ -1561,8 +1564,13 @@ pub(crate) mod tests {
     //# tag, and no data.
     //# WIRE-6.1-10 A request or response whose opcode fixes `dlen` at 0 (LOAD, FENCE, RDMA_READ,
     //# STORE_RESP, FENCE_RESP, RDMA_COMPLETION) and whose `dlen` is not 0 is malformed.
-    //# WIRE-1.2-5 [...] the id of the specific rule (WIRE-6.1-10, WIRE-6.5-1, WIRE-6.7-1 rather
-    //# than WIRE-6.1-6).
+    //# WIRE-1.2-5 When one defect of a frame or transaction breaks both a rule of the section that
+    //# defines the field and a general rule, a receiver that reports requirement ids MUST report
+    //# the id of the specific rule; when several fields are wrong it MUST report the first in the
+    //# order of checks of §5 (network header) and §6.1 (transactions). The action is the same
+    //# whichever id is reported. For example an ATOMIC_FADD with dlen 5 is reported as WIRE-6.5-1,
+    //# not WIRE-6.1-6; a FENCE with data as WIRE-6.1-10; a STORE_RESP with status MALFORMED and
+    //# data as WIRE-6.1-10, not WIRE-6.9-1.
     #[test]
     fn malformed_requests() {
         let m = Status::Malformed;
@@ -1782,12 +1790,15 @@ pub(crate) mod tests {
     }
 
     //= type=test
-    //# WIRE-6.1-7 (bad response) A response with an opcode this document does not define, or a
-    //# defined response whose `hlen` or fields violate its section, MUST be discarded and counted;
-    //# the receiver goes on with the next transaction.
+    //# WIRE-6.1-7 (unknown response) A response with an opcode this document does not define MUST
+    //# be discarded and counted in unknown_responses, apart from bad responses (WIRE-6.1-9); the
+    //# receiver goes on with the next transaction. (1.1: bad responses, which this requirement also
+    //# covered, are now WIRE-6.1-9.)
     //# WIRE-6.9-1 A response whose status is not OK MUST carry no data (`dlen` 0).
-    //# WIRE-6.9-3 An RDMA_READ_RESP with status OK MUST satisfy `1 <= dlen` and `offset + dlen <=
-    //# total length`. One with another status MUST have `dlen` 0 [...]
+    //# WIRE-6.9-3 An RDMA_READ_RESP with status OK MUST satisfy 1 <= total length, 1 <= dlen and
+    //# offset + dlen <= total length. One with another status MUST have dlen 0 and ends the read;
+    //# its offset and total length are informative and not checked. A response violating this is a
+    //# bad response (WIRE-6.1-9).
     //# WIRE-6.9-4 A LOAD_RESP with status OK MUST carry 1..256 data bytes; an atomic response
     //# with status OK MUST carry 4 or 8.
     #[test]

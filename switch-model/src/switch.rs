@@ -190,8 +190,7 @@ impl Switch {
         cfg.validate()?;
         //= docs/spec/switch.md#22-the-forwarding-table
         //# SW-2-5 A switch MUST accept, for every destination GPU id 0..=0xFFFE, an entry of 0 to
-        //# 64 distinct egress ports, and MUST refuse an entry that lists more than 64 ports, a
-        //# port twice or a port it does not have, leaving its table unchanged.
+        //# 64 distinct egress ports.
         routes.check(cfg.ports).map_err(|e| ConfigError {
             field: "routes",
             value: match e {
@@ -538,9 +537,11 @@ impl Switch {
                         }
                         _ => {
                             //= docs/spec/switch.md#7-frames-a-switch-cannot-forward
-                            //# SW-7-3 Frames waiting for an egress port whose link goes down,
-                            //# and frames its link reports of unknown fate or withdrawn, MUST be
-                            //# discarded and counted as lost to the port
+                            //# SW-7-3 Frames waiting for an egress port whose link goes down, and
+                            //# frames its link reports of unknown fate or withdrawn because the
+                            //# port went down, MUST be discarded and counted as lost to the port
+                            //# (discard_port_down); the endpoints' deadlines end or retry their
+                            //# operations (TXN-5-4).
                             bump(&mut c.discard_port_down, v, 1);
                         }
                     }
@@ -649,8 +650,12 @@ impl Switch {
         //# function of this section gives for the frame's source GPU, destination GPU, path id
         //# and VC and the link states of the listed ports.
         //= docs/spec/wire.md#5-data-frames-the-network-header
-        //# WIRE-5-4 A switch MUST forward a DATA frame on its destination GPU id, path id and VC
-        //# only, and MUST NOT change the network header or the transactions.
+        //# WIRE-5-4 A switch MUST forward a DATA frame on its destination GPU id: to one of the
+        //# egress ports its forwarding table lists for that destination, and when it lists several,
+        //# to the one chosen by a fixed function of the source GPU id, the destination GPU id, the
+        //# path id and the VC, so that every frame of one path and VC takes the same egress port
+        //# (switch.md SW-2-4, whose §2.1 writes the function out). (1.1: the source GPU id was
+        //# missing from the inputs.)
         let egress = self.route(repr.src, repr.dst, repr.path, vc);
         let Some(e) = egress.map(usize::from) else {
             //= docs/spec/switch.md#7-frames-a-switch-cannot-forward

@@ -228,8 +228,11 @@ fn forwards_by_destination_and_keeps_path_order() {
     //# forwards; it sends them behind its own Ethernet and link headers.
     //= docs/spec/wire.md#5-data-frames-the-network-header
     //= type=test
-    //# WIRE-5-4 A switch MUST forward a DATA frame on its destination GPU id, path id and VC only,
-    //# and MUST NOT change the network header or the transactions.
+    //# WIRE-5-4 A switch MUST forward a DATA frame on its destination GPU id: to one of the egress
+    //# ports its forwarding table lists for that destination, and when it lists several, to the one
+    //# chosen by a fixed function of the source GPU id, the destination GPU id, the path id and the
+    //# VC, so that every frame of one path and VC takes the same egress port (switch.md SW-2-4,
+    //# whose §2.1 writes the function out). (1.1: the source GPU id was missing from the inputs.)
     assert_eq!(b.rx[2][0].2, {
         let data = vec![0u8; 64];
         let txn = [TxnRepr::RdmaWrite {
@@ -489,7 +492,9 @@ fn malformed_unroutable_and_port_down_frames_are_discarded_and_counted() {
     //= docs/spec/switch.md#7-frames-a-switch-cannot-forward
     //= type=test
     //# SW-7-3 Frames waiting for an egress port whose link goes down, and frames its link reports
-    //# of unknown fate or withdrawn, MUST be discarded and counted as lost to the port
+    //# of unknown fate or withdrawn because the port went down, MUST be discarded and counted as
+    //# lost to the port (discard_port_down); the endpoints' deadlines end or retry their operations
+    //# (TXN-5-4).
     assert!(c.ports[2].discard_port_down[0] > 0);
     assert_eq!(b.sw.queued(), 0);
     //= docs/spec/switch.md#7-frames-a-switch-cannot-forward
