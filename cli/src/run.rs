@@ -807,6 +807,21 @@ impl<W: Write> IoError for PcapngStream<BufWriter<Checked<W>>> {
 /// operation lost, duplicated or unexpected, data corrupted, a switch buffer overrun, the time
 /// limit). `Err` is a message for standard error with exit status 2.
 pub fn execute(args: &RunArgs, io: &mut crate::Io<'_>) -> Result<u8, String> {
+    let result = execute_run(args, io);
+    if INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
+        // The interrupt handler is removing this run's files and ends the process: whatever
+        // failed here failed because of it, and must not be reported as the run's outcome.
+        loop {
+            std::thread::park();
+        }
+    }
+    result
+}
+
+/// Set by the interrupt handler of a run with `--out` before it cleans up and exits.
+static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+fn execute_run(args: &RunArgs, io: &mut crate::Io<'_>) -> Result<u8, String> {
     let scenario = scenario(args)?;
     if args.print_scenario {
         let text = scenario_toml(&scenario)?;
@@ -819,6 +834,9 @@ pub fn execute(args: &RunArgs, io: &mut crate::Io<'_>) -> Result<u8, String> {
             .map_err(|e| format!("--out: cannot create {}: {e}", dir.display()))?;
     }
     let mut files = args.out.as_deref().map(OutFiles::new);
+    if let Some(dir) = &args.out {
+        remove_partials_on_interrupt(dir);
+    }
     let mut fabric = Fabric::new(&scenario).map_err(|e| e.to_string())?;
     let capture = match files.as_mut() {
         Some(f) => Some(start_capture(&mut fabric, args, f)?),
@@ -1069,6 +1087,42 @@ impl OutFiles {
         self.committed = true;
         Ok(())
     }
+}
+
+/// Every name `--out` may write.
+const OUT_NAMES: [&str; 6] = [
+    METRICS_FILE,
+    TIMESERIES_FILE,
+    CAPTURE_FILE,
+    LATENCY_SVG,
+    UTILISATION_SVG,
+    BUSBW_SVG,
+];
+
+/// On Ctrl-C (SIGINT, also SIGTERM) during a run with `--out`: removes the temporary files of
+/// every name the run may be writing, so that an interrupted run leaves nothing behind, and exits
+/// with status 130 as a shell does for a process ended by SIGINT. The final names are never
+/// touched: they are written only by the rename at the very end of a run.
+fn remove_partials_on_interrupt(dir: &Path) {
+    let dir = dir.to_owned();
+    // Only one handler can be installed per process; a second run in the same process (tests)
+    // keeps the first, whose directory is the one that matters to the signal.
+    let _ = ctrlc::set_handler(move || {
+        INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);
+        for name in OUT_NAMES {
+            let _ = std::fs::remove_file(dir.join(format!(".{name}.partial")));
+        }
+        // Standard error may be locked by the run for its whole length: write through a handle
+        // of our own rather than wait for that lock.
+        if let Ok(mut err) = std::fs::OpenOptions::new().append(true).open("/dev/stderr") {
+            let _ = writeln!(
+                err,
+                "interrupted: nothing of this run was kept in {}",
+                dir.display()
+            );
+        }
+        std::process::exit(130);
+    });
 }
 
 impl Drop for OutFiles {

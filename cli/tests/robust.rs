@@ -583,3 +583,53 @@ fn the_summary_reads_right_in_small_cases() {
     assert!(text.contains("ber = 1e-10"), "{text}");
     assert!(!text.contains("0.0000000001"), "{text}");
 }
+
+/// Ctrl-C during a run with `--out` leaves nothing behind: no file under a final name, no
+/// temporary file, and the exit status a shell gives a process ended by SIGINT.
+#[test]
+fn an_interrupted_run_keeps_nothing() {
+    let dir = temp_dir("sigint");
+    let out_dir = dir.join("out");
+    // Small to build, long to run: a large all-to-all on 4 GPUs.
+    let file = write(
+        &dir,
+        "s.toml",
+        "seed = 1\n[topology]\ngpus = 4\nstacks = 1\nports_per_stack = 2\n\
+         [[traffic]]\nkind = \"all_to_all\"\nbytes_per_pair = 16777216\niterations = 64\n",
+    );
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_ethlink"))
+        .args(["run", "--no-progress", "--scenario", &file, "--out"])
+        .arg(&out_dir)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("ethlink runs");
+    // The capture is opened under its temporary name before the simulation starts; the default
+    // scenario then runs for seconds.
+    let partial = out_dir.join(".capture.pcapng.partial");
+    let mut waited = 0;
+    while !partial.exists() && waited < 600 {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        waited += 1;
+    }
+    assert!(partial.exists(), "the run never opened its capture");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let killed = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(killed.success());
+    let out = child.wait_with_output().expect("the run ends");
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("interrupted"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(listing(&out_dir).is_empty(), "{:?}", listing(&out_dir));
+}
