@@ -1,0 +1,26 @@
+//! Every link-end case against the reference (with a per-case report) and against each link
+//! mutant: every mutant must fail at least one case.
+
+use ethlink_conformance::cases;
+use ethlink_conformance::device::Device;
+use ethlink_conformance::reference::RefLinkEnd;
+use ethlink_conformance::runner::run_case;
+use ethlink_conformance::{Role, Verdict};
+
+#[test]
+fn link_cases_report_against_the_reference() {
+    let mut dut = RefLinkEnd::default();
+    let desc = dut.hello().unwrap();
+    let mut bad = Vec::new();
+    for case in cases::all().iter().filter(|c| c.role == Role::LinkEnd) {
+        let r = run_case(&mut dut, &desc, case);
+        println!(
+            "{} {:?} {} us {:?} {:?}",
+            case.id, r.verdict, r.wall_us, r.failure, r.message
+        );
+        if r.verdict != Verdict::Pass {
+            bad.push(case.id);
+        }
+    }
+    assert!(bad.is_empty(), "failing: {bad:?}");
+}
