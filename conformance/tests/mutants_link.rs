@@ -24,3 +24,36 @@ fn link_cases_report_against_the_reference() {
     }
     assert!(bad.is_empty(), "failing: {bad:?}");
 }
+
+#[test]
+fn every_link_mutant_fails_a_link_case() {
+    let link_cases: Vec<_> = cases::all()
+        .into_iter()
+        .filter(|c| c.role == Role::LinkEnd)
+        .collect();
+    let mutants = ethlink_conformance::mutants::link::mutants();
+    assert!(mutants.len() >= 8);
+    let mut survivors = Vec::new();
+    for (name, make) in mutants {
+        let mut dut = make();
+        let desc = dut.hello().unwrap();
+        let caught: Vec<String> = link_cases
+            .iter()
+            .filter_map(|case| {
+                let r = run_case(dut.as_mut(), &desc, case);
+                (r.verdict == Verdict::Fail).then(|| {
+                    let f = r.failure.map(|f| f.req).unwrap_or("?");
+                    format!("{} ({f})", case.id)
+                })
+            })
+            .collect();
+        println!("mutant {name}: caught by {}", caught.join(", "));
+        if caught.is_empty() {
+            survivors.push(name);
+        }
+    }
+    assert!(
+        survivors.is_empty(),
+        "mutants no case caught: {survivors:?}"
+    );
+}
