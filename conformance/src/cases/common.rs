@@ -479,6 +479,9 @@ pub struct Raw {
     pub peer: InitRepr,
     /// What the device sent from the INIT_ECHO that brought it UP until the bring-up returned.
     pub after_up: Vec<Sent>,
+    /// The outputs of the device from the INIT_ECHO until the bring-up returned (link-up
+    /// included).
+    pub outs: Vec<Output>,
 }
 
 /// Resets the device with `link`, brings its physical link up on a raw port and reads its first
@@ -546,6 +549,7 @@ pub fn raw_finish(ctx: &mut Ctx<'_>, dut: InitRepr, peer: InitRepr) -> Result<Ra
         dut_init: i,
         peer,
         after_up,
+        outs,
     })
 }
 

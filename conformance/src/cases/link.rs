@@ -408,6 +408,126 @@ pub fn cases() -> Vec<Case> {
             &["LINK-1-1", "LINK-7-1"],
             tx_counters,
         ),
+        le(
+            "LE-INIT-10",
+            "the agreed VCs, MFS and LLR window are the smaller of the two: DATA on a VC the \
+             peer lacks is not agreed, frames too long for the peer or on its missing VCs are \
+             reported lost, the window bounds both directions",
+            &["LINK-2-4", "LINK-3-3", "LINK-4-5", "LINK-4-11", "LINK-4-3"],
+            agreement,
+        ),
+        le(
+            "LE-INIT-11",
+            "a configuration whose grant cannot hold one frame of its own MFS is refused, or \
+             never announced",
+            &["LINK-2-13"],
+            own_grant_checked,
+        ),
+        le(
+            "LE-INIT-12",
+            "physical down: link down, replay buffer of unknown fate, nothing sent and every \
+             frame discarded as not UP while down; physical up: INIT at once with a new nonce",
+            &[
+                "LINK-6-3",
+                "LINK-6-1",
+                "LINK-2-11",
+                "LINK-2-1",
+                "LINK-2-9",
+                "LINK-6-2",
+            ],
+            physical_down,
+        ),
+        le(
+            "LE-INIT-13",
+            "a peer announcing the reserved role 3 and every capability and reserved bit is \
+             answered and brought UP",
+            &[
+                "CLS-2-3",
+                "WIRE-4.5-3",
+                "WIRE-1.2-2",
+                "LINK-2-2",
+                "LINK-2-3",
+            ],
+            any_role_accepted,
+        ),
+        le(
+            "LE-LLR-18",
+            "the replay count returns to 0 on acknowledgement progress: FLUSH comes only after \
+             replay_count_max + 1 replays without progress",
+            &["LINK-3-7", "LINK-3-13", "LINK-3-6"],
+            count_resets,
+        ),
+        le(
+            "LE-LLR-19",
+            "frames due together go in the order ACK, CF, retransmitted DATA, new DATA",
+            &["LINK-3-15"],
+            transmit_order,
+        ),
+        Case {
+            level: Level::Should,
+            ..le(
+                "LE-LLR-20",
+                "ACK_REQ is set on the new frame that brings the replay buffer to half of \
+                 replay_max_frames",
+                &["LINK-3-16"],
+                ack_req_at_half,
+            )
+        },
+        Case {
+            level: Level::Should,
+            ..le(
+                "LE-LLR-21",
+                "new frames are taken from the VCs in round-robin order",
+                &["LINK-3-17"],
+                round_robin,
+            )
+        },
+        le(
+            "LE-CBFC-10",
+            "a CF for cf_min_credits waits cf_min_interval after the previous CF; control frames \
+             go while no credit is left",
+            &["LINK-5-5", "LINK-5-9"],
+            cf_min_interval,
+        ),
+        le(
+            "LE-CNT-3",
+            "a credit stall is counted when it begins and its length when a frame of the VC is \
+             sent",
+            &["LINK-7-4"],
+            credit_stall,
+        ),
+        le(
+            "LE-TX-1",
+            "every frame the device sends has a good FCS, EtherType 0x88B5, version 1, a unicast \
+             source, zero reserved fields, zero padding to exactly 64 B, the size of its kind, \
+             fields in range, no tag and no stomp",
+            &[
+                "WIRE-1.1-1",
+                "WIRE-1.2-1",
+                "WIRE-2.1-1",
+                "WIRE-2.3-1",
+                "WIRE-2.4-1",
+                "WIRE-2.4-4",
+                "WIRE-2.5-1",
+                "WIRE-2.5-2",
+                "WIRE-3-1",
+                "WIRE-3-7",
+                "WIRE-4-1",
+                "WIRE-4.3-1",
+                "WIRE-4.5-1",
+                "WIRE-4.5-7",
+                "CLS-3-2",
+                "CLS-3-3",
+            ],
+            tx_format,
+        ),
+        le(
+            "LE-RX-10",
+            "the receive pipeline checks size, FCS, EtherType, version and kind in that order and \
+             counts a frame at the first check it fails",
+            &["WIRE-7-1", "WIRE-2.5-3"],
+            pipeline_order,
+        ),
     ]
 }
 
@@ -2269,4 +2389,642 @@ fn tx_counters(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         ),
         (3, 3 * 252, 2),
     )
+}
+
+// ----- more bring-up ------------------------------------------------------------------------------
+
+fn agreement(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    let dut = raw_start(ctx, quiet())?;
+    let mut peer = raw_init(ctx, RAW_NONCE);
+    peer.vcs = 2;
+    peer.window = 16;
+    peer.mfs = 512;
+    peer.credits = [512, 512, 0, 0, 0, 0, 0, 0];
+    // Queued before UP: one frame on VC 3, which the peer lacks, one too long for its MFS.
+    submit(ctx, 3, &payload(100, 30))?;
+    submit(ctx, 0, &payload(600, 31))?;
+    let up = raw_finish(ctx, dut, peer)?;
+    let sent = [up.after_up, wait(ctx, 100)?].concat();
+    no_data(
+        &sent,
+        "LINK-2-4",
+        "a frame on VC 3 and a frame of 624 B above the agreed 512",
+    )?;
+    let mut l = lost(&up.outs);
+    l.extend(lost(&ctx.take_outputs()));
+    l.sort();
+    check_eq(
+        "LINK-2-4",
+        "frames reported lost",
+        l,
+        vec![
+            ("exceeds_peer_mfs".to_owned(), 31),
+            ("vc_not_agreed".to_owned(), 30),
+        ],
+    )?;
+    for t in 0..20 {
+        submit(ctx, 0, &payload(100, t))?;
+    }
+    let sent = wait(ctx, 100)?;
+    check_eq(
+        "LINK-3-3",
+        "DATA sent with an agreed window of 16",
+        data_of(&sent),
+        (0..16).map(|s| (s, 0, s)).collect(),
+    )?;
+    for s in 0..3 {
+        accepted(ctx, &data_len(0, s, 128, s), 0, "LINK-4-1")?;
+    }
+    let sent = counted_as(ctx, &data_len(2, 3, 128, 3), "rx_vc_not_agreed", "LINK-2-4")?;
+    no_nack(&sent, "LINK-4-11", "VC 2 is not agreed")?;
+    // Expected 4: 16 behind is 0xFFFF4, a duplicate; 0xFFFF3 is a gap.
+    let sent = counted_as(ctx, &data_len(0, 0xFFFF4, 128, 9), "duplicates", "LINK-2-4")?;
+    check_eq("LINK-4-16", "ACKs after a duplicate", acks(&sent), vec![3])?;
+    let sent = counted_as(
+        ctx,
+        &data_len(0, 0xFFFF3, 128, 9),
+        "discarded_after_nack",
+        "LINK-2-4",
+    )?;
+    one_nack(&sent, 3, "LINK-4-3")
+}
+
+fn own_grant_checked(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    let link = LinkParams {
+        credit_size: Some(64),
+        rx_credits: Some(4),
+        mfs: Some(9216),
+        ..LinkParams::default()
+    };
+    match ctx.reset(&setup(link)) {
+        Err(Stop::Unsupported(_)) => return Ok(()),
+        Err(e) => return Err(e),
+        Ok(_) => {}
+    }
+    ctx.request(&Request::PhysicalUp { port: 0 })?;
+    let sent = wait(ctx, 100)?;
+    for s in &sent {
+        if let Frm::Init(i) = s.frame {
+            let need = (u32::from(i.mfs) + u32::from(i.credit_overhead))
+                .div_ceil(u32::from(i.credit_size));
+            let short: Vec<u32> = i.credits[..usize::from(i.vcs)]
+                .iter()
+                .copied()
+                .filter(|g| *g < need)
+                .collect();
+            check(
+                short.is_empty(),
+                "LINK-2-13",
+                format!("grants of at least {need} credits"),
+                || {
+                    format!(
+                        "the device took 4 credits of 64 B with an MFS of 9216 and announces {short:?}"
+                    )
+                },
+            )?;
+        }
+    }
+    Ok(())
+}
+
+fn physical_down(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    let raw = raw_up(ctx, quiet())?;
+    submit(ctx, 0, &payload(100, 1))?;
+    wait(ctx, 100)?;
+    ctx.request(&Request::PhysicalDown { port: 0 })?;
+    let sent = wait(ctx, 3_000)?;
+    let outs = ctx.take_outputs();
+    check_eq(
+        "LINK-6-3",
+        "link events",
+        link_events(&outs),
+        vec!["down:physical".to_owned()],
+    )?;
+    check_eq(
+        "LINK-6-1",
+        "frames reported lost",
+        lost(&outs),
+        vec![("unknown_fate".to_owned(), 1)],
+    )?;
+    check(
+        sent.is_empty(),
+        "LINK-2-1",
+        "nothing sent while physically down",
+        || format!("{:?}", sent.iter().map(|s| &s.frame).collect::<Vec<_>>()),
+    )?;
+    let sent = counted_as(ctx, &init(raw.peer), "rx_not_up", "LINK-2-11")?;
+    check(
+        sent.is_empty(),
+        "LINK-2-11",
+        "no answer while physically down",
+        || format!("{:?}", sent.iter().map(|s| &s.frame).collect::<Vec<_>>()),
+    )?;
+    counted_as(ctx, &data_len(0, 0, 128, 0), "rx_not_up", "LINK-2-11")?;
+    submit(ctx, 0, &payload(100, 2))?;
+    ctx.request(&Request::PhysicalUp { port: 0 })?;
+    let sent = wait(ctx, 100)?;
+    let new = sent
+        .iter()
+        .find_map(|s| match s.frame {
+            Frm::Init(i) => Some(i),
+            _ => None,
+        })
+        .ok_or_else(|| Stop::fail("LINK-2-1", "INIT at once on physical up", "none"))?;
+    check(
+        new.nonce != raw.dut_nonce && new.nonce != 0,
+        "LINK-2-9",
+        "a new non-zero nonce",
+        || format!("{:#x}, as before", new.nonce),
+    )?;
+    let up = raw_finish(ctx, new, raw.peer)?;
+    let sent = [up.after_up, wait(ctx, 100)?].concat();
+    check_eq(
+        "LINK-6-2",
+        "DATA after UP again",
+        data_of(&sent),
+        vec![(0, 0, 2)],
+    )
+}
+
+fn any_role_accepted(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    let dut = raw_start(ctx, quiet())?;
+    let peer = raw_init(ctx, RAW_NONCE);
+    let mut i = init(peer);
+    i[34..36].copy_from_slice(&0xFFFFu16.to_be_bytes());
+    refcs(&mut i);
+    let sent = counted_as(ctx, &i, "inits_received", "CLS-2-3")?;
+    check(
+        sent.iter()
+            .any(|s| matches!(s.frame, Frm::InitEcho(e, _) if e == peer.nonce)),
+        "CLS-2-3",
+        "an INIT_ECHO for an INIT of role 3 with every capability bit",
+        || "none".into(),
+    )?;
+    let mut e = init_echo(dut.nonce, peer);
+    e[34..36].copy_from_slice(&0xFFFFu16.to_be_bytes());
+    refcs(&mut e);
+    counted_as(ctx, &e, "init_echoes_received", "CLS-2-3")?;
+    let ev = link_events(&ctx.take_outputs());
+    check_eq("CLS-2-3", "link events", ev, vec!["up".to_owned()])
+}
+
+// ----- more link-level retry ------------------------------------------------------------------------
+
+fn count_resets(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    raw_up(
+        ctx,
+        LinkParams {
+            replay_timer_ns: Some(2_000),
+            replay_count_max: Some(2),
+            ..quiet()
+        },
+    )?;
+    for t in 0..3 {
+        submit(ctx, 0, &payload(200, t))?;
+    }
+    let t0 = ctx.now();
+    let sent = wait(ctx, 4_500)?;
+    check_eq(
+        "LINK-3-11",
+        "frames and two replays",
+        data_of(&sent).len(),
+        9,
+    )?;
+    send(ctx, &ack(0))?;
+    let sent = wait(ctx, (t0 + 9_000).saturating_sub(ctx.now()))?;
+    check_eq(
+        "LINK-3-7",
+        "two more replays of frames 1 and 2 after the ACK of frame 0",
+        data_of(&sent),
+        vec![(1, 1, 1), (2, 1, 2), (1, 1, 1), (2, 1, 2)],
+    )?;
+    let ev = link_events(&ctx.take_outputs());
+    check(
+        ev.is_empty(),
+        "LINK-3-7",
+        "no FLUSH: the count restarted at the ACK",
+        || format!("{ev:?}"),
+    )?;
+    wait(ctx, 2_000)?;
+    let outs = ctx.take_outputs();
+    check_eq(
+        "LINK-3-13",
+        "link events after a third replay without progress",
+        link_events(&outs),
+        vec!["down:flush".to_owned()],
+    )?;
+    check_eq(
+        "LINK-6-1",
+        "frames reported lost",
+        lost(&outs),
+        vec![
+            ("unknown_fate".to_owned(), 1),
+            ("unknown_fate".to_owned(), 2),
+        ],
+    )
+}
+
+fn transmit_order(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    raw_up(ctx, quiet())?;
+    accepted(ctx, &data_len(0, 0, 128, 0), 0, "LINK-4-1")?;
+    for t in 0..2 {
+        submit(ctx, 0, &payload(200, t))?;
+    }
+    wait(ctx, 100)?;
+    ctx.inject(0, &data_len(0, 0, 128, 0))?;
+    ctx.inject(0, &cc(&[(0, 2)]))?;
+    ctx.inject(0, &nack(0xFFFFF))?;
+    submit(ctx, 0, &payload(200, 2))?;
+    let sent = wait(ctx, 50)?;
+    let kinds: Vec<String> = sent
+        .iter()
+        .map(|s| match &s.frame {
+            Frm::Data { seq, flags, .. } if flags & 1 == 1 => format!("DATA {seq} R"),
+            Frm::Data { seq, .. } => format!("DATA {seq}"),
+            Frm::Ack(n) => format!("ACK {n}"),
+            Frm::Nack(n) => format!("NACK {n}"),
+            Frm::Cf(_) => "CF".into(),
+            Frm::Cc(_) => "CC".into(),
+            other => format!("{other:?}"),
+        })
+        .collect();
+    check_eq(
+        "LINK-3-15",
+        "frames due together",
+        kinds,
+        ["ACK 0", "CF", "DATA 0 R", "DATA 1 R", "DATA 2"]
+            .iter()
+            .map(|s| (*s).to_owned())
+            .collect(),
+    )
+}
+
+fn ack_req_at_half(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    raw_up(
+        ctx,
+        LinkParams {
+            replay_max_frames: Some(4),
+            ..quiet()
+        },
+    )?;
+    for t in 0..4 {
+        submit(ctx, 0, &payload(100, t))?;
+    }
+    let sent = wait(ctx, 100)?;
+    let flags: Vec<(u32, u8)> = sent
+        .iter()
+        .filter_map(|s| match s.frame {
+            Frm::Data { seq, flags, .. } => Some((seq, flags)),
+            _ => None,
+        })
+        .collect();
+    check(
+        flags.iter().any(|f| *f == (1, 0x02)),
+        "LINK-3-16",
+        "ACK_REQ on frame 1, which brings the buffer to 2 of 4",
+        || format!("(seq, flags) {flags:?}"),
+    )
+}
+
+fn round_robin(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    raw_up(ctx, quiet())?;
+    for t in 0..3 {
+        submit(ctx, 0, &payload(100, t))?;
+    }
+    for t in 0..3 {
+        submit(ctx, 1, &payload(100, 10 + t))?;
+    }
+    let sent = wait(ctx, 100)?;
+    let vcs: Vec<u8> = sent
+        .iter()
+        .filter_map(|s| match s.frame {
+            Frm::Data { vc, .. } => Some(vc),
+            _ => None,
+        })
+        .collect();
+    check(
+        vcs.len() == 6 && vcs.windows(2).all(|w| w[0] != w[1]),
+        "LINK-3-17",
+        "VCs 0 and 1 alternating",
+        || format!("VCs {vcs:?}"),
+    )
+}
+
+// ----- more credit-based flow control ---------------------------------------------------------------
+
+fn cf_min_interval(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    raw_up(
+        ctx,
+        LinkParams {
+            cf_min_credits: Some(4),
+            cf_min_interval_ns: Some(1_000),
+            ..quiet()
+        },
+    )?;
+    wait(ctx, 2_000)?;
+    let sent = accepted(ctx, &data_len(0, 0, 256, 0), 0, "LINK-5-4")?;
+    let c = cfs(&sent);
+    check(
+        c.len() == 1 && c[0].1[0] == Some(4),
+        "LINK-5-5",
+        "a CF carrying 4 once 4 credits are freed",
+        || format!("CFs {c:?}"),
+    )?;
+    let t1 = c[0].0;
+    accepted(ctx, &data_len(0, 1, 256, 1), 0, "LINK-5-4")?;
+    let sent = wait(ctx, 1_200)?;
+    let c: Vec<(u64, Option<u32>)> = cfs(&sent).iter().map(|c| (c.0 - t1, c.1[0])).collect();
+    check(
+        c.len() == 1 && c[0].1 == Some(8) && (1_000..=1_100).contains(&c[0].0),
+        "LINK-5-5",
+        "the next CF, carrying 8, cf_min_interval (1000 ns) after the first",
+        || format!("CFs (ns after the first, VC 0) {c:?}"),
+    )
+}
+
+fn credit_stall(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    let dut = raw_start(ctx, quiet())?;
+    let peer = small_peer(ctx, [5, 512, 512, 512, 0, 0, 0, 0], 0);
+    raw_finish(ctx, dut, peer)?;
+    submit(ctx, 0, &payload(228, 0))?;
+    submit(ctx, 0, &payload(228, 1))?;
+    let sent = wait(ctx, 100)?;
+    check_eq(
+        "LINK-5-2",
+        "DATA within 5 credits",
+        data_of(&sent),
+        vec![(0, 0, 0)],
+    )?;
+    check_eq(
+        "LINK-7-4",
+        "credit_stalls.vc0",
+        ctx.counter("credit_stalls.vc0")?,
+        1,
+    )?;
+    let t_first = sent.first().map_or(0, |s| s.time);
+    send(ctx, &ack(0))?;
+    wait(ctx, 900)?;
+    let sent = send(ctx, &cf(&[(0, 4)]))?;
+    check_eq(
+        "LINK-5-6",
+        "DATA after CF 4",
+        data_of(&sent),
+        vec![(1, 0, 1)],
+    )?;
+    let t_second = sent
+        .iter()
+        .find(|s| s.frame.is_data())
+        .map_or(0, |s| s.time);
+    let ns = ctx.counter("credit_stall_ns.vc0")?;
+    let want = t_second - t_first;
+    check(
+        ns + 100 >= want && ns <= want + 100,
+        "LINK-7-4",
+        format!("credit_stall_ns.vc0 of {want} ns (from the first frame to the stalled one)"),
+        || format!("{ns}"),
+    )?;
+    check_eq(
+        "LINK-7-4",
+        "credit_stalls.vc0",
+        ctx.counter("credit_stalls.vc0")?,
+        1,
+    )
+}
+
+// ----- transmit format and pipeline order --------------------------------------------------------------
+
+/// Checks the format of one frame the device sent (untagged: the reference declares no TAGGED).
+fn tx_frame_ok(b: &[u8], tagged_ok: bool) -> Result<(), Stop> {
+    let n = b.len();
+    let show = || hex::encode(b);
+    check(n >= 64, "WIRE-2.4-1", "at least 64 bytes", || show())?;
+    check(
+        ethlink_protocol::fcs::check(b),
+        "WIRE-2.5-1",
+        "a good FCS",
+        || show(),
+    )?;
+    let tagged = b[12..14] == [0x81, 0x00];
+    check(
+        !tagged || tagged_ok,
+        "CLS-3-2",
+        "no 802.1Q tag without TAGGED",
+        || show(),
+    )?;
+    if tagged {
+        return Ok(());
+    }
+    check(
+        b[12..14] == [0x88, 0xB5],
+        "WIRE-2.1-1",
+        "EtherType 0x88B5",
+        || show(),
+    )?;
+    check(
+        b[6] & 1 == 0,
+        "WIRE-2.3-1",
+        "a unicast source address",
+        || show(),
+    )?;
+    check(b[14] >> 4 == 1, "WIRE-3-1", "version 1", || show())?;
+    let f = decode(b);
+    check(
+        f != Frm::Bad,
+        "WIRE-4.5-1",
+        "a frame that parses, fields in range",
+        || show(),
+    )?;
+    let zero = |r: std::ops::Range<usize>| b[r].iter().all(|x| *x == 0);
+    match &f {
+        Frm::Data { payload, .. } => {
+            check(
+                b[15] & 0x1C == 0,
+                "WIRE-1.2-1",
+                "reserved flag bits zero",
+                || show(),
+            )?;
+            check(
+                b[16] & 0xFF == 0 && b[17] & 0xF0 == 0,
+                "WIRE-1.2-1",
+                "reserved sequence bits zero",
+                || show(),
+            )?;
+            let end = 20 + payload.len();
+            check(
+                n == (end + 4).max(64),
+                "WIRE-2.4-4",
+                "no byte after the body but padding",
+                || show(),
+            )?;
+            check(zero(end..n - 4), "WIRE-2.4-1", "zero padding", || show())?;
+        }
+        Frm::Ack(_) | Frm::Nack(_) => {
+            check(
+                b[15] == 0,
+                "WIRE-3-7",
+                "VC and flags zero in a control frame",
+                || show(),
+            )?;
+            check(
+                b[16] == 0 && b[17] & 0xF0 == 0,
+                "WIRE-1.2-1",
+                "reserved sequence bits zero",
+                || show(),
+            )?;
+            check(
+                n == 64 && zero(20..60),
+                "WIRE-4-1",
+                "64 bytes, zero padding",
+                || show(),
+            )?;
+        }
+        Frm::Cf(e) | Frm::Cc(e) => {
+            check(
+                b[15] == 0 && zero(16..20),
+                "WIRE-3-7",
+                "no sequence number, VC or flags",
+                || show(),
+            )?;
+            check(
+                n == 64 && zero(56..60) && zero(21..24),
+                "WIRE-4-1",
+                "64 bytes, zero padding and reserved bytes",
+                || show(),
+            )?;
+            for (v, entry) in e.iter().enumerate() {
+                let at = 24 + 4 * v;
+                match entry {
+                    None => check(
+                        zero(at..at + 4),
+                        "WIRE-4.3-1",
+                        "entries outside the mask zero",
+                        || show(),
+                    )?,
+                    Some(_) => check(
+                        b[at] == 0 && b[at + 1] & 0xF0 == 0,
+                        "WIRE-1.2-1",
+                        "reserved entry bits zero",
+                        || show(),
+                    )?,
+                }
+            }
+        }
+        Frm::Init(i) | Frm::InitEcho(_, i) => {
+            check(
+                b[15] == 0 && zero(16..20),
+                "WIRE-3-7",
+                "no sequence number, VC or flags",
+                || show(),
+            )?;
+            check(n == 76, "WIRE-4-1", "76 bytes", || show())?;
+            check(
+                b[34] >> 6 != 3,
+                "WIRE-4.5-7",
+                "not the reserved role 3",
+                || show(),
+            )?;
+            check(
+                b[36] == 0 && b[37] & 0xF0 == 0,
+                "WIRE-1.2-1",
+                "reserved window bits zero",
+                || show(),
+            )?;
+            for v in 0..8 {
+                let at = 40 + 4 * v;
+                let ok = if v < usize::from(i.vcs) {
+                    b[at] == 0 && b[at + 1] & 0xF0 == 0
+                } else {
+                    zero(at..at + 4)
+                };
+                check(
+                    ok,
+                    "WIRE-1.2-1",
+                    "reserved grant bits and entries zero",
+                    || show(),
+                )?;
+            }
+        }
+        Frm::Bad => {}
+    }
+    Ok(())
+}
+
+fn tx_format(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    raw_up(
+        ctx,
+        LinkParams {
+            vcs: Some(2),
+            cc_interval_ns: Some(2_000),
+            ..quiet()
+        },
+    )?;
+    send(ctx, &flagged(data_len(0, 0, 128, 0), 0x02))?;
+    send(ctx, &data_len(0, 2, 128, 2))?;
+    submit(ctx, 1, &payload(17, 1))?;
+    submit(ctx, 0, &payload(300, 2))?;
+    wait(ctx, 100)?;
+    send(ctx, &nack(0xFFFFF))?;
+    send(ctx, &cc(&[(0, 2)]))?;
+    send(ctx, &ack(1))?;
+    wait(ctx, 3_000)?;
+    let tagged_ok = ctx.has_cap("tagged");
+    let frames: Vec<Vec<u8>> = ctx
+        .log()
+        .iter()
+        .filter(|l| l.from_dut)
+        .map(|l| l.bytes.clone())
+        .collect();
+    let mut kinds = std::collections::BTreeSet::new();
+    for b in &frames {
+        tx_frame_ok(b, tagged_ok)?;
+        kinds.insert(b.get(14).map_or(0xFF, |k| k & 0x0F));
+    }
+    if kinds.len() != 7 {
+        return Err(Stop::Inconclusive(format!(
+            "the exchange made the device send the kinds {kinds:?} only"
+        )));
+    }
+    Ok(())
+}
+
+fn pipeline_order(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    raw_up(
+        ctx,
+        LinkParams {
+            mfs: Some(1024),
+            ..quiet()
+        },
+    )?;
+    let foreign = |mut f: Vec<u8>| {
+        f[12] = 0x08;
+        f[13] = 0x00;
+        refcs(&mut f);
+        f
+    };
+    let version = |mut f: Vec<u8>| {
+        f[14] = 0x20 | (f[14] & 0x0F);
+        refcs(&mut f);
+        f
+    };
+    let kind9 = |mut f: Vec<u8>| {
+        f[14] = (f[14] & 0xF0) | 0x09;
+        refcs(&mut f);
+        f
+    };
+    let mut runt = data_len(0, 0, 128, 0);
+    runt.truncate(60);
+    let runt = bad_fcs(runt);
+    let steps: Vec<(Vec<u8>, &str)> = vec![
+        (runt, "rx_damaged"),
+        (bad_fcs(data_len(0, 0, 1028, 0)), "rx_damaged"),
+        (bad_fcs(foreign(data_len(0, 0, 128, 0))), "rx_fcs_errors"),
+        (stomped_frame(foreign(data_len(0, 0, 128, 0))), "rx_stomped"),
+        (foreign(version(data_len(0, 0, 128, 0))), "rx_foreign"),
+        (version(kind9(ack(0xFFFFF))), "rx_bad_version"),
+        (kind9(data_len(0, 0, 128, 0)), "rx_unknown_kind"),
+    ];
+    for (f, name) in steps {
+        counted_as(ctx, &f, name, "WIRE-7-1")?;
+    }
+    Ok(())
 }
