@@ -302,7 +302,7 @@ pub fn cases() -> Vec<Case> {
         le(
             "LE-CBFC-6",
             "a CC recovers the credits it shows leaked and a CF follows at once; an entry for a \
-             VC not agreed is counted stale",
+             VC not agreed or behind received is counted stale",
             &["LINK-5-8", "LINK-5-13"],
             cc_recovers,
         ),
@@ -390,8 +390,9 @@ pub fn cases() -> Vec<Case> {
         ),
         le(
             "LE-RX-9",
-            "reserved flag and sequence bits of a DATA frame and reserved CF bytes are ignored",
-            &["WIRE-1.2-2", "WIRE-4.3-3"],
+            "reserved flag and sequence bits of a DATA frame and reserved CF bytes are ignored; \
+             a CF with an empty mask is taken; any destination address is accepted",
+            &["WIRE-1.2-2", "WIRE-4.3-3", "WIRE-4.3-2", "WIRE-2.3-2"],
             reserved_ignored,
         ),
         le(
@@ -489,6 +490,16 @@ pub fn cases() -> Vec<Case> {
             &["LINK-5-5", "LINK-5-9"],
             cf_min_interval,
         ),
+        Case {
+            level: Level::Should,
+            ..le(
+                "LE-INIT-14",
+                "frames go to 01:80:C2:00:00:0E until the peer's address is learned from its \
+                 INIT, then to it; after physical down to 01:80:C2:00:00:0E again",
+                &["WIRE-2.3-2", "LINK-2-15"],
+                peer_address,
+            )
+        },
         le(
             "LE-CNT-3",
             "a credit stall is counted when it begins and its length when a frame of the VC is \
@@ -1967,7 +1978,20 @@ fn cc_recovers(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
     )?;
     let c: Vec<[Option<u32>; 8]> = cfs(&sent).into_iter().map(|c| c.1).collect();
     let want = [Some(7), Some(0), None, None, None, None, None, None];
-    check_eq("LINK-5-13", "CFs at once after the CC", c, vec![want])
+    check_eq("LINK-5-13", "CFs at once after the CC", c, vec![want])?;
+    // received[1] is 2 after a frame of 128 B; a CC carrying 1 is behind it.
+    accepted(ctx, &data_len(1, 0, 128, 0), 1, "LINK-5-4")?;
+    let before = ctx.counters()?;
+    counted_as(ctx, &cc(&[(1, 1)]), "cc_received", "LINK-5-8")?;
+    check_eq(
+        "LINK-5-8",
+        "(stale_cc_entries, credits_recovered.vc1) after a CC entry behind received",
+        (
+            counter_delta(ctx, &before, "stale_cc_entries")?,
+            counter_delta(ctx, &before, "credits_recovered.vc1")?,
+        ),
+        (1, 0),
+    )
 }
 
 fn cf_stale_and_repair(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
@@ -2310,12 +2334,23 @@ fn reserved_ignored(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
     c[20 + 4 + 4 * 7] = 0x12;
     refcs(&mut c);
     counted_as(ctx, &c, "cf_received", "WIRE-1.2-2")?;
-    accepted(ctx, &data_len(0, 1, 128, 4), 0, "WIRE-1.2-2")?;
+    // A CF with an empty mask is taken and carries nothing.
+    let sent = counted_as(ctx, &cf(&[]), "cf_received", "WIRE-4.3-2")?;
+    no_data(&sent, "WIRE-4.3-2", "nothing was submitted")?;
+    // Any destination address is accepted.
+    let mut f = data_len(0, 1, 128, 4);
+    f[0..6].fill(0xFF);
+    refcs(&mut f);
+    accepted(ctx, &f, 0, "WIRE-2.3-2")?;
+    let mut f = data_len(0, 2, 128, 5);
+    f[0..6].copy_from_slice(&[0x02, 0x99, 0x99, 0x99, 0x99, 0x99]);
+    refcs(&mut f);
+    accepted(ctx, &f, 0, "WIRE-2.3-2")?;
     check_eq(
         "WIRE-1.2-2",
         "delivered tags",
         delivered_tags(ctx),
-        vec![3, 4],
+        vec![3, 4, 5],
     )
 }
 
@@ -3027,4 +3062,59 @@ fn pipeline_order(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         counted_as(ctx, &f, name, "WIRE-7-1")?;
     }
     Ok(())
+}
+
+fn dst_of(sent: &[Sent]) -> Vec<[u8; 6]> {
+    sent.iter()
+        .map(|s| {
+            let mut d = [0u8; 6];
+            d.copy_from_slice(&s.bytes[..6]);
+            d
+        })
+        .collect()
+}
+
+fn peer_address(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    const LOCAL: [u8; 6] = [0x01, 0x80, 0xC2, 0x00, 0x00, 0x0E];
+    let peer_addr = peer_mac(0).0;
+    let dut = raw_start(ctx, quiet())?;
+    let d = dst_of(
+        &ctx.log()
+            .iter()
+            .filter(|l| l.from_dut)
+            .map(|l| Sent {
+                time: l.time_ns,
+                frame: Frm::Bad,
+                bytes: l.bytes.clone(),
+            })
+            .collect::<Vec<_>>(),
+    );
+    check(
+        d.iter().all(|a| *a == LOCAL),
+        "WIRE-2.3-2",
+        "INIT to 01:80:C2:00:00:0E",
+        || format!("{d:x?}"),
+    )?;
+    let peer = raw_init(ctx, RAW_NONCE);
+    let up = raw_finish(ctx, dut, peer)?;
+    submit(ctx, 0, &payload(100, 0))?;
+    let sent = [up.after_up, wait(ctx, 100)?].concat();
+    let d = dst_of(&sent);
+    check(
+        !d.is_empty() && d.iter().all(|a| *a == peer_addr),
+        "LINK-2-15",
+        "frames to the address of the peer's INIT",
+        || format!("{d:x?}"),
+    )?;
+    ctx.request(&Request::PhysicalDown { port: 0 })?;
+    wait(ctx, 100)?;
+    ctx.request(&Request::PhysicalUp { port: 0 })?;
+    let sent = wait(ctx, 100)?;
+    let d = dst_of(&sent);
+    check(
+        !d.is_empty() && d.iter().all(|a| *a == LOCAL),
+        "LINK-2-15",
+        "after physical down the address is forgotten: INIT to 01:80:C2:00:00:0E",
+        || format!("{d:x?}"),
+    )
 }
