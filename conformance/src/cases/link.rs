@@ -2714,7 +2714,7 @@ fn ack_req_at_half(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         })
         .collect();
     check(
-        flags.iter().any(|f| *f == (1, 0x02)),
+        flags.contains(&(1, 0x02)),
         "LINK-3-16",
         "ACK_REQ on frame 1, which brings the buffer to 2 of 4",
         || format!("(seq, flags) {flags:?}"),
@@ -2832,19 +2832,19 @@ fn credit_stall(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
 fn tx_frame_ok(b: &[u8], tagged_ok: bool) -> Result<(), Stop> {
     let n = b.len();
     let show = || hex::encode(b);
-    check(n >= 64, "WIRE-2.4-1", "at least 64 bytes", || show())?;
+    check(n >= 64, "WIRE-2.4-1", "at least 64 bytes", show)?;
     check(
         ethlink_protocol::fcs::check(b),
         "WIRE-2.5-1",
         "a good FCS",
-        || show(),
+        show,
     )?;
     let tagged = b[12..14] == [0x81, 0x00];
     check(
         !tagged || tagged_ok,
         "CLS-3-2",
         "no 802.1Q tag without TAGGED",
-        || show(),
+        show,
     )?;
     if tagged {
         return Ok(());
@@ -2853,21 +2853,21 @@ fn tx_frame_ok(b: &[u8], tagged_ok: bool) -> Result<(), Stop> {
         b[12..14] == [0x88, 0xB5],
         "WIRE-2.1-1",
         "EtherType 0x88B5",
-        || show(),
+        show,
     )?;
     check(
         b[6] & 1 == 0,
         "WIRE-2.3-1",
         "a unicast source address",
-        || show(),
+        show,
     )?;
-    check(b[14] >> 4 == 1, "WIRE-3-1", "version 1", || show())?;
+    check(b[14] >> 4 == 1, "WIRE-3-1", "version 1", show)?;
     let f = decode(b);
     check(
         f != Frm::Bad,
         "WIRE-4.5-1",
         "a frame that parses, fields in range",
-        || show(),
+        show,
     )?;
     let zero = |r: std::ops::Range<usize>| b[r].iter().all(|x| *x == 0);
     match &f {
@@ -2876,41 +2876,41 @@ fn tx_frame_ok(b: &[u8], tagged_ok: bool) -> Result<(), Stop> {
                 b[15] & 0x1C == 0,
                 "WIRE-1.2-1",
                 "reserved flag bits zero",
-                || show(),
+                show,
             )?;
             check(
-                b[16] & 0xFF == 0 && b[17] & 0xF0 == 0,
+                b[16] == 0 && b[17] & 0xF0 == 0,
                 "WIRE-1.2-1",
                 "reserved sequence bits zero",
-                || show(),
+                show,
             )?;
             let end = 20 + payload.len();
             check(
                 n == (end + 4).max(64),
                 "WIRE-2.4-4",
                 "no byte after the body but padding",
-                || show(),
+                show,
             )?;
-            check(zero(end..n - 4), "WIRE-2.4-1", "zero padding", || show())?;
+            check(zero(end..n - 4), "WIRE-2.4-1", "zero padding", show)?;
         }
         Frm::Ack(_) | Frm::Nack(_) => {
             check(
                 b[15] == 0,
                 "WIRE-3-7",
                 "VC and flags zero in a control frame",
-                || show(),
+                show,
             )?;
             check(
                 b[16] == 0 && b[17] & 0xF0 == 0,
                 "WIRE-1.2-1",
                 "reserved sequence bits zero",
-                || show(),
+                show,
             )?;
             check(
                 n == 64 && zero(20..60),
                 "WIRE-4-1",
                 "64 bytes, zero padding",
-                || show(),
+                show,
             )?;
         }
         Frm::Cf(e) | Frm::Cc(e) => {
@@ -2918,13 +2918,13 @@ fn tx_frame_ok(b: &[u8], tagged_ok: bool) -> Result<(), Stop> {
                 b[15] == 0 && zero(16..20),
                 "WIRE-3-7",
                 "no sequence number, VC or flags",
-                || show(),
+                show,
             )?;
             check(
                 n == 64 && zero(56..60) && zero(21..24),
                 "WIRE-4-1",
                 "64 bytes, zero padding and reserved bytes",
-                || show(),
+                show,
             )?;
             for (v, entry) in e.iter().enumerate() {
                 let at = 24 + 4 * v;
@@ -2933,13 +2933,13 @@ fn tx_frame_ok(b: &[u8], tagged_ok: bool) -> Result<(), Stop> {
                         zero(at..at + 4),
                         "WIRE-4.3-1",
                         "entries outside the mask zero",
-                        || show(),
+                        show,
                     )?,
                     Some(_) => check(
                         b[at] == 0 && b[at + 1] & 0xF0 == 0,
                         "WIRE-1.2-1",
                         "reserved entry bits zero",
-                        || show(),
+                        show,
                     )?,
                 }
             }
@@ -2949,20 +2949,20 @@ fn tx_frame_ok(b: &[u8], tagged_ok: bool) -> Result<(), Stop> {
                 b[15] == 0 && zero(16..20),
                 "WIRE-3-7",
                 "no sequence number, VC or flags",
-                || show(),
+                show,
             )?;
-            check(n == 76, "WIRE-4-1", "76 bytes", || show())?;
+            check(n == 76, "WIRE-4-1", "76 bytes", show)?;
             check(
                 b[34] >> 6 != 3,
                 "WIRE-4.5-7",
                 "not the reserved role 3",
-                || show(),
+                show,
             )?;
             check(
                 b[36] == 0 && b[37] & 0xF0 == 0,
                 "WIRE-1.2-1",
                 "reserved window bits zero",
-                || show(),
+                show,
             )?;
             for v in 0..8 {
                 let at = 40 + 4 * v;
@@ -2975,7 +2975,7 @@ fn tx_frame_ok(b: &[u8], tagged_ok: bool) -> Result<(), Stop> {
                     ok,
                     "WIRE-1.2-1",
                     "reserved grant bits and entries zero",
-                    || show(),
+                    show,
                 )?;
             }
         }
