@@ -69,8 +69,9 @@ pub fn cases() -> Vec<Case> {
         le(
             "LE-INIT-4",
             "an INIT_ECHO for another nonce, and every INIT_ECHO while UP, is ignored and counted; \
-             the echo of the device's own nonce brings it UP",
-            &["LINK-2-3", "LINK-2-17", "LINK-7-3"],
+             the echo of the device's own nonce brings it UP; an INIT of the same peer nonce \
+             while UP is answered and restarts nothing",
+            &["LINK-2-3", "LINK-2-17", "LINK-7-3", "LINK-2-2", "LINK-2-6"],
             foreign_echo_ignored,
         ),
         le(
@@ -926,6 +927,28 @@ fn foreign_echo_ignored(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         ev.is_empty(),
         "LINK-2-17",
         "an INIT_ECHO while UP changes nothing",
+        || format!("{ev:?}"),
+    )?;
+    // While UP, an INIT of the peer's current nonce is answered and restarts nothing.
+    let sent = counted_as(ctx, &init(peer), "inits_received", "LINK-2-2")?;
+    let echoes: Vec<u32> = sent
+        .iter()
+        .filter_map(|s| match s.frame {
+            Frm::InitEcho(e, i) if i.nonce == nonce => Some(e),
+            _ => None,
+        })
+        .collect();
+    check_eq(
+        "LINK-2-2",
+        "INIT_ECHOes while UP (echo nonces)",
+        echoes,
+        vec![peer.nonce],
+    )?;
+    let ev = link_events(&ctx.take_outputs());
+    check(
+        ev.is_empty(),
+        "LINK-2-6",
+        "no re-initialisation for the same nonce",
         || format!("{ev:?}"),
     )
 }

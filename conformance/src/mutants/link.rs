@@ -40,6 +40,10 @@ pub enum Break {
     DuplicateDelivered,
     /// Takes every peer grant as the largest possible (LINK-5-2).
     IgnoresGrant,
+    /// Comes UP on an INIT_ECHO whatever nonce it echoes (LINK-2-3, LINK-2-17).
+    AcceptsForeignEcho,
+    /// Takes an INIT with a new nonce while UP for one of the peer it knows (LINK-2-6).
+    MissesPeerRestart,
 }
 
 /// The reference link end with one [`Break`].
@@ -51,6 +55,7 @@ pub struct Mutant {
     real_nonce: u32,
     extra: Vec<Output>,
     accepted: BTreeMap<u32, (u8, Vec<u8>)>,
+    peer_nonce: Option<u32>,
 }
 
 impl Mutant {
@@ -64,6 +69,7 @@ impl Mutant {
             real_nonce: 0,
             extra: Vec::new(),
             accepted: BTreeMap::new(),
+            peer_nonce: None,
         }
     }
 
@@ -106,6 +112,7 @@ impl Mutant {
                 b[20..24].copy_from_slice(&FIXED_NONCE.to_be_bytes());
                 refcs(&mut b);
             }
+            (_, Frm::Init(i)) => self.real_nonce = i.nonce,
             (Break::FixedNonce, Frm::InitEcho(..)) => {
                 b[20..24].copy_from_slice(&FIXED_NONCE.to_be_bytes());
                 refcs(&mut b);
@@ -116,9 +123,24 @@ impl Mutant {
     }
 
     /// The frame as it reaches the reference.
-    fn incoming(&self, b: &[u8]) -> Vec<u8> {
+    fn incoming(&mut self, b: &[u8]) -> Vec<u8> {
         let mut b = b.to_vec();
         match (self.brk, decode(&b)) {
+            (Break::AcceptsForeignEcho, Frm::InitEcho(echo, _))
+                if !self.up && echo != self.real_nonce =>
+            {
+                b[24..28].copy_from_slice(&self.real_nonce.to_be_bytes());
+                refcs(&mut b);
+            }
+            (Break::MissesPeerRestart, Frm::Init(i) | Frm::InitEcho(_, i)) => match self.peer_nonce
+            {
+                Some(p) if self.up && p != i.nonce => {
+                    b[20..24].copy_from_slice(&p.to_be_bytes());
+                    refcs(&mut b);
+                }
+                _ if !self.up => self.peer_nonce = Some(i.nonce),
+                _ => {}
+            },
             (Break::FixedNonce, Frm::InitEcho(echo, _)) if echo == FIXED_NONCE => {
                 b[24..28].copy_from_slice(&self.real_nonce.to_be_bytes());
                 refcs(&mut b);
@@ -155,6 +177,7 @@ impl Device for Mutant {
         self.real_nonce = 0;
         self.extra.clear();
         self.accepted.clear();
+        self.peer_nonce = None;
         self.inner.reset(setup)
     }
 
@@ -263,4 +286,6 @@ mutant_fns! {
     no_acks => NoAcks,
     duplicate_delivered => DuplicateDelivered,
     ignores_grant => IgnoresGrant,
+    accepts_foreign_echo => AcceptsForeignEcho,
+    misses_peer_restart => MissesPeerRestart,
 }
