@@ -345,7 +345,7 @@ pub fn cases() -> Vec<Case> {
         le(
             "LE-RX-3",
             "frames of kinds 0x7 and 0xF are counted in rx_unknown_kind and draw no NACK",
-            &["WIRE-3-3", "WIRE-3-9", "WIRE-7-2"],
+            &["WIRE-3-3", "WIRE-3-9", "WIRE-7-2", "WIRE-1.2-3"],
             unknown_kind,
         ),
         le(
@@ -385,8 +385,15 @@ pub fn cases() -> Vec<Case> {
         le(
             "LE-RX-8",
             "DATA with a malformed network header or bytes beyond the padding is accepted on \
-             its link header: sequence number consumed, acknowledged, no NACK",
-            &["LINK-4-12", "WIRE-7-3", "WIRE-2.4-5", "WIRE-5-6"],
+             its link header: sequence number consumed, acknowledged, no NACK, handed up and \
+             its credits returned",
+            &[
+                "LINK-4-12",
+                "WIRE-7-3",
+                "WIRE-2.4-5",
+                "WIRE-5-6",
+                "LINK-4-17",
+            ],
             malformed_body,
         ),
         le(
@@ -501,6 +508,27 @@ pub fn cases() -> Vec<Case> {
                 peer_address,
             )
         },
+        le(
+            "LE-LLR-22",
+            "frames of the peer duplicated and reordered on the wire are delivered once each, \
+             in order, the duplicates counted",
+            &["LINK-4-1", "LINK-4-5", "LINK-4-3"],
+            peer_dup_and_reorder,
+        ),
+        le(
+            "LE-LLR-23",
+            "with the peer's ACKs withheld the replay timer replays until an ACK gets through; \
+             the peer gets every frame once, and no FLUSH",
+            &["LINK-3-11", "LINK-3-2", "LINK-3-7"],
+            acks_withheld,
+        ),
+        le(
+            "LE-CBFC-11",
+            "CFs of the peer lost on the wire: the next CF repairs them and every frame goes, \
+             in order",
+            &["LINK-5-6", "LINK-5-2", "LINK-5-10"],
+            lost_cfs_repaired,
+        ),
         le(
             "LE-CNT-3",
             "a credit stall is counted when it begins and its length when a frame of the VC is \
@@ -2306,7 +2334,14 @@ fn not_up(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
 }
 
 fn malformed_body(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
-    raw_up(ctx, quiet())?;
+    raw_up(
+        ctx,
+        LinkParams {
+            cf_min_credits: Some(1),
+            cf_min_interval_ns: Some(100),
+            ..quiet()
+        },
+    )?;
     let before = ctx.counters()?;
     ctx.inject(0, &data(0, 0, false, &[1, 2, 3, 4]))?;
     let mut sent = wait(ctx, 50)?;
@@ -2340,7 +2375,18 @@ fn malformed_body(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         acks(&sent),
         vec![2],
     )?;
-    no_nack(&sent, "WIRE-7-3", "the frame after two malformed bodies")
+    no_nack(&sent, "WIRE-7-3", "the frame after two malformed bodies")?;
+    // Each frame is handed up and its credits come back: 1 + 2 + 2 credits of 64 B.
+    let handed = delivered(&ctx.take_outputs()).len();
+    check_eq("LINK-4-17", "frames handed to the upper layer", handed, 3)?;
+    let sent = [sent, wait(ctx, 500)?].concat();
+    let last = cfs(&sent).last().map(|c| c.1[0]);
+    check_eq(
+        "LINK-4-17",
+        "VC 0 entry of the last CF (the malformed frames' credits released)",
+        last,
+        Some(Some(5)),
+    )
 }
 
 fn reserved_ignored(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
@@ -3139,5 +3185,143 @@ fn peer_address(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         "LINK-2-15",
         "after physical down the address is forgotten: INIT to 01:80:C2:00:00:0E",
         || format!("{d:x?}"),
+    )
+}
+
+// ----- faults on the wire of an attached peer ---------------------------------------------------
+
+fn is_kind(bytes: &[u8], kind: u8) -> bool {
+    bytes.len() > 20 && bytes[14] & 0x0F == kind
+}
+
+fn peer_dup_and_reorder(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    up_with_peer(ctx, LinkParams::default())?;
+    ctx.take_outputs();
+    let mut n = 0u32;
+    ctx.set_hook(
+        0,
+        Box::new(move |dir, _, bytes| {
+            if dir == Dir::ToDut && is_kind(bytes, 0) && bytes[15] & 1 == 0 {
+                n += 1;
+                match n {
+                    3 => return Fault::Duplicate,
+                    5 => return Fault::Delay(300),
+                    _ => {}
+                }
+            }
+            Fault::Pass
+        }),
+    )?;
+    let before = ctx.counters()?;
+    for t in 0..8 {
+        ctx.peer_submit(0, 0, &payload(256, t))?;
+    }
+    ctx.run_for(30_000)?;
+    check_eq(
+        "LINK-4-1",
+        "tags delivered",
+        delivered_tags(ctx),
+        (0..8).collect(),
+    )?;
+    let dups = counter_delta(ctx, &before, "duplicates")?;
+    let nacks = counter_delta(ctx, &before, "nacks_sent")?;
+    check(
+        dups >= 1 && nacks >= 1,
+        "LINK-4-5",
+        "at least one duplicate counted and one NACK for the reordered frame",
+        || format!("duplicates {dups}, nacks_sent {nacks}"),
+    )
+}
+
+fn acks_withheld(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    up_with_peer(
+        ctx,
+        LinkParams {
+            replay_timer_ns: Some(3_000),
+            ..LinkParams::default()
+        },
+    )?;
+    let until = ctx.now() + 5_000;
+    ctx.set_hook(
+        0,
+        Box::new(move |dir, t, bytes| {
+            if dir == Dir::ToDut && t < until && (is_kind(bytes, 1) || is_kind(bytes, 2)) {
+                Fault::Drop
+            } else {
+                Fault::Pass
+            }
+        }),
+    )?;
+    let before = ctx.counters()?;
+    for t in 0..4 {
+        submit(ctx, 0, &payload(256, t))?;
+    }
+    ctx.run_for(30_000)?;
+    let got: Vec<u32> = ctx
+        .peer_delivered(0)?
+        .iter()
+        .filter_map(|(_, p)| tag_of(p))
+        .collect();
+    check_eq(
+        "LINK-3-2",
+        "payloads the peer received",
+        got,
+        (0..4).collect(),
+    )?;
+    let replayed = counter_delta(ctx, &before, "frames_replayed")?;
+    let timeouts = counter_delta(ctx, &before, "replay_timeouts")?;
+    let flushes = counter_delta(ctx, &before, "flushes")?;
+    check(
+        replayed >= 4 && timeouts >= 1 && flushes == 0,
+        "LINK-3-11",
+        "the whole buffer replayed by the timer at least once, no FLUSH",
+        || format!("frames_replayed {replayed}, replay_timeouts {timeouts}, flushes {flushes}"),
+    )
+}
+
+fn lost_cfs_repaired(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    up_with_peer(
+        ctx,
+        LinkParams {
+            mfs: Some(320),
+            rx_credits: Some(10),
+            ..LinkParams::default()
+        },
+    )?;
+    let mut cf_seen = 0u32;
+    ctx.set_hook(
+        0,
+        Box::new(move |dir, _, bytes| {
+            if dir == Dir::ToDut && is_kind(bytes, 3) {
+                cf_seen += 1;
+                if cf_seen <= 2 {
+                    return Fault::Drop;
+                }
+            }
+            Fault::Pass
+        }),
+    )?;
+    let before = ctx.counters()?;
+    for t in 0..10 {
+        submit(ctx, 0, &payload(228, t))?;
+    }
+    ctx.run_for(60_000)?;
+    let got: Vec<u32> = ctx
+        .peer_delivered(0)?
+        .iter()
+        .filter_map(|(_, p)| tag_of(p))
+        .collect();
+    check_eq(
+        "LINK-5-6",
+        "payloads the peer received",
+        got,
+        (0..10).collect(),
+    )?;
+    let stalls = counter_delta(ctx, &before, "credit_stalls.vc0")?;
+    check(
+        stalls >= 1,
+        "LINK-5-2",
+        "the VC stalled for want of credit",
+        || format!("credit_stalls.vc0 {stalls}"),
     )
 }
