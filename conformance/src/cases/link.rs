@@ -249,8 +249,9 @@ pub fn cases() -> Vec<Case> {
         ),
         le(
             "LE-LLR-15",
-            "a NACK that acknowledges the whole replay buffer starts no replay",
-            &["LINK-3-14"],
+            "a NACK that acknowledges the whole replay buffer starts no replay; with the buffer \
+             empty only the number before the next to send is an acceptable ACK",
+            &["LINK-3-14", "LINK-3-4"],
             nack_empties,
         ),
         le(
@@ -364,7 +365,8 @@ pub fn cases() -> Vec<Case> {
         ),
         le(
             "LE-RX-5",
-            "a tagged frame is accepted and its VC comes from the link header, not the PCP",
+            "tagged frames (INIT, DATA) are accepted; a DATA frame's VC comes from the link \
+             header, not the PCP",
             &["WIRE-2.2-1", "WIRE-2.2-2", "WIRE-4.5-8"],
             tagged,
         ),
@@ -1743,6 +1745,16 @@ fn nack_empties(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
     wait(ctx, 100)?;
     let sent = send(ctx, &nack(2))?;
     no_data(&sent, "LINK-3-14", "a NACK that acknowledges every frame")?;
+    // With the buffer empty only 2, the number before the next one to send, is acceptable.
+    let before = ctx.counters()?;
+    send(ctx, &ack(1))?;
+    send(ctx, &ack(2))?;
+    check_eq(
+        "LINK-3-4",
+        "stale_acks after ACK 1 and ACK 2 with an empty buffer",
+        counter_delta(ctx, &before, "stale_acks")?,
+        1,
+    )?;
     check_eq(
         "LINK-3-14",
         "replays_by_nack",
@@ -2083,6 +2095,16 @@ fn cf_stale_and_repair(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         counter_delta(ctx, &before, "stale_cf_entries")?,
         2,
     )?;
+    // An entry equal to the one seen is neither taken nor counted; one for VC 5 (not agreed)
+    // is counted.
+    send(ctx, &cf(&[(0, 8)]))?;
+    send(ctx, &cf(&[(5, 1)]))?;
+    check_eq(
+        "LINK-5-6",
+        "stale_cf_entries after an unchanged entry and one for VC 5",
+        counter_delta(ctx, &before, "stale_cf_entries")?,
+        3,
+    )?;
     let sent = send(ctx, &cf(&[(0, 16)]))?;
     check_eq(
         "LINK-5-6",
@@ -2246,6 +2268,13 @@ fn malformed_control(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
     short.truncate(64);
     refcs(&mut short);
     counted_as(ctx, &short, "rx_malformed_control", "WIRE-4-2")?;
+    // An untagged INIT of 80 bytes: 4 bytes beyond its body, which needs no padding.
+    let mut long = init(peer);
+    let n = long.len();
+    long.truncate(n - 4);
+    long.extend_from_slice(&[0; 8]);
+    refcs(&mut long);
+    counted_as(ctx, &long, "rx_malformed_control", "WIRE-2.4-3")?;
     raw_finish(ctx, dut, peer)?;
     // An ACK and a CF with more bytes than their padding.
     for base in [ack(0xFFFFF), cf(&[(0, 0)])] {
@@ -2264,7 +2293,22 @@ fn malformed_control(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
 }
 
 fn tagged(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
-    raw_up(ctx, quiet())?;
+    let raw = raw_up(ctx, quiet())?;
+    let tagged_init = emit_with(
+        ethlink_protocol::EthernetRepr {
+            vlan: Some(tag(0)),
+            ..raw_eth()
+        },
+        LinkFrame::Init(raw.peer),
+    );
+    let sent = counted_as(ctx, &tagged_init, "inits_received", "WIRE-2.2-1")?;
+    check(
+        sent.iter()
+            .any(|s| matches!(s.frame, Frm::InitEcho(e, _) if e == raw.peer.nonce)),
+        "WIRE-2.2-1",
+        "an INIT_ECHO for a tagged INIT",
+        || "none".into(),
+    )?;
     let p = payload(100, 7);
     let f = emit_with(
         ethlink_protocol::EthernetRepr {
