@@ -178,8 +178,8 @@ pub fn cases() -> Vec<Case> {
         ),
         le(
             "LE-LLR-7",
-            "an ACK goes when the bytes accepted, counted destination MAC through FCS, reach \
-             ack_spacing",
+            "an ACK goes when the bytes accepted since the last ACK or NACK, counted destination \
+             MAC through FCS, reach ack_spacing",
             &["LINK-4-2", "LINK-1-1"],
             ack_spacing,
         ),
@@ -1377,6 +1377,23 @@ fn ack_spacing(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         "ACKs (every 1024 bytes)",
         acks(&all),
         vec![3, 7],
+    )?;
+    // 768 bytes, then a gap: the NACK restarts the count, so the next ACK waits for 1024
+    // bytes after it (frame 14), not for 256 more (frame 11).
+    let mut all = Vec::new();
+    for s in 8..11 {
+        all.extend(accepted(ctx, &data_len(0, s, 256, s), 0, "LINK-4-1")?);
+    }
+    let sent = send(ctx, &data_len(0, 12, 256, 12))?;
+    one_nack(&sent, 10, "LINK-4-3")?;
+    for s in 11..16 {
+        all.extend(accepted(ctx, &data_len(0, s, 256, s), 0, "LINK-4-1")?);
+    }
+    check_eq(
+        "LINK-4-2",
+        "ACKs after 768 bytes, a NACK and 1280 bytes",
+        acks(&all),
+        vec![14],
     )
 }
 
@@ -1641,6 +1658,9 @@ fn flush(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         ),
         (1, 2, 3),
     )?;
+    // Out of UP the RX is OFF: DATA and ACK are not taken.
+    counted_as(ctx, &data_len(0, 0, 128, 9), "rx_not_up", "LINK-6-3")?;
+    counted_as(ctx, &ack(1), "rx_not_up", "LINK-6-3")?;
     let mut peer = raw_init(ctx, 0xC0DE_0002);
     peer.nonce = 0xC0DE_0002;
     let up = raw_finish(ctx, new, peer)?;
