@@ -357,7 +357,7 @@ pub fn raw_init(ctx: &Ctx<'_>, nonce: u32) -> InitRepr {
 /// The Ethernet header of the raw peer's frames.
 pub fn raw_eth() -> EthernetRepr {
     EthernetRepr {
-        dst: crate::reference::link_end::MAC,
+        dst: MacAddr::LINK_LOCAL,
         src: peer_mac(0),
         vlan: None,
     }
