@@ -44,6 +44,11 @@ pub enum Break {
     AcceptsForeignEcho,
     /// Takes an INIT with a new nonce while UP for one of the peer it knows (LINK-2-6).
     MissesPeerRestart,
+    /// Runs its ACK timer four times longer than the `ack_timer_ns` it reports (LINK-4-14): a
+    /// broken setting.
+    SlowAckTimer,
+    /// Runs with a `cf_max_interval` of 1 s whatever it reports (LINK-5-10): a broken setting.
+    NoPeriodicCf,
 }
 
 /// The reference link end with one [`Break`].
@@ -178,7 +183,20 @@ impl Device for Mutant {
         self.extra.clear();
         self.accepted.clear();
         self.peer_nonce = None;
-        self.inner.reset(setup)
+        let mut inner = setup.clone();
+        let asked = setup.link.clone();
+        match self.brk {
+            Break::SlowAckTimer => {
+                inner.link.ack_timer_ns = Some(asked.ack_timer_ns.unwrap_or(500) * 4);
+            }
+            Break::NoPeriodicCf => inner.link.cf_max_interval_ns = Some(1_000_000_000),
+            _ => return self.inner.reset(setup),
+        }
+        let mut p = self.inner.reset(&inner)?;
+        // The parameters it reports are the ones asked for.
+        p.ack_timer_ns = Some(asked.ack_timer_ns.unwrap_or(500));
+        p.cf_max_interval_ns = Some(asked.cf_max_interval_ns.unwrap_or(2_000));
+        Ok(p)
     }
 
     fn frame(&mut self, port: u16, time_ns: u64, frame: &[u8]) -> Result<(), DeviceError> {
@@ -288,4 +306,6 @@ mutant_fns! {
     ignores_grant => IgnoresGrant,
     accepts_foreign_echo => AcceptsForeignEcho,
     misses_peer_restart => MissesPeerRestart,
+    slow_ack_timer => SlowAckTimer,
+    no_periodic_cf => NoPeriodicCf,
 }
