@@ -310,16 +310,16 @@ pub fn cases() -> Vec<Case> {
         ),
         le(
             "LE-CBFC-7",
-            "a lost CF is repaired by the next; CF entries ahead of consumed or behind \
-             freed_seen are ignored and counted",
-            &["LINK-5-6", "LINK-5-2"],
+            "a lost CF is repaired by the next; CF entries ahead of consumed, behind freed_seen \
+             or for a VC not agreed are ignored and counted; ACKs go while no credit is left",
+            &["LINK-5-6", "LINK-5-2", "LINK-5-9"],
             cf_stale_and_repair,
         ),
         le(
             "LE-CBFC-8",
             "a frame beyond the free buffer of its VC (a faulty peer) is discarded as if it \
-             had not arrived and counted as a credit overrun",
-            &["LINK-4-6", "LINK-5-4"],
+             had not arrived and counted as a credit overrun; control frames are still taken",
+            &["LINK-4-6", "LINK-5-4", "LINK-5-9"],
             overrun,
         ),
         le(
@@ -495,9 +495,8 @@ pub fn cases() -> Vec<Case> {
         },
         le(
             "LE-CBFC-10",
-            "a CF for cf_min_credits waits cf_min_interval after the previous CF; control frames \
-             go while no credit is left",
-            &["LINK-5-5", "LINK-5-9"],
+            "a CF for cf_min_credits waits cf_min_interval after the previous CF",
+            &["LINK-5-5"],
             cf_min_interval,
         ),
         Case {
@@ -2091,6 +2090,15 @@ fn cf_stale_and_repair(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         data_of(&sent),
         vec![(0, 0, 0), (1, 0, 1)],
     )?;
+    // No credit left for a frame: ACKs still go (a duplicate draws one).
+    accepted(ctx, &data_len(0, 0, 128, 0), 0, "LINK-4-1")?;
+    let sent = counted_as(ctx, &data_len(0, 0, 128, 0), "duplicates", "LINK-4-5")?;
+    check_eq(
+        "LINK-5-9",
+        "ACKs while the VC has no credit",
+        acks(&sent),
+        vec![0],
+    )?;
     send(ctx, &ack(1))?;
     // The CF carrying 4 was lost; the next carries 8.
     let sent = send(ctx, &cf(&[(0, 8)]))?;
@@ -2160,6 +2168,10 @@ fn overrun(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         "no ACK, no NACK for an overrun",
         || format!("{l:?}"),
     )?;
+    // The buffer of VC 0 is full: control frames are still taken.
+    let vcs: Vec<(u8, u32)> = (0..ctx.params.vcs.unwrap_or(4)).map(|v| (v, 0)).collect();
+    counted_as(ctx, &cf(&vcs), "cf_received", "LINK-5-9")?;
+    counted_as(ctx, &ack(0xFFFFF), "acks_received", "LINK-5-9")?;
     hold(ctx, 0, false)?;
     wait(ctx, 100)?;
     let sent = accepted(ctx, &data_len(0, 2, 256, 2), 0, "LINK-4-6")?;
