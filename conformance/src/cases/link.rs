@@ -62,7 +62,8 @@ pub fn cases() -> Vec<Case> {
         le(
             "LE-INIT-3",
             "every valid INIT is answered by an INIT_ECHO carrying its nonce and the device's own \
-             nonce and configured parameters; an INIT alone brings nothing UP",
+             nonce and configured parameters; of two INITs at once only the newer; an INIT \
+             alone brings nothing UP",
             &["LINK-2-2", "LINK-2-3", "CLS-2-1", "LINK-7-3"],
             init_echo_answers,
         ),
@@ -102,7 +103,7 @@ pub fn cases() -> Vec<Case> {
             "LE-INIT-7",
             "an INIT or INIT_ECHO whose grant on some VC is below one frame of the agreed MFS \
              (credit size and overhead of the sender) is refused and counted; one credit more \
-             is accepted",
+             is accepted; an UP end refuses such an INIT and stays UP",
             &["LINK-2-12", "WIRE-4.5-9", "LINK-2-14", "LINK-7-3"],
             init_refused,
         ),
@@ -450,8 +451,8 @@ pub fn cases() -> Vec<Case> {
         ),
         le(
             "LE-INIT-13",
-            "a peer announcing the reserved role 3 and every capability and reserved bit is \
-             answered and brought UP",
+            "a peer announcing the reserved role 3, every capability and reserved bit, and \
+             out-of-range grants for VCs it does not have is answered and brought UP",
             &[
                 "CLS-2-3",
                 "WIRE-4.5-3",
@@ -901,6 +902,23 @@ fn init_echo_answers(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         )?;
         check_eq("CLS-2-1", "role in INIT_ECHO", i.role, dut.role)?;
     }
+    // Two INITs at the same instant: only the newer is answered.
+    ctx.inject(0, &init(raw_init(ctx, 0x3333_0003)))?;
+    ctx.inject(0, &init(raw_init(ctx, 0x4444_0004)))?;
+    let sent = wait(ctx, 50)?;
+    let echoes: Vec<u32> = sent
+        .iter()
+        .filter_map(|s| match s.frame {
+            Frm::InitEcho(e, _) => Some(e),
+            _ => None,
+        })
+        .collect();
+    check_eq(
+        "LINK-2-2",
+        "echo nonces after two INITs at once",
+        echoes,
+        vec![0x4444_0004],
+    )?;
     let ev = link_events(&ctx.take_outputs());
     check(
         ev.is_empty(),
@@ -1159,7 +1177,24 @@ fn init_refused(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         "LINK-2-12",
     )?;
     let ev = link_events(&ctx.take_outputs());
-    check_eq("LINK-2-3", "link events", ev, vec!["up".to_owned()])
+    check_eq("LINK-2-3", "link events", ev, vec!["up".to_owned()])?;
+    // UP: an INIT with a new nonce and a short grant is refused, and restarts nothing.
+    let mut restart = peer;
+    restart.nonce ^= 0x00F0_0000;
+    restart.credits = [16, 17, 17, 17, 0, 0, 0, 0];
+    let sent = counted_as(ctx, &init(restart), "init_refused", "LINK-2-12")?;
+    check(
+        !sent
+            .iter()
+            .any(|s| matches!(s.frame, Frm::InitEcho(..) | Frm::Init(_))),
+        "LINK-2-12",
+        "no INIT_ECHO and no INIT: the refused INIT leaves the device UP",
+        || format!("{:?}", sent.iter().map(|s| &s.frame).collect::<Vec<_>>()),
+    )?;
+    let ev = link_events(&ctx.take_outputs());
+    check(ev.is_empty(), "LINK-2-12", "the device stays UP", || {
+        format!("{ev:?}")
+    })
 }
 
 fn mfs_before_up(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
@@ -2728,9 +2763,13 @@ fn physical_down(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
 
 fn any_role_accepted(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
     let dut = raw_start(ctx, quiet())?;
-    let peer = raw_init(ctx, RAW_NONCE);
+    let mut peer = raw_init(ctx, RAW_NONCE);
+    peer.vcs = 2;
+    peer.credits = [512, 512, 0, 0, 0, 0, 0, 0];
     let mut i = init(peer);
     i[34..36].copy_from_slice(&0xFFFFu16.to_be_bytes());
+    // Grants of VCs 6 and 7, above the 2 announced, are reserved: not range-checked.
+    i[64..72].fill(0xFF);
     refcs(&mut i);
     let sent = counted_as(ctx, &i, "inits_received", "CLS-2-3")?;
     check(
@@ -2742,6 +2781,7 @@ fn any_role_accepted(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
     )?;
     let mut e = init_echo(dut.nonce, peer);
     e[34..36].copy_from_slice(&0xFFFFu16.to_be_bytes());
+    e[64..72].fill(0xFF);
     refcs(&mut e);
     counted_as(ctx, &e, "init_echoes_received", "CLS-2-3")?;
     let ev = link_events(&ctx.take_outputs());
