@@ -532,6 +532,26 @@ pub fn cases() -> Vec<Case> {
             lost_cfs_repaired,
         ),
         le(
+            "LE-LLR-24",
+            "a second NACK that comes before the replay it would restart has sent a frame \
+             starts no replay and does not count (no FLUSH with replay_count_max 1)",
+            &["LINK-3-9", "LINK-3-7", "LINK-3-13"],
+            nack_while_replay_due,
+        ),
+        le(
+            "LE-LLR-25",
+            "an ACK that comes while a replay is due removes the frames it acknowledges: the \
+             replay starts at the oldest frame left",
+            &["LINK-3-10", "LINK-3-4"],
+            ack_while_replay_due,
+        ),
+        le(
+            "LE-LLR-26",
+            "a NACK due but not yet sent is cancelled by the expected frame",
+            &["LINK-4-9", "LINK-4-1"],
+            nack_cancelled,
+        ),
+        le(
             "LE-CNT-3",
             "a credit stall is counted when it begins and its length when a frame of the VC is \
              sent",
@@ -3439,5 +3459,84 @@ fn lost_cfs_repaired(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         "LINK-5-2",
         "the VC stalled for want of credit",
         || format!("credit_stalls.vc0 {stalls}"),
+    )
+}
+
+// ----- several frames at the same instant ---------------------------------------------------------
+//
+// Frames handed to the device at one instant, before time advances, arrive before the device's
+// wire can take anything it decides: they model arrivals while a replay or a NACK waits for the
+// wire.
+
+fn nack_while_replay_due(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    raw_up(
+        ctx,
+        LinkParams {
+            replay_count_max: Some(1),
+            ..quiet()
+        },
+    )?;
+    for t in 0..3 {
+        submit(ctx, 0, &payload(200, t))?;
+    }
+    wait(ctx, 100)?;
+    ctx.inject(0, &nack(0xFFFFF))?;
+    ctx.inject(0, &nack(0xFFFFF))?;
+    let sent = wait(ctx, 100)?;
+    check_eq(
+        "LINK-3-9",
+        "DATA after two NACKs at once: one replay",
+        data_of(&sent),
+        vec![(0, 1, 0), (1, 1, 1), (2, 1, 2)],
+    )?;
+    let ev = link_events(&ctx.take_outputs());
+    check(
+        ev.is_empty(),
+        "LINK-3-9",
+        "no FLUSH: the second NACK did not count",
+        || format!("{ev:?}"),
+    )?;
+    check_eq(
+        "LINK-3-9",
+        "replays_by_nack",
+        ctx.counter("replays_by_nack")?,
+        1,
+    )
+}
+
+fn ack_while_replay_due(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    raw_up(ctx, quiet())?;
+    for t in 0..4 {
+        submit(ctx, 0, &payload(200, t))?;
+    }
+    wait(ctx, 100)?;
+    ctx.inject(0, &nack(0xFFFFF))?;
+    ctx.inject(0, &ack(1))?;
+    let sent = wait(ctx, 100)?;
+    check_eq(
+        "LINK-3-10",
+        "DATA after NACK 0xFFFFF then ACK 1 at once",
+        data_of(&sent),
+        vec![(2, 1, 2), (3, 1, 3)],
+    )
+}
+
+fn nack_cancelled(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    raw_up(ctx, quiet())?;
+    ctx.inject(0, &data_len(0, 1, 128, 1))?;
+    ctx.inject(0, &data_len(0, 0, 128, 0))?;
+    let sent = wait(ctx, 100)?;
+    no_nack(
+        &sent,
+        "LINK-4-9",
+        "the expected frame came before the NACK could go",
+    )?;
+    let sent = accepted(ctx, &data_len(0, 1, 128, 1), 0, "LINK-4-1")?;
+    no_nack(&sent, "LINK-4-9", "SEND_ACKS again")?;
+    check_eq(
+        "LINK-4-1",
+        "delivered tags",
+        delivered_tags(ctx),
+        vec![0, 1],
     )
 }
