@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::cases::common::{Frm, data, decode, refcs};
+use crate::cases::common::{Frm, cc, data, decode, nack, refcs};
 use crate::device::{
     Advanced, Counters, Description, Device, DeviceError, LinkParams, Output, Reply, Request,
     Setup, from_hex, to_hex,
@@ -49,6 +49,12 @@ pub enum Break {
     SlowAckTimer,
     /// Runs with a `cf_max_interval` of 1 s whatever it reports (LINK-5-10): a broken setting.
     NoPeriodicCf,
+    /// Sends a CC behind every new DATA frame, while the replay buffer holds it (LINK-5-12).
+    CcWhileBusy,
+    /// Answers a stomped frame with a NACK (LINK-4-10).
+    NacksStomped,
+    /// Counts a frame discarded for its size in `rx_fcs_errors` too (LINK-7-1).
+    CountsRuntTwice,
 }
 
 /// The reference link end with one [`Break`].
@@ -61,6 +67,7 @@ pub struct Mutant {
     extra: Vec<Output>,
     accepted: BTreeMap<u32, (u8, Vec<u8>)>,
     peer_nonce: Option<u32>,
+    vcs: u8,
 }
 
 impl Mutant {
@@ -75,6 +82,7 @@ impl Mutant {
             extra: Vec::new(),
             accepted: BTreeMap::new(),
             peer_nonce: None,
+            vcs: 4,
         }
     }
 
@@ -183,6 +191,7 @@ impl Device for Mutant {
         self.extra.clear();
         self.accepted.clear();
         self.peer_nonce = None;
+        self.vcs = setup.link.vcs.unwrap_or(4);
         let mut inner = setup.clone();
         let asked = setup.link.clone();
         match self.brk {
@@ -200,6 +209,13 @@ impl Device for Mutant {
     }
 
     fn frame(&mut self, port: u16, time_ns: u64, frame: &[u8]) -> Result<(), DeviceError> {
+        if self.brk == Break::NacksStomped && ethlink_protocol::fcs::is_stomped(frame) {
+            self.extra.push(Output::Frame {
+                port: 0,
+                time_ns,
+                hex: to_hex(&nack(0xF_FFFF)),
+            });
+        }
         let b = self.incoming(frame);
         if self.brk != Break::DuplicateDelivered {
             return self.inner.frame(port, time_ns, &b);
@@ -248,11 +264,21 @@ impl Device for Mutant {
             match o {
                 Output::Frame { port, time_ns, hex } => {
                     let b = from_hex("frame", &hex)?;
+                    let first_data =
+                        matches!(decode(&b), Frm::Data { flags, .. } if flags & 1 == 0);
                     if let Some(b) = self.outgoing(b) {
                         out.push(Output::Frame {
                             port,
                             time_ns,
                             hex: to_hex(&b),
+                        });
+                    }
+                    if self.brk == Break::CcWhileBusy && first_data {
+                        let entries: Vec<(u8, u32)> = (0..self.vcs).map(|v| (v, 0)).collect();
+                        out.push(Output::Frame {
+                            port,
+                            time_ns,
+                            hex: to_hex(&cc(&entries)),
                         });
                     }
                 }
@@ -274,7 +300,12 @@ impl Device for Mutant {
     }
 
     fn counters(&mut self) -> Result<Counters, DeviceError> {
-        self.inner.counters()
+        let mut c = self.inner.counters()?;
+        if self.brk == Break::CountsRuntTwice {
+            let damaged = c.get("rx_damaged").copied().unwrap_or(0);
+            *c.entry("rx_fcs_errors".to_owned()).or_default() += damaged;
+        }
+        Ok(c)
     }
 }
 
@@ -308,4 +339,7 @@ mutant_fns! {
     misses_peer_restart => MissesPeerRestart,
     slow_ack_timer => SlowAckTimer,
     no_periodic_cf => NoPeriodicCf,
+    cc_while_busy => CcWhileBusy,
+    nacks_stomped => NacksStomped,
+    counts_runt_twice => CountsRuntTwice,
 }
