@@ -1140,6 +1140,18 @@ fn peer_restart(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         "(reinits, link_ups, frames_unknown_fate)",
         (get("reinits"), get("link_ups"), get("frames_unknown_fate")),
         (1, 2, 1),
+    )?;
+    // Counters and sequence numbers start again from 0: the RX expects 0, and the first CC
+    // carries the 2 credits of the one frame sent since (not 4).
+    accepted(ctx, &data_len(0, 0, 128, 7), 0, "LINK-2-5")?;
+    send(ctx, &ack(0))?;
+    let sent = wait(ctx, 1_100_000)?;
+    let c: Vec<Option<u32>> = ccs(&sent).iter().take(1).map(|c| c.1[0]).collect();
+    check_eq(
+        "LINK-2-5",
+        "VC 0 entry of the first CC after UP",
+        c,
+        vec![Some(2)],
     )
 }
 
