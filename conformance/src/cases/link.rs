@@ -1647,6 +1647,38 @@ fn replay_timer(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         &sent,
         "LINK-3-6",
         "the buffer is empty: the timer is stopped",
+    )?;
+    // A replay started by a NACK restarts the timer: the next expiry is 3000 ns after it.
+    submit(ctx, 0, &payload(200, 3))?;
+    let sent = wait(ctx, 2_000)?;
+    check_eq("LINK-3-1", "DATA", data_of(&sent), vec![(3, 0, 3)])?;
+    let t_nack = ctx.now();
+    let sent = send(ctx, &nack(2))?;
+    check_eq(
+        "LINK-3-5",
+        "replay after NACK 2",
+        data_of(&sent),
+        vec![(3, 1, 3)],
+    )?;
+    let sent = wait(ctx, 2_800)?;
+    no_data(
+        &sent,
+        "LINK-3-6",
+        "the timer restarted by the replay has not expired",
+    )?;
+    let sent = wait(ctx, 300)?;
+    let r: Vec<(u64, u32)> = sent
+        .iter()
+        .filter_map(|s| match s.frame {
+            Frm::Data { seq, .. } => Some((s.time - t_nack, seq)),
+            _ => None,
+        })
+        .collect();
+    check(
+        r.len() == 1 && r[0].1 == 3 && (3_000..=3_100).contains(&r[0].0),
+        "LINK-3-6",
+        "frame 3 replayed 3000 ns after the NACK that started the last replay",
+        || format!("(ns after the NACK, seq) {r:?}"),
     )
 }
 
