@@ -1,0 +1,3 @@
+//! Deliberately broken devices: each must fail at least one case of its role.
+
+pub mod link;
