@@ -54,6 +54,32 @@ impl PortCounters {
     }
 }
 
+impl PortCounters {
+    /// Calls `f` with the name of every counter of Tables SW-T3 and SW-T4 (as switch.md names
+    /// them), the VC and its value: the form a register map or a report reads.
+    pub fn for_each(&self, mut f: impl FnMut(&'static str, u8, u64)) {
+        let all: [(&'static str, &[u64; 8]); 12] = [
+            ("rx_frames", &self.rx_frames),
+            ("rx_bytes", &self.rx_bytes),
+            ("tx_frames", &self.tx_frames),
+            ("tx_bytes", &self.tx_bytes),
+            ("discard_malformed", &self.discard_malformed),
+            ("discard_unroutable", &self.discard_unroutable),
+            ("discard_aged", &self.discard_aged),
+            ("discard_port_down", &self.discard_port_down),
+            ("discard_egress_refused", &self.discard_egress_refused),
+            ("held_bytes", &self.held_bytes),
+            ("held_max_bytes", &self.held_max_bytes),
+            ("residence_max_ns", &self.residence_max_ns),
+        ];
+        for (name, values) in all {
+            for (v, x) in values.iter().enumerate() {
+                f(name, v as u8, *x);
+            }
+        }
+    }
+}
+
 /// Counters of a switch.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Counters {
