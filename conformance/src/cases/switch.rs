@@ -242,6 +242,48 @@ fn data_log(ctx: &Ctx<'_>, port: u16, from_dut: bool) -> BTreeMap<u32, (u64, u8,
     m
 }
 
+/// The DATA frames of two ports, first copy of each tag, read from the log as it grows.
+struct Seen {
+    pos: usize,
+    into: u16,
+    out: u16,
+    /// Tag -> arrival time on port `into`.
+    ins: BTreeMap<u32, u64>,
+    /// Tag -> first transmission on port `out`.
+    outs: BTreeMap<u32, u64>,
+}
+
+impl Seen {
+    fn new(into: u16, out: u16) -> Self {
+        Seen {
+            pos: 0,
+            into,
+            out,
+            ins: BTreeMap::new(),
+            outs: BTreeMap::new(),
+        }
+    }
+
+    fn update(&mut self, ctx: &Ctx<'_>) {
+        for l in &ctx.log()[self.pos..] {
+            let m = if l.from_dut && l.port == self.out {
+                &mut self.outs
+            } else if !l.from_dut && l.port == self.into {
+                &mut self.ins
+            } else {
+                continue;
+            };
+            if let Ok(r) = FrameRepr::parse_bytes(&l.bytes, 9216)
+                && let LinkFrame::Data { payload, .. } = r.link
+                && let Some(t) = tag(payload)
+            {
+                m.entry(t).or_insert(l.time_ns);
+            }
+        }
+        self.pos = ctx.log().len();
+    }
+}
+
 /// Setup with `routes`, `link` and `max_residence_ns`.
 fn sw_setup(routes: Vec<Route>, link: LinkParams, max_res: Option<u64>) -> Setup {
     Setup {
@@ -987,13 +1029,21 @@ fn no_head_of_line_blocking(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         ));
     }
     let tags2: Vec<u32> = to2.iter().map(|x| x.1).collect();
+    let mut sorted2 = tags2.clone();
+    sorted2.sort_unstable();
     check(
-        tags2 == (0..40).map(|k| 0x200 | k).collect::<Vec<_>>(),
+        sorted2 == (0..40).map(|k| 0x200 | k).collect::<Vec<_>>(),
         "SW-4-3",
         format!(
             "all 40 frames for port 2 leave while port 1 is stalled ({} of its 40 frames out)",
             to1.len()
         ),
+        || format!("port 2 received {tags2:x?}"),
+    )?;
+    check(
+        tags2 == (0..40).map(|k| 0x200 | k).collect::<Vec<_>>(),
+        "SW-3-1",
+        "the frames for port 2 leave in the order they were received",
         || format!("port 2 received {tags2:x?}"),
     )?;
     ctx.peer_hold(1, false)?;
@@ -1041,8 +1091,10 @@ fn vc_isolation(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
     }
     ctx.run_for(10_000)?;
     let got = delivered(ctx, 1)?;
+    let mut sorted = got.clone();
+    sorted.sort_unstable();
     check(
-        got == (0..4).map(|k| (1, 0x100 | k)).collect::<Vec<_>>(),
+        sorted == (0..4).map(|k| (1, 0x100 | k)).collect::<Vec<_>>(),
         "SW-4-3",
         format!(
             "the 4 frames of VC 1 leave while VC 0 is stalled ({} of its 40 out)",
@@ -1052,11 +1104,25 @@ fn vc_isolation(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
     )?;
     ctx.peer_hold(1, false)?;
     ctx.run_for(20_000)?;
+    check(
+        got == (0..4).map(|k| (1, 0x100 | k)).collect::<Vec<_>>(),
+        "SW-3-1",
+        "the frames of VC 1 leave in the order they were received",
+        || format!("port 1 received (vc, tag) {got:x?}"),
+    )?;
     let mut all: Vec<u32> = vc0.iter().map(|x| x.1).collect();
     all.extend(delivered(ctx, 1)?.iter().map(|x| x.1));
+    let mut sorted: Vec<u32> = all.clone();
+    sorted.sort_unstable();
+    check(
+        sorted == (0..40).collect::<Vec<_>>(),
+        "SW-4-4",
+        "VC 0's 40 frames leave once each once port 1 drains",
+        || format!("{all:?}"),
+    )?;
     check(
         all == (0..40).collect::<Vec<_>>(),
-        "SW-4-4",
+        "SW-3-1",
         "VC 0's 40 frames leave once each, in order, once port 1 drains",
         || format!("{all:?}"),
     )
@@ -1180,16 +1246,17 @@ fn aging(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
     // Watch in steps of 100 ns: a frame may be counted aged only once its residence exceeds
     // max_residence, and must be by twice max_residence.
     let start = ctx.now();
+    let mut seen = Seen::new(0, 2);
     while ctx.now() < start + 40_000 {
         ctx.run_for(100)?;
         let now = ctx.now();
         let aged = ctr(ctx, 0, "discard_aged", 0)?;
-        let ins = data_log(ctx, 0, false);
-        let outs = data_log(ctx, 2, true);
-        let unsent: Vec<u64> = ins
+        seen.update(ctx);
+        let unsent: Vec<u64> = seen
+            .ins
             .iter()
-            .filter(|(t, _)| !outs.contains_key(t))
-            .map(|(_, v)| v.0)
+            .filter(|(t, _)| !seen.outs.contains_key(t))
+            .map(|(_, v)| *v)
             .collect();
         let may = unsent.iter().filter(|&&a| now - a > MAX_RES).count() as u64;
         let must = unsent.iter().filter(|&&a| now - a >= 2 * MAX_RES).count() as u64;
