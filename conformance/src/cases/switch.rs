@@ -74,6 +74,21 @@ pub fn cases() -> Vec<Case> {
             equal_ports_one_down,
         ),
         c(
+            "SWT-TBL-1",
+            "the table takes entries for GPUs 0 and 0xFFFE, one listing every port and an empty \
+             one, and refuses an entry with a port twice, a port the switch lacks or more than \
+             64 ports",
+            &["SW-2-5", "SW-2-6", "SW-7-2", "SW-2-4"],
+            table_entries,
+        ),
+        c(
+            "SWT-FCS-1",
+            "frames received with a bad FCS are never forwarded as they are; their replays are \
+             forwarded once, in order; no stomped frame from a switch without CUT_THROUGH",
+            &["SW-6-3", "SW-6-4", "SW-6-6", "SW-6-2", "CLS-3-3"],
+            bad_fcs_not_forwarded,
+        ),
+        c(
             "SWT-ORD-1",
             "under incast, the frames of each input leave the egress in the order they were \
              received, each once, and the egress takes the inputs round-robin",
@@ -1633,5 +1648,162 @@ fn egress_refused(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         "port0.held_bytes.vc0",
         ctr(ctx, 0, "held_bytes", 0)?,
         0,
+    )
+}
+
+fn table_entries(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    need_ports(ctx, 3)?;
+    let n = ctx.desc.ports;
+    // Refused: each of these entries, alone beside a good table.
+    let mut bad: Vec<(&str, Vec<u16>)> = vec![
+        ("port 1 listed twice", vec![1, 2, 1]),
+        ("a port the switch does not have", vec![1, n]),
+    ];
+    bad.push(("65 ports", (0..65).collect()));
+    for (what, ports) in bad {
+        let mut routes = one_per_port(n);
+        routes.push(Route { dst: 50, ports });
+        match ctx.reset(&sw_setup(routes, LinkParams::default(), None)) {
+            Err(Stop::Unsupported(_)) => {}
+            Ok(_) => {
+                return Err(Stop::fail(
+                    "SW-2-6",
+                    format!("the table refused: an entry with {what}"),
+                    "the device took it",
+                ));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    // Accepted: GPUs 0 and 0xFFFE, an entry of every port (64 at most), an empty entry.
+    let every: Vec<u16> = (0..n.min(64)).collect();
+    let mut routes = one_per_port(n);
+    routes.push(Route {
+        dst: 0,
+        ports: vec![1],
+    });
+    routes.push(Route {
+        dst: 0xFFFE,
+        ports: every.clone(),
+    });
+    routes.push(Route {
+        dst: 50,
+        ports: Vec::new(),
+    });
+    let s = sw_setup(routes, LinkParams::default(), None);
+    match ctx.reset(&s) {
+        Ok(_) => {}
+        Err(Stop::Unsupported(why)) => {
+            return Err(Stop::fail(
+                "SW-2-5",
+                "the table takes entries for GPUs 0 and 0xFFFE, of 0 ports and of every port",
+                format!("the device refused: {why}"),
+            ));
+        }
+        Err(e) => return Err(e),
+    }
+    up_all(ctx, &s)?;
+    ctx.peer_submit(0, 0, &data(0, gpu_of(0), 0, 1, 64))?;
+    ctx.peer_submit(0, 0, &data(0xFFFE, gpu_of(0), 0x42, 2, 64))?;
+    ctx.peer_submit(0, 0, &data(50, gpu_of(0), 0, 3, 64))?;
+    ctx.run_for(10_000)?;
+    let h = mix(gpu_of(0), 0xFFFE, 0x42, 0);
+    let want2 = every[(h % every.len() as u64) as usize];
+    let mut seen: Vec<(u16, u32)> = Vec::new();
+    for p in 0..n {
+        for (_, t) in delivered(ctx, p)? {
+            seen.push((p, t));
+        }
+    }
+    seen.sort_unstable();
+    let mut want = vec![(1u16, 1u32), (want2, 2)];
+    want.sort_unstable();
+    check(
+        seen == want,
+        "SW-2-5",
+        format!(
+            "the frame for GPU 0 leaves by port 1, the one for GPU 0xFFFE by port {want2} \
+             (Table SW-T2's function over every port), the one for GPU 50 nowhere"
+        ),
+        || format!("(port, tag) received: {seen:?}"),
+    )?;
+    check_eq(
+        "SW-7-2",
+        "port0.discard_unroutable.vc0 (GPU 50, an empty entry)",
+        ctr(ctx, 0, "discard_unroutable", 0)?,
+        1,
+    )
+}
+
+fn bad_fcs_not_forwarded(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    need_ports(ctx, 2)?;
+    let n = ctx.desc.ports;
+    let s = sw_setup(one_per_port(n), LinkParams::default(), None);
+    up_ports(ctx, &s, &[0, 1], |_, c| c)?;
+    // The first copy of every fourth frame reaches the switch with a bad FCS.
+    let mut damaged = std::collections::BTreeSet::new();
+    ctx.set_hook(
+        0,
+        Box::new(move |dir, _, bytes| {
+            let n = bytes.len();
+            if dir == Dir::ToDut && n > 64 && bytes[14] & 0x0F == 0 {
+                let t = tag(&bytes[20..]).unwrap_or(0);
+                if t % 4 == 1 && damaged.insert(t) {
+                    bytes[n - 1] ^= 0x5A;
+                }
+            }
+            Fault::Pass
+        }),
+    )?;
+    let from = ctx.log().len();
+    for k in 0..40u32 {
+        ctx.peer_submit(0, 0, &data(gpu_of(1), gpu_of(0), 0, k, 2000))?;
+    }
+    ctx.run_for(60_000)?;
+    let bad_in = ctx.log()[from..]
+        .iter()
+        .filter(|l| !l.from_dut && l.port == 0 && !fcs::check(&l.bytes))
+        .count();
+    if bad_in != 10 {
+        return Err(Stop::Harness(format!(
+            "the hook damaged {bad_in} frames, not 10"
+        )));
+    }
+    let cut_through = ctx.has_cap("cut_through");
+    for l in ctx.log()[from..].iter().filter(|l| l.from_dut) {
+        if fcs::check(&l.bytes) {
+            continue;
+        }
+        let stomped = fcs::is_stomped(&l.bytes);
+        check(
+            stomped,
+            "SW-6-3",
+            "every frame the switch sends has a good FCS, or a stomped one",
+            || {
+                format!(
+                    "a frame with a bad FCS on port {} at {} ns",
+                    l.port, l.time_ns
+                )
+            },
+        )?;
+        check(
+            cut_through,
+            "CLS-3-3",
+            "no stomped frame from a switch that does not announce CUT_THROUGH",
+            || format!("a stomped frame on port {} at {} ns", l.port, l.time_ns),
+        )?;
+    }
+    let got: Vec<u32> = delivered(ctx, 1)?.iter().map(|x| x.1).collect();
+    check(
+        got == (0..40).collect::<Vec<_>>(),
+        "SW-6-4",
+        "the 40 frames, 10 of them replayed after a bad FCS, delivered once each, in order",
+        || format!("port 1 received {got:?}"),
+    )?;
+    check_eq(
+        "SW-6-4",
+        "port1.tx_frames.vc0",
+        ctr(ctx, 1, "tx_frames", 0)?,
+        40,
     )
 }

@@ -31,6 +31,15 @@ pub fn mutants() -> Vec<(&'static str, fn() -> Box<dyn Device>)> {
         ("switch_drops_a_frame_under_incast", || {
             Box::new(Wrapped::new(Break::DropUnderIncast))
         }),
+        ("switch_without_latency", || {
+            Box::new(Wrapped::new(Break::NoLatency))
+        }),
+        ("switch_ignores_max_residence", || {
+            Box::new(Wrapped::new(Break::IgnoresMaxResidence))
+        }),
+        ("switch_counts_malformed_as_unroutable", || {
+            Box::new(Wrapped::new(Break::MalformedAsUnroutable))
+        }),
     ]
 }
 
@@ -51,6 +60,15 @@ enum Break {
     /// other) is sent to an unlisted GPU, so the switch discards it, and the discard is hidden
     /// from the counters (SW-4-4).
     DropUnderIncast,
+    /// Frames leave as soon as they arrive: the reference built with a latency of 0 while it
+    /// claims the default (SW-6-1).
+    NoLatency,
+    /// The `max_residence` of the setup is ignored: frames age after the default 40 us
+    /// (SW-4-7).
+    IgnoresMaxResidence,
+    /// Malformed frames are counted in `discard_unroutable` instead of `discard_malformed`
+    /// (SW-7-1).
+    MalformedAsUnroutable,
 }
 
 /// How long the reordering mutant keeps a frame waiting for a partner.
@@ -71,7 +89,15 @@ struct Wrapped {
 
 impl Wrapped {
     fn new(what: Break) -> Self {
-        let inner = RefSwitch::default();
+        let inner = if what == Break::NoLatency {
+            RefSwitch::with_config(ethlink_switch::Config {
+                ports: crate::reference::switch::PORTS,
+                latency: std::time::Duration::ZERO,
+                ..ethlink_switch::Config::default()
+            })
+        } else {
+            RefSwitch::default()
+        };
         let ports = crate::reference::switch::PORTS;
         Wrapped {
             inner,
@@ -197,6 +223,7 @@ impl Device for Wrapped {
                     r.ports.reverse();
                 }
             }
+            Break::IgnoresMaxResidence => s.max_residence_ns = None,
             _ => {}
         }
         self.held = vec![None; usize::from(self.ports)];
@@ -248,6 +275,18 @@ impl Device for Wrapped {
 
     fn counters(&mut self) -> Result<Counters, DeviceError> {
         let mut c = self.inner.counters()?;
+        if self.what == Break::MalformedAsUnroutable {
+            let moved: Vec<(String, u64)> = c
+                .iter()
+                .filter(|(k, _)| k.contains(".discard_malformed."))
+                .map(|(k, v)| (k.clone(), *v))
+                .collect();
+            for (k, v) in moved {
+                c.insert(k.clone(), 0);
+                let to = k.replace(".discard_malformed.", ".discard_unroutable.");
+                *c.entry(to).or_default() += v;
+            }
+        }
         for (k, n) in &self.hidden {
             if let Some(x) = c.get_mut(k) {
                 *x = x.saturating_sub(*n);
