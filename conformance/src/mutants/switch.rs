@@ -13,8 +13,11 @@ use crate::device::{
 };
 use crate::reference::RefSwitch;
 
+/// Builds a fresh mutant.
+pub type Make = fn() -> Box<dyn Device>;
+
 /// Every switch mutant, by name.
-pub fn mutants() -> Vec<(&'static str, fn() -> Box<dyn Device>)> {
+pub fn mutants() -> Vec<(&'static str, Make)> {
     vec![
         ("switch_rewrites_path_id", || {
             Box::new(Wrapped::new(Break::RewriteHeader))
