@@ -110,6 +110,13 @@ pub fn cases() -> Vec<Case> {
             no_head_of_line_blocking,
         ),
         c(
+            "SWT-BUF-3",
+            "while its egress is stalled, a switch holds no more frames of an input than the \
+             input's credits cover (plus at most 64 handed to the egress link), and loses none",
+            &["SW-4-1", "SW-4-4", "SW-3-1"],
+            credits_kept_until_handed_on,
+        ),
+        c(
             "SWT-VC-1",
             "a VC whose egress stalls does not block another VC on the same input and egress",
             &["SW-4-3", "SW-4-4"],
@@ -393,19 +400,25 @@ fn nonzero(ctx: &mut Ctx<'_>, names: &[&str]) -> Result<Vec<String>, Stop> {
         .collect())
 }
 
-/// Runs until the peer of `port` has received `n` payloads in all (kept, not taken), or `ns`.
+/// Runs until the peer of `port` has received `n` payloads in all (kept, not taken), or `ns`;
+/// looks every microsecond.
 fn run_until_delivered(ctx: &mut Ctx<'_>, port: u16, n: usize, ns: u64) -> Result<bool, Stop> {
-    ctx.run_until(ns, |c| {
-        c.peer(port)
-            .map(|p| {
-                p.events
-                    .iter()
-                    .filter(|e| matches!(e, PeerEvent::Delivered { .. }))
-                    .count()
-                    >= n
-            })
-            .unwrap_or(false)
-    })
+    let end = ctx.now() + ns;
+    loop {
+        let got = ctx
+            .peer(port)?
+            .events
+            .iter()
+            .filter(|e| matches!(e, PeerEvent::Delivered { .. }))
+            .count();
+        if got >= n {
+            return Ok(true);
+        }
+        if ctx.now() >= end {
+            return Ok(false);
+        }
+        ctx.run_for(1_000.min(end - ctx.now()))?;
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -523,7 +536,8 @@ fn run_vectors(ctx: &mut Ctx<'_>, list: [u16; 4], col: usize) -> Result<(), Stop
 fn init_announces_switch(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
     let n = ctx.desc.ports;
     up_all(ctx, &sw_setup(one_per_port(n), LinkParams::default(), None))?;
-    let declared: Vec<String> = ctx.desc.caps.clone();
+    let mut declared: Vec<String> = ctx.desc.caps.clone();
+    declared.sort();
     let mut switch_no: Option<[u8; 2]> = None;
     for p in 0..n {
         let mut inits = 0;
@@ -555,7 +569,8 @@ fn init_announces_switch(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
                 init.role,
                 ethlink_protocol::Role::Switch,
             )?;
-            let caps: Vec<String> = init.caps.names().map(str::to_owned).collect();
+            let mut caps: Vec<String> = init.caps.names().map(str::to_owned).collect();
+            caps.sort();
             check_eq(
                 "CLS-2-2",
                 &format!("capabilities announced on port {p}"),
@@ -881,7 +896,7 @@ fn incast(ctx: &mut Ctx<'_>, per: u32, len: usize) -> Result<(Vec<u16>, u16), St
 }
 
 fn incast_order(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
-    let per = 120u32;
+    let per = 80u32;
     let (inputs, e) = incast(ctx, per, 1000)?;
     let got = delivered(ctx, e)?;
     for &i in &inputs {
@@ -932,7 +947,7 @@ fn incast_order(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
 }
 
 fn incast_lossless(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
-    let per = 150u32;
+    let per = 100u32;
     let len = 1000;
     let (inputs, e) = incast(ctx, per, len)?;
     let got = delivered(ctx, e)?;
@@ -1813,5 +1828,71 @@ fn bad_fcs_not_forwarded(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         "port1.tx_frames.vc0",
         ctr(ctx, 1, "tx_frames", 0)?,
         40,
+    )
+}
+
+fn credits_kept_until_handed_on(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    need_ports(ctx, 3)?;
+    let n = ctx.desc.ports;
+    let s = sw_setup(one_per_port(n), LinkParams::default(), Some(1_000_000));
+    up_ports(
+        ctx,
+        &s,
+        &[0, 2],
+        |p, c| if p == 2 { small_peer(c) } else { c },
+    )?;
+    ctx.peer_hold(2, true)?;
+    let total = 200u32;
+    for k in 0..total {
+        ctx.peer_submit(0, 0, &data(gpu_of(2), gpu_of(0), 0, k, 1000))?;
+    }
+    ctx.run_for(20_000)?;
+    let mut seen = Seen::new(0, 2);
+    seen.update(ctx);
+    let inside = seen.ins.len() - seen.outs.len();
+    let plen = data(0, 0, 0, 0, 1000).len();
+    let cost = (ethlink_protocol::frame_len(14, plen)
+        + usize::from(ctx.params.credit_overhead.unwrap_or(0)))
+    .div_ceil(usize::from(ctx.params.credit_size.unwrap_or(64)));
+    let credits = ctx.params.rx_credits.unwrap_or(512) as usize;
+    let bound = credits / cost + 64;
+    if seen.ins.len() == total as usize {
+        return Err(Stop::Inconclusive(
+            "the switch took every frame: the case cannot tell".into(),
+        ));
+    }
+    check(
+        inside <= bound,
+        "SW-4-1",
+        format!(
+            "at most {bound} frames received on port 0 and not sent on port 2: the {} its \
+             {credits} credits cover at {cost} credits a frame, and at most 64 handed to the \
+             egress link (Table SW-T1, egress_depth)",
+            credits / cost
+        ),
+        || {
+            format!(
+                "{inside} ({} received, {} sent)",
+                seen.ins.len(),
+                seen.outs.len()
+            )
+        },
+    )?;
+    ctx.peer_hold(2, false)?;
+    run_until_delivered(ctx, 2, total as usize, 200_000)?;
+    let got: Vec<u32> = delivered(ctx, 2)?.iter().map(|x| x.1).collect();
+    let mut sorted = got.clone();
+    sorted.sort_unstable();
+    check(
+        sorted == (0..total).collect::<Vec<_>>(),
+        "SW-4-4",
+        format!("the {total} frames delivered once each once port 2 drains"),
+        || format!("{} delivered", got.len()),
+    )?;
+    check(
+        got == (0..total).collect::<Vec<_>>(),
+        "SW-3-1",
+        "in the order they were received",
+        || format!("{got:?}"),
     )
 }
