@@ -113,7 +113,7 @@ pub fn cases() -> Vec<Case> {
             "SWT-BUF-3",
             "while its egress is stalled, a switch holds no more frames of an input than the \
              input's credits cover (plus at most 64 handed to the egress link), and loses none",
-            &["SW-4-1", "SW-4-4", "SW-3-1"],
+            &["SW-4-1", "SW-4-4", "SW-4-5", "SW-3-1"],
             credits_kept_until_handed_on,
         ),
         c(
@@ -1877,6 +1877,30 @@ fn credits_kept_until_handed_on(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
                 seen.outs.len()
             )
         },
+    )?;
+    // The frames it holds are those not yet handed to the egress link: all inside but the
+    // 0 to 64 in that link.
+    let held = ctr(ctx, 0, "held_bytes", 0)?;
+    let plen64 = plen as u64;
+    let inside64 = inside as u64;
+    check(
+        held % plen64 == 0 && held <= inside64 * plen64 && held + 64 * plen64 >= inside64 * plen64,
+        "SW-4-5",
+        format!(
+            "port0.held_bytes.vc0 the payload bytes of the frames inside but those in the egress \
+             link: a multiple of {plen} between {} and {}",
+            inside64.saturating_sub(64) * plen64,
+            inside64 * plen64
+        ),
+        || format!("{held}"),
+    )?;
+    let max = ctr(ctx, 0, "held_max_bytes", 0)?;
+    let buffer = credits as u64 * u64::from(ctx.params.credit_size.unwrap_or(64));
+    check(
+        max >= held && max <= buffer,
+        "SW-4-5",
+        format!("port0.held_max_bytes.vc0 between held_bytes ({held}) and the buffer ({buffer})"),
+        || format!("{max}"),
     )?;
     ctx.peer_hold(2, false)?;
     run_until_delivered(ctx, 2, total as usize, 200_000)?;
