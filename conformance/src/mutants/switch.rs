@@ -43,6 +43,9 @@ pub fn mutants() -> Vec<(&'static str, Make)> {
         ("switch_counts_malformed_as_unroutable", || {
             Box::new(Wrapped::new(Break::MalformedAsUnroutable))
         }),
+        ("switch_grants_four_times_its_buffer", || {
+            Box::new(Wrapped::new(Break::OverGrants))
+        }),
     ]
 }
 
@@ -72,6 +75,9 @@ enum Break {
     /// Malformed frames are counted in `discard_unroutable` instead of `discard_malformed`
     /// (SW-7-1).
     MalformedAsUnroutable,
+    /// Each input grants four times the credits the switch reports in force, so that it holds
+    /// more frames than its buffer (SW-4-1).
+    OverGrants,
 }
 
 /// How long the reordering mutant keeps a frame waiting for a partner.
@@ -233,6 +239,13 @@ impl Device for Wrapped {
         self.last_data = vec![None; usize::from(self.ports)];
         self.incast_frames = 0;
         self.hidden.clear();
+        if self.what == Break::OverGrants {
+            let asked = s.link.rx_credits.unwrap_or(512);
+            s.link.rx_credits = Some(asked * 4);
+            let mut p = self.inner.reset(&s)?;
+            p.rx_credits = Some(asked);
+            return Ok(p);
+        }
         self.inner.reset(&s)
     }
 
