@@ -46,6 +46,12 @@ pub fn mutants() -> Vec<(&'static str, Make)> {
         ("switch_grants_four_times_its_buffer", || {
             Box::new(Wrapped::new(Break::OverGrants))
         }),
+        ("switch_announces_role_endpoint", || {
+            Box::new(Wrapped::new(Break::RoleEndpoint))
+        }),
+        ("switch_keeps_counters_across_reset", || {
+            Box::new(Wrapped::new(Break::CountersSurviveReset))
+        }),
     ]
 }
 
@@ -78,6 +84,10 @@ enum Break {
     /// Each input grants four times the credits the switch reports in force, so that it holds
     /// more frames than its buffer (SW-4-1).
     OverGrants,
+    /// INIT and INIT_ECHO announce role Endpoint (CLS-2-1, SW-9-5).
+    RoleEndpoint,
+    /// A reset leaves the counters as they were (SW-9-2).
+    CountersSurviveReset,
 }
 
 /// How long the reordering mutant keeps a frame waiting for a partner.
@@ -94,6 +104,8 @@ struct Wrapped {
     incast_frames: u64,
     /// Discards hidden from the counters, by counter name.
     hidden: BTreeMap<String, u64>,
+    /// Counters kept from before the last reset.
+    carry: Counters,
 }
 
 impl Wrapped {
@@ -116,6 +128,7 @@ impl Wrapped {
             last_data: vec![None; usize::from(ports)],
             incast_frames: 0,
             hidden: BTreeMap::new(),
+            carry: Counters::new(),
         }
     }
 }
@@ -151,6 +164,17 @@ impl Wrapped {
             match (self.what, vc) {
                 (Break::RewriteHeader, Some(_)) => {
                     bytes[NET + 4] ^= 0x80;
+                    mend(&mut bytes);
+                    v.push(Output::Frame {
+                        port,
+                        time_ns,
+                        hex: to_hex(&bytes),
+                    });
+                }
+                (Break::RoleEndpoint, None)
+                    if bytes.len() > 35 && matches!(bytes[14] & 0x0F, 5 | 6) =>
+                {
+                    bytes[34] = (bytes[34] & 0x3F) | 0x40;
                     mend(&mut bytes);
                     v.push(Output::Frame {
                         port,
@@ -239,6 +263,13 @@ impl Device for Wrapped {
         self.last_data = vec![None; usize::from(self.ports)];
         self.incast_frames = 0;
         self.hidden.clear();
+        if self.what == Break::CountersSurviveReset {
+            if let Ok(c) = self.inner.counters() {
+                for (k, v) in c {
+                    *self.carry.entry(k).or_default() += v;
+                }
+            }
+        }
         if self.what == Break::OverGrants {
             let asked = s.link.rx_credits.unwrap_or(512);
             s.link.rx_credits = Some(asked * 4);
@@ -291,6 +322,11 @@ impl Device for Wrapped {
 
     fn counters(&mut self) -> Result<Counters, DeviceError> {
         let mut c = self.inner.counters()?;
+        for (k, v) in &self.carry {
+            if let Some(x) = c.get_mut(k) {
+                *x += v;
+            }
+        }
         if self.what == Break::MalformedAsUnroutable {
             let moved: Vec<(String, u64)> = c
                 .iter()
