@@ -263,11 +263,11 @@ impl Device for Wrapped {
         self.last_data = vec![None; usize::from(self.ports)];
         self.incast_frames = 0;
         self.hidden.clear();
-        if self.what == Break::CountersSurviveReset {
-            if let Ok(c) = self.inner.counters() {
-                for (k, v) in c {
-                    *self.carry.entry(k).or_default() += v;
-                }
+        if self.what == Break::CountersSurviveReset
+            && let Ok(c) = self.inner.counters()
+        {
+            for (k, v) in c {
+                *self.carry.entry(k).or_default() += v;
             }
         }
         if self.what == Break::OverGrants {
