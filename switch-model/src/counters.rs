@@ -153,6 +153,13 @@ mod tests {
         assert_eq!(a[0], 1);
         bump(&mut a, 8, 1);
         assert_eq!(a, [1, 0, 0, 0, 0, 0, 0, 0]);
+        let mut names = alloc::vec::Vec::new();
+        let mut q = PortCounters::default();
+        q.residence_max_ns[3] = 9;
+        q.for_each(|name, vc, x| names.push((name, vc, x)));
+        assert_eq!(names.len(), 12 * 8);
+        assert_eq!(names[0], ("rx_frames", 0, 0));
+        assert!(names.contains(&("residence_max_ns", 3, 9)));
         let mut p = PortCounters::default();
         p.discard_aged[7] = u64::MAX;
         p.discard_malformed[0] = 2;

@@ -168,6 +168,13 @@ pub fn cases() -> Vec<Case> {
             port_down_discarded,
         ),
         c(
+            "SWT-DISC-5",
+            "frames of unknown fate in the replay buffer of an egress link that goes down are \
+             counted in discard_port_down, as well as in tx_frames",
+            &["SW-7-3", "SW-8-2"],
+            unknown_fate_counted,
+        ),
+        c(
             "SWT-DISC-4",
             "frames the egress link cannot carry (beyond its MFS, or on a VC it did not agree) \
              are discarded and counted in discard_egress_refused of the egress port and VC",
@@ -1918,5 +1925,60 @@ fn credits_kept_until_handed_on(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         "SW-3-1",
         "in the order they were received",
         || format!("{got:?}"),
+    )
+}
+
+fn unknown_fate_counted(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    need_ports(ctx, 3)?;
+    let n = ctx.desc.ports;
+    let link = LinkParams {
+        replay_timer_ns: Some(50_000),
+        ..LinkParams::default()
+    };
+    let s = sw_setup(one_per_port(n), link, None);
+    up_ports(ctx, &s, &[0, 2], |_, c| c)?;
+    // Port 2's peer receives every frame, but its ACKs are lost: the frames stay in the
+    // switch's replay buffer, of unknown fate.
+    ctx.set_hook(
+        2,
+        Box::new(|dir, _, bytes| {
+            if dir == Dir::ToDut && kind_of(bytes).is_some_and(|k| matches!(k, Kind::Ack(_))) {
+                Fault::Drop
+            } else {
+                Fault::Pass
+            }
+        }),
+    )?;
+    for k in 0..10u32 {
+        ctx.peer_submit(0, 0, &data(gpu_of(2), gpu_of(0), 0, k, 500))?;
+    }
+    ctx.run_for(5_000)?;
+    let got = delivered(ctx, 2)?;
+    if got.len() != 10 {
+        return Err(Stop::Inconclusive(format!(
+            "port 2's peer received {} of the 10 frames before the port went down",
+            got.len()
+        )));
+    }
+    ctx.request(&Request::PhysicalDown { port: 2 })?;
+    ctx.run_for(5_000)?;
+    check_eq(
+        "SW-7-3",
+        "port2.discard_port_down.vc0 (10 frames sent, none acknowledged)",
+        ctr(ctx, 2, "discard_port_down", 0)?,
+        10,
+    )?;
+    check_eq(
+        "SW-8-2",
+        "port2.tx_frames.vc0",
+        ctr(ctx, 2, "tx_frames", 0)?,
+        10,
+    )?;
+    let d = nonzero(ctx, &DISCARDS)?;
+    check_eq(
+        "SW-7-6",
+        "discard counters other than zero",
+        d,
+        vec!["port2.discard_port_down.vc0=10".to_string()],
     )
 }
