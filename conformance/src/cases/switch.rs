@@ -845,7 +845,56 @@ fn equal_ports_by_vectors(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
     let mut ports = vec![0u16];
     ports.extend(list);
     up_ports(ctx, &s, &ports, |_, c| c)?;
-    run_vectors(ctx, list, 0)
+    run_vectors(ctx, list, 0)?;
+    // 48 more paths to GPU 1 (sources, path ids and VCs spread), three frames each, by the
+    // function of switch.md §2.1.
+    let vcs = ctx.params.vcs.unwrap_or(1);
+    let paths: Vec<(u16, u8, u8)> = (0..48u16)
+        .map(|k| {
+            (
+                k * 37 % 1000,
+                (k * 29 % 256) as u8,
+                (k % u16::from(vcs)) as u8,
+            )
+        })
+        .collect();
+    for round in 0..3u32 {
+        for (k, &(src, path, vc)) in paths.iter().enumerate() {
+            let t = 0x10000 | (k as u32) << 8 | round;
+            ctx.peer_submit(0, vc, &data(1, src, path, t, 64))?;
+        }
+    }
+    ctx.run_for(30_000)?;
+    let mut seen: BTreeMap<u32, Vec<u16>> = BTreeMap::new();
+    for &p in &list {
+        for (_, t) in delivered(ctx, p)? {
+            seen.entry(t).or_default().push(p);
+        }
+    }
+    let mut used = std::collections::BTreeSet::new();
+    for (k, &(src, path, vc)) in paths.iter().enumerate() {
+        let want = list[(mix(src, 1, path, vc) % 4) as usize];
+        used.insert(want);
+        for round in 0..3u32 {
+            let t = 0x10000 | (k as u32) << 8 | round;
+            let got = seen.get(&t).cloned().unwrap_or_default();
+            check(
+                got == vec![want],
+                "SW-2-4",
+                format!(
+                    "path (src {src}, dst 1, path {path:#x}, vc {vc}), frame {round}: leaves once, \
+                     by port {want}"
+                ),
+                || format!("received on ports {got:?}"),
+            )?;
+        }
+    }
+    if used.len() < 4 {
+        return Err(Stop::Harness(format!(
+            "the 48 paths use only ports {used:?}"
+        )));
+    }
+    Ok(())
 }
 
 fn equal_ports_one_down(ctx: &mut Ctx<'_>) -> Result<(), Stop> {

@@ -1,5 +1,10 @@
 //! The reference switch (`ethlink-switch`) behind the device boundary.
 //!
+//! Counters: those of Tables SW-T3 and SW-T4 as `port<p>.<name>.vc<v>` for every VC in use, and
+//! each port link's counters (link.md Table LINK-T3) as `port<p>.link.<name>` or
+//! `port<p>.link.<name>.vc<v>`: the link's `tx_frames`, `rx_frames`, `tx_bytes` and `rx_bytes`
+//! share their names with the switch's, and count other things (a link's bytes are whole frames).
+//!
 //! Every port sends at the switch's line rate: a port whose wire is busy with a frame sends its
 //! next one when the wire is free, so that egress contention is real and visible at the ports.
 
