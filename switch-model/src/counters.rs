@@ -96,6 +96,15 @@ impl Counters {
             .fold(0u64, |s, &x| s.wrapping_add(x))
     }
 
+    /// Calls `f` with the port, the name (as Tables SW-T3 and SW-T4 name it), the VC and the
+    /// value of every counter of every port.
+    pub fn for_each(&self, mut f: impl FnMut(u16, &'static str, u8, u64)) {
+        for (p, c) in self.ports.iter().enumerate() {
+            let p = u16::try_from(p).unwrap_or(u16::MAX);
+            c.for_each(|name, vc, x| f(p, name, vc, x));
+        }
+    }
+
     /// Frames forwarded (handed to an egress link) over all ports and VCs.
     pub fn forwarded(&self) -> u64 {
         self.total(|p| &p.tx_frames)
