@@ -153,6 +153,9 @@ pub struct Setup {
     /// Switch: its forwarding table.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub routes: Vec<Route>,
+    /// Switch: its `max_residence` in nanoseconds (switch.md Table SW-T1), or its default.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_residence_ns: Option<u64>,
     /// A seed for whatever the device draws at random (its nonces): a device with an entropy
     /// source may ignore it, the reference uses it so that runs repeat.
     pub seed: u64,

@@ -54,6 +54,32 @@ impl PortCounters {
     }
 }
 
+impl PortCounters {
+    /// Calls `f` with the name of every counter of Tables SW-T3 and SW-T4 (as switch.md names
+    /// them), the VC and its value: the form a register map or a report reads.
+    pub fn for_each(&self, mut f: impl FnMut(&'static str, u8, u64)) {
+        let all: [(&'static str, &[u64; 8]); 12] = [
+            ("rx_frames", &self.rx_frames),
+            ("rx_bytes", &self.rx_bytes),
+            ("tx_frames", &self.tx_frames),
+            ("tx_bytes", &self.tx_bytes),
+            ("discard_malformed", &self.discard_malformed),
+            ("discard_unroutable", &self.discard_unroutable),
+            ("discard_aged", &self.discard_aged),
+            ("discard_port_down", &self.discard_port_down),
+            ("discard_egress_refused", &self.discard_egress_refused),
+            ("held_bytes", &self.held_bytes),
+            ("held_max_bytes", &self.held_max_bytes),
+            ("residence_max_ns", &self.residence_max_ns),
+        ];
+        for (name, values) in all {
+            for (v, x) in values.iter().enumerate() {
+                f(name, v as u8, *x);
+            }
+        }
+    }
+}
+
 /// Counters of a switch.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Counters {
@@ -68,6 +94,15 @@ impl Counters {
             .iter()
             .flat_map(|p| pick(p).iter())
             .fold(0u64, |s, &x| s.wrapping_add(x))
+    }
+
+    /// Calls `f` with the port, the name (as Tables SW-T3 and SW-T4 name it), the VC and the
+    /// value of every counter of every port.
+    pub fn for_each(&self, mut f: impl FnMut(u16, &'static str, u8, u64)) {
+        for (p, c) in self.ports.iter().enumerate() {
+            let p = u16::try_from(p).unwrap_or(u16::MAX);
+            c.for_each(|name, vc, x| f(p, name, vc, x));
+        }
     }
 
     /// Frames forwarded (handed to an egress link) over all ports and VCs.
@@ -127,6 +162,13 @@ mod tests {
         assert_eq!(a[0], 1);
         bump(&mut a, 8, 1);
         assert_eq!(a, [1, 0, 0, 0, 0, 0, 0, 0]);
+        let mut names = alloc::vec::Vec::new();
+        let mut q = PortCounters::default();
+        q.residence_max_ns[3] = 9;
+        q.for_each(|name, vc, x| names.push((name, vc, x)));
+        assert_eq!(names.len(), 12 * 8);
+        assert_eq!(names[0], ("rx_frames", 0, 0));
+        assert!(names.contains(&("residence_max_ns", 3, 9)));
         let mut p = PortCounters::default();
         p.discard_aged[7] = u64::MAX;
         p.discard_malformed[0] = 2;

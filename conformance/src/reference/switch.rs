@@ -1,0 +1,317 @@
+//! The reference switch (`ethlink-switch`) behind the device boundary.
+//!
+//! Counters: those of Tables SW-T3 and SW-T4 as `port<p>.<name>.vc<v>` for every VC in use, and
+//! each port link's counters (link.md Table LINK-T3) as `port<p>.link.<name>` or
+//! `port<p>.link.<name>.vc<v>`: the link's `tx_frames`, `rx_frames`, `tx_bytes` and `rx_bytes`
+//! share their names with the switch's, and count other things (a link's bytes are whole frames).
+//!
+//! Every port sends at the switch's line rate: a port whose wire is busy with a frame sends its
+//! next one when the wire is free, so that egress contention is real and visible at the ports.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use ethlink_link::Instant;
+use ethlink_protocol::GpuId;
+use ethlink_switch::{Config, Routes, Switch};
+
+use crate::device::{
+    Advanced, Counters, Description, Device, DeviceError, LinkParams, Output, PROTOCOL_VERSION,
+    Reply, Request, Role, Setup, to_hex,
+};
+use crate::reference::link_end::{apply, cap_names, link_counters, params_of};
+
+/// Ports of the reference switch as the suite runs it.
+pub const PORTS: u16 = 8;
+
+/// The reference switch as a device under test.
+pub struct RefSwitch {
+    sw: Option<Switch>,
+    base: Config,
+    buf: Vec<u8>,
+    now: u64,
+    /// Per port: when its wire is free again.
+    free: Vec<u64>,
+    /// Ports that may have something to send.
+    pending: BTreeSet<u16>,
+    ready: Vec<u16>,
+    /// Per port: the link state last reported.
+    up: Vec<bool>,
+    /// Per port: its physical link was taken down by a request.
+    phys_down: Vec<bool>,
+    /// Per port: the link's flush count last seen, to name why a link went down.
+    flushes: Vec<u64>,
+}
+
+impl Default for RefSwitch {
+    fn default() -> Self {
+        RefSwitch::with_config(Config {
+            ports: PORTS,
+            ..Config::default()
+        })
+    }
+}
+
+impl RefSwitch {
+    /// A reference switch whose parameters start from `base` (the setup of each case overrides
+    /// the link parameters, the table and `max_residence`).
+    pub fn with_config(base: Config) -> Self {
+        let n = usize::from(base.ports);
+        RefSwitch {
+            sw: None,
+            base,
+            buf: vec![0; 9216],
+            now: 0,
+            free: vec![0; n],
+            pending: BTreeSet::new(),
+            ready: Vec::new(),
+            up: vec![false; n],
+            phys_down: vec![true; n],
+            flushes: vec![0; n],
+        }
+    }
+
+    fn sw(&mut self) -> Result<&mut Switch, DeviceError> {
+        self.sw
+            .as_mut()
+            .ok_or_else(|| DeviceError::Broken("used before reset".into()))
+    }
+
+    fn port(&self, port: u16) -> Result<usize, DeviceError> {
+        if port < self.base.ports {
+            Ok(usize::from(port))
+        } else {
+            Err(DeviceError::Broken(format!(
+                "the switch has {} ports, not port {port}",
+                self.base.ports
+            )))
+        }
+    }
+
+    /// Nanoseconds port wires are busy with a frame of `len` bytes (preamble, SFD and gap
+    /// included).
+    fn ser_ns(&self, len: usize) -> u64 {
+        ((len as f64 + 20.0) * 8.0 / self.base.rate_gbps).ceil() as u64
+    }
+
+    /// Everything due at `t`: timers, then every port whose wire is free sends its next frame.
+    fn step(&mut self, t: u64, out: &mut Vec<Output>) -> Result<(), DeviceError> {
+        let at = Instant::from_nanos(t);
+        let mut buf = std::mem::take(&mut self.buf);
+        let result = (|| {
+            let sw = self
+                .sw
+                .as_mut()
+                .ok_or_else(|| DeviceError::Broken("no reset".into()))?;
+            if sw.poll_timeout().is_some_and(|d| d <= at) {
+                sw.handle_timeout(at);
+            }
+            loop {
+                let sw = self
+                    .sw
+                    .as_mut()
+                    .ok_or_else(|| DeviceError::Broken("no reset".into()))?;
+                sw.take_ready_ports(&mut self.ready);
+                self.pending.extend(self.ready.drain(..));
+                let mut sent = false;
+                let candidates: Vec<u16> = self
+                    .pending
+                    .iter()
+                    .copied()
+                    .filter(|&p| self.free[usize::from(p)] <= t)
+                    .collect();
+                for p in candidates {
+                    let sw = self
+                        .sw
+                        .as_mut()
+                        .ok_or_else(|| DeviceError::Broken("no reset".into()))?;
+                    match sw.poll_transmit(at, usize::from(p), &mut buf) {
+                        Ok(Some(tx)) => {
+                            out.push(Output::Frame {
+                                port: p,
+                                time_ns: t,
+                                hex: to_hex(&buf[..tx.len]),
+                            });
+                            self.free[usize::from(p)] = t + self.ser_ns(tx.len);
+                            sent = true;
+                        }
+                        Ok(None) => {
+                            self.pending.remove(&p);
+                        }
+                        Err(e) => return Err(DeviceError::Broken(format!("transmit: {e:?}"))),
+                    }
+                }
+                let sw = self
+                    .sw
+                    .as_mut()
+                    .ok_or_else(|| DeviceError::Broken("no reset".into()))?;
+                sw.take_ready_ports(&mut self.ready);
+                if !sent && self.ready.is_empty() {
+                    break;
+                }
+            }
+            Ok(())
+        })();
+        self.buf = buf;
+        result?;
+        self.link_events(out)
+    }
+
+    /// Reports the ports whose links came up or went down.
+    fn link_events(&mut self, out: &mut Vec<Output>) -> Result<(), DeviceError> {
+        let n = usize::from(self.base.ports);
+        for p in 0..n {
+            let (up, flushes) = {
+                let sw = self.sw()?;
+                let l = sw
+                    .link(p)
+                    .ok_or_else(|| DeviceError::Broken(format!("no link {p}")))?;
+                (l.is_up(), l.counters().flushes)
+            };
+            let port = p as u16;
+            if up && !self.up[p] {
+                out.push(Output::LinkUp { port });
+            } else if !up && self.up[p] {
+                let reason = if self.phys_down[p] {
+                    "physical"
+                } else if flushes != self.flushes[p] {
+                    "flush"
+                } else {
+                    "peer_restart"
+                };
+                out.push(Output::LinkDown {
+                    port,
+                    reason: reason.into(),
+                });
+            }
+            self.up[p] = up;
+            self.flushes[p] = flushes;
+        }
+        Ok(())
+    }
+
+    /// The next time the switch acts on its own: a timer, or a busy wire with a frame behind it.
+    fn next_event(&self) -> Option<u64> {
+        let sw = self.sw.as_ref()?;
+        let timer = sw.poll_timeout().map(Instant::as_nanos);
+        let wire = self
+            .pending
+            .iter()
+            .map(|&p| self.free[usize::from(p)])
+            .filter(|&f| f > self.now)
+            .min();
+        [timer, wire]
+            .into_iter()
+            .flatten()
+            .min()
+            .map(|t| t.max(self.now + 1))
+    }
+}
+
+impl Device for RefSwitch {
+    fn hello(&mut self) -> Result<Description, DeviceError> {
+        Ok(Description {
+            version: PROTOCOL_VERSION,
+            name: "ethlink reference switch".into(),
+            role: Role::Switch,
+            caps: cap_names(self.base.port_link(0).caps),
+            ports: self.base.ports,
+        })
+    }
+
+    fn reset(&mut self, setup: &Setup) -> Result<LinkParams, DeviceError> {
+        let mut cfg = self.base.clone();
+        cfg.link = apply(&self.base.link, &setup.link);
+        cfg.link.nonce_seed = setup.seed.wrapping_mul(2).wrapping_add(1);
+        if let Some(ns) = setup.max_residence_ns {
+            cfg.max_residence = Duration::from_nanos(ns);
+        }
+        let mut routes = Routes::new();
+        for r in &setup.routes {
+            let dst = GpuId::new(r.dst)
+                .ok_or_else(|| DeviceError::Refused(format!("GPU id {:#x}", r.dst)))?;
+            routes
+                .set(dst, &r.ports)
+                .map_err(|e| DeviceError::Refused(format!("route to {}: {e}", r.dst)))?;
+        }
+        let sw =
+            Switch::new(cfg.clone(), routes).map_err(|e| DeviceError::Refused(e.to_string()))?;
+        let n = usize::from(cfg.ports);
+        self.sw = Some(sw);
+        self.now = 0;
+        self.free = vec![0; n];
+        self.pending.clear();
+        self.ready.clear();
+        self.up = vec![false; n];
+        self.phys_down = vec![true; n];
+        self.flushes = vec![0; n];
+        Ok(params_of(&cfg.link))
+    }
+
+    fn frame(&mut self, port: u16, time_ns: u64, frame: &[u8]) -> Result<(), DeviceError> {
+        let p = self.port(port)?;
+        self.now = self.now.max(time_ns);
+        let now = Instant::from_nanos(self.now);
+        self.sw()?.handle_frame(now, p, frame);
+        Ok(())
+    }
+
+    fn request(&mut self, time_ns: u64, request: &Request) -> Result<Reply, DeviceError> {
+        self.now = self.now.max(time_ns);
+        let now = Instant::from_nanos(self.now);
+        match request {
+            Request::PhysicalUp { port } => {
+                let p = self.port(*port)?;
+                self.phys_down[p] = false;
+                self.sw()?.port_up(now, p);
+            }
+            Request::PhysicalDown { port } => {
+                let p = self.port(*port)?;
+                self.phys_down[p] = true;
+                self.sw()?.port_down(now, p);
+            }
+            other => {
+                return Err(DeviceError::Refused(format!(
+                    "a switch does not take {other:?}"
+                )));
+            }
+        }
+        Ok(Reply::default())
+    }
+
+    fn advance(&mut self, time_ns: u64) -> Result<Advanced, DeviceError> {
+        let mut out = Vec::new();
+        loop {
+            self.step(self.now, &mut out)?;
+            match self.next_event() {
+                Some(t) if t <= time_ns => self.now = t,
+                _ => break,
+            }
+        }
+        if time_ns > self.now {
+            self.now = time_ns;
+            self.step(self.now, &mut out)?;
+        }
+        Ok(Advanced {
+            out,
+            next_ns: self.next_event(),
+        })
+    }
+
+    fn counters(&mut self) -> Result<Counters, DeviceError> {
+        let sw = self.sw()?;
+        let vcs = sw.config().link.vcs;
+        let mut c = Counters::new();
+        for (p, pc) in sw.counters().ports.iter().enumerate() {
+            pc.for_each(|name, v, x| {
+                if v < vcs {
+                    c.insert(format!("port{p}.{name}.vc{v}"), x);
+                }
+            });
+            if let Some(l) = sw.link(p) {
+                link_counters(l.counters(), &format!("port{p}.link."), &mut c);
+            }
+        }
+        Ok(c)
+    }
+}
