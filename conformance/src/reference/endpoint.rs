@@ -73,7 +73,9 @@ impl RefEndpoint {
         if p < self.base.port_count() {
             Ok(p)
         } else {
-            Err(DeviceError::Broken(format!("the endpoint has no port {port}")))
+            Err(DeviceError::Broken(format!(
+                "the endpoint has no port {port}"
+            )))
         }
     }
 
