@@ -13,6 +13,7 @@ pub mod case;
 pub mod cases;
 pub mod ctx;
 pub mod device;
+pub mod mutants;
 pub mod reference;
 pub mod runner;
 

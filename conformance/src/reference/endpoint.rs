@@ -62,6 +62,23 @@ impl RefEndpoint {
         RefEndpoint::with_config(c)
     }
 
+    /// Performs a fetch-add of `addend` on the `width`-byte value at `addr` of its memory, as a
+    /// remote ATOMIC_FADD with `key` would, outside the protocol: how a mutant applies an atomic
+    /// twice. Does nothing before the first reset or when the access is refused.
+    pub fn add_again(&mut self, shared: bool, key: u32, addr: u64, width: usize, addend: u64) {
+        let space = if shared {
+            WireSpace::Shared
+        } else {
+            WireSpace::Global
+        };
+        let w = if width == 4 { Width::W4 } else { Width::W8 };
+        if let Some(ep) = self.ep.as_mut() {
+            let _ = ep
+                .memory_mut()
+                .atomic(space, key, addr, w, AtomicOp::FetchAdd { addend });
+        }
+    }
+
     fn ep(&mut self) -> Result<&mut Endpoint, DeviceError> {
         self.ep
             .as_mut()
