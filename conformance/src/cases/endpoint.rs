@@ -235,6 +235,75 @@ pub fn cases() -> Vec<Case> {
             requester_busy,
         ),
         case(
+            "EPT-RDMA-5",
+            "as a target, RDMA_WRITE segments that break the alignment of EP-6-3 or run past \
+             their total length are answered RDMA_COMPLETION MALFORMED and write nothing",
+            &["EP-6-3", "WIRE-6.7-1", "WIRE-6.1-6", "TXN-3-4"],
+            &["rdma"],
+            target_rdma_malformed,
+        ),
+        case(
+            "EPT-RX-3",
+            "as a requester, a response with an undefined opcode is counted in unknown_responses, \
+             one that breaks its encoding in bad_responses, and neither completes anything",
+            &["EP-10-2", "WIRE-6.1-7", "WIRE-6.1-9", "WIRE-6.9-4"],
+            &[],
+            requester_bad_responses,
+        ),
+        case(
+            "EPT-REQ-4",
+            "an operation or descriptor with a bad parameter is refused at issue and sends nothing",
+            &["EP-5-3", "EP-6-1"],
+            &[],
+            requester_refused_at_issue,
+        ),
+        case(
+            "EPT-MEM-1",
+            "a registration that overlaps a region, has length 0 or runs past the end of its \
+             space is refused, and the table is unchanged",
+            &["EP-2-2", "EP-2-3"],
+            &[],
+            register_refusals,
+        ),
+        case(
+            "EPT-PATH-1",
+            "a response leaves by the port its request came in on",
+            &["EP-4-4", "EP-3-4"],
+            &[],
+            response_on_request_port,
+        ),
+        case(
+            "EPT-ID-1",
+            "every frame of port 0 has source MAC 02:00:gg:gg:00:00, and a reset sets every \
+             counter to zero",
+            &["EP-12-4", "EP-12-1"],
+            &[],
+            identity_and_reset,
+        ),
+        case(
+            "EPT-DL-3",
+            "as a requester, an operation answered BUSY at every attempt completes BUSY once its \
+             retries are spent, each retry counted",
+            &["EP-9-8", "EP-9-5", "TXN-3-8", "EP-10-1"],
+            &[],
+            requester_busy_to_the_end,
+        ),
+        case(
+            "EPT-DL-4",
+            "as a requester, an operation issued while no port is usable completes NO_PATH",
+            &["TXN-3-6", "TXN-3-1", "TXN-3-3"],
+            &[],
+            requester_no_path,
+        ),
+        case(
+            "EPT-DL-5",
+            "as a requester, an atomic whose request frame the link reports of unknown fate \
+             completes FATE_UNKNOWN and is not sent again",
+            &["TXN-3-5", "TXN-3-1"],
+            &[],
+            requester_fate_unknown,
+        ),
+        case(
             "EPT-CAP-1",
             "an endpoint without RDMA answers the first RDMA_WRITE segment RDMA_COMPLETION \
              UNSUPPORTED, the others not at all, an RDMA_READ with one RDMA_READ_RESP \
@@ -1947,6 +2016,479 @@ fn requester_busy(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         "completed.load.OK",
         ctx.counter("completed.load.OK")?,
         1,
+    )
+}
+
+fn target_rdma_malformed(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    ep_up(ctx, 1)?;
+    let a = G.0 + 0x3000;
+    let guard = pattern(1024, 0x71);
+    mem_write(ctx, Space::Global, a, &guard)?;
+    let d = pattern(512, 0x72);
+    send(
+        ctx,
+        0,
+        1,
+        &[rdma_write(0x1001, 0, G.2, a, 100, 1024, &d[..256])],
+    )?;
+    send(
+        ctx,
+        0,
+        1,
+        &[rdma_write(0x1002, 0, G.2, a, 0, 1024, &d[..100])],
+    )?;
+    send(
+        ctx,
+        0,
+        1,
+        &[rdma_write(0x1003, 0, G.2, a, 768, 1000, &d[..256])],
+    )?;
+    let mut seen = Seen::default();
+    seen.run(ctx, 1, 30_000, |s| s.txns.len() >= 3)?;
+    seen.run(ctx, 1, 5_000, |_| false)?;
+    for (tag, req) in [
+        (0x1001, "EP-6-3"),
+        (0x1002, "EP-6-3"),
+        (0x1003, "WIRE-6.7-1"),
+    ] {
+        let t = one_response(&seen, tag, "a malformed RDMA_WRITE segment")?;
+        check_resp(t, op::RDMA_COMPLETION, st::MALFORMED, &[], req)?;
+    }
+    expect_mem(
+        ctx,
+        "TXN-3-4",
+        Space::Global,
+        a,
+        &guard,
+        "malformed segments write nothing",
+    )
+}
+
+fn requester_bad_responses(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    ep_up(ctx, 2)?;
+    let ports = ctx.desc.ports.min(2);
+    let tag = issue(ctx, Space::Global, 0x77, 0x500, LsOp::Load { len: 4 }, None)?;
+    let mut seen = Seen::default();
+    seen.run(ctx, ports, 50_000, |s| !s.txns.is_empty())?;
+    let port = seen
+        .with_tag(tag, false)
+        .first()
+        .map(|t| t.port)
+        .ok_or_else(|| Stop::fail("TXN-3-1", "the LOAD on the wire", "none"))?;
+    let (u0, b0) = (
+        ctx.counter("unknown_responses")?,
+        ctx.counter("bad_responses")?,
+    );
+    // An undefined response opcode with the load's tag; a LOAD_RESP with hlen 3; a LOAD_RESP
+    // OK without data; a LOAD_RESP refused with data.
+    answer(
+        ctx,
+        port,
+        2,
+        &[
+            resp(0xA0, st::OK, tag, &[]),
+            raw(0x81, st::OK, tag, 3, &[0; 4], &[1, 2, 3, 4]),
+            resp(0x81, st::OK, tag, &[]),
+            resp(0x81, st::OUT_OF_RANGE, tag, &[1, 2, 3, 4]),
+        ],
+    )?;
+    seen.run(ctx, ports, 10_000, |_| false)?;
+    check(
+        seen.done.is_empty(),
+        "EP-10-2",
+        "no completion from unknown or bad responses",
+        || format!("{:?}", seen.done),
+    )?;
+    check_eq(
+        "WIRE-6.1-7",
+        "unknown_responses",
+        ctx.counter("unknown_responses")? - u0,
+        1,
+    )?;
+    check_eq(
+        "WIRE-6.1-9",
+        "bad_responses",
+        ctx.counter("bad_responses")? - b0,
+        3,
+    )?;
+    answer(ctx, port, 2, &[resp(0x81, st::OK, tag, &[1, 2, 3, 4])])?;
+    seen.run(ctx, ports, 10_000, |s| !s.done.is_empty())?;
+    check(
+        seen.done.len() == 1
+            && seen.done[0].status == "OK"
+            && seen.done[0].data == Some(vec![1, 2, 3, 4]),
+        "TXN-3-1",
+        "the load completes OK on its good response",
+        || format!("{:?}", seen.done),
+    )
+}
+
+fn refused(r: Result<crate::device::Reply, Stop>) -> Result<bool, Stop> {
+    match r {
+        Ok(_) => Ok(false),
+        Err(Stop::Unsupported(_)) => Ok(true),
+        Err(e) => Err(e),
+    }
+}
+
+fn requester_refused_at_issue(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    ep_up(ctx, 1)?;
+    let from = ctx.log().len();
+    let bad_issues: [(&str, u16, u64, LsOp); 4] = [
+        ("a load of length 0", REM, 0, LsOp::Load { len: 0 }),
+        ("a load of 257 bytes", REM, 0, LsOp::Load { len: 257 }),
+        (
+            "an atomic of width 2",
+            REM,
+            0,
+            LsOp::FetchAdd { width: 2, value: 1 },
+        ),
+        (
+            "a load whose range wraps",
+            REM,
+            u64::MAX - 1,
+            LsOp::Load { len: 8 },
+        ),
+    ];
+    for (what, dst, addr, o) in bad_issues {
+        let r = ctx.request(&Request::Issue {
+            dst,
+            space: Space::Global,
+            key: 1,
+            addr,
+            op: o,
+            stream: None,
+        });
+        check(
+            refused(r)?,
+            "EP-5-3",
+            format!("{what} refused at issue"),
+            || "accepted".into(),
+        )?;
+    }
+    let r = ctx.request(&Request::Issue {
+        dst: 0xFFFF,
+        space: Space::Global,
+        key: 1,
+        addr: 0,
+        op: LsOp::Load { len: 4 },
+        stream: None,
+    });
+    check(
+        refused(r)?,
+        "EP-5-3",
+        "a load to GPU 0xFFFF refused at issue",
+        || "accepted".into(),
+    )?;
+    let post = |len: u64, dst: u16| Request::Post {
+        write: true,
+        local_space: Space::Global,
+        local_addr: 0,
+        dst,
+        space: Space::Global,
+        key: 1,
+        addr: 0,
+        len,
+    };
+    for (what, req) in [
+        ("a descriptor of length 0", post(0, REM)),
+        ("a descriptor of 2^32 bytes", post(1 << 32, REM)),
+        ("a descriptor to GPU 0xFFFF", post(16, 0xFFFF)),
+    ] {
+        let r = ctx.request(&req);
+        check(
+            refused(r)?,
+            "EP-6-1",
+            format!("{what} refused at post"),
+            || "accepted".into(),
+        )?;
+    }
+    ctx.run_for(10_000)?;
+    let data: Vec<_> = crate::cases::common::sent_since(ctx, from)
+        .into_iter()
+        .filter(|k| matches!(k, crate::cases::common::Kind::Data(_)))
+        .collect();
+    check(
+        data.is_empty(),
+        "EP-5-3",
+        "nothing sent for refused operations",
+        || format!("{data:?}"),
+    )?;
+    let done = ctx
+        .take_outputs()
+        .into_iter()
+        .filter(|o| matches!(o, crate::device::Output::Completion { .. }))
+        .count();
+    check_eq("EP-5-3", "completions of refused operations", done, 0)
+}
+
+fn register_refusals(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    ep_up(ctx, 1)?;
+    let reg = |base: u64, len: u64, key: u32| Request::Register {
+        space: Space::Global,
+        base,
+        len,
+        key,
+        perms: "rw".into(),
+    };
+    for (what, req) in [
+        (
+            "a region overlapping the start of another",
+            reg(G.0 - 0x10, 0x20, 0x99),
+        ),
+        ("a region inside another", reg(G.0 + 0x100, 0x10, 0x99)),
+        ("a region of length 0", reg(0x8_0000, 0, 0x99)),
+        (
+            "a region past the end of the space",
+            reg(u64::MAX - 0xF, 0x20, 0x99),
+        ),
+    ] {
+        let r = ctx.request(&req);
+        check(refused(r)?, "EP-2-2", format!("{what} refused"), || {
+            "registered".into()
+        })?;
+    }
+    // The table is unchanged: G still answers with its own key, and the bytes below it are not
+    // reachable with the key of the refused registration.
+    send(
+        ctx,
+        0,
+        0,
+        &[
+            load(0x1101, 0, G.2, G.0 + 0x100, 4),
+            load(0x1102, 0, 0x99, G.0 - 0x10, 4),
+        ],
+    )?;
+    let mut seen = Seen::default();
+    seen.run(ctx, 1, 30_000, |s| s.txns.len() >= 2)?;
+    let t = one_response(&seen, 0x1101, "a load of the region")?;
+    check_resp(t, 0x81, st::OK, &[0; 4], "EP-2-2")?;
+    let t = one_response(&seen, 0x1102, "a load of the refused region")?;
+    check_resp(t, 0x81, st::OUT_OF_RANGE, &[], "EP-2-3")
+}
+
+fn response_on_request_port(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    if ctx.desc.ports < 2 {
+        return Err(Stop::Unsupported("the case needs two ports".into()));
+    }
+    ep_up(ctx, 2)?;
+    let d = pattern(4, 0x81);
+    mem_write(ctx, Space::Global, G.0 + 0x40, &d)?;
+    for (port, tag) in [(0u16, 0x1201u16), (1, 0x1202), (1, 0x1203), (0, 0x1204)] {
+        send(ctx, port, 0, &[load(tag, 0, G.2, G.0 + 0x40, 4)])?;
+    }
+    let mut seen = Seen::default();
+    seen.run(ctx, 2, 30_000, |s| s.txns.len() >= 4)?;
+    let mut paths = [None, None];
+    for (port, tag) in [(0u16, 0x1201u16), (1, 0x1202), (1, 0x1203), (0, 0x1204)] {
+        let t = one_response(&seen, tag, "a LOAD")?;
+        check_resp(t, 0x81, st::OK, &d, "TXN-2-1")?;
+        check(
+            t.port == port,
+            "EP-4-4",
+            format!("the response to tag {tag:#06x} on port {port}"),
+            || t.show(),
+        )?;
+        let p = &mut paths[usize::from(port)];
+        check(
+            p.is_none_or(|x| x == t.path),
+            "EP-3-4",
+            "one path id per port",
+            || t.show(),
+        )?;
+        *p = Some(t.path);
+    }
+    check(
+        paths[0] != paths[1],
+        "EP-3-4",
+        "ports 0 and 1 with different path ids",
+        || format!("{paths:?}"),
+    )
+}
+
+fn identity_and_reset(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    ep_up(ctx, 1)?;
+    send(ctx, 0, 0, &[load(0x1301, 0, G.2, G.0, 4)])?;
+    let mut seen = Seen::default();
+    seen.run(ctx, 1, 30_000, |s| !s.txns.is_empty())?;
+    let want = [0x02, 0x00, (DUT >> 8) as u8, DUT as u8, 0, 0];
+    for l in ctx.log().iter().filter(|l| l.from_dut && l.port == 0) {
+        check(
+            l.bytes.get(6..12) == Some(&want[..]),
+            "EP-12-4",
+            "source MAC 02:00:00:05:00:00 on port 0",
+            || format!("frame at {} ns from {:02x?}", l.time_ns, l.bytes.get(6..12)),
+        )?;
+    }
+    check(
+        ctx.counter("requests_served")? == 1,
+        "EP-10-1",
+        "requests_served 1",
+        || "other".into(),
+    )?;
+    ctx.reset(&crate::device::Setup {
+        gpu: Some(DUT),
+        ..crate::cases::common::setup(Default::default())
+    })?;
+    let nonzero: Vec<(String, u64)> = ctx
+        .counters()?
+        .into_iter()
+        .filter(|(_, v)| *v != 0)
+        .collect();
+    check(
+        nonzero.is_empty(),
+        "EP-12-1",
+        "every counter zero after a reset",
+        || format!("{nonzero:?}"),
+    )
+}
+
+fn requester_busy_to_the_end(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    ep_up(ctx, 2)?;
+    let ports = ctx.desc.ports.min(2);
+    issue(
+        ctx,
+        Space::Global,
+        0x77,
+        0xC00,
+        LsOp::Store {
+            data: "abcd".into(),
+        },
+        None,
+    )?;
+    let mut seen = Seen::default();
+    let mut answered = 0;
+    while seen.done.is_empty() {
+        let want = answered + 1;
+        let ok = seen.run(ctx, ports, 5_000_000, |s| {
+            s.requests(op::STORE).len() >= want || !s.done.is_empty()
+        })?;
+        if !seen.done.is_empty() {
+            break;
+        }
+        check(
+            ok && answered < 17,
+            "EP-9-8",
+            "a BUSY completion once max_retries (at most 16) are spent",
+            || format!("{answered} BUSY answers, no completion"),
+        )?;
+        let t = seen.requests(op::STORE)[answered].clone();
+        answer(ctx, t.port, 2, &[resp(0x82, st::BUSY, t.tag, &[])])?;
+        answered += 1;
+    }
+    seen.run(ctx, ports, 10_000, |_| false)?;
+    check(
+        seen.done.len() == 1 && seen.done[0].status == "BUSY" && seen.done[0].data.is_none(),
+        "EP-9-8",
+        "one completion, BUSY",
+        || format!("{:?}", seen.done),
+    )?;
+    check_eq(
+        "EP-9-5",
+        "requests sent (each answered BUSY)",
+        seen.requests(op::STORE).len(),
+        answered,
+    )?;
+    check_eq(
+        "EP-10-1",
+        "busy_retries",
+        ctx.counter("busy_retries")?,
+        answered as u64 - 1,
+    )?;
+    check_eq(
+        "EP-10-1",
+        "completed.store.BUSY",
+        ctx.counter("completed.store.BUSY")?,
+        1,
+    )
+}
+
+fn requester_no_path(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    ctx.reset(&crate::device::Setup {
+        gpu: Some(DUT),
+        ..crate::cases::common::setup(Default::default())
+    })?;
+    // No port comes up.
+    let tag = issue(ctx, Space::Global, 0x77, 0xD00, LsOp::Load { len: 4 }, None)?;
+    let mut seen = Seen::default();
+    let done = seen.run(ctx, 0, 990_000_000, |s| !s.done.is_empty())?;
+    if !done {
+        return Err(Stop::Inconclusive(
+            "no completion within 990 ms (the device's op_timeout may be longer)".into(),
+        ));
+    }
+    let d = seen.done_tag(tag);
+    check(
+        d.len() == 1 && d[0].status == "NO_PATH" && d[0].data.is_none(),
+        "TXN-3-6",
+        "one completion, NO_PATH, without data",
+        || format!("{:?}", seen.done),
+    )
+}
+
+fn requester_fate_unknown(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    ep_up(ctx, 2)?;
+    let ports = ctx.desc.ports.min(2);
+    // Every DATA frame of the device vanishes: its links replay until they FLUSH.
+    for p in 0..ports {
+        ctx.set_hook(
+            p,
+            Box::new(|dir, _, b| {
+                let l = if b.get(12..14) == Some(&[0x81, 0x00]) {
+                    18
+                } else {
+                    14
+                };
+                if dir == crate::ctx::Dir::FromDut && b.get(l).is_some_and(|k| k & 0x0F == 0) {
+                    crate::ctx::Fault::Drop
+                } else {
+                    crate::ctx::Fault::Pass
+                }
+            }),
+        )?;
+    }
+    let from = ctx.log().len();
+    let tag = issue(
+        ctx,
+        Space::Global,
+        0x77,
+        0xE00,
+        LsOp::Swap { width: 8, value: 3 },
+        None,
+    )?;
+    let mut seen = Seen::default();
+    let done = seen.run(ctx, ports, 500_000_000, |s| !s.done.is_empty())?;
+    if !done {
+        return Err(Stop::Inconclusive("no completion within 500 ms".into()));
+    }
+    // The SWAP frames the device sent, first transmissions and replays alike.
+    let mut firsts = 0;
+    for l in ctx.log()[from..].iter().filter(|l| l.from_dut) {
+        let b = &l.bytes;
+        let at = if b.get(12..14) == Some(&[0x81, 0x00]) {
+            18
+        } else {
+            14
+        };
+        if b.get(at).is_some_and(|k| k & 0x0F == 0) && b.get(at + 1).is_some_and(|f| f & 0x01 == 0)
+        {
+            if let Ok(t) = parse_payload(l.port, 0, &b[at + 6..b.len() - 4]) {
+                firsts += t.iter().filter(|t| t.opcode == op::SWAP).count();
+            }
+        }
+    }
+    check_eq(
+        "TXN-3-5",
+        "first transmissions of the SWAP (never sent again after unknown fate)",
+        firsts,
+        1,
+    )?;
+    let d = seen.done_tag(tag);
+    check(
+        d.len() == 1 && d[0].status == "FATE_UNKNOWN" && d[0].data.is_none(),
+        "TXN-3-5",
+        "one completion, FATE_UNKNOWN",
+        || format!("{:?}", seen.done),
     )
 }
 
