@@ -15,6 +15,9 @@ use crate::cases::endpoint_common::{
 use crate::ctx::Ctx;
 use crate::device::{LsOp, Request, Role, Space};
 
+/// A request, its expected response opcode, status, the requirement giving it, and its data.
+type Row = (u16, Vec<u8>, u8, u8, &'static str, Vec<u8>);
+
 fn case(
     id: &'static str,
     title: &'static str,
@@ -740,7 +743,7 @@ fn target_protection(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
     mem_write(ctx, Space::Global, G.0 + 0x600, &guard_k)?;
     mem_write(ctx, Space::Global, RO.0 + 0x10, &guard_r)?;
     let bad = G.2 ^ 0x0100_0000;
-    let reqs: Vec<(u16, Vec<u8>, u8, u8, &'static str, Vec<u8>)> = vec![
+    let reqs: Vec<Row> = vec![
         (
             0x0601,
             load(0x0601, 0, G.2, 0x3_0000, 8),
@@ -1676,7 +1679,7 @@ fn requester_rdma_write(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         )?;
         let off = t.word(12) as usize;
         check(
-            off % seg as usize == 0 && off < len,
+            off.is_multiple_of(seg as usize) && off < len,
             "EP-6-2",
             format!("offset a multiple of the segment size {seg}"),
             || t.show(),
@@ -1946,7 +1949,7 @@ fn requester_busy(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
     let ports = ctx.desc.ports.min(2);
     let tag = issue(ctx, Space::Global, 0x77, 0xB00, LsOp::Load { len: 4 }, None)?;
     let mut seen = Seen::default();
-    let mut waits = Vec::new();
+    let mut waits: Vec<(u64, u64)> = Vec::new();
     for attempt in 0..3 {
         let want = attempt + 1;
         let ok = seen.run(ctx, ports, 200_000, |s| {
@@ -1975,8 +1978,9 @@ fn requester_busy(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
             "the same load sent again, whole",
             || t.show(),
         )?;
-        if let Some(sent) = waits.last().map(|w: &(u64, u64)| w.0) {
-            waits.last_mut().map(|w| w.1 = ctx.now() - sent);
+        let now = ctx.now();
+        if let Some(w) = waits.last_mut() {
+            w.1 = now - w.0;
         }
         if attempt < 2 {
             answer(ctx, t.port, 2, &[resp(0x81, st::BUSY, t.tag, &[])])?;
@@ -2470,11 +2474,11 @@ fn requester_fate_unknown(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         } else {
             14
         };
-        if b.get(at).is_some_and(|k| k & 0x0F == 0) && b.get(at + 1).is_some_and(|f| f & 0x01 == 0)
+        if b.get(at).is_some_and(|k| k & 0x0F == 0)
+            && b.get(at + 1).is_some_and(|f| f & 0x01 == 0)
+            && let Ok(t) = parse_payload(l.port, 0, &b[at + 6..b.len() - 4])
         {
-            if let Ok(t) = parse_payload(l.port, 0, &b[at + 6..b.len() - 4]) {
-                firsts += t.iter().filter(|t| t.opcode == op::SWAP).count();
-            }
+            firsts += t.iter().filter(|t| t.opcode == op::SWAP).count();
         }
     }
     check_eq(

@@ -54,8 +54,11 @@ impl Mutant {
     }
 }
 
+/// What builds a mutant.
+pub type Maker = fn() -> Box<dyn Device>;
+
 /// Every endpoint mutant, by name.
-pub fn mutants() -> Vec<(&'static str, fn() -> Box<dyn Device>)> {
+pub fn mutants() -> Vec<(&'static str, Maker)> {
     vec![
         ("region_too_long", || {
             Box::new(Mutant::new(Flaw::RegionTooLong))

@@ -395,10 +395,7 @@ impl Device for RefEndpoint {
     fn advance(&mut self, time_ns: u64) -> Result<Advanced, DeviceError> {
         let mut out = Vec::new();
         self.events(&mut out)?;
-        loop {
-            let Some(due) = self.ep()?.poll_timeout() else {
-                break;
-            };
+        while let Some(due) = self.ep()?.poll_timeout() {
             let due = due.as_nanos().max(self.now);
             if due > time_ns {
                 break;
