@@ -151,6 +151,7 @@ pub fn cases() -> Vec<Case> {
                 "WIRE-5-3",
                 "WIRE-5-7",
                 "WIRE-6.1-3",
+                "WIRE-6.1-4",
                 "WIRE-6.1-11",
                 "EP-10-1",
             ],
@@ -225,7 +226,9 @@ pub fn cases() -> Vec<Case> {
             "EPT-DL-1",
             "as a requester, an atomic that is never answered is not sent again and completes \
              TIMEOUT; a load never answered is retried and completes TIMEOUT",
-            &["TXN-3-7", "TXN-5-4", "EP-9-3", "TXN-3-3", "TXN-3-1"],
+            &[
+                "TXN-3-7", "TXN-5-4", "EP-9-3", "TXN-3-3", "TXN-3-1", "EP-9-2", "EP-5-8",
+            ],
             &[],
             requester_timeout,
         ),
@@ -307,6 +310,23 @@ pub fn cases() -> Vec<Case> {
             requester_fate_unknown,
         ),
         case(
+            "EPT-OPS-3",
+            "as a target with SHARED, requests with the SHARED flag address shared memory, \
+             protected by its own regions",
+            &[
+                "TXN-2-6", "TXN-2-1", "TXN-2-2", "EP-2-1", "EP-2-3", "EP-2-4",
+            ],
+            &["shared"],
+            target_shared,
+        ),
+        case(
+            "EPT-RDMA-6",
+            "as a target, an RDMA write without progress for op_timeout is forgotten and counted",
+            &["EP-6-15", "EP-6-5", "EP-10-1"],
+            &["rdma"],
+            target_write_expiry,
+        ),
+        case(
             "EPT-CAP-1",
             "an endpoint without RDMA answers the first RDMA_WRITE segment RDMA_COMPLETION \
              UNSUPPORTED, the others not at all, an RDMA_READ with one RDMA_READ_RESP \
@@ -326,7 +346,7 @@ pub fn cases() -> Vec<Case> {
         case(
             "EPT-CAP-3",
             "an endpoint without SHARED answers UNSUPPORTED every request with the SHARED flag",
-            &["EP-11-4"],
+            &["EP-11-4", "EP-11-2", "EP-11-3"],
             &[],
             cap_no_shared,
         ),
@@ -341,7 +361,7 @@ pub fn cases() -> Vec<Case> {
             "EPT-CAP-5",
             "every port announces the role endpoint and exactly the declared capabilities in its \
              INIT and INIT_ECHO",
-            &["EP-11-1", "CLS-2-1", "CLS-2-2"],
+            &["EP-11-1", "CLS-2-1", "CLS-2-2", "CLS-3-2", "CLS-3-3"],
             &[],
             cap_announced,
         ),
@@ -1182,6 +1202,15 @@ fn target_discards(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
     );
     p[5] = 2;
     ctx.peer_submit(0, 0, &p)?;
+    // Count 1 and 8 bytes after the transaction inside the payload length: the STORE is served,
+    // the rest discarded.
+    p = crate::cases::endpoint_common::data_payload(
+        DUT,
+        REM,
+        &[store(0x0B06, 0, G.2, a + 12, &[0x6B; 4]), vec![0; 8]],
+    );
+    p[5] = 1;
+    ctx.peer_submit(0, 0, &p)?;
     // Then a good LOAD.
     send(ctx, 0, 0, &[load(0x0B05, 0, G.2, a, 16)])?;
     let mut seen = Seen::default();
@@ -1203,10 +1232,12 @@ fn target_discards(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
     }
     let t = one_response(&seen, 0x0B04, "the STORE before the structural error")?;
     check_resp(t, 0x82, st::OK, &[], "WIRE-6.1-11")?;
+    let t = one_response(&seen, 0x0B06, "the STORE before the bytes left over")?;
+    check_resp(t, 0x82, st::OK, &[], "WIRE-6.1-4")?;
     let t = one_response(&seen, 0x0B05, "the LOAD after the discarded frames")?;
     let mut want = vec![0u8; 8];
     want.extend([0x5A; 4]);
-    want.extend([0; 4]);
+    want.extend([0x6B; 4]);
     check_resp(t, 0x81, st::OK, &want, "EP-8-1")?;
     check_eq(
         "EP-8-1",
@@ -1224,7 +1255,7 @@ fn target_discards(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         "WIRE-6.1-3",
         "malformed_txns",
         ctx.counter("malformed_txns")? - before_t,
-        1,
+        2,
     )
 }
 
@@ -1941,7 +1972,36 @@ fn requester_timeout(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         "TXN-5-4",
         "the load, retried, ends after the atomic",
         || format!("{:?}", seen.done),
-    )
+    )?;
+    // Each attempt after a passed deadline leaves by another port than the one before it.
+    if ports >= 2 {
+        let by_port: Vec<u16> = seen.requests(op::LOAD).iter().map(|t| t.port).collect();
+        check(
+            by_port.windows(2).all(|w| w[0] != w[1]),
+            "EP-9-2",
+            "each retry on a usable port other than the one the attempt before it used",
+            || format!("ports of the attempts: {by_port:?}"),
+        )?;
+    }
+    // The tags of operations that ended without their answer rest: a new operation issued now
+    // gets another (or is refused while every tag rests).
+    match ctx.request(&Request::Issue {
+        dst: REM,
+        space: Space::Global,
+        key: 0x77,
+        addr: 0xF00,
+        op: LsOp::Load { len: 4 },
+        stream: None,
+    }) {
+        Ok(r) => check(
+            r.tag.is_some_and(|t| t != a && t != l),
+            "EP-5-8",
+            format!("a tag other than {a:#06x} and {l:#06x}, which rest after TIMEOUT"),
+            || format!("{:?}", r.tag),
+        ),
+        Err(Stop::Unsupported(_)) => Ok(()),
+        Err(e) => Err(e),
+    }
 }
 
 fn requester_busy(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
@@ -2614,7 +2674,130 @@ fn cap_no_shared(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
     let t = one_response(&seen, 0x0E01, "a LOAD of shared memory")?;
     check_resp(t, 0x81, st::UNSUPPORTED, &[], "EP-11-4")?;
     let t = one_response(&seen, 0x0E02, "a STORE to shared memory")?;
-    check_resp(t, 0x82, st::UNSUPPORTED, &[], "EP-11-4")
+    check_resp(t, 0x82, st::UNSUPPORTED, &[], "EP-11-4")?;
+    // An atomic, an RDMA write of two segments and an RDMA_READ of shared memory: each
+    // answered once, UNSUPPORTED (an endpoint without ATOMICS or RDMA answers the same).
+    let ext = crate::cases::endpoint_common::mem_ext(SH.2, SH.0);
+    send(ctx, 0, 0, &[raw(op::FADD, 1, 0x0E03, 5, &ext, &le(1, 8))])?;
+    let d = pattern(512, 0x0E);
+    send(
+        ctx,
+        0,
+        1,
+        &[rdma_write(0x0E04, 1, SH.2, SH.0, 0, 512, &d[..256])],
+    )?;
+    send(
+        ctx,
+        0,
+        1,
+        &[rdma_write(0x0E04, 1, SH.2, SH.0, 256, 512, &d[256..])],
+    )?;
+    send(ctx, 0, 1, &[rdma_read(0x0E05, 1, SH.2, SH.0, 512)])?;
+    seen.run(ctx, 1, 30_000, |s| s.txns.len() >= 5)?;
+    seen.run(ctx, 1, 10_000, |_| false)?;
+    let t = one_response(&seen, 0x0E03, "an atomic on shared memory")?;
+    check_resp(t, 0x83, st::UNSUPPORTED, &[], "EP-11-4")?;
+    let t = one_response(&seen, 0x0E04, "an RDMA write to shared memory")?;
+    check_resp(t, op::RDMA_COMPLETION, st::UNSUPPORTED, &[], "EP-11-4")?;
+    let t = one_response(&seen, 0x0E05, "an RDMA_READ of shared memory")?;
+    check_resp(t, op::RDMA_READ_RESP, st::UNSUPPORTED, &[], "EP-11-4")
+}
+
+fn target_shared(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    ep_up(ctx, 1)?;
+    let d = pattern(32, 0x5E);
+    mem_write(ctx, Space::Global, SH.0 + 0x20, &[0xEE; 32])?;
+    send(
+        ctx,
+        0,
+        0,
+        &[
+            store(0x1401, 1, SH.2, SH.0 + 0x20, &d),
+            load(0x1402, 1, SH.2, SH.0 + 0x20, 32),
+            load(0x1403, 1, SH.2 ^ 1, SH.0 + 0x20, 32),
+            load(0x1404, 0, SH.2, SH.0 + 0x20, 32),
+        ],
+    )?;
+    let mut seen = Seen::default();
+    seen.run(ctx, 1, 30_000, |s| s.txns.len() >= 4)?;
+    let t = one_response(&seen, 0x1401, "a STORE to shared memory")?;
+    check_resp(t, 0x82, st::OK, &[], "TXN-2-2")?;
+    let t = one_response(&seen, 0x1402, "a LOAD of shared memory")?;
+    check_resp(t, 0x81, st::OK, &d, "TXN-2-1")?;
+    let t = one_response(&seen, 0x1403, "a LOAD of shared memory with the wrong key")?;
+    check_resp(t, 0x81, st::ACCESS_VIOLATION, &[], "EP-2-4")?;
+    // Without the flag the same address is global memory, where no region covers it.
+    let t = one_response(&seen, 0x1404, "a LOAD of the same address in global memory")?;
+    check_resp(t, 0x81, st::OUT_OF_RANGE, &[], "EP-2-3")?;
+    expect_mem(
+        ctx,
+        "TXN-2-2",
+        Space::Shared,
+        SH.0 + 0x20,
+        &d,
+        "the store in shared memory",
+    )?;
+    expect_mem(
+        ctx,
+        "TXN-2-2",
+        Space::Global,
+        SH.0 + 0x20,
+        &[0xEE; 32],
+        "global memory untouched",
+    )
+}
+
+fn target_write_expiry(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    ep_up(ctx, 1)?;
+    let a = G.0 + 0x4000;
+    let d = pattern(512, 0x3C);
+    send(
+        ctx,
+        0,
+        1,
+        &[rdma_write(0x1501, 0, G.2, a, 0, 512, &d[..256])],
+    )?;
+    let mut expired = false;
+    for _ in 0..100 {
+        ctx.run_for(10_000)?;
+        if ctx.counter("reassembly_expired")? == 1 {
+            expired = true;
+            break;
+        }
+    }
+    if !expired {
+        return Err(Stop::Inconclusive(
+            "no reassembly_expired within 1 ms (the device's op_timeout may be longer)".into(),
+        ));
+    }
+    // The write was forgotten: its second segment starts a record that nothing completes.
+    send(
+        ctx,
+        0,
+        1,
+        &[rdma_write(0x1501, 0, G.2, a, 256, 512, &d[256..])],
+    )?;
+    let mut seen = Seen::default();
+    seen.run(ctx, 1, 30_000, |_| false)?;
+    check(
+        seen.with_tag(0x1501, true).is_empty(),
+        "EP-6-15",
+        "no RDMA_COMPLETION for a write forgotten after op_timeout without progress",
+        || {
+            format!(
+                "{:?}",
+                seen.txns.iter().map(|t| t.show()).collect::<Vec<_>>()
+            )
+        },
+    )?;
+    expect_mem(
+        ctx,
+        "EP-6-5",
+        Space::Global,
+        a,
+        &d,
+        "each segment written when it arrived",
+    )
 }
 
 fn cap_no_packing(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
@@ -2720,5 +2903,26 @@ fn cap_announced(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
     }
     check(seen_any, "EP-11-1", "INIT frames from the device", || {
         "none".into()
-    })
+    })?;
+    for l in ctx.log().iter().filter(|l| l.from_dut) {
+        let b = &l.bytes;
+        if !ctx.has_cap("tagged") {
+            check(
+                b.get(12..14) != Some(&[0x81, 0x00]),
+                "CLS-3-2",
+                "no 802.1Q tag without TAGGED",
+                || format!("port {} frame at {} ns", l.port, l.time_ns),
+            )?;
+        }
+        if !ctx.has_cap("cut_through") && b.len() > 4 {
+            let fcs = ethlink_protocol::fcs::fcs_bytes(&b[..b.len() - 4]);
+            check(
+                b[b.len() - 4..] == fcs,
+                "CLS-3-3",
+                "a good FCS on every frame without CUT_THROUGH",
+                || format!("port {} frame at {} ns", l.port, l.time_ns),
+            )?;
+        }
+    }
+    Ok(())
 }
