@@ -9,8 +9,8 @@
 use crate::case::{Case, Level, Stop, check, check_eq};
 use crate::cases::endpoint_common::{
     DUT, Done, G, NA, REM, RO, SH, Seen, atomic, check_resp, completion, ep_up, expect_mem, fence,
-    issue, le, load, mem_read, mem_write, one_response, op, parse_payload, pattern, raw, raw_dlen,
-    rdma_read, rdma_write, read_resp, resp, send, st, store,
+    issue, le, load, logged_txns, mem_read, mem_write, one_response, op, parse_payload, pattern,
+    raw, raw_dlen, rdma_read, rdma_write, read_resp, resp, send, st, store,
 };
 use crate::ctx::Ctx;
 use crate::device::{LsOp, Request, Role, Space};
@@ -2059,12 +2059,35 @@ fn requester_busy(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         "one completion, OK with 04030201",
         || format!("{:?}", seen.done),
     )?;
-    let _ = tag;
-    let (d1, d2) = (waits[0].1, waits[1].1);
+    let _ = (tag, waits);
+    // The waits at the device: from the arrival of each BUSY to the first transmission of the
+    // retry it caused.
+    let busy: Vec<u64> = logged_txns(ctx, false)
+        .into_iter()
+        .filter(|(_, _, t)| t.opcode == 0x81 && t.fs == st::BUSY)
+        .map(|(at, _, _)| at)
+        .collect();
+    let sends: Vec<u64> = logged_txns(ctx, true)
+        .into_iter()
+        .filter(|(_, replay, t)| !replay && t.opcode == op::LOAD && t.dword(4) == 0xB00)
+        .map(|(at, _, _)| at)
+        .collect();
+    if busy.len() != 2 || sends.len() != 3 {
+        return Err(Stop::Harness(format!(
+            "the log shows BUSY arrivals {busy:?} and LOAD transmissions {sends:?}"
+        )));
+    }
+    let (d1, d2) = (sends[1] - busy[0], sends[2] - busy[1]);
     check(
         d2 >= d1 + 100,
         "EP-9-5",
         "the second wait longer than the first by busy_backoff (at least 100 ns)",
+        || format!("waits {d1} ns and {d2} ns"),
+    )?;
+    check(
+        d1 >= d2 - d1,
+        "EP-9-5",
+        "the first wait at least busy_backoff (the difference of the two waits)",
         || format!("waits {d1} ns and {d2} ns"),
     )?;
     check(

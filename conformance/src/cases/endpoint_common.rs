@@ -671,3 +671,26 @@ pub fn expect_mem(
         ))
     }
 }
+
+/// The transactions of the DATA frames in the log that the device sent (`from_dut`) or received,
+/// with the time of the frame and whether it was a replay (REPLAY flag set).
+pub fn logged_txns(ctx: &Ctx<'_>, from_dut: bool) -> Vec<(u64, bool, Txn)> {
+    let mut out = Vec::new();
+    for l in ctx.log().iter().filter(|l| l.from_dut == from_dut) {
+        let b = &l.bytes;
+        let at = if b.get(12..14) == Some(&[0x81, 0x00]) {
+            18
+        } else {
+            14
+        };
+        if b.len() < at + 6 + 8 + 4 || b[at] & 0x0F != 0 {
+            continue;
+        }
+        let vc = b[at + 1] >> 5;
+        let replay = b[at + 1] & 1 != 0;
+        if let Ok(ts) = parse_payload(l.port, vc, &b[at + 6..b.len() - 4]) {
+            out.extend(ts.into_iter().map(|t| (l.time_ns, replay, t)));
+        }
+    }
+    out
+}
