@@ -31,6 +31,8 @@ enum Flaw {
     WrongVc,
     /// The target applies every ATOMIC_FADD twice.
     AtomicTwice,
+    /// It packs transactions into frames but does not declare PACKING.
+    PackingUndeclared,
 }
 
 /// A broken reference endpoint.
@@ -76,6 +78,9 @@ pub fn mutants() -> Vec<(&'static str, Maker)> {
         ("wrong_tag", || Box::new(Mutant::new(Flaw::WrongTag))),
         ("wrong_vc", || Box::new(Mutant::new(Flaw::WrongVc))),
         ("atomic_twice", || Box::new(Mutant::new(Flaw::AtomicTwice))),
+        ("packing_undeclared", || {
+            Box::new(Mutant::new(Flaw::PackingUndeclared))
+        }),
     ]
 }
 
@@ -123,6 +128,9 @@ impl Device for Mutant {
     fn hello(&mut self) -> Result<Description, DeviceError> {
         let mut d = self.inner.hello()?;
         d.name = format!("{} (mutant {:?})", d.name, self.flaw);
+        if self.flaw == Flaw::PackingUndeclared {
+            d.caps.retain(|c| c != "packing");
+        }
         Ok(d)
     }
 
