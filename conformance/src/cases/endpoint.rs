@@ -217,8 +217,11 @@ pub fn cases() -> Vec<Case> {
         case(
             "EPT-RDMA-4",
             "as a requester, an RDMA read is asked in chunks with their own tags covering the read, \
-             segments answered out of order are placed at their offsets, and it completes OK once",
-            &["EP-6-7", "EP-6-10", "TXN-2-5", "EP-6-16", "EP-3-1"],
+             segments answered out of order are placed at their offsets, a segment already \
+             placed changes nothing, and it completes OK once",
+            &[
+                "EP-6-7", "EP-6-10", "TXN-2-5", "EP-6-16", "EP-3-1", "EP-6-18",
+            ],
             &[],
             requester_rdma_read,
         ),
@@ -325,6 +328,30 @@ pub fn cases() -> Vec<Case> {
             &["EP-6-15", "EP-6-5", "EP-10-1"],
             &["rdma"],
             target_write_expiry,
+        ),
+        case(
+            "EPT-PATH-2",
+            "as a requester, a port whose link is down takes no part in path choice: every \
+             request leaves by the usable port",
+            &["EP-3-2", "EP-4-2", "TXN-3-1"],
+            &[],
+            requester_usable_ports_only,
+        ),
+        case(
+            "EPT-DL-6",
+            "as a requester, a load whose frame the link reports of unknown fate is sent again \
+             after the loss, counted as a retry, and completes with the answer to the retry",
+            &["TXN-5-3", "EP-9-6", "TXN-5-7", "EP-10-1", "TXN-3-1"],
+            &[],
+            requester_unknown_fate_retry,
+        ),
+        case(
+            "EPT-PACK-1",
+            "a transaction waiting to share its frame leaves within the longest pack_delay \
+             (100 us), and packed frames keep the order of their path",
+            &["EP-7-2", "EP-7-3", "WIRE-5-5"],
+            &["packing"],
+            packing_bounds,
         ),
         case(
             "EPT-CAP-1",
@@ -1850,6 +1877,13 @@ fn requester_rdma_read(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
                 ));
                 o += n;
             }
+            // Before the last one (offset 0), the segment at 1024 again with other bytes: its
+            // blocks are placed already, so it changes nothing.
+            if total > 1024 {
+                let n = 1024.min(total as usize - 1024);
+                let dup = read_resp(st::OK, t.tag, 1024, total, &vec![0xD5; n]);
+                segs.insert(1, dup);
+            }
             for s in segs.into_iter().rev() {
                 answer(ctx, t.port, 3, &[s])?;
             }
@@ -2577,6 +2611,177 @@ fn requester_fate_unknown(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         "one completion, FATE_UNKNOWN",
         || format!("{:?}", seen.done),
     )
+}
+
+fn requester_usable_ports_only(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    if ctx.desc.ports < 2 {
+        return Err(Stop::Unsupported("the case needs two ports".into()));
+    }
+    ep_up(ctx, 2)?;
+    ctx.request(&Request::PhysicalDown { port: 0 })?;
+    ctx.run_for(2_000)?;
+    let from = ctx.log().len();
+    let mut tags = Vec::new();
+    for i in 0..6u64 {
+        tags.push(issue(
+            ctx,
+            Space::Global,
+            0x77,
+            0x40 * i,
+            LsOp::Load { len: 4 },
+            None,
+        )?);
+    }
+    let mut seen = Seen::default();
+    seen.run(ctx, 2, 50_000, |s| s.txns.len() >= 6)?;
+    let data_on_0 = ctx.log()[from..]
+        .iter()
+        .filter(|l| l.from_dut && l.port == 0)
+        .filter(|l| {
+            matches!(
+                crate::cases::common::kind_of(&l.bytes),
+                Some(crate::cases::common::Kind::Data(_))
+            )
+        })
+        .count();
+    check_eq(
+        "EP-3-2",
+        "DATA frames on the port whose link is down",
+        data_on_0,
+        0,
+    )?;
+    for tag in &tags {
+        let v = seen.with_tag(*tag, false);
+        check(
+            v.len() == 1 && v[0].port == 1,
+            "EP-3-2",
+            format!("the LOAD with tag {tag:#06x} on port 1"),
+            || v.iter().map(|t| t.show()).collect::<Vec<_>>().join("; "),
+        )?;
+        answer(ctx, 1, 2, &[resp(0x81, st::OK, *tag, &[1, 1, 1, 1])])?;
+    }
+    seen.run(ctx, 2, 20_000, |s| s.done.len() >= 6)?;
+    check(
+        seen.done.iter().all(|d| d.status == "OK") && seen.done.len() == 6,
+        "TXN-3-1",
+        "six completions, OK",
+        || format!("{:?}", seen.done),
+    )
+}
+
+fn requester_unknown_fate_retry(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    ep_up(ctx, 1)?;
+    // The device's DATA frames vanish for the first 60 us: its link replays until it FLUSHes and
+    // reports the load's frame of unknown fate.
+    let until = ctx.now() + 60_000;
+    ctx.set_hook(
+        0,
+        Box::new(move |dir, at, b| {
+            let l = if b.get(12..14) == Some(&[0x81, 0x00]) {
+                18
+            } else {
+                14
+            };
+            if dir == crate::ctx::Dir::FromDut
+                && at < until
+                && b.get(l).is_some_and(|k| k & 0x0F == 0)
+            {
+                crate::ctx::Fault::Drop
+            } else {
+                crate::ctx::Fault::Pass
+            }
+        }),
+    )?;
+    let tag = issue(
+        ctx,
+        Space::Global,
+        0x77,
+        0x1200,
+        LsOp::Load { len: 4 },
+        None,
+    )?;
+    let mut seen = Seen::default();
+    let got = seen.run(ctx, 1, 5_000_000, |s| {
+        !s.requests(op::LOAD).is_empty() || !s.done.is_empty()
+    })?;
+    if !seen.done.is_empty() {
+        return Err(Stop::fail(
+            "TXN-5-3",
+            "the load sent again after its frame had unknown fate",
+            format!("completed {:?}", seen.done),
+        ));
+    }
+    check(
+        got,
+        "TXN-5-3",
+        "the load sent again after its frame had unknown fate",
+        || "not within 5 ms".into(),
+    )?;
+    let sends: Vec<u64> = logged_txns(ctx, true)
+        .into_iter()
+        .filter(|(_, replay, t)| !replay && t.opcode == op::LOAD && t.dword(4) == 0x1200)
+        .map(|(at, _, _)| at)
+        .collect();
+    check_eq("TXN-5-3", "first transmissions of the load", sends.len(), 2)?;
+    let t = seen.requests(op::LOAD)[0].clone();
+    check(
+        sends[1] >= until,
+        "TXN-5-7",
+        "the load not sent again while its first copy could still arrive",
+        || format!("sent at {} ns and {} ns", sends[0], sends[1]),
+    )?;
+    answer(ctx, t.port, 2, &[resp(0x81, st::OK, t.tag, &[6, 6, 6, 6])])?;
+    seen.run(ctx, 1, 50_000, |s| !s.done.is_empty())?;
+    let d = seen.done_tag(tag);
+    check(
+        d.len() == 1 && d[0].status == "OK" && d[0].data == Some(vec![6, 6, 6, 6]),
+        "TXN-3-1",
+        "one completion, OK with 06060606",
+        || format!("{:?}", seen.done),
+    )?;
+    check_eq("EP-10-1", "retries", ctx.counter("retries")?, 1)
+}
+
+fn packing_bounds(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    ep_up(ctx, 1)?;
+    let t0 = ctx.now();
+    let tag = issue(
+        ctx,
+        Space::Global,
+        0x77,
+        0x1300,
+        LsOp::Load { len: 4 },
+        None,
+    )?;
+    let mut seen = Seen::default();
+    seen.run(ctx, 1, 150_000, |s| !s.txns.is_empty())?;
+    let first = logged_txns(ctx, true)
+        .into_iter()
+        .find(|(_, _, t)| t.opcode == op::LOAD && t.tag == tag)
+        .map(|(at, _, _)| at);
+    check(
+        first.is_some_and(|at| at <= t0 + 100_000),
+        "EP-7-2",
+        "a lone LOAD leaves within 100 us, the longest pack_delay",
+        || format!("issued at {t0} ns, sent at {first:?}"),
+    )?;
+    let mut tags = Vec::new();
+    for i in 0..24u64 {
+        tags.push(issue(
+            ctx,
+            Space::Global,
+            0x77,
+            0x1400 + 8 * i,
+            LsOp::Store {
+                data: "0102030405060708".into(),
+            },
+            Some(9),
+        )?);
+    }
+    seen.run(ctx, 1, 200_000, |s| s.requests(op::STORE).len() >= 24)?;
+    let order: Vec<u16> = seen.requests(op::STORE).iter().map(|t| t.tag).collect();
+    check_eq("EP-7-3", "the stream's STOREs in issue order", order, tags)?;
+    Ok(())
 }
 
 // ----- capabilities ------------------------------------------------------------------------------
