@@ -354,6 +354,22 @@ pub fn cases() -> Vec<Case> {
             packing_bounds,
         ),
         case(
+            "EPT-DL-7",
+            "as a target, a response whose frame the link reports of unknown fate is not sent \
+             again, and is counted in responses_lost",
+            &["TXN-5-8", "EP-10-1"],
+            &[],
+            target_unknown_fate_response,
+        ),
+        case(
+            "EPT-PATH-3",
+            "as a target, responses still queued at a port that goes down are sent on another \
+             usable port, each once, and counted in moved",
+            &["TXN-5-5", "EP-9-1", "EP-4-4", "TXN-2-8", "EP-10-1"],
+            &[],
+            target_response_moved,
+        ),
+        case(
             "EPT-CAP-1",
             "an endpoint without RDMA answers the first RDMA_WRITE segment RDMA_COMPLETION \
              UNSUPPORTED, the others not at all, an RDMA_READ with one RDMA_READ_RESP \
@@ -2782,6 +2798,123 @@ fn packing_bounds(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
     let order: Vec<u16> = seen.requests(op::STORE).iter().map(|t| t.tag).collect();
     check_eq("EP-7-3", "the stream's STOREs in issue order", order, tags)?;
     Ok(())
+}
+
+fn target_unknown_fate_response(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    ep_up(ctx, 1)?;
+    let until = ctx.now() + 60_000;
+    ctx.set_hook(
+        0,
+        Box::new(move |dir, at, b| {
+            let l = if b.get(12..14) == Some(&[0x81, 0x00]) {
+                18
+            } else {
+                14
+            };
+            if dir == crate::ctx::Dir::FromDut
+                && at < until
+                && b.get(l).is_some_and(|k| k & 0x0F == 0)
+            {
+                crate::ctx::Fault::Drop
+            } else {
+                crate::ctx::Fault::Pass
+            }
+        }),
+    )?;
+    let before = ctx.counter("responses_lost")?;
+    send(ctx, 0, 0, &[load(0x1701, 0, G.2, G.0, 4)])?;
+    let mut seen = Seen::default();
+    seen.run(ctx, 1, 1_000_000, |_| false)?;
+    let firsts = logged_txns(ctx, true)
+        .into_iter()
+        .filter(|(_, replay, t)| !replay && t.tag == 0x1701 && t.opcode >= 0x80)
+        .count();
+    check_eq("TXN-5-8", "first transmissions of the LOAD_RESP", firsts, 1)?;
+    check(
+        seen.with_tag(0x1701, true).is_empty(),
+        "TXN-5-8",
+        "the response of unknown fate never sent again",
+        || {
+            seen.txns
+                .iter()
+                .map(|t| t.show())
+                .collect::<Vec<_>>()
+                .join("; ")
+        },
+    )?;
+    check_eq(
+        "EP-10-1",
+        "responses_lost",
+        ctx.counter("responses_lost")? - before,
+        1,
+    )
+}
+
+fn target_response_moved(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    if ctx.desc.ports < 2 {
+        return Err(Stop::Unsupported("the case needs two ports".into()));
+    }
+    let setup = crate::device::Setup {
+        gpu: Some(DUT),
+        ..crate::cases::common::setup(crate::device::LinkParams {
+            rx_credits: Some(160),
+            ..Default::default()
+        })
+    };
+    crate::cases::endpoint_common::ep_up_with(ctx, 2, setup)?;
+    let data = pattern(0x4000, 0x61);
+    mem_write(ctx, Space::Global, G.0 + 0x8000, &data)?;
+    // The peer of port 0 keeps what it receives and returns no credit: the device's responses
+    // queue at port 0.
+    ctx.peer_hold(0, true)?;
+    let n = 40u16;
+    for f in 0..4u16 {
+        let txns: Vec<Vec<u8>> = (0..10u16)
+            .map(|i| {
+                let k = f * 10 + i;
+                load(0x1800 + k, 0, G.2, G.0 + 0x8000 + 256 * u64::from(k), 256)
+            })
+            .collect();
+        send(ctx, 0, 0, &txns)?;
+    }
+    let mut seen = Seen::default();
+    seen.run(ctx, 2, 30_000, |_| false)?;
+    let early = seen.txns.len();
+    if early >= usize::from(n) {
+        return Err(Stop::Inconclusive(
+            "every response left before the credits ran out".into(),
+        ));
+    }
+    let moved0 = ctx.counter("moved")?;
+    ctx.request(&Request::PhysicalDown { port: 0 })?;
+    let now = ctx.now();
+    ctx.peer(0)?
+        .link
+        .physical_down(ethlink_link::Instant::from_nanos(now));
+    seen.run(ctx, 2, 100_000, |s| s.txns.len() >= usize::from(n))?;
+    seen.run(ctx, 2, 10_000, |_| false)?;
+    for k in 0..n {
+        let t = one_response(
+            &seen,
+            0x1800 + k,
+            "a LOAD whose response waited at a port that went down",
+        )?;
+        let at = 256 * usize::from(k);
+        check_resp(t, 0x81, st::OK, &data[at..at + 256], "TXN-5-5")?;
+    }
+    let on1 = seen.txns.iter().filter(|t| t.port == 1).count();
+    check_eq(
+        "TXN-5-5",
+        "responses moved to port 1",
+        on1,
+        usize::from(n) - early,
+    )?;
+    check_eq(
+        "EP-10-1",
+        "moved",
+        ctx.counter("moved")? - moved0,
+        on1 as u64,
+    )
 }
 
 // ----- capabilities ------------------------------------------------------------------------------
