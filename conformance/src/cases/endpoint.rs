@@ -370,6 +370,15 @@ pub fn cases() -> Vec<Case> {
             target_response_moved,
         ),
         case(
+            "EPT-REQ-5",
+            "as a requester, issue is refused once every tag is held, sending nothing of the \
+             refused operation, and the tag of an operation answered at its first attempt is free \
+             at once",
+            &["EP-5-2", "EP-5-1", "EP-5-7", "TXN-3-1"],
+            &[],
+            requester_tags_exhausted,
+        ),
+        case(
             "EPT-CAP-1",
             "an endpoint without RDMA answers the first RDMA_WRITE segment RDMA_COMPLETION \
              UNSUPPORTED, the others not at all, an RDMA_READ with one RDMA_READ_RESP \
@@ -2915,6 +2924,99 @@ fn target_response_moved(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         ctx.counter("moved")? - moved0,
         on1 as u64,
     )
+}
+
+fn requester_tags_exhausted(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    ep_up(ctx, 1)?;
+    let mut tags = Vec::new();
+    let mut refused_at = None;
+    for i in 0..40_000u64 {
+        let r = ctx.request(&Request::Issue {
+            dst: REM,
+            space: Space::Global,
+            key: 0x77,
+            addr: 0x10_0000 + 8 * i,
+            op: LsOp::Load { len: 4 },
+            stream: None,
+        });
+        match r {
+            Ok(r) => tags.push(
+                r.tag
+                    .ok_or_else(|| Stop::Harness("issue without a tag".into()))?,
+            ),
+            Err(Stop::Unsupported(_)) => {
+                refused_at = Some(i);
+                break;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    let Some(refused_at) = refused_at else {
+        return Err(Stop::fail(
+            "EP-5-2",
+            "issue refused once every tag (at most 32768) is held",
+            "40000 operations accepted",
+        ));
+    };
+    let mut uniq = tags.clone();
+    uniq.sort_unstable();
+    uniq.dedup();
+    check_eq(
+        "EP-5-1",
+        "distinct tags among the outstanding operations",
+        uniq.len(),
+        tags.len(),
+    )?;
+    let mut seen = Seen::default();
+    let n = tags.len();
+    seen.run(ctx, 1, 150_000, |s| s.requests(op::LOAD).len() >= n)?;
+    seen.run(ctx, 1, 5_000, |_| false)?;
+    let refused_addr = 0x10_0000 + 8 * refused_at;
+    let loads = seen.requests(op::LOAD);
+    check(
+        loads.iter().all(|t| t.dword(4) != refused_addr),
+        "EP-5-2",
+        "nothing sent for the refused operation",
+        || format!("a LOAD of {refused_addr:#x} went out"),
+    )?;
+    check_eq(
+        "EP-5-2",
+        "LOADs sent (one per accepted operation)",
+        loads.len(),
+        n,
+    )?;
+    // Answer one; its tag is free at once, and the only free one.
+    let t = loads[0].clone();
+    answer(ctx, t.port, 2, &[resp(0x81, st::OK, t.tag, &[0; 4])])?;
+    seen.run(ctx, 1, 20_000, |s| !s.done.is_empty())?;
+    check(
+        seen.done.len() == 1 && seen.done[0].tag == Some(t.tag),
+        "TXN-3-1",
+        "the answered load completes",
+        || format!("{:?}", seen.done),
+    )?;
+    let r = ctx.request(&Request::Issue {
+        dst: REM,
+        space: Space::Global,
+        key: 0x77,
+        addr: 0x8,
+        op: LsOp::Load { len: 4 },
+        stream: None,
+    });
+    match r {
+        Ok(r) => check_eq(
+            "EP-5-7",
+            "the tag of the next operation (the only one free)",
+            r.tag,
+            Some(t.tag),
+        ),
+        Err(Stop::Unsupported(why)) => Err(Stop::fail(
+            "EP-5-7",
+            "the tag of an operation answered at its only attempt free at once",
+            format!("issue refused: {why}"),
+        )),
+        Err(e) => Err(e),
+    }
 }
 
 // ----- capabilities ------------------------------------------------------------------------------
