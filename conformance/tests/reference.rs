@@ -75,4 +75,17 @@ fn every_endpoint_case_passes_against_the_reference() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     assert!(passed >= 40);
+    // The same device gives the same verdicts and the same simulated times.
+    let mut dut = RefEndpoint::default();
+    let desc = dut.hello().unwrap();
+    for case in cases::all().iter().filter(|c| c.role == Role::Endpoint) {
+        let a = run_case(&mut dut, &desc, case);
+        let b = run_case(&mut dut, &desc, case);
+        assert_eq!(
+            (a.verdict, a.simulated_ns),
+            (b.verdict, b.simulated_ns),
+            "{} differs between runs",
+            case.id
+        );
+    }
 }
