@@ -542,8 +542,9 @@ pub fn check_resp(
 ) -> Result<(), Stop> {
     let what = format!("the response with tag {:#06x}", t.tag);
     if t.opcode != opcode {
+        let defined = matches!(opcode & 0x7F, 0x01..=0x06 | 0x10 | 0x11);
         return Err(Stop::fail(
-            "WIRE-6.1-5",
+            if defined { "TXN-2-8" } else { "WIRE-6.1-5" },
             format!("{what}: opcode {opcode:#04x} (the request's opcode | 0x80)"),
             t.show(),
         ));
