@@ -46,3 +46,67 @@ fn every_switch_case_passes_against_the_reference() {
     assert!(failed.is_empty(), "{failed:#?}");
     assert!(ran >= 10);
 }
+
+/// Every endpoint case against the reference endpoint with every capability, and against one
+/// without RDMA, ATOMICS, SHARED and PACKING: a case passes, or is unsupported only because of a
+/// capability (declared or lacking) it is about.
+#[test]
+fn every_endpoint_case_passes_against_the_reference() {
+    use ethlink_conformance::reference::RefEndpoint;
+    use ethlink_protocol::Capabilities;
+    let lacking = Capabilities::RDMA
+        .union(Capabilities::ATOMICS)
+        .union(Capabilities::SHARED)
+        .union(Capabilities::PACKING);
+    let mut failures = Vec::new();
+    let mut passed = 0;
+    for (full, mut dut) in [
+        (true, RefEndpoint::default()),
+        (false, RefEndpoint::without(lacking)),
+    ] {
+        let desc = dut.hello().unwrap();
+        for case in cases::all().iter().filter(|c| c.role == Role::Endpoint) {
+            let r = run_case(&mut dut, &desc, case);
+            let cap_case = case.id.starts_with("EPT-CAP-") && case.id != "EPT-CAP-5";
+            let expected = if (full && cap_case) || (!full && !case.needs.is_empty()) {
+                Verdict::Unsupported
+            } else {
+                Verdict::Pass
+            };
+            eprintln!(
+                "{} ({}): {} in {} us",
+                case.id,
+                if full { "all caps" } else { "no caps" },
+                r.verdict,
+                r.wall_us
+            );
+            if r.verdict == expected {
+                passed += 1;
+            } else {
+                failures.push(format!(
+                    "{} ({}): {} {:?} {:?}",
+                    case.id,
+                    if full { "all caps" } else { "no caps" },
+                    r.verdict,
+                    r.failure,
+                    r.message
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(passed >= 40);
+    // The same device gives the same verdicts and the same simulated times.
+    let mut dut = RefEndpoint::default();
+    let desc = dut.hello().unwrap();
+    for case in cases::all().iter().filter(|c| c.role == Role::Endpoint) {
+        let a = run_case(&mut dut, &desc, case);
+        let b = run_case(&mut dut, &desc, case);
+        assert_eq!(
+            (a.verdict, a.simulated_ns),
+            (b.verdict, b.simulated_ns),
+            "{} differs between runs",
+            case.id
+        );
+    }
+}

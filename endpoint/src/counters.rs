@@ -170,6 +170,63 @@ impl Counters {
             .collect()
     }
 
+    /// Calls `f` with the name of every counter as endpoint.md Table EP-T2 names it, the port of a
+    /// per-port counter (in (stack, port) order), the kind and status class of a `completed`
+    /// counter ([`OpKind::name`], [`CompletionStatus::class_name`]), and its value: the form a
+    /// register map or a report reads.
+    pub fn for_each(
+        &self,
+        mut f: impl FnMut(&'static str, Option<usize>, Option<(&'static str, &'static str)>, u64),
+    ) {
+        for kind in OpKind::ALL {
+            for class in 0..CompletionStatus::CLASSES {
+                let v = self.completed_with(kind, class);
+                f(
+                    "completed",
+                    None,
+                    Some((kind.name(), CompletionStatus::class_name(class))),
+                    v,
+                );
+            }
+        }
+        f("ls_bytes_read", None, None, self.ls_bytes_read);
+        f("ls_bytes_written", None, None, self.ls_bytes_written);
+        f("rdma_bytes_written", None, None, self.rdma_bytes_written);
+        f("rdma_bytes_read", None, None, self.rdma_bytes_read);
+        for (i, p) in self.ports.iter().enumerate() {
+            f("frames_sent", Some(i), None, p.frames_sent);
+            f("bytes_sent", Some(i), None, p.bytes_sent);
+            f("txns_sent", Some(i), None, p.txns_sent);
+            f("frames_received", Some(i), None, p.frames_received);
+            f("bytes_received", Some(i), None, p.bytes_received);
+            f("downs", Some(i), None, p.downs);
+        }
+        f("retries", None, None, self.retries);
+        f("busy_retries", None, None, self.busy_retries);
+        f("moved", None, None, self.moved);
+        f("responses_discarded", None, None, self.responses_discarded);
+        f("misdelivered", None, None, self.misdelivered);
+        f("malformed_frames", None, None, self.malformed_frames);
+        f("malformed_txns", None, None, self.malformed_txns);
+        f("unknown_responses", None, None, self.unknown_responses);
+        f("bad_responses", None, None, self.bad_responses);
+        f("requests_served", None, None, self.requests_served);
+        f("requests_refused", None, None, self.requests_refused);
+        f("packed_frames", None, None, self.packed_frames);
+        f("packed_txns", None, None, self.packed_txns);
+        f("reassembly_refused", None, None, self.reassembly_refused);
+        f("reassembly_expired", None, None, self.reassembly_expired);
+        f("duplicate_segments", None, None, self.duplicate_segments);
+        f("read_jobs_refused", None, None, self.read_jobs_refused);
+        f("responses_expired", None, None, self.responses_expired);
+        f("responses_lost", None, None, self.responses_lost);
+        f("backlog_stalls", None, None, self.backlog_stalls);
+        f("reassembly_now", None, None, self.reassembly_now);
+        f("reassembly_max", None, None, self.reassembly_max);
+        f("reorder_bytes_now", None, None, self.reorder_bytes_now);
+        f("reorder_bytes_max", None, None, self.reorder_bytes_max);
+    }
+
     pub(crate) fn count(&mut self, kind: OpKind, status: CompletionStatus) {
         if let Some(c) = self
             .completed

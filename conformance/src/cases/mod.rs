@@ -1,6 +1,8 @@
 //! The catalogue: every case, by role and area.
 
 pub mod common;
+pub mod endpoint;
+pub mod endpoint_common;
 pub mod link;
 pub mod switch;
 
@@ -10,6 +12,7 @@ use crate::case::Case;
 pub fn all() -> Vec<Case> {
     let mut v = Vec::new();
     v.extend(link::cases());
+    v.extend(endpoint::cases());
     v.extend(switch::cases());
     v
 }

@@ -1,0 +1,268 @@
+//! Deliberately broken endpoints: the reference endpoint behind a wrapper that changes what
+//! crosses the boundary, each breaking one requirement the endpoint cases check. The suite must
+//! fail every one of them.
+
+use std::collections::BTreeSet;
+
+use ethlink_protocol::fcs::fcs_bytes;
+
+use crate::device::{
+    Advanced, Counters, Description, Device, DeviceError, LinkParams, Output, Reply, Request,
+    Setup, from_hex, to_hex,
+};
+use crate::reference::RefEndpoint;
+
+/// How a mutant breaks the reference.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Flaw {
+    /// Every registered region is twice as long as asked: accesses past its end are accepted.
+    RegionTooLong,
+    /// Every registered region grants read, write and atomic, whatever was asked.
+    PermsIgnored,
+    /// A fence completes at once, before the operations issued before it.
+    FenceEarly,
+    /// A completion ACCESS_VIOLATION is reported OUT_OF_RANGE.
+    StatusRenamed,
+    /// The target answers ACCESS_VIOLATION on the wire as OK.
+    WireStatusOk,
+    /// The target's responses carry the request's tag with bit 0 flipped.
+    WrongTag,
+    /// The target's load-store responses go on VC 0.
+    WrongVc,
+    /// The target applies every ATOMIC_FADD twice.
+    AtomicTwice,
+    /// It packs transactions into frames but does not declare PACKING.
+    PackingUndeclared,
+}
+
+/// A broken reference endpoint.
+pub struct Mutant {
+    inner: RefEndpoint,
+    flaw: Flaw,
+    /// Fence ids completed early, whose real completion is dropped.
+    early: BTreeSet<u64>,
+    /// Completions made up by the wrapper, given out at the next advance.
+    extra: Vec<Output>,
+}
+
+impl Mutant {
+    fn new(flaw: Flaw) -> Self {
+        Mutant {
+            inner: RefEndpoint::default(),
+            flaw,
+            early: BTreeSet::new(),
+            extra: Vec::new(),
+        }
+    }
+}
+
+/// What builds a mutant.
+pub type Maker = fn() -> Box<dyn Device>;
+
+/// Every endpoint mutant, by name.
+pub fn mutants() -> Vec<(&'static str, Maker)> {
+    vec![
+        ("region_too_long", || {
+            Box::new(Mutant::new(Flaw::RegionTooLong))
+        }),
+        ("perms_ignored", || {
+            Box::new(Mutant::new(Flaw::PermsIgnored))
+        }),
+        ("fence_early", || Box::new(Mutant::new(Flaw::FenceEarly))),
+        ("status_renamed", || {
+            Box::new(Mutant::new(Flaw::StatusRenamed))
+        }),
+        ("wire_status_ok", || {
+            Box::new(Mutant::new(Flaw::WireStatusOk))
+        }),
+        ("wrong_tag", || Box::new(Mutant::new(Flaw::WrongTag))),
+        ("wrong_vc", || Box::new(Mutant::new(Flaw::WrongVc))),
+        ("atomic_twice", || Box::new(Mutant::new(Flaw::AtomicTwice))),
+        ("packing_undeclared", || {
+            Box::new(Mutant::new(Flaw::PackingUndeclared))
+        }),
+    ]
+}
+
+/// Where the link header of an EthLink frame starts, if `b` is one.
+fn link_at(b: &[u8]) -> Option<usize> {
+    let eth = match b.get(12..14)? {
+        [0x81, 0x00] => 18,
+        _ => 14,
+    };
+    (b.get(eth - 2..eth)? == [0x88, 0xB5]).then_some(eth)
+}
+
+/// Calls `f` with the VC byte and each transaction of a DATA frame, then rewrites its FCS.
+fn edit_data(b: &mut [u8], mut f: impl FnMut(&mut u8, &mut [u8])) {
+    let Some(l) = link_at(b) else { return };
+    if b.get(l).is_none_or(|k| k & 0x0F != 0) || b.len() < l + 14 + 4 {
+        return;
+    }
+    let p = l + 6;
+    let count = b[p + 5];
+    let plen = usize::from(u16::from_be_bytes([b[p + 6], b[p + 7]]));
+    let end = (p + 8 + plen).min(b.len() - 4);
+    let mut pos = p + 8;
+    let (head, rest) = b.split_at_mut(p);
+    let vc = &mut head[l + 1];
+    let base = p;
+    for _ in 0..count {
+        let Some(t) = rest.get(pos - base..pos - base + 8) else {
+            break;
+        };
+        let size =
+            usize::from(t[4]) * 4 + usize::from(u16::from_be_bytes([t[6], t[7]])).div_ceil(4) * 4;
+        if t[4] < 2 || pos + size > end {
+            break;
+        }
+        f(vc, &mut rest[pos - base..pos - base + size]);
+        pos += size;
+    }
+    let n = b.len();
+    let fcs = fcs_bytes(&b[..n - 4]);
+    b[n - 4..].copy_from_slice(&fcs);
+}
+
+impl Device for Mutant {
+    fn hello(&mut self) -> Result<Description, DeviceError> {
+        let mut d = self.inner.hello()?;
+        d.name = format!("{} (mutant {:?})", d.name, self.flaw);
+        if self.flaw == Flaw::PackingUndeclared {
+            d.caps.retain(|c| c != "packing");
+        }
+        Ok(d)
+    }
+
+    fn reset(&mut self, setup: &Setup) -> Result<LinkParams, DeviceError> {
+        self.early.clear();
+        self.extra.clear();
+        self.inner.reset(setup)
+    }
+
+    fn frame(&mut self, port: u16, time_ns: u64, frame: &[u8]) -> Result<(), DeviceError> {
+        self.inner.frame(port, time_ns, frame)?;
+        if self.flaw == Flaw::AtomicTwice {
+            // Each ATOMIC_FADD of the frame once more, straight into memory.
+            let mut adds = Vec::new();
+            let mut copy = frame.to_vec();
+            edit_data(&mut copy, |_, t| {
+                if t[0] == 0x03 && t.len() >= 24 {
+                    let key = u32::from_be_bytes([t[8], t[9], t[10], t[11]]);
+                    let addr = u64::from_be_bytes(t[12..20].try_into().unwrap_or([0; 8]));
+                    let w = usize::from(u16::from_be_bytes([t[6], t[7]]));
+                    if (w == 4 || w == 8) && t.len() >= 20 + w {
+                        let mut v = [0u8; 8];
+                        v[..w].copy_from_slice(&t[20..20 + w]);
+                        adds.push((t[1] & 1, key, addr, w, u64::from_le_bytes(v)));
+                    }
+                }
+            });
+            for (shared, key, addr, w, add) in adds {
+                self.inner.add_again(shared != 0, key, addr, w, add);
+            }
+        }
+        Ok(())
+    }
+
+    fn request(&mut self, time_ns: u64, request: &Request) -> Result<Reply, DeviceError> {
+        match (self.flaw, request) {
+            (
+                Flaw::RegionTooLong | Flaw::PermsIgnored,
+                Request::Register {
+                    space,
+                    base,
+                    len,
+                    key,
+                    perms,
+                },
+            ) => {
+                let (len, perms) = if self.flaw == Flaw::RegionTooLong {
+                    (len.saturating_mul(2), perms.clone())
+                } else {
+                    (*len, "rwa".to_string())
+                };
+                self.inner.request(
+                    time_ns,
+                    &Request::Register {
+                        space: *space,
+                        base: *base,
+                        len,
+                        key: *key,
+                        perms,
+                    },
+                )
+            }
+            (Flaw::FenceEarly, Request::Fence) => {
+                let r = self.inner.request(time_ns, request)?;
+                if let Some(id) = r.id {
+                    self.early.insert(id);
+                    self.extra.push(Output::Completion {
+                        tag: None,
+                        id: Some(id),
+                        status: "OK".into(),
+                        data: None,
+                    });
+                }
+                Ok(r)
+            }
+            _ => self.inner.request(time_ns, request),
+        }
+    }
+
+    fn advance(&mut self, time_ns: u64) -> Result<Advanced, DeviceError> {
+        let mut a = self.inner.advance(time_ns)?;
+        let mut out = std::mem::take(&mut self.extra);
+        for o in a.out {
+            match o {
+                Output::Completion { id: Some(id), .. }
+                    if self.flaw == Flaw::FenceEarly && self.early.contains(&id) => {}
+                Output::Completion {
+                    tag,
+                    id,
+                    status,
+                    data,
+                } if self.flaw == Flaw::StatusRenamed && status == "ACCESS_VIOLATION" => {
+                    out.push(Output::Completion {
+                        tag,
+                        id,
+                        status: "OUT_OF_RANGE".into(),
+                        data,
+                    });
+                }
+                Output::Frame { port, time_ns, hex }
+                    if matches!(
+                        self.flaw,
+                        Flaw::WireStatusOk | Flaw::WrongTag | Flaw::WrongVc
+                    ) =>
+                {
+                    let mut b = from_hex("frame", &hex)?;
+                    let flaw = self.flaw;
+                    edit_data(&mut b, |vc, t| {
+                        if t[0] < 0x80 {
+                            return;
+                        }
+                        match flaw {
+                            Flaw::WireStatusOk if t[1] == 1 => t[1] = 0,
+                            Flaw::WrongTag => t[3] ^= 1,
+                            Flaw::WrongVc if *vc >> 5 == 2 => *vc &= 0x1F,
+                            _ => {}
+                        }
+                    });
+                    out.push(Output::Frame {
+                        port,
+                        time_ns,
+                        hex: to_hex(&b),
+                    });
+                }
+                other => out.push(other),
+            }
+        }
+        a.out = out;
+        Ok(a)
+    }
+
+    fn counters(&mut self) -> Result<Counters, DeviceError> {
+        self.inner.counters()
+    }
+}

@@ -1,0 +1,444 @@
+//! The reference GPU endpoint (`ethlink-endpoint`) behind the device boundary.
+
+use ethlink_endpoint::{
+    Bytes, CompletionData, Config, Endpoint, LsOp as EpLsOp, LsRequest, OpId, Ordering, Perms,
+    RdmaDesc, RdmaDir, Region, Remote,
+};
+use ethlink_link::Instant;
+use ethlink_protocol::{AtomicOp, AtomicValue, Capabilities, GpuId, Space as WireSpace, Width};
+
+use crate::device::{
+    Advanced, Counters, Description, Device, DeviceError, LinkParams, LsOp, Output,
+    PROTOCOL_VERSION, Reply, Request, Role, Setup, Space, from_hex, to_hex,
+};
+use crate::reference::link_end::{apply, cap_names, link_counters, params_of};
+
+/// The reference endpoint as a device under test: one stack of two ports by default, so that
+/// cases stay small. Every reset builds it afresh from its base configuration, with the GPU id
+/// and link parameters of the setup.
+pub struct RefEndpoint {
+    ep: Option<Endpoint>,
+    base: Config,
+    now: u64,
+    up: Vec<bool>,
+    asked_down: Vec<bool>,
+    buf: Vec<u8>,
+}
+
+impl Default for RefEndpoint {
+    fn default() -> Self {
+        RefEndpoint::with_config(RefEndpoint::small_config())
+    }
+}
+
+impl RefEndpoint {
+    /// The configuration of the default reference endpoint: the defaults of endpoint.md Table
+    /// EP-T1 but one stack of two ports.
+    pub fn small_config() -> Config {
+        Config {
+            stacks: 1,
+            ports: 2,
+            ..Config::default()
+        }
+    }
+
+    /// A reference endpoint built from `base` at every reset.
+    pub fn with_config(base: Config) -> Self {
+        RefEndpoint {
+            ep: None,
+            base,
+            now: 0,
+            up: Vec::new(),
+            asked_down: Vec::new(),
+            buf: vec![0; 9216],
+        }
+    }
+
+    /// The default reference endpoint without the capabilities `caps` (it declares them absent
+    /// and behaves as endpoint.md §11 says).
+    pub fn without(caps: Capabilities) -> Self {
+        let mut c = RefEndpoint::small_config();
+        c.caps = c.caps.without(caps);
+        RefEndpoint::with_config(c)
+    }
+
+    /// Performs a fetch-add of `addend` on the `width`-byte value at `addr` of its memory, as a
+    /// remote ATOMIC_FADD with `key` would, outside the protocol: how a mutant applies an atomic
+    /// twice. Does nothing before the first reset or when the access is refused.
+    pub fn add_again(&mut self, shared: bool, key: u32, addr: u64, width: usize, addend: u64) {
+        let space = if shared {
+            WireSpace::Shared
+        } else {
+            WireSpace::Global
+        };
+        let w = if width == 4 { Width::W4 } else { Width::W8 };
+        if let Some(ep) = self.ep.as_mut() {
+            let _ = ep
+                .memory_mut()
+                .atomic(space, key, addr, w, AtomicOp::FetchAdd { addend });
+        }
+    }
+
+    fn ep(&mut self) -> Result<&mut Endpoint, DeviceError> {
+        self.ep
+            .as_mut()
+            .ok_or_else(|| DeviceError::Broken("used before reset".into()))
+    }
+
+    fn port(&self, port: u16) -> Result<usize, DeviceError> {
+        let p = usize::from(port);
+        if p < self.base.port_count() {
+            Ok(p)
+        } else {
+            Err(DeviceError::Broken(format!(
+                "the endpoint has no port {port}"
+            )))
+        }
+    }
+
+    /// Sends every frame of every port at `time`, then reports link changes and completions.
+    fn transmit(&mut self, time: u64, out: &mut Vec<Output>) -> Result<(), DeviceError> {
+        let mut buf = std::mem::take(&mut self.buf);
+        let n = self.base.port_count();
+        let result = (|| {
+            loop {
+                let mut any = false;
+                for i in 0..n {
+                    let ep = self.ep()?;
+                    match ep.poll_transmit(Instant::from_nanos(time), i, &mut buf) {
+                        Ok(Some(t)) => {
+                            any = true;
+                            out.push(Output::Frame {
+                                port: i as u16,
+                                time_ns: time,
+                                hex: to_hex(&buf[..t.len]),
+                            });
+                        }
+                        Ok(None) => {}
+                        Err(e) => return Err(DeviceError::Broken(format!("transmit: {e:?}"))),
+                    }
+                }
+                self.events(out)?;
+                if !any {
+                    return Ok(());
+                }
+            }
+        })();
+        self.buf = buf;
+        result
+    }
+
+    /// Link changes and completions since the last call.
+    fn events(&mut self, out: &mut Vec<Output>) -> Result<(), DeviceError> {
+        let n = self.base.port_count();
+        for i in 0..n {
+            let up = self.ep()?.link(i).is_some_and(|l| l.is_up());
+            if up != self.up[i] {
+                self.up[i] = up;
+                out.push(if up {
+                    Output::LinkUp { port: i as u16 }
+                } else {
+                    Output::LinkDown {
+                        port: i as u16,
+                        reason: if self.asked_down[i] {
+                            "physical"
+                        } else {
+                            "flush"
+                        }
+                        .into(),
+                    }
+                });
+            }
+        }
+        while let Some(c) = self.ep()?.poll_completion() {
+            let (tag, id) = match c.id {
+                OpId::Ls(t) => (Some(t), None),
+                OpId::Rdma(i) | OpId::Fence(i) => (None, Some(i)),
+            };
+            let data = match c.data {
+                CompletionData::None => None,
+                CompletionData::Load(b) => Some(to_hex(b.as_slice())),
+                CompletionData::Atomic(AtomicValue::U32(v)) => Some(to_hex(&v.to_le_bytes())),
+                CompletionData::Atomic(AtomicValue::U64(v)) => Some(to_hex(&v.to_le_bytes())),
+            };
+            out.push(Output::Completion {
+                tag,
+                id,
+                status: c.status.to_string(),
+                data,
+            });
+        }
+        Ok(())
+    }
+}
+
+fn space(s: Space) -> WireSpace {
+    match s {
+        Space::Global => WireSpace::Global,
+        Space::Shared => WireSpace::Shared,
+    }
+}
+
+fn gpu(v: u16) -> Result<GpuId, DeviceError> {
+    GpuId::new(v).ok_or_else(|| DeviceError::Refused(format!("GPU id {v:#x} is reserved")))
+}
+
+fn width(w: u8) -> Result<Width, DeviceError> {
+    match w {
+        4 => Ok(Width::W4),
+        8 => Ok(Width::W8),
+        _ => Err(DeviceError::Refused(format!("operand width {w}"))),
+    }
+}
+
+fn perms(s: &str) -> Result<Perms, DeviceError> {
+    let mut p = Perms::NONE;
+    for c in s.chars() {
+        p = p.union(match c {
+            'r' => Perms::READ,
+            'w' => Perms::WRITE,
+            'a' => Perms::ATOMIC,
+            _ => return Err(DeviceError::Refused(format!("permission letter {c:?}"))),
+        });
+    }
+    Ok(p)
+}
+
+fn ls_op(op: &LsOp) -> Result<EpLsOp, DeviceError> {
+    Ok(match op {
+        LsOp::Load { len } => EpLsOp::Load { len: *len },
+        LsOp::Store { data } => EpLsOp::Store {
+            data: Bytes::new(&from_hex("store data", data)?)
+                .ok_or_else(|| DeviceError::Refused("store of 0 or more than 256 bytes".into()))?,
+        },
+        LsOp::FetchAdd { width: w, value } => EpLsOp::Atomic {
+            width: width(*w)?,
+            op: AtomicOp::FetchAdd { addend: *value },
+        },
+        LsOp::Swap { width: w, value } => EpLsOp::Atomic {
+            width: width(*w)?,
+            op: AtomicOp::Swap { value: *value },
+        },
+        LsOp::CompareSwap {
+            width: w,
+            compare,
+            value,
+        } => EpLsOp::Atomic {
+            width: width(*w)?,
+            op: AtomicOp::CompareSwap {
+                compare: *compare,
+                value: *value,
+            },
+        },
+    })
+}
+
+impl Device for RefEndpoint {
+    fn hello(&mut self) -> Result<Description, DeviceError> {
+        Ok(Description {
+            version: PROTOCOL_VERSION,
+            name: "ethlink reference endpoint".into(),
+            role: Role::Endpoint,
+            caps: cap_names(self.base.caps),
+            ports: self.base.port_count() as u16,
+        })
+    }
+
+    fn reset(&mut self, setup: &Setup) -> Result<LinkParams, DeviceError> {
+        let mut cfg = self.base.clone();
+        cfg.gpu = gpu(setup.gpu.unwrap_or(0))?;
+        cfg.link = apply(&cfg.link, &setup.link);
+        cfg.link.nonce_seed = setup.seed.wrapping_mul(2).wrapping_add(1);
+        let ep = Endpoint::new(cfg.clone()).map_err(|e| DeviceError::Refused(e.to_string()))?;
+        let n = ep.port_count();
+        self.ep = Some(ep);
+        self.up = vec![false; n];
+        self.asked_down = vec![false; n];
+        self.now = 0;
+        Ok(params_of(&cfg.link))
+    }
+
+    fn frame(&mut self, port: u16, time_ns: u64, frame: &[u8]) -> Result<(), DeviceError> {
+        let i = self.port(port)?;
+        self.now = self.now.max(time_ns);
+        let now = Instant::from_nanos(self.now);
+        self.ep()?.handle_frame(now, i, frame);
+        Ok(())
+    }
+
+    fn request(&mut self, time_ns: u64, request: &Request) -> Result<Reply, DeviceError> {
+        self.now = self.now.max(time_ns);
+        let now = Instant::from_nanos(self.now);
+        let mut reply = Reply::default();
+        match request {
+            Request::PhysicalUp { port } => {
+                let i = self.port(*port)?;
+                self.asked_down[i] = false;
+                self.ep()?.port_up(now, i);
+            }
+            Request::PhysicalDown { port } => {
+                let i = self.port(*port)?;
+                self.asked_down[i] = true;
+                self.ep()?.port_down(now, i);
+            }
+            Request::Register {
+                space: s,
+                base,
+                len,
+                key,
+                perms: p,
+            } => {
+                let region = Region::new(space(*s), *base, *len, *key, perms(p)?);
+                self.ep()?
+                    .memory_mut()
+                    .register(region)
+                    .map_err(|e| DeviceError::Refused(format!("register: {e:?}")))?;
+            }
+            Request::MemWrite {
+                space: s,
+                addr,
+                data,
+            } => {
+                let data = from_hex("mem_write data", data)?;
+                self.ep()?
+                    .memory_mut()
+                    .write(space(*s), *addr, &data)
+                    .map_err(|e| DeviceError::Refused(format!("mem_write: {e:?}")))?;
+            }
+            Request::MemRead {
+                space: s,
+                addr,
+                len,
+            } => {
+                let len = usize::try_from(*len)
+                    .ok()
+                    .filter(|l| *l <= 1 << 24)
+                    .ok_or_else(|| DeviceError::Refused(format!("mem_read of {len} bytes")))?;
+                let mut buf = vec![0; len];
+                self.ep()?
+                    .memory()
+                    .read(space(*s), *addr, &mut buf)
+                    .map_err(|e| DeviceError::Refused(format!("mem_read: {e:?}")))?;
+                reply.data = Some(to_hex(&buf));
+            }
+            Request::Issue {
+                dst,
+                space: s,
+                key,
+                addr,
+                op,
+                stream,
+            } => {
+                let req = LsRequest {
+                    op: ls_op(op)?,
+                    remote: Remote {
+                        gpu: gpu(*dst)?,
+                        space: space(*s),
+                        key: *key,
+                        addr: *addr,
+                    },
+                    ordering: match stream {
+                        Some(s) => Ordering::Stream(*s),
+                        None => Ordering::Unordered,
+                    },
+                };
+                let tag = self
+                    .ep()?
+                    .issue(now, req)
+                    .map_err(|e| DeviceError::Refused(format!("issue: {e}")))?;
+                reply.tag = Some(tag);
+            }
+            Request::Post {
+                write,
+                local_space,
+                local_addr,
+                dst,
+                space: s,
+                key,
+                addr,
+                len,
+            } => {
+                let desc = RdmaDesc {
+                    dir: if *write {
+                        RdmaDir::Write
+                    } else {
+                        RdmaDir::Read
+                    },
+                    local_space: space(*local_space),
+                    local_addr: *local_addr,
+                    remote: Remote {
+                        gpu: gpu(*dst)?,
+                        space: space(*s),
+                        key: *key,
+                        addr: *addr,
+                    },
+                    len: *len,
+                };
+                let id = self
+                    .ep()?
+                    .post(now, desc)
+                    .map_err(|e| DeviceError::Refused(format!("post: {e}")))?;
+                reply.id = Some(id);
+            }
+            Request::Fence => {
+                reply.id = Some(self.ep()?.fence(now));
+            }
+            other => {
+                return Err(DeviceError::Refused(format!(
+                    "an endpoint does not take {other:?}"
+                )));
+            }
+        }
+        Ok(reply)
+    }
+
+    fn advance(&mut self, time_ns: u64) -> Result<Advanced, DeviceError> {
+        let mut out = Vec::new();
+        self.events(&mut out)?;
+        while let Some(due) = self.ep()?.poll_timeout() {
+            let due = due.as_nanos().max(self.now);
+            if due > time_ns {
+                break;
+            }
+            self.now = due;
+            self.transmit(due, &mut out)?;
+            self.ep()?.handle_timeout(Instant::from_nanos(due));
+            self.events(&mut out)?;
+            self.transmit(due, &mut out)?;
+            if self
+                .ep()?
+                .poll_timeout()
+                .is_some_and(|d| d.as_nanos() <= due)
+            {
+                break;
+            }
+        }
+        self.now = self.now.max(time_ns);
+        self.transmit(self.now, &mut out)?;
+        self.events(&mut out)?;
+        let next_ns = self.ep()?.poll_timeout().map(Instant::as_nanos);
+        Ok(Advanced { out, next_ns })
+    }
+
+    fn counters(&mut self) -> Result<Counters, DeviceError> {
+        let ep = self
+            .ep
+            .as_ref()
+            .ok_or_else(|| DeviceError::Broken("used before reset".into()))?;
+        let mut c = Counters::new();
+        ep.counters().for_each(|name, port, completed, value| {
+            let key = match (port, completed) {
+                (Some(p), _) => format!("port{p}.{name}"),
+                (None, Some((kind, status))) => format!("{name}.{kind}.{status}"),
+                (None, None) => name.to_string(),
+            };
+            c.insert(key, value);
+        });
+        for i in 0..ep.port_count() {
+            if let Some(l) = ep.link(i) {
+                link_counters(l.counters(), &format!("port{i}."), &mut c);
+            }
+        }
+        Ok(c)
+    }
+}
