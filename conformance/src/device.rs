@@ -408,7 +408,8 @@ pub struct Advanced {
 
 /// The counters a device exposes, by the names of the spec's tables (link.md Table LINK-T3,
 /// endpoint.md Table EP-T2, switch.md Tables SW-T3/T4). A per-VC counter is named
-/// `<name>.vc<v>`, a per-port one `port<p>.<name>`.
+/// `<name>.vc<v>`, a per-port one `port<p>.<name>`; the link counters of a port of an endpoint or
+/// a switch are `port<p>.link.<name>` (a link end's own are plain `<name>`).
 pub type Counters = BTreeMap<String, u64>;
 
 /// Why a device could not do what the harness asked.

@@ -436,7 +436,7 @@ impl Device for RefEndpoint {
         });
         for i in 0..ep.port_count() {
             if let Some(l) = ep.link(i) {
-                link_counters(l.counters(), &format!("port{i}."), &mut c);
+                link_counters(l.counters(), &format!("port{i}.link."), &mut c);
             }
         }
         Ok(c)
