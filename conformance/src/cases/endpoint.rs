@@ -3317,20 +3317,12 @@ fn cap_no_packing(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
 
 fn cap_announced(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
     ep_up(ctx, 2)?;
-    let names = [
-        "rdma",
-        "atomics",
-        "shared",
-        "packing",
-        "tagged",
-        "cut_through",
-    ];
-    let mut bits = 0u16;
-    for (i, n) in names.iter().enumerate() {
-        if ctx.has_cap(n) {
-            bits |= 1 << i;
-        }
-    }
+    let bits = ctx
+        .desc
+        .caps
+        .iter()
+        .filter_map(|n| ethlink_protocol::Capabilities::from_name(n))
+        .fold(0u16, |b, c| b | c.bits());
     let mut seen_any = false;
     for l in ctx.log().iter().filter(|l| l.from_dut) {
         let b = &l.bytes;
