@@ -15,6 +15,7 @@ pub mod ctx;
 pub mod device;
 pub mod reference;
 pub mod runner;
+pub mod vectors;
 
 pub use case::{Case, Failure, Level, Stop, Verdict};
 pub use ctx::Ctx;
