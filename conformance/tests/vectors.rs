@@ -207,3 +207,45 @@ fn malformed_vectors_are_rejected_as_recorded() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// Every vector has its case `VEC-<name>`, and every one passes against the reference link end.
+#[test]
+fn every_vector_case_passes_against_the_reference_link_end() {
+    use ethlink_conformance::cases;
+    use ethlink_conformance::device::Device;
+    use ethlink_conformance::reference::RefLinkEnd;
+    use ethlink_conformance::runner::run_case;
+    use ethlink_conformance::{Role, Verdict};
+
+    let file = committed_vectors();
+    assert!(file.vectors.len() <= cases::vectors::CAPACITY);
+    let all: Vec<_> = cases::all()
+        .into_iter()
+        .filter(|c| c.id.starts_with("VEC-"))
+        .collect();
+    let ids: Vec<String> = all.iter().map(|c| c.id.to_owned()).collect();
+    let want: Vec<String> = file
+        .vectors
+        .iter()
+        .map(|v| format!("VEC-{}", v.name))
+        .collect();
+    assert_eq!(
+        ids, want,
+        "one case per vector, in the order of vectors.json"
+    );
+    let mut dut = RefLinkEnd::default();
+    let desc = dut.hello().unwrap_or_else(|e| panic!("{e}"));
+    let mut failures = Vec::new();
+    for case in &all {
+        assert_eq!(case.role, Role::LinkEnd);
+        let r = run_case(&mut dut, &desc, case);
+        if r.verdict != Verdict::Pass {
+            failures.push(format!(
+                "{}: {} {:?} {:?}",
+                case.id, r.verdict, r.failure, r.message
+            ));
+        }
+    }
+    println!("{} vector cases, {} not passing", all.len(), failures.len());
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

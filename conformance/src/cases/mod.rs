@@ -2,6 +2,7 @@
 
 pub mod common;
 pub mod link;
+pub mod vectors;
 
 use crate::case::Case;
 
@@ -9,5 +10,6 @@ use crate::case::Case;
 pub fn all() -> Vec<Case> {
     let mut v = Vec::new();
     v.extend(link::cases());
+    v.extend(vectors::cases());
     v
 }
