@@ -11,6 +11,7 @@
 
 pub mod case;
 pub mod cases;
+pub mod coverage;
 pub mod ctx;
 pub mod device;
 pub mod reference;
