@@ -378,10 +378,12 @@ fn start(ctx: &mut Ctx<'_>) -> Result<(ethlink_protocol::MacAddr, InitRepr), Sto
     let mut found = None;
     ctx.run_until(200_000, |c| {
         for (_, f) in c.take_frames(0) {
-            if let Ok(r) = FrameRepr::parse_bytes(&f, 9216) {
-                if let LinkFrame::Init(i) = r.link {
-                    found.get_or_insert((r.eth.src, i));
-                }
+            if let Ok(FrameRepr {
+                eth,
+                link: LinkFrame::Init(i),
+            }) = FrameRepr::parse_bytes(&f, 9216)
+            {
+                found.get_or_insert((eth.src, i));
             }
         }
         found.is_some()
@@ -478,13 +480,11 @@ fn delivered(outs: &[Output]) -> Vec<(u8, Vec<u8>)> {
 /// `bytes` with the link header's sequence number set to `seq` and the FCS recomputed.
 fn with_seq(bytes: &[u8], seq: u32) -> Vec<u8> {
     let mut f = bytes.to_vec();
-    if let Some(at) = link_at(&f) {
-        if let Some(h) = f.get_mut(at + 3..at + 6) {
-            let [_, b, c, d] = seq.to_be_bytes();
-            h[0] = (h[0] & 0xF0) | (b & 0x0F);
-            h[1] = c;
-            h[2] = d;
-        }
+    if let Some(h) = link_at(&f).and_then(|at| f.get_mut(at + 3..at + 6)) {
+        let [_, b, c, d] = seq.to_be_bytes();
+        h[0] = (h[0] & 0xF0) | (b & 0x0F);
+        h[1] = c;
+        h[2] = d;
     }
     let end = f.len().saturating_sub(fcs::FCS_LEN);
     let sum = fcs::fcs_bytes(&f[..end]);
