@@ -78,7 +78,10 @@ fn metas() -> &'static [Meta] {
                 // exercises, and the reason of a discard the link end counts. The clauses of the
                 // network header and the transactions are the endpoint's and the switch's.
                 for s in &v.spec {
-                    if link_level(s) && (discarded || Some(s.as_str()) != rejected_for) {
+                    if link_level(s)
+                        && !TRANSMITTER.contains(&s.as_str())
+                        && (discarded || Some(s.as_str()) != rejected_for)
+                    {
                         reqs.push(leak(s));
                     }
                 }
@@ -109,6 +112,28 @@ fn link_level(id: &str) -> bool {
             .any(|p| id.starts_with(p))
 }
 
+/// Clauses of wire.md §1.2-§4 that bind the transmitter of a frame (or, for WIRE-4.2-1, what the
+/// device sends): a vector exercises them, its disposition at a receiver does not show them.
+/// WIRE-4.2-1 is claimed by the cases of damaged frames, whose NACK carries the number it fixes,
+/// and WIRE-3-6 by the cases of DATA frames with ACK_REQ, which check the ACK.
+const TRANSMITTER: [&str; 8] = [
+    "WIRE-2.4-1",
+    "WIRE-3-5",
+    "WIRE-3-6",
+    "WIRE-4.2-1",
+    "WIRE-4.3-1",
+    "WIRE-4.5-5",
+    "WIRE-4.5-6",
+    "WIRE-4.5-7",
+];
+
+/// Whether the DATA frame `bytes` carries the ACK_REQ flag.
+fn ack_req(bytes: &[u8]) -> bool {
+    link_at(bytes)
+        .and_then(|at| bytes.get(at + 1))
+        .is_some_and(|b| b & ethlink_protocol::FLAG_ACK_REQ != 0)
+}
+
 /// The requirements of wire.md §7 and link.md the disposition of `v` checks.
 fn extra_reqs(v: &VectorJson) -> Vec<&'static str> {
     let mut r = vec!["WIRE-7-1", "LINK-7-1", "LINK-7-3"];
@@ -117,7 +142,7 @@ fn extra_reqs(v: &VectorJson) -> Vec<&'static str> {
         Disp::Discard { counter } => {
             r.push("WIRE-7-2");
             if counter == "rx_damaged" || counter == "rx_fcs_errors" {
-                r.push("LINK-4-3");
+                r.extend(["LINK-4-3", "WIRE-4.2-1"]);
             }
             if counter == "rx_damaged" {
                 r.push("LINK-2-16");
@@ -130,6 +155,9 @@ fn extra_reqs(v: &VectorJson) -> Vec<&'static str> {
             r.extend(["WIRE-7-3", "WIRE-7-5", "LINK-2-10", "LINK-4-1", "LINK-4-12"]);
             if stage == Stage::Network {
                 r.push("LINK-4-17");
+            }
+            if ack_req(&bytes) {
+                r.push("WIRE-3-6");
             }
         }
         Disp::Control { kind } => match kind {
@@ -649,6 +677,21 @@ fn on_up_link(ctx: &mut Ctx<'_>, bytes: &[u8], disp: Disp) -> Result<(), Stop> {
                 format!("{when}: no NACK for the expected DATA frame"),
                 || format!("NACKs carrying {n:x?}"),
             )?;
+            if ack_req(&frame) {
+                let acks: Vec<u32> = sent
+                    .iter()
+                    .filter_map(|(_, f)| match kind_of(f) {
+                        Some(Kind::Ack(s)) => Some(s),
+                        _ => None,
+                    })
+                    .collect();
+                check(
+                    acks.contains(&0),
+                    "WIRE-3-6",
+                    format!("{when}: an ACK carrying 0 for a DATA frame with ACK_REQ"),
+                    || format!("ACKs carrying {acks:x?}"),
+                )?;
+            }
             let d = delivered(&outs);
             let body = FrameRepr::parse_bytes(&frame, 9216)
                 .ok()
