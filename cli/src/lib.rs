@@ -21,13 +21,13 @@
 pub mod capture;
 pub mod decode;
 pub mod efficiency;
-pub mod encode;
-pub mod hexio;
 pub mod link;
-pub mod model;
 pub mod plots;
 pub mod run;
-pub mod vectors;
+
+/// The golden vectors and the JSON form of a frame (`decode --json`, `encode`), from the
+/// conformance suite that owns them.
+pub use ethlink_conformance::vectors::{self, encode, hexio, model};
 
 use std::io::{Read, Write};
 use std::path::PathBuf;

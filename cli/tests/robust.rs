@@ -597,7 +597,7 @@ fn an_interrupted_run_keeps_nothing() {
         "seed = 1\n[topology]\ngpus = 4\nstacks = 1\nports_per_stack = 2\n\
          [[traffic]]\nkind = \"all_to_all\"\nbytes_per_pair = 16777216\niterations = 64\n",
     );
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_ethlink"))
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_ethlink"))
         .args(["run", "--no-progress", "--scenario", &file, "--out"])
         .arg(&out_dir)
         .stdout(std::process::Stdio::null())

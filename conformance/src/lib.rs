@@ -11,11 +11,13 @@
 
 pub mod case;
 pub mod cases;
+pub mod coverage;
 pub mod ctx;
 pub mod device;
 pub mod mutants;
 pub mod reference;
 pub mod runner;
+pub mod vectors;
 
 pub use case::{Case, Failure, Level, Stop, Verdict};
 pub use ctx::Ctx;

@@ -5,6 +5,7 @@ pub mod endpoint;
 pub mod endpoint_common;
 pub mod link;
 pub mod switch;
+pub mod vectors;
 
 use crate::case::Case;
 
@@ -12,6 +13,7 @@ use crate::case::Case;
 pub fn all() -> Vec<Case> {
     let mut v = Vec::new();
     v.extend(link::cases());
+    v.extend(vectors::cases());
     v.extend(endpoint::cases());
     v.extend(switch::cases());
     v

@@ -16,8 +16,8 @@ use ethlink_protocol::{
 };
 use serde_json::Value;
 
-use crate::decode;
-use crate::model::{
+use crate::vectors::decode;
+use crate::vectors::model::{
     CreditsJson, FrameJson, InitJson, KindJson, LinkJson, NetworkJson, SpaceJson, TxnJson,
 };
 

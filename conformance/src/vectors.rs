@@ -8,10 +8,20 @@
 //! built to test the FCS check.
 //!
 //! Generation is deterministic: no clock, no randomness, no maps with unstable order.
+//!
+//! The `decoded` object of a well-formed vector is the JSON form of a frame that `ethlink decode
+//! --json` prints and `ethlink encode` reads: that form ([`model`]), the decoder that writes it
+//! ([`decode`]) and the encoder that reads it ([`encode`]) live here with the vectors, and the
+//! command line uses them from here. `ethlink vectors --out DIR` calls [`write`].
 
 use std::path::Path;
 
+pub mod decode;
+pub mod encode;
 mod examples;
+pub mod hexio;
+pub mod model;
+pub mod pcapng;
 
 pub use examples::EXAMPLES_FILE;
 
@@ -23,11 +33,10 @@ use ethlink_protocol::{
 };
 use serde::{Deserialize, Serialize};
 
-use crate::capture;
-use crate::decode::{self, Level};
-use crate::encode::refresh_fcs;
-use crate::hexio;
-use crate::model::FrameJson;
+use self::decode::Level;
+use self::encode::refresh_fcs;
+use self::model::FrameJson;
+use self::pcapng as capture;
 
 /// Name of the vectors' JSON file.
 pub const JSON_FILE: &str = "vectors.json";

@@ -10,7 +10,7 @@ use ethlink_protocol::{MacAddr, Status};
 use serde::de::{self, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::hexio;
+use crate::vectors::hexio;
 
 /// One frame: what `decode --json` prints for it and what `encode` reads.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]

@@ -1,0 +1,308 @@
+//! Which requirements of `docs/spec/` the catalogue checks: for every MUST, the cases whose
+//! `reqs` name it, and the MUSTs no case names, per document. A requirement whose text starts
+//! with `*Internal.*` constrains the inside of a device and is listed as not observable.
+//!
+//! The requirements are read the way `scripts/traceability.py` reads them: a bullet that starts
+//! with its id in bold (`- **WIRE-2.5-3** A receiver MUST ...`), continued by the indented lines
+//! after it; a withdrawn id (`Withdrawn` early in its text) or one marked `Not assigned` is no
+//! requirement; the level is the first of MUST NOT, MUST, REQUIRED, SHALL NOT, SHALL, SHOULD NOT,
+//! SHOULD, RECOMMENDED, MAY, OPTIONAL that the text contains as a word.
+//!
+//! [`render`] writes `docs/conformance-coverage.md`; a test keeps the committed file equal to it.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use crate::case::Case;
+
+/// The key words, in the order the level is looked for.
+const LEVELS: [&str; 10] = [
+    "MUST NOT",
+    "MUST",
+    "REQUIRED",
+    "SHALL NOT",
+    "SHALL",
+    "SHOULD NOT",
+    "SHOULD",
+    "RECOMMENDED",
+    "MAY",
+    "OPTIONAL",
+];
+/// The levels that make a requirement a MUST.
+const MUST_LEVELS: [&str; 5] = ["MUST", "MUST NOT", "REQUIRED", "SHALL", "SHALL NOT"];
+
+/// One requirement of the spec.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Requirement {
+    /// Its id, such as `WIRE-2.5-3`.
+    pub id: String,
+    /// The document that defines it, such as `wire.md`.
+    pub doc: String,
+    /// Its line in that document, from 1.
+    pub line: usize,
+    /// Its key word (`MUST`, `SHOULD`, ...), or `informative`.
+    pub level: &'static str,
+    /// Whether its text starts with `*Internal.*`.
+    pub internal: bool,
+}
+
+impl Requirement {
+    /// Whether it is at MUST level.
+    pub fn is_must(&self) -> bool {
+        MUST_LEVELS.contains(&self.level)
+    }
+}
+
+/// The spec directory of this source tree.
+pub fn spec_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/spec")
+}
+
+/// Every requirement of the documents `*.md` of `dir`, documents in name order, requirements in
+/// the order they appear.
+pub fn requirements(dir: &Path) -> Result<Vec<Requirement>, String> {
+    let mut docs: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| format!("cannot read {}: {e}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "md"))
+        .collect();
+    docs.sort();
+    let mut out = Vec::new();
+    for path in docs {
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let doc = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        parse_doc(&doc, &text, &mut out);
+    }
+    Ok(out)
+}
+
+/// The id and the text after it, when `line` starts a requirement.
+fn req_start(line: &str) -> Option<(&str, &str)> {
+    let rest = line.trim_start();
+    let rest = rest.strip_prefix('-').or_else(|| rest.strip_prefix('*'))?;
+    if !rest.starts_with(char::is_whitespace) {
+        return None;
+    }
+    let rest = rest.trim_start().strip_prefix("**")?;
+    let end = rest.find("**")?;
+    let id = &rest[..end];
+    valid_id(id).then(|| (id, rest[end + 2..].trim_start()))
+}
+
+/// `[A-Z]{2,}-\d+(\.\d+)*-\d+`.
+fn valid_id(id: &str) -> bool {
+    let mut parts = id.split('-');
+    let (Some(prefix), Some(mid), Some(last), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return false;
+    };
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    prefix.len() >= 2
+        && prefix.bytes().all(|b| b.is_ascii_uppercase())
+        && mid.split('.').all(digits)
+        && digits(last)
+}
+
+fn parse_doc(doc: &str, text: &str, out: &mut Vec<Requirement>) {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut i = 0;
+    while i < lines.len() {
+        let Some((id, first)) = req_start(lines[i]) else {
+            i += 1;
+            continue;
+        };
+        let line = i + 1;
+        let mut body = vec![first.to_owned()];
+        i += 1;
+        while i < lines.len() && lines[i].starts_with("  ") && req_start(lines[i]).is_none() {
+            body.push(lines[i].trim().to_owned());
+            i += 1;
+        }
+        let body = body.join(" ");
+        let head: String = body.chars().take(20).collect();
+        if head.contains("Withdrawn") || body.starts_with("Not assigned") {
+            continue;
+        }
+        let level = LEVELS
+            .iter()
+            .find(|lv| has_word(&body, lv))
+            .copied()
+            .unwrap_or("informative");
+        out.push(Requirement {
+            id: id.to_owned(),
+            doc: doc.to_owned(),
+            line,
+            level,
+            internal: body.starts_with("*Internal.*"),
+        });
+    }
+}
+
+/// Whether `word` occurs in `text` with no word character on either side.
+fn has_word(text: &str, word: &str) -> bool {
+    let is_word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+    text.match_indices(word).any(|(at, _)| {
+        !is_word(text[..at].chars().next_back()) && !is_word(text[at + word.len()..].chars().next())
+    })
+}
+
+/// One MUST and what checks it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Row {
+    /// The requirement.
+    pub req: Requirement,
+    /// The ids of the cases whose `reqs` name it, in catalogue order.
+    pub cases: Vec<&'static str>,
+}
+
+/// The coverage of the MUSTs of one document.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DocCoverage {
+    /// The document, such as `wire.md`.
+    pub doc: String,
+    /// Its MUSTs, in the order they appear.
+    pub rows: Vec<Row>,
+}
+
+/// Totals over every document.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Totals {
+    /// MUSTs.
+    pub musts: usize,
+    /// Observable MUSTs that at least one case names.
+    pub with_case: usize,
+    /// Observable MUSTs that no case names.
+    pub without_case: usize,
+    /// MUSTs marked internal (not observable at a device's ports).
+    pub internal: usize,
+}
+
+/// The coverage of `reqs` by `cases`, per document.
+pub fn coverage(reqs: &[Requirement], cases: &[Case]) -> Vec<DocCoverage> {
+    let mut docs: BTreeMap<String, Vec<Row>> = BTreeMap::new();
+    for r in reqs.iter().filter(|r| r.is_must()) {
+        let named: Vec<&'static str> = cases
+            .iter()
+            .filter(|c| c.reqs.contains(&r.id.as_str()))
+            .map(|c| c.id)
+            .collect();
+        docs.entry(r.doc.clone()).or_default().push(Row {
+            req: r.clone(),
+            cases: named,
+        });
+    }
+    docs.into_iter()
+        .map(|(doc, rows)| DocCoverage { doc, rows })
+        .collect()
+}
+
+/// The totals of `docs`.
+pub fn totals(docs: &[DocCoverage]) -> Totals {
+    let mut t = Totals::default();
+    for r in docs.iter().flat_map(|d| &d.rows) {
+        t.musts += 1;
+        if r.req.internal {
+            t.internal += 1;
+        } else if r.cases.is_empty() {
+            t.without_case += 1;
+        } else {
+            t.with_case += 1;
+        }
+    }
+    t
+}
+
+/// The Markdown report of `docs`.
+pub fn render(docs: &[DocCoverage]) -> String {
+    let t = totals(docs);
+    let mut out = String::new();
+    let _ = writeln!(out, "# Conformance coverage\n");
+    let _ = writeln!(
+        out,
+        "Generated from docs/spec/ and the catalogue of `ethlink-conformance` by \
+         `ethlink_conformance::coverage`; do not edit. Regenerate with\n\
+         `ETHLINK_WRITE_COVERAGE=1 cargo test -p ethlink-conformance --test coverage`.\n"
+    );
+    let _ = writeln!(
+        out,
+        "For every MUST of the spec: the cases that check it (their `reqs` name it), or none. A \
+         requirement marked *Internal.* constrains the inside of a device and cannot be observed \
+         at its ports: it has no case.\n"
+    );
+    let _ = writeln!(
+        out,
+        "{} MUSTs: {} with a case, {} without, {} internal (not observable).\n",
+        t.musts, t.with_case, t.without_case, t.internal
+    );
+    let _ = writeln!(
+        out,
+        "| document | MUSTs | with a case | without | internal |"
+    );
+    let _ = writeln!(out, "|---|---|---|---|---|");
+    for d in docs {
+        let t = totals(std::slice::from_ref(d));
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} |",
+            d.doc, t.musts, t.with_case, t.without_case, t.internal
+        );
+    }
+    for d in docs {
+        let _ = writeln!(out, "\n## {}\n", d.doc);
+        let _ = writeln!(out, "| requirement | level | cases |");
+        let _ = writeln!(out, "|---|---|---|");
+        for r in &d.rows {
+            let cases = if r.req.internal {
+                "not observable (internal)".to_owned()
+            } else if r.cases.is_empty() {
+                "**no case**".to_owned()
+            } else {
+                r.cases.join(", ")
+            };
+            let _ = writeln!(out, "| {} | {} | {} |", r.req.id, r.req.level, cases);
+        }
+    }
+    out
+}
+
+/// The report for this source tree's spec and the whole catalogue.
+pub fn report() -> Result<String, String> {
+    let reqs = requirements(&spec_dir())?;
+    Ok(render(&coverage(&reqs, &crate::cases::all())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_and_levels() {
+        assert_eq!(
+            req_start("- **WIRE-2.5-3** A receiver MUST x"),
+            Some(("WIRE-2.5-3", "A receiver MUST x"))
+        );
+        assert_eq!(req_start("  * **LINK-7-1** y"), Some(("LINK-7-1", "y")));
+        assert_eq!(req_start("- **Note** y"), None);
+        assert_eq!(req_start("-**LINK-7-1** y"), None);
+        assert!(has_word("it MUST NOT x", "MUST NOT"));
+        assert!(!has_word("MUSTARD", "MUST"));
+        let mut out = Vec::new();
+        parse_doc(
+            "x.md",
+            "- **AB-1-1** *Internal.* The end MUST\n  keep it.\n- **AB-1-2** Withdrawn.\n\
+             - **AB-1-3** It SHOULD.\n- **AB-1-4** Not assigned.\n",
+            &mut out,
+        );
+        let got: Vec<(&str, &str, bool)> = out
+            .iter()
+            .map(|r| (r.id.as_str(), r.level, r.internal))
+            .collect();
+        assert_eq!(got, [("AB-1-1", "MUST", true), ("AB-1-3", "SHOULD", false)]);
+    }
+}
