@@ -132,6 +132,7 @@ pub struct ExternalDevice {
     to_child: Option<Sender<String>>,
     from_child: Receiver<Result<String, String>>,
     stderr: Arc<Mutex<VecDeque<String>>>,
+    stderr_done: Receiver<()>,
     broken: Option<String>,
     case_started: Instant,
     last_advance: u64,
@@ -176,7 +177,10 @@ impl ExternalDevice {
         spawn_thread("ext-writer", move || writer(stdin, &writer_rx))?;
         spawn_thread("ext-reader", move || reader(stdout, &reader_tx))?;
         let keep = Arc::clone(&tail);
+        let (done_tx, stderr_done) = bounded::<()>(1);
         spawn_thread("ext-stderr", move || {
+            // Dropped when the device's standard error closes.
+            let _done = done_tx;
             let mut r = BufReader::new(stderr);
             let mut line = Vec::new();
             loop {
@@ -202,6 +206,7 @@ impl ExternalDevice {
             to_child: Some(to_child),
             from_child,
             stderr: tail,
+            stderr_done,
             broken: None,
             case_started: Instant::now(),
             last_advance: 0,
@@ -222,6 +227,9 @@ impl ExternalDevice {
         if let Some(status) = exited {
             msg.push_str(&format!(" (the process exited: {status})"));
         }
+        // Its standard error closes when it has exited or been killed: wait a little for the
+        // last lines.
+        let _ = self.stderr_done.recv_timeout(Duration::from_millis(200));
         let tail: Vec<String> = self
             .stderr
             .lock()

@@ -96,6 +96,26 @@ pub fn frame_line(l: &Logged) -> String {
     )
 }
 
+/// The frames shown around a failure: the last [`FRAMES_SHOWN`] frames of `log` that are not
+/// CF or CC (the periodic credit frames would hide the exchange), oldest first, with the number
+/// of CF and CC frames left out between them.
+pub fn shown(log: &[Logged]) -> (Vec<&Logged>, usize) {
+    let mut picked = Vec::new();
+    let mut skipped = 0;
+    for l in log.iter().rev() {
+        if picked.len() == FRAMES_SHOWN {
+            break;
+        }
+        if matches!(kind_of(&l.bytes), Some(Kind::Cf | Kind::Cc)) {
+            skipped += 1;
+        } else {
+            picked.push(l);
+        }
+    }
+    picked.reverse();
+    (picked, skipped)
+}
+
 /// The readable summary: the device, totals, every requirement with its cases and verdicts,
 /// the cases per verdict, and each failure with its exchange.
 pub fn summary(run: &Run<'_>) -> String {
@@ -165,15 +185,15 @@ pub fn summary(run: &Run<'_>) -> String {
             }
         }
         if !r.log.is_empty() {
-            let from = r.log.len().saturating_sub(FRAMES_SHOWN);
+            let (frames, skipped) = shown(&r.log);
             let _ = writeln!(
                 s,
-                "  last {} of {} frames (simulated time {} ns):",
-                r.log.len() - from,
+                "  last {} of {} frames, {skipped} CF/CC among them left out (case ended at {} ns):",
+                frames.len(),
                 r.log.len(),
                 r.simulated_ns
             );
-            for l in &r.log[from..] {
+            for l in frames {
                 let _ = writeln!(s, "    {}", frame_line(l));
             }
         }
@@ -292,10 +312,7 @@ pub fn json(run: &Run<'_>) -> String {
                 wall_us: r.wall_us,
                 message: r.message.as_deref(),
                 failure: r.failure.as_ref(),
-                frames: r.log[r.log.len().saturating_sub(FRAMES_SHOWN)..]
-                    .iter()
-                    .map(frame_line)
-                    .collect(),
+                frames: shown(&r.log).0.into_iter().map(frame_line).collect(),
             })
             .collect(),
     };
@@ -449,7 +466,7 @@ fn detail_text(r: &CaseResult) -> String {
     if let Some(m) = &r.message {
         let _ = writeln!(d, "{m}");
     }
-    for l in &r.log[r.log.len().saturating_sub(FRAMES_SHOWN)..] {
+    for l in shown(&r.log).0 {
         let _ = writeln!(d, "{}", frame_line(l));
     }
     d
