@@ -15,7 +15,8 @@ use crate::runner::{self, matches};
 
 /// Exit status: no MUST case failed (and, with `--strict`, no SHOULD case either).
 pub const EXIT_PASS: u8 = 0;
-/// Exit status: a case that counts failed.
+/// Exit status: a MUST case failed or could not be judged (HarnessError), or with `--strict` a
+/// SHOULD case failed.
 pub const EXIT_FAIL: u8 = 1;
 /// Exit status: bad arguments, or a device that cannot even answer `hello`.
 pub const EXIT_USAGE: u8 = 2;

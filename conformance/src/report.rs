@@ -41,11 +41,13 @@ pub struct Run<'a> {
 }
 
 impl Run<'_> {
-    /// Whether the run fails: a MUST case failed, or with `strict` a SHOULD case was missed.
+    /// Whether the run fails: a MUST case failed, a case could not be judged because the device
+    /// broke the boundary (HarnessError), or with `strict` a SHOULD case was missed.
     pub fn failed(&self) -> bool {
-        self.results
-            .iter()
-            .any(|r| r.verdict == Verdict::Fail || (self.strict && r.verdict == Verdict::NonStrict))
+        self.results.iter().any(|r| {
+            matches!(r.verdict, Verdict::Fail | Verdict::HarnessError)
+                || (self.strict && r.verdict == Verdict::NonStrict)
+        })
     }
 
     /// Results per verdict, in the order of [`Verdict`].
@@ -216,7 +218,7 @@ pub fn summary(run: &Run<'_>) -> String {
         s,
         "result: {}",
         if run.failed() {
-            "FAIL (a MUST case failed, or a SHOULD case with --strict)"
+            "FAIL (a MUST case failed or could not be judged, or a SHOULD case failed with --strict)"
         } else {
             "PASS (no MUST case failed)"
         }
