@@ -145,7 +145,7 @@ pub fn summary(run: &Run<'_>) -> String {
         }
     }
     let mut reqs: Vec<&&str> = per_req.keys().collect();
-    reqs.sort_by(|a, b| req_key(a).cmp(&req_key(b)));
+    reqs.sort_by_key(|r| req_key(r));
     for req in reqs {
         let cases: Vec<String> = per_req[*req]
             .iter()
