@@ -50,6 +50,11 @@ pub struct ConformanceArgs {
     /// Print the wall time of the run on standard error.
     #[arg(long)]
     pub timing: bool,
+    /// Run no case: be the reference of --role (default link_end) as an external device, speaking
+    /// the line protocol on standard input and output, until bye. For comparing an adapter's
+    /// answers with the reference's, and for `--dut-cmd "ethlink conformance --serve"`.
+    #[arg(long, conflicts_with_all = ["dut_cmd", "list", "junit", "json", "pcap_dir"])]
+    pub serve: bool,
 }
 
 fn parse_role(s: &str) -> Result<Role, String> {
@@ -71,6 +76,17 @@ pub fn execute(a: &ConformanceArgs, io: &mut Io<'_>) -> u8 {
         case_timeout_s: a.case_timeout_s,
         request_timeout_s: a.request_timeout_s,
         timing: a.timing,
+        serve: a.serve,
     };
+    if a.serve {
+        let mut input = std::io::BufReader::new(&mut *io.stdin);
+        return match app::serve(a.role.unwrap_or(Role::LinkEnd), &mut input, io.stdout) {
+            Ok(()) => app::EXIT_PASS,
+            Err(why) => {
+                let _ = writeln!(io.stderr, "error: {why}");
+                app::EXIT_USAGE
+            }
+        };
+    }
     app::run(&o, io.stdout, io.stderr)
 }

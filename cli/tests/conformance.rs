@@ -162,3 +162,66 @@ fn bad_arguments_exit_2() {
         assert_eq!(status(&out), 2, "{args:?}: {}", stderr(&out));
     }
 }
+
+#[test]
+fn the_reference_served_over_the_protocol_gives_the_same_report() {
+    let dir = temp_dir("serve");
+    let exe = env!("CARGO_BIN_EXE_ethlink");
+    let served = dir.join("served.json");
+    let direct = dir.join("direct.json");
+    let cmd = format!("{exe} conformance --serve");
+    let out = ethlink(
+        &[
+            "conformance",
+            "--dut-cmd",
+            &cmd,
+            "--jobs",
+            "2",
+            "--json",
+            served.to_str().unwrap(),
+        ],
+        "",
+    );
+    assert_eq!(status(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    let out = ethlink(&["conformance", "--json", direct.to_str().unwrap()], "");
+    assert_eq!(status(&out), 0);
+    let read = |p: &PathBuf| {
+        let mut v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap();
+        for c in v["cases"].as_array_mut().unwrap() {
+            c.as_object_mut().unwrap().remove("wall_us");
+        }
+        v
+    };
+    assert_eq!(read(&served), read(&direct));
+}
+
+#[test]
+fn serve_answers_out_of_protocol_requests_with_an_error() {
+    let input = "{\"op\":\"hello\",\"version\":2}\n\
+                 {\"op\":\"hello\",\"version\":1}\n\
+                 not json\n\
+                 {\"op\":\"reset\",\"setup\":{\"link\":{\"vcs\":9}}}\n\
+                 {\"op\":\"reset\",\"setup\":{\"link\":{\"warp\":1}}}\n\
+                 {\"op\":\"bye\"}\n\
+                 {\"op\":\"counters\"}\n";
+    let out = ethlink(&["conformance", "--serve"], input);
+    assert_eq!(status(&out), 0, "{}", stderr(&out));
+    let lines: Vec<serde_json::Value> = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 6, "{lines:?}");
+    assert!(lines[0]["error"].as_str().unwrap().contains("version 1"));
+    assert_eq!(lines[1]["ok"], true);
+    assert_eq!(lines[1]["role"], "link_end");
+    assert!(
+        lines[2]["error"]
+            .as_str()
+            .unwrap()
+            .contains("not a request")
+    );
+    assert!(lines[3]["refused"].is_string(), "{:?}", lines[3]);
+    assert!(lines[4]["error"].as_str().unwrap().contains("warp"));
+    assert_eq!(lines[5], serde_json::json!({"ok": true}));
+}

@@ -49,6 +49,9 @@ pub struct Options {
     pub request_timeout_s: f64,
     /// Print the wall time of the run on standard error.
     pub timing: bool,
+    /// Serve the reference of the role over the line protocol on standard input and output
+    /// instead of running the suite.
+    pub serve: bool,
 }
 
 impl Default for Options {
@@ -66,6 +69,7 @@ impl Default for Options {
             case_timeout_s: 60.0,
             request_timeout_s: 10.0,
             timing: false,
+            serve: false,
         }
     }
 }
@@ -101,6 +105,17 @@ fn limits(o: &Options) -> Result<Limits, String> {
         request: secs("--request-timeout-s", o.request_timeout_s)?,
         case: secs("--case-timeout-s", o.case_timeout_s)?,
     })
+}
+
+/// Serves the reference of `role` over the line protocol on `input` and `out` (`--serve`).
+pub fn serve(
+    role: Role,
+    input: &mut dyn std::io::BufRead,
+    out: &mut dyn Write,
+) -> Result<(), String> {
+    let mut dev =
+        reference(role).ok_or_else(|| format!("the suite has no reference {role} yet"))?;
+    crate::external::serve(dev.as_mut(), input, out).map_err(|e| format!("--serve: {e}"))
 }
 
 /// Runs the command; returns its exit status.

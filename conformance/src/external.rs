@@ -542,3 +542,121 @@ impl Device for ExternalDevice {
         Ok(a.counters)
     }
 }
+
+/// Serves `dev` over the line protocol: reads requests from `input`, one per line, and writes
+/// each answer to `out`, until `bye` or the end of the input. This is the device side of the
+/// protocol, as an adapter implements it; `ethlink conformance --serve` uses it to offer the
+/// reference as an external device (to compare an adapter's transcript with the reference's, or
+/// to test the protocol end to end).
+pub fn serve(
+    dev: &mut dyn Device,
+    input: &mut dyn BufRead,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    let mut line = String::new();
+    loop {
+        line.clear();
+        if input.read_line(&mut line)? == 0 {
+            return Ok(());
+        }
+        if line.trim().is_empty() {
+            continue;
+        }
+        let (answer, bye) = serve_one(dev, line.trim());
+        let mut text = serde_json::to_string(&answer).unwrap_or_else(|e| {
+            format!("{{\"ok\":false,\"error\":\"cannot encode the answer: {e}\"}}")
+        });
+        text.push('\n');
+        out.write_all(text.as_bytes())?;
+        out.flush()?;
+        if bye {
+            return Ok(());
+        }
+    }
+}
+
+/// The answer to one request line, and whether it was `bye`.
+fn serve_one(dev: &mut dyn Device, line: &str) -> (Value, bool) {
+    #[derive(Deserialize)]
+    #[serde(tag = "op", rename_all = "snake_case")]
+    enum In {
+        Hello {
+            version: u32,
+        },
+        Reset {
+            setup: Setup,
+        },
+        Frame {
+            port: u16,
+            time_ns: u64,
+            hex: String,
+        },
+        Request {
+            time_ns: u64,
+            request: Request,
+        },
+        Advance {
+            time_ns: u64,
+        },
+        Counters,
+        Bye,
+    }
+    fn ok(fields: Value) -> Value {
+        let mut obj = match fields {
+            Value::Object(o) => o,
+            _ => Map::new(),
+        };
+        obj.insert("ok".into(), Value::Bool(true));
+        Value::Object(obj)
+    }
+    fn err(e: DeviceError) -> Value {
+        match e {
+            DeviceError::Refused(why) => serde_json::json!({"ok": false, "refused": why}),
+            DeviceError::Broken(why) => serde_json::json!({"ok": false, "error": why}),
+        }
+    }
+    let to = |v: Result<Value, serde_json::Error>| v.unwrap_or(Value::Null);
+    let msg: In = match serde_json::from_str(line) {
+        Ok(m) => m,
+        Err(e) => {
+            return (
+                serde_json::json!({"ok": false, "error": format!("not a request: {e}")}),
+                false,
+            );
+        }
+    };
+    let answer = match msg {
+        In::Hello { version } if version != PROTOCOL_VERSION => serde_json::json!({
+            "ok": false,
+            "error": format!("this device speaks version {PROTOCOL_VERSION} of the line protocol")
+        }),
+        In::Hello { .. } => match dev.hello() {
+            Ok(d) => ok(to(serde_json::to_value(d))),
+            Err(e) => err(e),
+        },
+        In::Reset { setup } => match dev.reset(&setup) {
+            Ok(p) => ok(serde_json::json!({ "params": p })),
+            Err(e) => err(e),
+        },
+        In::Frame { port, time_ns, hex } => {
+            match from_hex("frame", &hex).and_then(|b| dev.frame(port, time_ns, &b)) {
+                Ok(()) => ok(Value::Null),
+                Err(e) => err(e),
+            }
+        }
+        In::Request { time_ns, request } => match dev.request(time_ns, &request) {
+            Ok(r) => ok(serde_json::json!({ "reply": r })),
+            Err(e) => err(e),
+        },
+        In::Advance { time_ns } => match dev.advance(time_ns) {
+            Ok(a) => ok(to(serde_json::to_value(a))),
+            Err(e) => err(e),
+        },
+        In::Counters => match dev.counters() {
+            Ok(c) => ok(serde_json::json!({ "counters": c })),
+            Err(e) => err(e),
+        },
+        In::Bye => return (ok(Value::Null), true),
+    };
+    (answer, false)
+}
