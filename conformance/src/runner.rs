@@ -152,20 +152,44 @@ pub fn run_suite(
             let res_tx = res_tx.clone();
             let mut live = first.take();
             s.spawn(move || {
+                // Why this worker can no longer make a device: its remaining cases get it at
+                // once rather than waiting on a device that fails every start.
+                let mut dead: Option<String> = None;
                 for i in job_rx.iter() {
                     let case = &cases[i];
+                    if let Some(why) = &dead {
+                        let _ = res_tx.send((i, harness_error(case, why.clone())));
+                        continue;
+                    }
                     if live.is_none() {
                         live = match start(factory) {
                             Ok(l) => Some(l),
                             Err(why) => {
+                                let why = format!("a fresh device for this case: {why}");
+                                dead = Some(why.clone());
                                 let _ = res_tx.send((i, harness_error(case, why)));
                                 continue;
                             }
                         };
                     }
                     let Some(l) = live.as_mut() else { continue };
-                    let r = run_case(l.dut.as_mut(), &l.desc, case);
+                    // A panic in a case or in an in-process device ends that case, not the run.
+                    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        run_case(l.dut.as_mut(), &l.desc, case)
+                    }));
+                    let r = match outcome {
+                        Ok(r) => r,
+                        Err(panic) => {
+                            let what = panic
+                                .downcast_ref::<&str>()
+                                .map(|s| (*s).to_owned())
+                                .or_else(|| panic.downcast_ref::<String>().cloned())
+                                .unwrap_or_else(|| "a panic".to_owned());
+                            harness_error(case, format!("the case panicked: {what}"))
+                        }
+                    };
                     if r.verdict == Verdict::HarnessError {
+                        // The device may be in any state: the next case gets a fresh one.
                         live = None;
                     }
                     let _ = res_tx.send((i, r));

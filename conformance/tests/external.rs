@@ -428,3 +428,68 @@ fn xml_escaping() {
         "a&lt;b &amp; &quot;c&quot; &apos;d&apos;&#10;?"
     );
 }
+
+/// A device that panics in `advance`: the case is a harness error, the run goes on.
+struct Panics(RefLinkEnd);
+
+impl Device for Panics {
+    fn hello(&mut self) -> Result<Description, DeviceError> {
+        self.0.hello()
+    }
+    fn reset(&mut self, setup: &Setup) -> Result<LinkParams, DeviceError> {
+        self.0.reset(setup)
+    }
+    fn frame(&mut self, port: u16, time_ns: u64, frame: &[u8]) -> Result<(), DeviceError> {
+        self.0.frame(port, time_ns, frame)
+    }
+    fn request(&mut self, time_ns: u64, request: &Request) -> Result<Reply, DeviceError> {
+        self.0.request(time_ns, request)
+    }
+    fn advance(&mut self, time_ns: u64) -> Result<Advanced, DeviceError> {
+        assert!(time_ns < 5_000, "model invariant broken at {time_ns} ns");
+        self.0.advance(time_ns)
+    }
+    fn counters(&mut self) -> Result<Counters, DeviceError> {
+        self.0.counters()
+    }
+}
+
+#[test]
+fn a_panic_in_a_case_is_a_harness_error() {
+    let cases = link_cases();
+    let factory = || Ok(Box::new(Panics(RefLinkEnd::default())) as Box<dyn Device>);
+    let (_, results) = runner::run_suite(&cases, &factory, 2).unwrap();
+    assert_eq!(results.len(), cases.len());
+    let r = results.iter().find(|r| r.id == "LE-LLR-1").unwrap();
+    assert_eq!(r.verdict, Verdict::HarnessError);
+    assert!(
+        r.message
+            .as_deref()
+            .unwrap_or("")
+            .contains("model invariant broken"),
+        "{:?}",
+        r.message
+    );
+}
+
+#[test]
+fn a_device_that_stops_starting_fails_its_cases_at_once() {
+    // The first process answers hello and then dies in its first case; every later start fails.
+    let flag = std::env::temp_dir().join(format!("ethlink-once-{}", std::process::id()));
+    let _ = std::fs::remove_file(&flag);
+    let body = format!(
+        "import os\n\
+         if m['op'] == 'hello' and os.path.exists({flag:?}): sys.exit(1)\n\
+         if m['op'] == 'hello': open({flag:?}, 'w').close(); say(HELLO)\n\
+         else: sys.exit(2)",
+        flag = flag.display().to_string()
+    );
+    let cmd = fake(&body);
+    let t = Instant::now();
+    let (_, results) =
+        runner::run_suite(&link_cases(), &external_factory(cmd, quick()), 1).unwrap();
+    assert!(results.iter().all(|r| r.verdict == Verdict::HarnessError));
+    let last = results.last().unwrap().message.as_deref().unwrap_or("");
+    assert!(last.contains("a fresh device"), "{last}");
+    assert!(t.elapsed() < Duration::from_secs(5));
+}
