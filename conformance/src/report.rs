@@ -137,7 +137,7 @@ pub fn summary(run: &Run<'_>) -> String {
         if d.ports == 1 { "" } else { "s" }
     );
     let _ = writeln!(s);
-    let _ = writeln!(s, "per requirement:");
+    let _ = writeln!(s, "per clause and requirement:");
     let mut per_req: BTreeMap<&str, Vec<(&str, Verdict)>> = BTreeMap::new();
     for r in run.results {
         for req in r.reqs {
@@ -146,12 +146,36 @@ pub fn summary(run: &Run<'_>) -> String {
     }
     let mut reqs: Vec<&&str> = per_req.keys().collect();
     reqs.sort_by_key(|r| req_key(r));
+    let mut clause = String::new();
     for req in reqs {
+        let c = clause_of(req);
+        if c != clause {
+            // The clause's line: its requirements and the verdicts of their cases.
+            let in_clause: Vec<&&str> = per_req.keys().filter(|r| clause_of(r) == c).collect();
+            let mut verdicts: BTreeMap<Verdict, usize> = BTreeMap::new();
+            for r in &in_clause {
+                for (_, v) in &per_req[**r] {
+                    *verdicts.entry(*v).or_insert(0) += 1;
+                }
+            }
+            let tally: Vec<String> = verdicts
+                .iter()
+                .map(|(v, n)| format!("{n} {}", v.name()))
+                .collect();
+            let _ = writeln!(
+                s,
+                "  {c}: {} requirement{}, {}",
+                in_clause.len(),
+                if in_clause.len() == 1 { "" } else { "s" },
+                tally.join(", ")
+            );
+            clause = c;
+        }
         let cases: Vec<String> = per_req[*req]
             .iter()
             .map(|(id, v)| format!("{id} {v}"))
             .collect();
-        let _ = writeln!(s, "  {:<14} {}", req, cases.join(", "));
+        let _ = writeln!(s, "    {:<14} {}", req, cases.join(", "));
     }
     let _ = writeln!(s);
     let _ = writeln!(s, "per verdict:");
@@ -226,15 +250,54 @@ pub fn summary(run: &Run<'_>) -> String {
     s
 }
 
-/// A sort key for requirement ids that orders their numbers numerically (`LINK-2-10` after
-/// `LINK-2-9`).
-fn req_key(id: &str) -> Vec<(String, u64)> {
-    id.split(['-', '.'])
-        .map(|p| match p.parse::<u64>() {
-            Ok(n) => (String::new(), n),
-            Err(_) => (p.to_owned(), 0),
-        })
-        .collect()
+/// The clause of a requirement id, as a document and section: `LINK-2-3` is `link.md §2`,
+/// `WIRE-2.5-3` is `wire.md §2.5`, a table id such as `LINK-T3` is `link.md tables`.
+pub fn clause_of(id: &str) -> String {
+    let mut parts = id.split('-');
+    let prefix = parts.next().unwrap_or("");
+    let section = parts.next().unwrap_or("");
+    let doc = match prefix {
+        "WIRE" => "wire.md",
+        "LINK" => "link.md",
+        "TXN" => "transaction.md",
+        "EP" => "endpoint.md",
+        "SW" => "switch.md",
+        "CLS" => "classes.md",
+        other => other,
+    };
+    if section.starts_with('T') {
+        format!("{doc} tables")
+    } else {
+        format!("{doc} \u{a7}{section}")
+    }
+}
+
+/// A sort key for requirement ids that keeps the ids of a clause together and orders numbers
+/// numerically (`LINK-2-10` after `LINK-2-9`, `WIRE-2-9` before `WIRE-2.5-1`).
+fn req_key(id: &str) -> (String, u8, Vec<u64>, String, Vec<u64>) {
+    let mut parts = id.splitn(3, '-');
+    let prefix = parts.next().unwrap_or("").to_owned();
+    let section = parts.next().unwrap_or("");
+    let rest = parts.next().unwrap_or("");
+    let nums = |t: &str| -> Option<Vec<u64>> { t.split('.').map(|n| n.parse().ok()).collect() };
+    match nums(section) {
+        // A section of a document: all of §2 before §2.5, and §2.5 before §3.
+        Some(sec) => (
+            prefix,
+            0,
+            sec,
+            String::new(),
+            nums(rest).unwrap_or_default(),
+        ),
+        // A table (`T3`) or an id of another form, after the sections, by its text.
+        None => (
+            prefix,
+            1,
+            Vec::new(),
+            format!("{section}-{rest}"),
+            Vec::new(),
+        ),
+    }
 }
 
 /// The one line the `--list` option prints for `case`.
@@ -256,6 +319,40 @@ pub fn list_line(case: &Case) -> String {
         case.reqs.join(","),
         case.title
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{clause_of, req_key};
+
+    #[test]
+    fn requirement_order_keeps_clauses_together() {
+        let mut ids = vec![
+            "WIRE-2.5-3",
+            "LINK-2-10",
+            "WIRE-2-9",
+            "LINK-T3",
+            "LINK-2-9",
+            "WIRE-3-1",
+            "WIRE-2-1",
+        ];
+        ids.sort_by_key(|r| req_key(r));
+        assert_eq!(
+            ids,
+            [
+                "LINK-2-9",
+                "LINK-2-10",
+                "LINK-T3",
+                "WIRE-2-1",
+                "WIRE-2-9",
+                "WIRE-2.5-3",
+                "WIRE-3-1"
+            ]
+        );
+        assert_eq!(clause_of("WIRE-2.5-3"), "wire.md \u{a7}2.5");
+        assert_eq!(clause_of("LINK-T3"), "link.md tables");
+        assert_eq!(clause_of("EP-4-1"), "endpoint.md \u{a7}4");
+    }
 }
 
 #[derive(Serialize)]
