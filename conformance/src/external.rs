@@ -12,6 +12,7 @@
 
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Write};
+use std::os::unix::process::CommandExt;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::thread;
@@ -155,6 +156,8 @@ impl ExternalDevice {
         let mut child = Command::new("sh")
             .arg("-c")
             .arg(command)
+            // Its own process group, so that the processes the shell starts are killed with it.
+            .process_group(0)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -251,9 +254,14 @@ impl ExternalDevice {
         let until = Instant::now() + grace;
         loop {
             match child.try_wait() {
-                Ok(Some(status)) => return Some(status),
+                Ok(Some(status)) => {
+                    // What the shell started may outlive it.
+                    kill_group(child.id());
+                    return Some(status);
+                }
                 Ok(None) if Instant::now() < until => thread::sleep(Duration::from_millis(5)),
                 _ => {
+                    kill_group(child.id());
                     let _ = child.kill();
                     let _ = child.wait();
                     return None;
@@ -373,6 +381,16 @@ impl ExternalDevice {
         self.last_time = time_ns;
         Ok(())
     }
+}
+
+/// Kills the process group `pgid` (the device's shell and everything it started).
+fn kill_group(pgid: u32) {
+    let _ = Command::new("kill")
+        .args(["-KILL", "--", &format!("-{pgid}")])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
 }
 
 fn spawn_thread(name: &str, f: impl FnOnce() + Send + 'static) -> Result<(), DeviceError> {

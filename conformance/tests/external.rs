@@ -493,3 +493,37 @@ fn a_device_that_stops_starting_fails_its_cases_at_once() {
     assert!(last.contains("a fresh device"), "{last}");
     assert!(t.elapsed() < Duration::from_secs(5));
 }
+
+/// Whether a process whose command line contains `needle` is running.
+fn running(needle: &str) -> bool {
+    std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+        std::fs::read(e.path().join("cmdline"))
+            .map(|c| {
+                String::from_utf8_lossy(&c)
+                    .replace('\0', " ")
+                    .contains(needle)
+            })
+            .unwrap_or(false)
+    })
+}
+
+#[test]
+fn what_the_device_started_is_killed_with_it() {
+    let tag = format!("{}", 900_000 + std::process::id() % 90_000);
+    // The shell waits on a child; a second child runs in the background.
+    let cmd = format!("sleep {tag}.5 & sleep {tag}.25; true");
+    let mut d = ExternalDevice::spawn(&cmd, quick()).unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(running(&format!("sleep {tag}.5")));
+    let _ = d.hello();
+    drop(d);
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(
+        !running(&format!("sleep {tag}.5")),
+        "the background child survived"
+    );
+    assert!(
+        !running(&format!("sleep {tag}.25")),
+        "the foreground child survived"
+    );
+}
