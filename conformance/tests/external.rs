@@ -527,3 +527,28 @@ fn what_the_device_started_is_killed_with_it() {
         "the foreground child survived"
     );
 }
+
+#[test]
+fn workers_drive_their_devices_at_the_same_time() {
+    // Each reset takes 0.5 s of wall time and is refused: two cases on two workers take about
+    // 0.5 s, one after the other at least 1 s.
+    let cmd = fake(
+        "if m['op'] == 'hello': say(HELLO)\n\
+         elif m['op'] == 'reset': time.sleep(0.5); say({'ok': False, 'refused': 'slow'})\n\
+         else: say({'ok': True})",
+    );
+    let two: Vec<Case> = link_cases().into_iter().take(2).collect();
+    assert_eq!(two.len(), 2);
+    let limits = Limits {
+        request: Duration::from_secs(5),
+        case: Duration::from_secs(5),
+    };
+    let t = Instant::now();
+    let (_, results) = runner::run_suite(&two, &external_factory(cmd, limits), 2).unwrap();
+    let took = t.elapsed();
+    assert!(
+        results.iter().all(|r| r.verdict == Verdict::Unsupported),
+        "{results:?}"
+    );
+    assert!(took < Duration::from_millis(950), "{took:?}");
+}
