@@ -64,6 +64,13 @@ echo "ethlink run passes"
 log "requirement traceability"
 python3 scripts/traceability.py --check --summary | tail -2
 
+log "the conformance suite against the reference and against the Python example link end"
+for role in link_end endpoint switch; do
+  cargo run --quiet --locked -p ethlink-cli -- conformance --role "$role" --jobs 2 | tail -2
+done
+cargo run --quiet --locked -p ethlink-cli -- conformance \
+  --dut-cmd "python3 examples/conformance/link_end.py" --jobs 2 --timing | tail -2
+
 FUZZ_SECONDS="${FUZZ_SECONDS:-30}"
 if [ "$FUZZ_SECONDS" != 0 ] && [ -d fuzz ]; then
   log "bounded fuzz run (${FUZZ_SECONDS}s per target)"

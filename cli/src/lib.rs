@@ -19,6 +19,7 @@
 //! duplicated or corrupted, 3 any other failure of the verdict, 2 an unusable scenario.
 
 pub mod capture;
+pub mod conformance;
 pub mod decode;
 pub mod efficiency;
 pub mod link;
@@ -212,6 +213,23 @@ pub enum Command {
             option cannot be used, with one line naming the key and what is wrong with it."
     )]
     Run(run::RunArgs),
+    /// Run the conformance suite against the reference or an external device.
+    #[command(
+        about = "Run the conformance suite against the reference or an external device",
+        long_about = "Run the conformance suite against the reference or an external device.\n\n\
+            Each case of the catalogue checks requirements of docs/spec against the device \
+            under test through the boundary of docs/conformance.md: frames on its ports, \
+            time, the requests of its upper layer, its counters. Without --dut-cmd the suite \
+            runs against the reference of --role; with it, against `sh -c COMMAND` speaking \
+            the line protocol (one JSON object per line on standard input and output).\n\n\
+            Prints a summary per requirement and per verdict, and every failure with the \
+            requirement, what was expected, what was seen and the last frames. --junit, \
+            --json and --pcap-dir write reports; they are identical whatever --jobs is, but \
+            for the wall-time fields.\n\n\
+            Exit status: 0 when no MUST case failed (and no SHOULD case with --strict); 1 when \
+            one did; 2 for bad arguments or a device that cannot answer hello."
+    )]
+    Conformance(conformance::ConformanceArgs),
 }
 
 /// Arguments of `decode`.
@@ -324,6 +342,7 @@ pub fn run(cli: Cli, io: &mut Io<'_>) -> u8 {
         Command::Vectors(args) => run_vectors(&args, io),
         Command::Link(args) => run_link(&args, io),
         Command::Run(args) => run::execute(&args, io).map_err(usage),
+        Command::Conformance(args) => Ok(conformance::execute(&args, io)),
     };
     match result {
         Ok(status) => status,

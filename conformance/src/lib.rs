@@ -9,13 +9,16 @@
 //! The suite is deterministic: a case's frames, times and verdict depend only on the device's
 //! answers.
 
+pub mod app;
 pub mod case;
 pub mod cases;
 pub mod coverage;
 pub mod ctx;
 pub mod device;
+pub mod external;
 pub mod mutants;
 pub mod reference;
+pub mod report;
 pub mod runner;
 pub mod vectors;
 

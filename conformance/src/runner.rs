@@ -98,3 +98,173 @@ pub fn run_case(dut: &mut dyn Device, desc: &Description, case: &Case) -> CaseRe
     result.wall_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
     result
 }
+
+/// Makes a fresh device for a worker: the backend of a run (the reference of a role, or an
+/// external process). An error is a sentence saying why the device could not be made.
+pub type Factory<'f> = dyn Fn() -> Result<Box<dyn Device>, String> + Sync + 'f;
+
+/// A device made by a factory, with what it said in answer to `hello`.
+struct Live {
+    dut: Box<dyn Device>,
+    desc: Description,
+}
+
+fn start(factory: &Factory<'_>) -> Result<Live, String> {
+    let mut dut = factory()?;
+    let desc = dut
+        .hello()
+        .map_err(|e| format!("the device did not answer hello: {e}"))?;
+    if desc.version != crate::device::PROTOCOL_VERSION {
+        return Err(format!(
+            "the device speaks version {} of the boundary, the harness version {}",
+            desc.version,
+            crate::device::PROTOCOL_VERSION
+        ));
+    }
+    Ok(Live { dut, desc })
+}
+
+/// Runs `cases` on `jobs` worker threads, each with its own device from `factory`, and returns
+/// what the first device said of itself with the results in the order of `cases` (so that a
+/// report does not depend on `jobs`). A worker whose device broke the boundary during a case
+/// (a `HarnessError`) gets a fresh device from the factory before its next case.
+///
+/// Fails only when the first device cannot be made or does not answer `hello`.
+pub fn run_suite(
+    cases: &[Case],
+    factory: &Factory<'_>,
+    jobs: usize,
+) -> Result<(Description, Vec<CaseResult>), String> {
+    let first = start(factory)?;
+    let desc = first.desc.clone();
+    let jobs = jobs.clamp(1, cases.len().max(1));
+    let (job_tx, job_rx) = crossbeam_channel::unbounded::<usize>();
+    for i in 0..cases.len() {
+        // The receiver lives until the end of this function: a send cannot fail.
+        let _ = job_tx.send(i);
+    }
+    drop(job_tx);
+    let (res_tx, res_rx) = crossbeam_channel::unbounded::<(usize, CaseResult)>();
+    let mut first = Some(first);
+    std::thread::scope(|s| {
+        for _ in 0..jobs {
+            let job_rx = job_rx.clone();
+            let res_tx = res_tx.clone();
+            let mut live = first.take();
+            s.spawn(move || {
+                // Why this worker can no longer make a device: its remaining cases get it at
+                // once rather than waiting on a device that fails every start.
+                let mut dead: Option<String> = None;
+                for i in job_rx.iter() {
+                    let case = &cases[i];
+                    if let Some(why) = &dead {
+                        let _ = res_tx.send((i, harness_error(case, why.clone())));
+                        continue;
+                    }
+                    if live.is_none() {
+                        live = match start(factory) {
+                            Ok(l) => Some(l),
+                            Err(why) => {
+                                let why = format!("a fresh device for this case: {why}");
+                                dead = Some(why.clone());
+                                let _ = res_tx.send((i, harness_error(case, why)));
+                                continue;
+                            }
+                        };
+                    }
+                    let Some(l) = live.as_mut() else { continue };
+                    // A panic in a case or in an in-process device ends that case, not the run.
+                    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        run_case(l.dut.as_mut(), &l.desc, case)
+                    }));
+                    let r = match outcome {
+                        Ok(r) => r,
+                        Err(panic) => {
+                            let what = panic
+                                .downcast_ref::<&str>()
+                                .map(|s| (*s).to_owned())
+                                .or_else(|| panic.downcast_ref::<String>().cloned())
+                                .unwrap_or_else(|| "a panic".to_owned());
+                            harness_error(case, format!("the case panicked: {what}"))
+                        }
+                    };
+                    if r.verdict == Verdict::HarnessError {
+                        // The device may be in any state: the next case gets a fresh one.
+                        live = None;
+                    }
+                    let _ = res_tx.send((i, r));
+                }
+            });
+        }
+    });
+    drop(res_tx);
+    let mut results: Vec<(usize, CaseResult)> = res_rx.iter().collect();
+    results.sort_by_key(|(i, _)| *i);
+    Ok((desc, results.into_iter().map(|(_, r)| r).collect()))
+}
+
+/// The result of `case` when no device could be made to run it.
+fn harness_error(case: &Case, why: String) -> CaseResult {
+    CaseResult {
+        id: case.id,
+        reqs: case.reqs,
+        level: case.level,
+        verdict: Verdict::HarnessError,
+        failure: None,
+        message: Some(why),
+        simulated_ns: 0,
+        wall_us: 0,
+        log: Vec::new(),
+    }
+}
+
+/// Whether the case id `id` matches `pattern`: a glob when the pattern has `*` or `?`
+/// (anchored at both ends, case-sensitive), otherwise a substring.
+pub fn matches(pattern: &str, id: &str) -> bool {
+    if pattern.contains(['*', '?']) {
+        glob(pattern.as_bytes(), id.as_bytes())
+    } else {
+        id.contains(pattern)
+    }
+}
+
+fn glob(p: &[u8], s: &[u8]) -> bool {
+    // Iterative matcher with one backtrack point for the last `*`.
+    let (mut pi, mut si) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while si < s.len() {
+        if pi < p.len() && (p[pi] == b'?' || p[pi] == s[si]) {
+            pi += 1;
+            si += 1;
+        } else if pi < p.len() && p[pi] == b'*' {
+            star = Some((pi, si));
+            pi += 1;
+        } else if let Some((sp, ss)) = star {
+            pi = sp + 1;
+            si = ss + 1;
+            star = Some((sp, ss + 1));
+        } else {
+            return false;
+        }
+    }
+    while pi < p.len() && p[pi] == b'*' {
+        pi += 1;
+    }
+    pi == p.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::matches;
+
+    #[test]
+    fn filters() {
+        assert!(matches("LLR", "LE-LLR-1"));
+        assert!(!matches("CBFC", "LE-LLR-1"));
+        assert!(matches("LE-*-1", "LE-LLR-1"));
+        assert!(matches("LE-???-1", "LE-LLR-1"));
+        assert!(!matches("LE-*-2", "LE-LLR-1"));
+        assert!(matches("*", "X"));
+        assert!(!matches("LE-*", "EPT-OPS-1"));
+    }
+}

@@ -1,0 +1,92 @@
+//! `ethlink conformance`: the command line of the conformance suite; the work is done by
+//! `ethlink_conformance::app`.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use ethlink_conformance::Role;
+use ethlink_conformance::app::{self, Options};
+
+use crate::Io;
+
+/// Arguments of `conformance`.
+#[derive(Debug, Args)]
+pub struct ConformanceArgs {
+    /// The role whose cases run: link_end, endpoint or switch. Default: the role an external
+    /// device declares in its hello answer, or link_end against the reference.
+    #[arg(long, value_name = "ROLE", value_parser = parse_role)]
+    pub role: Option<Role>,
+    /// Run the suite against an external device: `sh -c COMMAND` speaking the line protocol of
+    /// docs/conformance.md on its standard input and output. Default: the reference of the role.
+    #[arg(long, value_name = "COMMAND")]
+    pub dut_cmd: Option<String>,
+    /// Print the selected cases (id, role, level, requirements, title) and stop.
+    #[arg(long)]
+    pub list: bool,
+    /// Only the cases whose id contains PATTERN, or matches it as a glob when it has * or ?.
+    #[arg(long, value_name = "PATTERN")]
+    pub filter: Option<String>,
+    /// SHOULD cases count: a NonStrict verdict fails the run.
+    #[arg(long)]
+    pub strict: bool,
+    /// Worker threads, each with its own device; reports do not depend on it.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub jobs: usize,
+    /// Write a JUnit XML report to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// Write a JSON report to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write DIR/<case id>.pcapng for every failed or harness-error case.
+    #[arg(long, value_name = "DIR")]
+    pub pcap_dir: Option<PathBuf>,
+    /// Wall-time limit of one case against an external device, in seconds.
+    #[arg(long, value_name = "S", default_value_t = 60.0)]
+    pub case_timeout_s: f64,
+    /// Wall-time limit of one request to an external device, in seconds.
+    #[arg(long, value_name = "S", default_value_t = 10.0)]
+    pub request_timeout_s: f64,
+    /// Print the wall time of the run on standard error.
+    #[arg(long)]
+    pub timing: bool,
+    /// Run no case: be the reference of --role (default link_end) as an external device, speaking
+    /// the line protocol on standard input and output, until bye. For comparing an adapter's
+    /// answers with the reference's, and for `--dut-cmd "ethlink conformance --serve"`.
+    #[arg(long, conflicts_with_all = ["dut_cmd", "list", "junit", "json", "pcap_dir"])]
+    pub serve: bool,
+}
+
+fn parse_role(s: &str) -> Result<Role, String> {
+    Role::from_name(s).ok_or_else(|| format!("{s:?} is not a role: link_end, endpoint or switch"))
+}
+
+/// Runs the command; returns its exit status.
+pub fn execute(a: &ConformanceArgs, io: &mut Io<'_>) -> u8 {
+    let o = Options {
+        role: a.role,
+        dut_cmd: a.dut_cmd.clone(),
+        list: a.list,
+        filter: a.filter.clone(),
+        strict: a.strict,
+        jobs: a.jobs,
+        junit: a.junit.clone(),
+        json: a.json.clone(),
+        pcap_dir: a.pcap_dir.clone(),
+        case_timeout_s: a.case_timeout_s,
+        request_timeout_s: a.request_timeout_s,
+        timing: a.timing,
+        serve: a.serve,
+    };
+    if a.serve {
+        let mut input = std::io::BufReader::new(&mut *io.stdin);
+        return match app::serve(a.role.unwrap_or(Role::LinkEnd), &mut input, io.stdout) {
+            Ok(()) => app::EXIT_PASS,
+            Err(why) => {
+                let _ = writeln!(io.stderr, "error: {why}");
+                app::EXIT_USAGE
+            }
+        };
+    }
+    app::run(&o, io.stdout, io.stderr)
+}

@@ -1,0 +1,897 @@
+#!/usr/bin/env python3
+"""A small EthLink link end speaking the conformance line protocol (docs/conformance.md).
+
+Standard library only. It implements one end of one link as docs/spec/link.md specifies it:
+bring-up with INIT and INIT_ECHO, link-level retry (sequence numbers, cumulative ACK, NACK on a
+damaged frame or a gap, go-back-N replay with the REPLAY flag, the replay timer, FLUSH),
+credit-based flow control (CF and CC) and the receive pipeline of wire.md section 7 up to
+link-layer acceptance, with the counters of link.md Table LINK-T3.
+
+Run it as the device under test:
+
+    ethlink conformance --dut-cmd "python3 examples/conformance/link_end.py"
+
+It reads one JSON request per line on standard input and writes one JSON answer per line on
+standard output; it logs nothing unless ETHLINK_DEVICE_LOG is set, and then to standard error.
+"""
+
+import json
+import os
+import sys
+import zlib
+
+PROTOCOL_VERSION = 1
+ETHERTYPE = 0x88B5
+SEQ_MOD = 1 << 20
+SEQ_MASK = SEQ_MOD - 1
+HALF = 1 << 19
+DATA, ACK, NACK, CF, CC, INIT, INIT_ECHO = range(7)
+REPLAY_FLAG, ACK_REQ_FLAG = 1, 2
+MY_MAC = bytes([0x02, 0x00, 0x00, 0x00, 0x0E, 0x02])
+DEFAULT_DST = bytes([0x01, 0x80, 0xC2, 0x00, 0x00, 0x0E])
+LOG = bool(os.environ.get("ETHLINK_DEVICE_LOG"))
+
+DEFAULTS = {
+    "vcs": 4,
+    "credit_size": 64,
+    "rx_credits": 512,
+    "credit_overhead": 0,
+    "mfs": 9216,
+    "llr_window": 1 << 19,
+    "replay_max_frames": 115,
+    "replay_max_bytes": 58768,
+    "ack_spacing": 2048,
+    "ack_timer_ns": 500,
+    "replay_timer_ns": 5000,
+    "replay_count_max": 3,
+    "cf_min_credits": 8,
+    "cf_min_interval_ns": 100,
+    "cf_max_interval_ns": 2000,
+    "cc_interval_ns": 10000,
+    "init_interval_ns": 1000,
+}
+INIT_TIMEOUT_NS = 1_000_000
+
+LINK_COUNTERS = (
+    "acks_sent acks_received nacks_sent nacks_received frames_replayed replays_by_nack "
+    "replay_timeouts flushes frames_unknown_fate rx_fcs_errors rx_damaged rx_stomped rx_foreign "
+    "rx_bad_version rx_unknown_kind rx_malformed_control rx_vc_not_agreed rx_not_up duplicates "
+    "discarded_after_nack stale_acks stale_cf_entries stale_cc_entries cf_sent cf_received "
+    "cc_sent cc_received inits_sent inits_received init_echoes_sent init_echoes_received "
+    "init_echoes_ignored init_refused init_timeouts link_ups reinits oversize_for_peer "
+    "not_agreed_vc frames_withdrawn tx_stomped replay_bytes_max replay_frames_max "
+    "rx_occupied_max_credits"
+).split()
+VC_COUNTERS = (
+    "tx_frames tx_bytes rx_frames rx_bytes credit_overruns credit_stalls credit_stall_ns "
+    "credits_recovered"
+).split()
+
+
+class Refused(Exception):
+    """The request or setting is outside what this device supports."""
+
+
+def log(*args):
+    if LOG:
+        print(*args, file=sys.stderr, flush=True)
+
+
+def seq_add(a, b):
+    return (a + b) & SEQ_MASK
+
+
+def seq_diff(a, b):
+    """(a - b) modulo 2^20."""
+    return (a - b) & SEQ_MASK
+
+
+def fcs(content):
+    return zlib.crc32(content) & 0xFFFFFFFF
+
+
+def ceil_div(a, b):
+    return -(-a // b)
+
+
+def splitmix64(x):
+    x = (x + 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF
+    z = x
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & 0xFFFFFFFFFFFFFFFF
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & 0xFFFFFFFFFFFFFFFF
+    return z ^ (z >> 31)
+
+
+class Frame:
+    """A parsed frame that passed the pipeline up to the kind (wire.md section 7, stages 1-5)."""
+
+    def __init__(self, raw, hdr, kind, vc, flags, seq, body):
+        self.raw, self.hdr, self.kind, self.vc = raw, hdr, kind, vc
+        self.flags, self.seq, self.body = flags, seq, body
+
+
+class LinkEnd:
+    def __init__(self):
+        self.reset({})
+
+    # ---------------------------------------------------------------- set-up
+
+    def reset(self, setup):
+        link = dict(setup.get("link") or {})
+        p = dict(DEFAULTS)
+        for k, v in link.items():
+            if k not in p:
+                raise Refused("unknown link parameter %s" % k)
+            p[k] = int(v)
+        self.check_params(p)
+        self.p = p
+        self.seed = int(setup.get("seed", 0))
+        self.draws = 0
+        self.nonce = 0
+        self.now = 0
+        self.c = {k: 0 for k in LINK_COUNTERS}
+        for k in VC_COUNTERS:
+            for v in range(8):
+                self.c["%s.vc%d" % (k, v)] = 0
+        self.out = []
+        self.phys = False
+        self.state = "OFF"  # OFF, INIT, UP
+        self.peer_mac = None
+        self.peer_nonce = None
+        self.queues = [[] for _ in range(8)]  # payloads submitted, not sent yet
+        self.rr = 0
+        self.hold = [False] * 8
+        self.held = [[] for _ in range(8)]  # costs of payloads kept by a hold
+        self.echo_due = None  # nonce of the newest INIT to answer
+        self.echoed = set()
+        self.init_next = None
+        self.init_deadline = None
+        self.stall_since = [None] * 8
+        self.peer = None
+        self.reset_link_state()
+        return dict(p)
+
+    @staticmethod
+    def check_params(p):
+        ranges = {
+            "vcs": (1, 8),
+            "credit_size": (32, 2048),
+            "rx_credits": (1, (1 << 19) - 1),
+            "credit_overhead": (0, 255),
+            "mfs": (320, 9216),
+            "llr_window": (1, 1 << 19),
+            "replay_max_frames": (1, p["llr_window"]),
+            "replay_max_bytes": (p["mfs"], 1 << 30),
+            "ack_spacing": (64, 1 << 20),
+            "ack_timer_ns": (1, 10**9),
+            "replay_timer_ns": (1, 10**9),
+            "replay_count_max": (1, 255),
+            "cf_min_credits": (1, (1 << 32) - 1),
+            "cf_min_interval_ns": (0, 10**9),
+            "cf_max_interval_ns": (1, 10**9),
+            "cc_interval_ns": (1, 10**9),
+            "init_interval_ns": (1, 10**9),
+        }
+        for k, (lo, hi) in ranges.items():
+            if not lo <= p[k] <= hi:
+                raise Refused("%s = %d is outside %d..%d" % (k, p[k], lo, hi))
+        if p["credit_size"] & (p["credit_size"] - 1):
+            raise Refused("credit_size %d is not a power of two" % p["credit_size"])
+        if p["cf_min_interval_ns"] >= p["cf_max_interval_ns"]:
+            raise Refused("cf_min_interval_ns must be below cf_max_interval_ns")
+        if p["rx_credits"] * p["credit_size"] < p["mfs"] + p["credit_overhead"]:
+            raise Refused("rx_credits cannot hold one frame of the MFS (LINK-2-13)")
+
+    def reset_link_state(self):
+        """What LINK-2-5 resets on entering UP (and the state of a fresh end)."""
+        # TX
+        self.tx_seq = 0
+        self.replay = []  # [seq, frame bytes], oldest first
+        self.replay_bytes = 0
+        self.replay_next = None  # index of the next frame to re-send, None: not replaying
+        self.replay_sent_first = False
+        self.replay_count = 0
+        self.replay_deadline = None
+        self.consumed = [0] * 8
+        self.freed_seen = [0] * 8
+        self.cc_deadline = None
+        # RX
+        self.rx_state = "OFF"
+        self.expected = 0
+        self.last_good = SEQ_MASK
+        self.remembered = None
+        self.ack_due = False
+        self.nack_due = False
+        self.bytes_since_ack = 0
+        self.ack_deadline = None
+        self.received = [0] * 8
+        self.freed = [0] * 8
+        self.freed_since_cf = 0
+        self.last_cf = None
+        self.cf_due = False
+        self.cf_max_deadline = None
+        self.gate_open = False
+
+    # ---------------------------------------------------------------- helpers
+
+    def emit(self, o):
+        self.out.append(o)
+
+    def draw_nonce(self):
+        while True:
+            seed = (self.seed * 2 + 1) & 0xFFFFFFFFFFFFFFFF
+            x = (seed + self.draws * 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF
+            self.draws += 1
+            n = splitmix64(x) >> 32
+            if n != 0 and n != self.nonce:
+                self.nonce = n
+                return
+
+    def agreed_vcs(self):
+        return min(self.p["vcs"], self.peer["vcs"])
+
+    def agreed_mfs(self):
+        return min(self.p["mfs"], self.peer["mfs"])
+
+    def mfs_in_force(self):
+        return self.agreed_mfs() if self.state == "UP" else self.p["mfs"]
+
+    def window(self):
+        return min(self.p["llr_window"], self.peer["llr_window"])
+
+    def build(self, kind, body=b"", vc=0, flags=0, seq=0):
+        dst = self.peer_mac or DEFAULT_DST
+        hdr = bytes([0x10 | kind, (vc << 5) | flags]) + (seq & SEQ_MASK).to_bytes(4, "big")
+        content = dst + MY_MAC + ETHERTYPE.to_bytes(2, "big") + hdr + body
+        if len(content) < 60:
+            content += bytes(60 - len(content))
+        return content + fcs(content).to_bytes(4, "little")
+
+    def send(self, frame):
+        self.emit({"out": "frame", "port": 0, "time_ns": self.now, "hex": frame.hex()})
+
+    def params_body(self, echo):
+        p = self.p
+        b = self.nonce.to_bytes(4, "big") + echo.to_bytes(4, "big")
+        b += bytes([p["vcs"], p["credit_overhead"]]) + p["credit_size"].to_bytes(2, "big")
+        b += p["mfs"].to_bytes(2, "big") + (0).to_bytes(2, "big")  # role link end, no capability
+        b += p["llr_window"].to_bytes(4, "big")
+        for v in range(8):
+            b += (p["rx_credits"] if v < p["vcs"] else 0).to_bytes(4, "big")
+        return b
+
+    def credit_body(self, values):
+        n = self.agreed_vcs()
+        b = bytes([(1 << n) - 1, 0, 0, 0])
+        for v in range(8):
+            b += (values[v] & SEQ_MASK if v < n else 0).to_bytes(4, "big")
+        return b
+
+    def lose(self, vc, reason, payload):
+        self.emit({"out": "lost", "port": 0, "vc": vc, "reason": reason, "payload": payload.hex()})
+
+    # ---------------------------------------------------------------- bring-up
+
+    def enter_init(self):
+        self.state = "INIT"
+        self.draw_nonce()
+        self.echoed = set()
+        self.init_next = self.now
+        self.init_deadline = self.now + INIT_TIMEOUT_NS
+
+    def leave_up(self, reason):
+        """Every edge out of UP (Table LINK-T6), or physical down from INIT."""
+        was_up = self.state == "UP"
+        lost = len(self.replay)
+        for _, frame, vc, payload in self.replay:
+            self.lose(vc, "unknown_fate", payload)
+        self.c["frames_unknown_fate"] += lost
+        self.replay = []
+        self.replay_bytes = 0
+        self.replay_next = None
+        self.replay_count = 0
+        self.replay_deadline = None
+        self.cc_deadline = None
+        self.cf_max_deadline = None
+        self.rx_state = "OFF"
+        self.ack_due = self.nack_due = False
+        self.ack_deadline = None
+        self.gate_open = False
+        self.end_stalls()
+        if was_up or lost:
+            self.emit({"out": "link_down", "port": 0, "reason": reason})
+        if was_up or self.state == "INIT":
+            self.c["reinits"] += 1
+
+    def come_up(self, peer):
+        self.peer = peer
+        self.peer_nonce = peer["nonce"]
+        self.reset_link_state()
+        self.state = "UP"
+        self.rx_state = "SEND_ACKS"
+        self.init_next = self.init_deadline = None
+        self.cc_deadline = self.now + self.p["cc_interval_ns"]
+        self.cf_max_deadline = self.now + self.p["cf_max_interval_ns"]
+        self.gate_open = self.peer_nonce in self.echoed
+        self.c["link_ups"] += 1
+        self.c["init_echoes_received"] += 1
+        self.emit({"out": "link_up", "port": 0})
+        # Queued frames the agreed parameters cannot carry are reported now.
+        for v in range(8):
+            keep = []
+            for payload in self.queues[v]:
+                if v >= self.agreed_vcs():
+                    self.c["not_agreed_vc"] += 1
+                    self.lose(v, "vc_not_agreed", payload)
+                elif self.data_len(payload) > self.agreed_mfs():
+                    self.c["oversize_for_peer"] += 1
+                    self.lose(v, "exceeds_peer_mfs", payload)
+                else:
+                    keep.append(payload)
+            self.queues[v] = keep
+
+    def refuses(self, peer):
+        """LINK-2-12: the grants of `peer` cannot carry a frame of the agreed MFS."""
+        vcs = min(self.p["vcs"], peer["vcs"])
+        mfs = min(self.p["mfs"], peer["mfs"])
+        need = ceil_div(mfs + peer["credit_overhead"], peer["credit_size"])
+        return any(peer["grants"][v] < need for v in range(vcs))
+
+    def on_init(self, f, peer):
+        if self.refuses(peer):
+            self.c["init_refused"] += 1
+            return
+        self.c["inits_received"] += 1
+        self.peer_mac = f.raw[6:12]
+        if self.state == "UP" and peer["nonce"] != self.peer_nonce:
+            self.leave_up("peer_restart")
+            self.enter_init()
+        self.echo_due = peer["nonce"]
+
+    def on_init_echo(self, f, peer):
+        if self.state != "INIT" or peer["echo"] != self.nonce:
+            self.c["init_echoes_ignored"] += 1
+            return
+        if self.refuses(peer):
+            self.c["init_refused"] += 1
+            return
+        self.peer_mac = f.raw[6:12]
+        self.come_up(peer)
+
+    # ---------------------------------------------------------------- receive
+
+    def on_frame(self, raw):
+        n = len(raw)
+        if n < 64 or n > self.mfs_in_force():
+            self.c["rx_damaged"] += 1
+            self.damaged()
+            return
+        good = fcs(raw[:-4])
+        got = int.from_bytes(raw[-4:], "little")
+        if got != good:
+            if got == good ^ 0xFFFFFFFF:
+                self.c["rx_stomped"] += 1
+            else:
+                self.c["rx_fcs_errors"] += 1
+                self.damaged()
+            return
+        off = 12
+        if raw[12:14] == b"\x81\x00":
+            off = 16
+        if int.from_bytes(raw[off : off + 2], "big") != ETHERTYPE:
+            self.c["rx_foreign"] += 1
+            return
+        hdr = off + 2
+        if raw[hdr] >> 4 != 1:
+            self.c["rx_bad_version"] += 1
+            return
+        kind = raw[hdr] & 0x0F
+        if kind > INIT_ECHO:
+            self.c["rx_unknown_kind"] += 1
+            return
+        vc, flags = raw[hdr + 1] >> 5, raw[hdr + 1] & 0x1F
+        seq = int.from_bytes(raw[hdr + 2 : hdr + 6], "big") & SEQ_MASK
+        body = raw[hdr + 6 : -4]
+        f = Frame(raw, hdr, kind, vc, flags, seq, body)
+        if kind == DATA:
+            self.on_data(f)
+        else:
+            self.on_control(f)
+
+    def damaged(self):
+        if self.state == "UP" and self.rx_state == "SEND_ACKS":
+            self.rx_state = "SEND_NACK"
+            self.nack_due = True
+            self.remembered = None
+
+    def on_control(self, f):
+        size = {ACK: 0, NACK: 0, CF: 36, CC: 36, INIT: 52, INIT_ECHO: 52}[f.kind]
+        pad = max(0, 60 - (f.hdr + 6 + size))
+        if not size <= len(f.body) <= size + pad:
+            self.c["rx_malformed_control"] += 1
+            return
+        body = f.body[:size]
+        if f.kind in (INIT, INIT_ECHO):
+            peer = self.parse_params(body)
+            if peer is None:
+                self.c["rx_malformed_control"] += 1
+                return
+            if not self.phys:
+                self.c["rx_not_up"] += 1
+                return
+            (self.on_init if f.kind == INIT else self.on_init_echo)(f, peer)
+            return
+        if self.state != "UP":
+            self.c["rx_not_up"] += 1
+            return
+        self.gate_open = True
+        if f.kind == ACK:
+            self.c["acks_received"] += 1
+            self.on_ack(f.seq, nack=False)
+        elif f.kind == NACK:
+            self.c["nacks_received"] += 1
+            self.on_ack(f.seq, nack=True)
+        elif f.kind == CF:
+            self.c["cf_received"] += 1
+            self.on_cf(body)
+        else:
+            self.c["cc_received"] += 1
+            self.on_cc(body)
+
+    @staticmethod
+    def parse_params(b):
+        peer = {
+            "nonce": int.from_bytes(b[0:4], "big"),
+            "echo": int.from_bytes(b[4:8], "big"),
+            "vcs": b[8],
+            "credit_overhead": b[9],
+            "credit_size": int.from_bytes(b[10:12], "big"),
+            "mfs": int.from_bytes(b[12:14], "big"),
+            "llr_window": int.from_bytes(b[16:20], "big") & SEQ_MASK,
+            "grants": [int.from_bytes(b[20 + 4 * v : 24 + 4 * v], "big") & SEQ_MASK for v in range(8)],
+        }
+        cs = peer["credit_size"]
+        ok = (
+            1 <= peer["vcs"] <= 8
+            and 32 <= cs <= 2048
+            and cs & (cs - 1) == 0
+            and 320 <= peer["mfs"] <= 9216
+            and 1 <= peer["llr_window"] <= HALF
+            and all(1 <= peer["grants"][v] < HALF for v in range(peer["vcs"]))
+        )
+        return peer if ok else None
+
+    def on_data(self, f):
+        if self.state != "UP":
+            self.c["rx_not_up"] += 1
+            return
+        self.gate_open = True
+        d = seq_diff(f.seq, self.expected)
+        if d == 0:
+            self.accept(f)
+        elif 1 <= seq_diff(self.expected, f.seq) <= self.window():
+            self.c["duplicates"] += 1
+            self.ack_due = True
+        else:
+            self.c["discarded_after_nack"] += 1
+            if self.rx_state == "SEND_ACKS":
+                self.rx_state = "SEND_NACK"
+                self.nack_due = True
+                self.remembered = d
+            elif self.rx_state == "SEND_NACK":
+                self.remembered = d if self.remembered is None else max(self.remembered, d)
+            else:  # NACK_SENT
+                if self.remembered is not None and d <= self.remembered:
+                    self.rx_state = "SEND_NACK"
+                    self.nack_due = True
+                self.remembered = d
+
+    def accept(self, f):
+        v = f.vc
+        n = len(f.raw)
+        if v < self.agreed_vcs():
+            cost = ceil_div(n + self.p["credit_overhead"], self.p["credit_size"])
+            occupied = seq_diff(self.received[v], self.freed[v])
+            if cost > self.p["rx_credits"] - occupied:
+                self.c["credit_overruns.vc%d" % v] += 1
+                return
+            self.received[v] = seq_add(self.received[v], cost)
+            occ = sum(seq_diff(self.received[w], self.freed[w]) for w in range(8))
+            self.c["rx_occupied_max_credits"] = max(self.c["rx_occupied_max_credits"], occ)
+            self.c["rx_frames.vc%d" % v] += 1
+            self.c["rx_bytes.vc%d" % v] += n
+            payload = self.payload_of(f)
+            self.emit({"out": "delivered", "port": 0, "vc": v, "payload": payload.hex()})
+            if self.hold[v]:
+                self.held[v].append(cost)
+            else:
+                self.free(v, cost)
+        else:
+            self.c["rx_vc_not_agreed"] += 1
+        self.last_good = self.expected
+        self.expected = seq_add(self.expected, 1)
+        if self.rx_state in ("SEND_NACK", "NACK_SENT"):
+            self.nack_due = False
+        self.rx_state = "SEND_ACKS"
+        self.remembered = None
+        self.bytes_since_ack += n
+        if self.ack_deadline is None:
+            self.ack_deadline = self.now + self.p["ack_timer_ns"]
+        if self.bytes_since_ack >= self.p["ack_spacing"] or f.flags & ACK_REQ_FLAG:
+            self.ack_due = True
+
+    def payload_of(self, f):
+        """The network header and what follows, without padding: the length comes from the
+        network header's payload length when it is consistent, else the frame is handed up
+        marked malformed (an empty payload, LINK-4-17)."""
+        body = f.body
+        if len(body) < 8:
+            return b""
+        total = 8 + int.from_bytes(body[6:8], "big")
+        if total > len(body):
+            return b""
+        # Only padding may follow (WIRE-2.4-3): the content stops at 60 B, or at its own end.
+        if len(body) > total and f.hdr + 6 + len(body) > max(60, f.hdr + 6 + total):
+            return b""
+        return body[:total]
+
+    def free(self, v, cost):
+        self.freed[v] = seq_add(self.freed[v], cost)
+        self.freed_since_cf += cost
+
+    def on_ack(self, s, nack):
+        if self.replay:
+            oldest = self.replay[0][0]
+            n = seq_diff(s, seq_add(oldest, SEQ_MASK))
+            ok = n <= len(self.replay)
+        else:
+            n = 0
+            ok = s == seq_add(self.tx_seq, SEQ_MASK)
+        if not ok:
+            self.c["stale_acks"] += 1
+            return
+        if n:
+            for _ in range(n):
+                _, frame, _, _ = self.replay.pop(0)
+                self.replay_bytes -= len(frame)
+            self.replay_count = 0
+            if self.replay_next is not None:
+                self.replay_next = max(0, self.replay_next - n)
+                if self.replay_next >= len(self.replay):
+                    self.replay_next = None
+            self.replay_deadline = self.now + self.p["replay_timer_ns"] if self.replay else None
+        if nack and self.replay:
+            self.start_replay("replays_by_nack")
+
+    def start_replay(self, counter):
+        if self.replay_next is not None and not self.replay_sent_first:
+            # LINK-3-9: a replay is pending and has sent nothing yet.
+            self.replay_deadline = self.now + self.p["replay_timer_ns"]
+            return
+        self.c[counter] += 1
+        if self.replay_count >= self.p["replay_count_max"]:
+            self.flush()
+            return
+        self.replay_count += 1
+        self.replay_deadline = self.now + self.p["replay_timer_ns"]
+        self.replay_next = 0
+        self.replay_sent_first = False
+
+    def flush(self):
+        self.c["flushes"] += 1
+        self.leave_up("flush")
+        self.enter_init()
+
+    def on_cf(self, b):
+        mask = b[0]
+        for v in range(8):
+            if not mask >> v & 1:
+                continue
+            val = int.from_bytes(b[4 + 4 * v : 8 + 4 * v], "big") & SEQ_MASK
+            if v >= self.agreed_vcs():
+                self.c["stale_cf_entries"] += 1
+                continue
+            ahead = seq_diff(val, self.freed_seen[v])
+            if ahead == 0:
+                continue
+            if ahead < HALF and seq_diff(self.consumed[v], val) < HALF:
+                self.freed_seen[v] = val
+            else:
+                self.c["stale_cf_entries"] += 1
+
+    def on_cc(self, b):
+        mask = b[0]
+        for v in range(8):
+            if not mask >> v & 1:
+                continue
+            val = int.from_bytes(b[4 + 4 * v : 8 + 4 * v], "big") & SEQ_MASK
+            if v >= self.agreed_vcs():
+                self.c["stale_cc_entries"] += 1
+                continue
+            d = seq_diff(val, self.received[v])
+            if d == 0:
+                continue
+            if d < HALF:
+                self.received[v] = seq_add(self.received[v], d)
+                self.freed[v] = seq_add(self.freed[v], d)
+                self.c["credits_recovered.vc%d" % v] += d
+            else:
+                self.c["stale_cc_entries"] += 1
+        self.cf_due = True
+
+    # ---------------------------------------------------------------- transmit
+
+    def data_len(self, payload):
+        return max(64, 14 + 6 + len(payload) + 4)
+
+    def credit_left(self, v):
+        return self.peer["grants"][v] - seq_diff(self.consumed[v], self.freed_seen[v])
+
+    def end_stalls(self):
+        for v in range(8):
+            if self.stall_since[v] is not None:
+                self.c["credit_stall_ns.vc%d" % v] += self.now - self.stall_since[v]
+                self.stall_since[v] = None
+
+    def transmit(self):
+        """Sends every frame due now, in the order of LINK-3-15."""
+        if self.echo_due is not None and self.phys:
+            self.send(self.build(INIT_ECHO, self.params_body(self.echo_due)))
+            self.c["init_echoes_sent"] += 1
+            self.echoed.add(self.echo_due)
+            if self.state == "UP" and self.echo_due == self.peer_nonce:
+                self.gate_open = True
+            self.echo_due = None
+        if self.state == "INIT" and self.phys and self.init_next is not None and self.init_next <= self.now:
+            self.send(self.build(INIT, self.params_body(0)))
+            self.c["inits_sent"] += 1
+            self.init_next = self.now + self.p["init_interval_ns"]
+        if self.state != "UP":
+            return
+        if self.nack_due:
+            self.send(self.build(NACK, seq=self.last_good))
+            self.c["nacks_sent"] += 1
+            self.nack_due = self.ack_due = False
+            self.rx_state = "NACK_SENT"
+            self.remembered = None
+            self.bytes_since_ack = 0
+            self.ack_deadline = None
+        if self.ack_due:
+            self.send(self.build(ACK, seq=self.last_good))
+            self.c["acks_sent"] += 1
+            self.ack_due = False
+            self.bytes_since_ack = 0
+            self.ack_deadline = None
+        cf_ready = (
+            self.freed_since_cf >= self.p["cf_min_credits"]
+            and (self.last_cf is None or self.now >= self.last_cf + self.p["cf_min_interval_ns"])
+        )
+        if self.cf_due or cf_ready:
+            self.send(self.build(CF, self.credit_body(self.freed)))
+            self.c["cf_sent"] += 1
+            self.cf_due = False
+            self.freed_since_cf = 0
+            self.last_cf = self.now
+            self.cf_max_deadline = self.now + self.p["cf_max_interval_ns"]
+        if not self.replay and self.cc_deadline is not None and self.now >= self.cc_deadline:
+            self.send(self.build(CC, self.credit_body(self.consumed)))
+            self.c["cc_sent"] += 1
+            self.cc_deadline = self.now + self.p["cc_interval_ns"]
+        while self.replay_next is not None:
+            entry = self.replay[self.replay_next]
+            frame = bytearray(entry[1])
+            frame[15] |= REPLAY_FLAG  # byte 1 of the link header of an untagged frame
+            content = bytes(frame[:-4])
+            self.send(content + fcs(content).to_bytes(4, "little"))
+            self.c["frames_replayed"] += 1
+            self.replay_sent_first = True
+            self.replay_next += 1
+            if self.replay_next >= len(self.replay):
+                self.replay_next = None
+        if self.gate_open:
+            self.send_new()
+
+    def send_new(self):
+        limit = min(self.window(), self.p["replay_max_frames"])
+        while True:
+            sent = False
+            for i in range(8):
+                v = (self.rr + i) % 8
+                q = self.queues[v]
+                if not q:
+                    continue
+                payload = q[0]
+                n = self.data_len(payload)
+                if v >= self.agreed_vcs() or n > self.agreed_mfs():
+                    q.pop(0)
+                    if v >= self.agreed_vcs():
+                        self.c["not_agreed_vc"] += 1
+                        self.lose(v, "vc_not_agreed", payload)
+                    else:
+                        self.c["oversize_for_peer"] += 1
+                        self.lose(v, "exceeds_peer_mfs", payload)
+                    sent = True
+                    break
+                if len(self.replay) >= limit or self.replay_bytes + n > self.p["replay_max_bytes"]:
+                    return  # LINK-3-3, LINK-3-17: nothing new until it fits
+                cost = ceil_div(n + self.peer["credit_overhead"], self.peer["credit_size"])
+                if cost > self.credit_left(v):
+                    if self.stall_since[v] is None:
+                        self.stall_since[v] = self.now
+                        self.c["credit_stalls.vc%d" % v] += 1
+                    continue
+                q.pop(0)
+                if self.stall_since[v] is not None:
+                    self.c["credit_stall_ns.vc%d" % v] += self.now - self.stall_since[v]
+                    self.stall_since[v] = None
+                flags = 0
+                fr, by = len(self.replay), self.replay_bytes
+                if fr < limit // 2 <= fr + 1 or by < self.p["replay_max_bytes"] // 2 <= by + n:
+                    flags |= ACK_REQ_FLAG
+                frame = self.build(DATA, payload, vc=v, flags=flags, seq=self.tx_seq)
+                self.send(frame)
+                if not self.replay:
+                    self.replay_deadline = self.now + self.p["replay_timer_ns"]
+                self.replay.append((self.tx_seq, frame, v, payload))
+                self.replay_bytes += len(frame)
+                self.c["replay_frames_max"] = max(self.c["replay_frames_max"], len(self.replay))
+                self.c["replay_bytes_max"] = max(self.c["replay_bytes_max"], self.replay_bytes)
+                self.tx_seq = seq_add(self.tx_seq, 1)
+                self.consumed[v] = seq_add(self.consumed[v], cost)
+                self.c["tx_frames.vc%d" % v] += 1
+                self.c["tx_bytes.vc%d" % v] += len(frame)
+                self.rr = (v + 1) % 8
+                sent = True
+                break
+            if not sent:
+                return
+
+    # ---------------------------------------------------------------- time
+
+    def deadlines(self):
+        d = []
+        if self.state == "INIT" and self.phys:
+            d.append(self.init_next)
+            d.append(self.init_deadline)
+        if self.state == "UP":
+            d += [self.replay_deadline, self.ack_deadline, self.cf_max_deadline]
+            if not self.replay:
+                d.append(self.cc_deadline)
+            if self.freed_since_cf >= self.p["cf_min_credits"] and self.last_cf is not None:
+                d.append(self.last_cf + self.p["cf_min_interval_ns"])
+        return [t for t in d if t is not None]
+
+    def fire(self):
+        """Acts on every timer due at self.now."""
+        t = self.now
+        if self.state == "INIT" and self.init_deadline is not None and self.init_deadline <= t:
+            self.c["init_timeouts"] += 1
+            self.init_deadline = None
+        if self.state != "UP":
+            return
+        if self.ack_deadline is not None and self.ack_deadline <= t:
+            self.ack_due = True
+            self.ack_deadline = None
+        if self.cf_max_deadline is not None and self.cf_max_deadline <= t:
+            self.cf_due = True
+            self.cf_max_deadline = None
+        if self.replay_deadline is not None and self.replay_deadline <= t:
+            self.replay_deadline = None
+            if self.replay:
+                self.start_replay("replay_timeouts")
+
+    def advance(self, t):
+        self.transmit()
+        while True:
+            due = [d for d in self.deadlines() if d <= t]
+            if not due:
+                break
+            self.now = max(self.now, min(due))
+            self.fire()
+            self.transmit()
+            if any(d <= self.now for d in self.deadlines()):
+                # A deadline that does not move: let time pass rather than spin.
+                break
+        self.now = max(self.now, t)
+        self.transmit()
+        out, self.out = self.out, []
+        later = [d for d in self.deadlines() if d > self.now]
+        ans = {"out": out}
+        if later:
+            ans["next_ns"] = min(later)
+        return ans
+
+    # ---------------------------------------------------------------- requests
+
+    def request(self, r):
+        kind = r.get("req")
+        port = r.get("port", 0)
+        if port != 0:
+            raise Refused("a link end has port 0 only")
+        if kind == "physical_up":
+            if not self.phys:
+                self.phys = True
+                self.enter_init()
+        elif kind == "physical_down":
+            if self.phys:
+                self.leave_up("physical")
+                self.phys = False
+                self.state = "OFF"
+                self.peer_mac = None
+                self.echo_due = None
+                self.init_next = self.init_deadline = None
+        elif kind == "submit":
+            vc = int(r["vc"])
+            if not 0 <= vc < 8:
+                raise Refused("VC %d" % vc)
+            payload = bytes.fromhex(r["payload"])
+            if self.data_len(payload) > self.p["mfs"]:
+                raise Refused("a frame of %d B exceeds the MFS" % self.data_len(payload))
+            self.queues[vc].append(payload)
+        elif kind == "hold":
+            vc = int(r["vc"])
+            if not 0 <= vc < 8:
+                raise Refused("VC %d" % vc)
+            self.hold[vc] = bool(r["hold"])
+            if not self.hold[vc]:
+                for cost in self.held[vc]:
+                    self.free(vc, cost)
+                self.held[vc] = []
+        else:
+            raise Refused("a link end does not take %s" % kind)
+        return {}
+
+    def counters(self):
+        return dict(self.c)
+
+
+def main():
+    dev = LinkEnd()
+    out = sys.stdout
+    for line in sys.stdin:
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            msg = json.loads(line)
+            op = msg.get("op")
+            log("<-", line[:200])
+            if op == "hello":
+                if msg.get("version") != PROTOCOL_VERSION:
+                    ans = {"ok": False, "error": "this device speaks version %d" % PROTOCOL_VERSION}
+                else:
+                    ans = {"ok": True, "version": PROTOCOL_VERSION, "name": "python example link end",
+                           "role": "link_end", "caps": [], "ports": 1}
+            elif op == "reset":
+                ans = {"ok": True, "params": dev.reset(msg.get("setup") or {})}
+            elif op == "frame":
+                t = int(msg["time_ns"])
+                dev.now = max(dev.now, t)
+                if msg.get("port", 0) != 0:
+                    ans = {"ok": False, "error": "a link end has port 0 only"}
+                else:
+                    dev.on_frame(bytes.fromhex(msg["hex"]))
+                    ans = {"ok": True}
+            elif op == "request":
+                dev.now = max(dev.now, int(msg["time_ns"]))
+                ans = {"ok": True, "reply": dev.request(msg["request"])}
+            elif op == "advance":
+                ans = dict(ok=True, **dev.advance(int(msg["time_ns"])))
+            elif op == "counters":
+                ans = {"ok": True, "counters": dev.counters()}
+            elif op == "bye":
+                out.write('{"ok":true}\n')
+                out.flush()
+                return
+            else:
+                ans = {"ok": False, "error": "unknown op %r" % op}
+        except Refused as e:
+            ans = {"ok": False, "refused": str(e)}
+        except Exception as e:  # a bug here is the device's, reported as such
+            ans = {"ok": False, "error": "%s: %s" % (type(e).__name__, e)}
+        out.write(json.dumps(ans, separators=(",", ":")) + "\n")
+        out.flush()
+
+
+if __name__ == "__main__":
+    main()
