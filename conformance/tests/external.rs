@@ -230,7 +230,13 @@ fn a_device_that_crashes_mid_case_gets_harness_error_and_the_suite_goes_on() {
          elif m['op'] == 'advance': say({'ok': True, 'out': []})\n\
          else: say({'ok': True})",
     );
-    let cases = link_cases();
+    // Cases that need the link up, so the device is still being asked when it dies (a case
+    // about what a silent device must not do could fail before that).
+    let cases: Vec<Case> = link_cases()
+        .into_iter()
+        .filter(|c| ["LE-INIT-1", "LE-LLR-1"].contains(&c.id))
+        .collect();
+    assert_eq!(cases.len(), 2);
     let t = Instant::now();
     let (desc, results) = runner::run_suite(&cases, &external_factory(cmd, quick()), 2).unwrap();
     assert_eq!(desc.name, "fake");
