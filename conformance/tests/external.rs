@@ -26,12 +26,17 @@ fn python_device() -> String {
     )
 }
 
+/// Limits for fake devices that answer at once: long enough for a Python start on a loaded
+/// machine. The times asserted below only guard against hangs; they measure nothing.
 fn quick() -> Limits {
     Limits {
-        request: Duration::from_millis(500),
-        case: Duration::from_secs(2),
+        request: Duration::from_secs(10),
+        case: Duration::from_secs(30),
     }
 }
+
+/// A bound that only a hang can break.
+const HANG: Duration = Duration::from_secs(60);
 
 /// A fake device written in Python: `body` handles one parsed request `m` and writes answers
 /// with `say(obj)`.
@@ -64,8 +69,12 @@ fn broken(r: Result<impl std::fmt::Debug, DeviceError>) -> String {
 }
 
 fn hello_of(cmd: &str) -> (Result<Description, DeviceError>, Duration) {
+    hello_within(cmd, quick())
+}
+
+fn hello_within(cmd: &str, limits: Limits) -> (Result<Description, DeviceError>, Duration) {
     let t = Instant::now();
-    let mut d = ExternalDevice::spawn(cmd, quick()).unwrap();
+    let mut d = ExternalDevice::spawn(cmd, limits).unwrap();
     let r = d.hello();
     drop(d);
     (r, t.elapsed())
@@ -76,7 +85,7 @@ fn a_device_that_exits_at_once_is_broken() {
     let (r, took) = hello_of("exit 3");
     let why = broken(r);
     assert!(why.contains("closed its output"), "{why}");
-    assert!(took < Duration::from_secs(2), "{took:?}");
+    assert!(took < HANG, "{took:?}");
 }
 
 #[test]
@@ -89,10 +98,15 @@ fn a_crash_shows_the_last_lines_of_standard_error() {
 
 #[test]
 fn a_device_that_hangs_is_broken_after_the_request_limit() {
-    let (r, took) = hello_of("sleep 30");
+    let limits = Limits {
+        request: Duration::from_millis(500),
+        case: Duration::from_secs(2),
+    };
+    let (r, took) = hello_within("sleep 300", limits);
     let why = broken(r);
     assert!(why.contains("no answer to hello within 0.5 s"), "{why}");
-    assert!(took < Duration::from_secs(3), "{took:?}");
+    // Not the 300 s of the device's sleep.
+    assert!(took < HANG, "{took:?}");
 }
 
 #[test]
@@ -152,7 +166,8 @@ fn frames_out_of_time_order_are_out_of_protocol() {
     // Every later call says the device is gone, at once.
     let t = Instant::now();
     assert!(broken(d.counters()).contains("no longer usable"));
-    assert!(t.elapsed() < Duration::from_millis(100));
+    // Not after the request limit.
+    assert!(t.elapsed() < quick().request / 2);
 }
 
 #[test]
@@ -195,12 +210,12 @@ fn dropping_a_device_kills_a_hung_process_quickly() {
     let _ = d.hello();
     let t = Instant::now();
     drop(d);
-    assert!(t.elapsed() < Duration::from_secs(2));
+    assert!(t.elapsed() < HANG);
     // A device that ignores bye is killed too.
     let d = ExternalDevice::spawn("trap '' TERM; cat > /dev/null; sleep 1000", quick()).unwrap();
     let t = Instant::now();
     drop(d);
-    assert!(t.elapsed() < Duration::from_secs(2));
+    assert!(t.elapsed() < HANG);
 }
 
 fn link_cases() -> Vec<Case> {
@@ -246,7 +261,7 @@ fn a_device_that_crashes_mid_case_gets_harness_error_and_the_suite_goes_on() {
         let m = r.message.as_deref().unwrap_or("");
         assert!(m.contains("credits >= 0"), "{m}");
     }
-    assert!(t.elapsed() < Duration::from_secs(20));
+    assert!(t.elapsed() < HANG);
 }
 
 #[test]
@@ -267,7 +282,7 @@ fn a_slow_device_hits_the_case_limit() {
     let m = results[0].message.as_deref().unwrap_or("");
     assert_eq!(results[0].verdict, Verdict::HarnessError);
     assert!(m.contains("wall-time limit of 0.4 s"), "{m}");
-    assert!(t.elapsed() < Duration::from_secs(3));
+    assert!(t.elapsed() < HANG);
 }
 
 #[test]
@@ -497,7 +512,7 @@ fn a_device_that_stops_starting_fails_its_cases_at_once() {
     assert!(results.iter().all(|r| r.verdict == Verdict::HarnessError));
     let last = results.last().unwrap().message.as_deref().unwrap_or("");
     assert!(last.contains("a fresh device"), "{last}");
-    assert!(t.elapsed() < Duration::from_secs(5));
+    assert!(t.elapsed() < HANG);
 }
 
 /// Whether a process whose command line contains `needle` is running.
@@ -536,25 +551,31 @@ fn what_the_device_started_is_killed_with_it() {
 
 #[test]
 fn workers_drive_their_devices_at_the_same_time() {
-    // Each reset takes 0.5 s of wall time and is refused: two cases on two workers take about
-    // 0.5 s, one after the other at least 1 s.
-    let cmd = fake(
+    // Each device, at its reset, notes that it started and waits (up to 20 s) for the other to
+    // start too: with two workers both see the other and answer at once; one after the other,
+    // the first would wait alone. Nothing here depends on how fast the machine is.
+    let log = std::env::temp_dir().join(format!("ethlink-overlap-{}", std::process::id()));
+    let _ = std::fs::remove_file(&log);
+    let body = format!(
         "if m['op'] == 'hello': say(HELLO)\n\
-         elif m['op'] == 'reset': time.sleep(0.5); say({'ok': False, 'refused': 'slow'})\n\
-         else: say({'ok': True})",
+         elif m['op'] == 'reset':\n    \
+             open('{log}', 'a').write('start\\n')\n    \
+             end = time.time() + 20\n    \
+             while open('{log}').read().count('start') < 2 and time.time() < end: time.sleep(0.01)\n    \
+             both = open('{log}').read().count('start') >= 2\n    \
+             say({{'ok': False, 'refused': 'overlap' if both else 'alone'}})\n\
+         else: say({{'ok': True}})",
+        log = log.display()
     );
+    let cmd = fake(&body);
     let two: Vec<Case> = link_cases().into_iter().take(2).collect();
     assert_eq!(two.len(), 2);
-    let limits = Limits {
-        request: Duration::from_secs(5),
-        case: Duration::from_secs(5),
-    };
-    let t = Instant::now();
-    let (_, results) = runner::run_suite(&two, &external_factory(cmd, limits), 2).unwrap();
-    let took = t.elapsed();
-    assert!(
-        results.iter().all(|r| r.verdict == Verdict::Unsupported),
-        "{results:?}"
-    );
-    assert!(took < Duration::from_millis(950), "{took:?}");
+    let (_, results) = runner::run_suite(&two, &external_factory(cmd, quick()), 2).unwrap();
+    for r in &results {
+        assert_eq!(r.verdict, Verdict::Unsupported, "{results:?}");
+        assert!(
+            r.message.as_deref().unwrap_or("").contains("overlap"),
+            "{results:?}"
+        );
+    }
 }
