@@ -4,6 +4,7 @@ pub mod common;
 pub mod endpoint;
 pub mod endpoint_common;
 pub mod endpoint_limits;
+pub mod endpoint_vectors;
 pub mod link;
 pub mod switch;
 pub mod vectors;
@@ -17,6 +18,7 @@ pub fn all() -> Vec<Case> {
     v.extend(vectors::cases());
     v.extend(endpoint::cases());
     v.extend(endpoint_limits::cases());
+    v.extend(endpoint_vectors::cases());
     v.extend(switch::cases());
     v
 }
