@@ -152,7 +152,7 @@ pub struct Setup {
     pub gpu: Option<u16>,
     /// Endpoint: settings of endpoint.md Table EP-T1 other than its defaults.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub endpoint: Option<EndpointParams>,
+    pub endpoint: Option<Box<EndpointParams>>,
     /// Switch: its forwarding table.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub routes: Vec<Route>,

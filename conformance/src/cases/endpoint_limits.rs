@@ -109,7 +109,7 @@ fn ep_up_params(ctx: &mut Ctx<'_>, e: EndpointParams) -> Result<(), Stop> {
         1,
         Setup {
             gpu: Some(DUT),
-            endpoint: Some(e),
+            endpoint: Some(Box::new(e)),
             ..setup(LinkParams::default())
         },
     )

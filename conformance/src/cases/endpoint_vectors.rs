@@ -145,10 +145,10 @@ fn plan(v: &VectorJson) -> Option<Plan> {
                 p.counter = Some((c, spec));
                 p.before = e.transaction.map_or(0, |t| t.saturating_sub(1));
                 // The opcode of the first transaction decides the capability it needs.
-                if let (Some(o), Some(f)) = (payload.get(8), payload.get(9)) {
-                    if e.level == "transaction" {
-                        needs_of(*o, *f, &mut p.needs);
-                    }
+                if let (Some(o), Some(f), "transaction") =
+                    (payload.get(8), payload.get(9), e.level.as_str())
+                {
+                    needs_of(*o, *f, &mut p.needs);
                 }
             } else {
                 // "respond with opcode 0x82 tag 16 status MALFORMED"
@@ -223,7 +223,7 @@ fn plan_txn(t: &Txn, p: &mut Plan) {
             } else {
                 u64::from(t.dlen)
             };
-            if width != 0 && addr % width != 0 {
+            if width != 0 && !addr.is_multiple_of(width) {
                 p.answers.push((t.opcode | 0x80, t.tag, 6));
                 p.answer_req.push("WIRE-6.5-2");
             } else {
