@@ -1,4 +1,4 @@
-//! Endpoint vector cases (`VEC-EP-<vector name>`): every golden vector of
+//! Endpoint vector cases (`EPT-VEC-<vector name>`): every golden vector of
 //! `conformance/vectors/vectors.json` that is a DATA frame carrying requests or responses (stages 7
 //! and 8 of wire.md Table WIRE-T1), sent to an UP endpoint by the harness's link end on port 0.
 //!
@@ -278,7 +278,7 @@ fn metas() -> &'static [(usize, Meta)] {
             out.push((
                 i,
                 Meta {
-                    id: leak(&format!("VEC-EP-{}", v.name)),
+                    id: leak(&format!("EPT-VEC-{}", v.name)),
                     title: leak(&format!(
                         "endpoint: the DATA vector {} ({}) is answered or counted as its row says",
                         v.name, v.description
