@@ -99,6 +99,15 @@ pub fn cases() -> Vec<Case> {
             &["rdma"],
             reassembly_blocks,
         ),
+        case(
+            "EPT-RDMA-10",
+            "with op_timeout 20 us, a write without progress is forgotten within 30 us of its last \
+             segment (reassembly_expired 1): its second segment then starts a new write that is \
+             not completed, and the segment first written keeps its bytes",
+            &["EP-6-15", "EP-6-5"],
+            &["rdma"],
+            write_expiry,
+        ),
     ]
 }
 
@@ -710,5 +719,76 @@ fn reassembly_blocks(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         "EP-6-5",
         "the first segment of the write still open written",
         || crate::device::to_hex(&mem),
+    )
+}
+
+fn write_expiry(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    ep_up_params(
+        ctx,
+        EndpointParams {
+            op_timeout_ns: Some(20_000),
+            ..EndpointParams::default()
+        },
+    )?;
+    let a = G.0 + 0x4000;
+    let d = pattern(512, 0x5C);
+    send(
+        ctx,
+        0,
+        1,
+        &[rdma_write(0x2901, 0, G.2, a, 0, 512, &d[..256])],
+    )?;
+    // The segment reaches the device within a few microseconds; it must be forgotten 20 us later.
+    let start = ctx.now();
+    let mut at = None;
+    while ctx.now() < start + 40_000 {
+        ctx.run_for(1_000)?;
+        if ctx.counter("reassembly_expired")? >= 1 {
+            at = Some(ctx.now() - start);
+            break;
+        }
+    }
+    check(
+        at.is_some_and(|t| t <= 30_000),
+        "EP-6-15",
+        "reassembly_expired 1 within 30 us of sending a segment, with op_timeout 20 us",
+        || match at {
+            Some(t) => format!("reassembly_expired after {t} ns"),
+            None => "reassembly_expired 0 after 40 us".into(),
+        },
+    )?;
+    check_eq(
+        "EP-6-15",
+        "reassembly_expired",
+        ctx.counter("reassembly_expired")?,
+        1,
+    )?;
+    send(
+        ctx,
+        0,
+        1,
+        &[rdma_write(0x2901, 0, G.2, a, 256, 512, &d[256..])],
+    )?;
+    let mut seen = Seen::default();
+    seen.run(ctx, 1, 15_000, |_| false)?;
+    check(
+        seen.with_tag(0x2901, true).is_empty(),
+        "EP-6-15",
+        "no RDMA_COMPLETION for a write forgotten after op_timeout",
+        || {
+            seen.txns
+                .iter()
+                .map(|t| t.show())
+                .collect::<Vec<_>>()
+                .join("; ")
+        },
+    )?;
+    expect_mem(
+        ctx,
+        "EP-6-5",
+        Space::Global,
+        a,
+        &d,
+        "each segment written when it arrived",
     )
 }
