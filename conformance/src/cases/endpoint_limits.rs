@@ -292,7 +292,13 @@ fn poison_rdma_read(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         )?;
         let off = t.word(0) as usize;
         check(
-            off + t.data.len() <= bad_at as usize && t.data[..] == d[off..off + t.data.len()],
+            off + t.data.len() <= bad_at as usize,
+            "EP-6-17",
+            "no OK segment holds the poisoned byte",
+            || format!("{}; poisoned byte at offset {bad_at:#x}", t.show()),
+        )?;
+        check(
+            d.get(off..off + t.data.len()) == Some(&t.data[..]),
             "EP-6-8",
             "each OK segment before the poisoned byte carries the bytes of memory",
             || t.show(),
