@@ -150,6 +150,9 @@ pub struct Setup {
     /// Endpoint: its GPU id.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gpu: Option<u16>,
+    /// Endpoint: settings of endpoint.md Table EP-T1 other than its defaults.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<Box<EndpointParams>>,
     /// Switch: its forwarding table.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub routes: Vec<Route>,
@@ -159,6 +162,33 @@ pub struct Setup {
     /// A seed for whatever the device draws at random (its nonces): a device with an entropy
     /// source may ignore it, the reference uses it so that runs repeat.
     pub seed: u64,
+}
+
+/// The endpoint settings a case may ask for (endpoint.md Table EP-T1). A field left out keeps the
+/// device's own value; a device that cannot use a value asked for refuses the reset. Durations
+/// are in nanoseconds.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EndpointParams {
+    /// `op_timeout`: deadline of an operation, and how long a target keeps a reassembly, a read
+    /// job or a held response without progress.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub op_timeout_ns: Option<u64>,
+    /// `max_read_jobs`: RDMA reads the target serves at once.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_read_jobs: Option<u32>,
+    /// `max_reassemblies`: RDMA writes the target reassembles at once.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_reassemblies: Option<u32>,
+    /// `max_reassembly_blocks`: 256-byte blocks the reassembly records cover in all.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_reassembly_blocks: Option<u32>,
+    /// `response_backlog`: bytes of responses held before the target stops taking requests.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub response_backlog: Option<u32>,
+    /// `max_regions`: entries of the region table of each space.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_regions: Option<u32>,
 }
 
 /// A memory space of an endpoint.
@@ -257,6 +287,24 @@ pub enum Request {
         key: u32,
         /// Permissions: any of the letters r (read), w (write), a (atomic).
         perms: String,
+    },
+    /// Endpoint: remove the region of `space` that starts at `base` from its region table
+    /// (endpoint.md §2.1). Refused when no region starts there.
+    Deregister {
+        /// The space.
+        space: Space,
+        /// First byte of the region.
+        base: u64,
+    },
+    /// Endpoint: poison `len` bytes of its own memory from `addr`, as an uncorrectable memory
+    /// error would (endpoint.md EP-2-6; writing a byte clears its poison).
+    Poison {
+        /// The space.
+        space: Space,
+        /// First byte.
+        addr: u64,
+        /// Bytes.
+        len: u64,
     },
     /// Endpoint: write its own memory directly (set-up; no network traffic).
     MemWrite {

@@ -3,6 +3,8 @@
 pub mod common;
 pub mod endpoint;
 pub mod endpoint_common;
+pub mod endpoint_limits;
+pub mod endpoint_vectors;
 pub mod link;
 pub mod switch;
 pub mod vectors;
@@ -15,6 +17,8 @@ pub fn all() -> Vec<Case> {
     v.extend(link::cases());
     v.extend(vectors::cases());
     v.extend(endpoint::cases());
+    v.extend(endpoint_limits::cases());
+    v.extend(endpoint_vectors::cases());
     v.extend(switch::cases());
     v
 }

@@ -4,11 +4,11 @@ use ethlink_endpoint::{
     Bytes, CompletionData, Config, Endpoint, LsOp as EpLsOp, LsRequest, OpId, Ordering, Perms,
     RdmaDesc, RdmaDir, Region, Remote,
 };
-use ethlink_link::Instant;
+use ethlink_link::{Duration, Instant};
 use ethlink_protocol::{AtomicOp, AtomicValue, Capabilities, GpuId, Space as WireSpace, Width};
 
 use crate::device::{
-    Advanced, Counters, Description, Device, DeviceError, LinkParams, LsOp, Output,
+    Advanced, Counters, Description, Device, DeviceError, EndpointParams, LinkParams, LsOp, Output,
     PROTOCOL_VERSION, Reply, Request, Role, Setup, Space, from_hex, to_hex,
 };
 use crate::reference::link_end::{apply, cap_names, link_counters, params_of};
@@ -172,6 +172,33 @@ impl RefEndpoint {
     }
 }
 
+/// Applies the endpoint settings of a setup to `cfg`. A shorter `op_timeout` than the default
+/// `frame_lifetime` lowers the frame lifetime with it, and the tag quarantine is raised to its
+/// least legal value when needed; a value out of range is left for [`Endpoint::new`] to refuse.
+fn endpoint_params(cfg: &mut Config, e: &EndpointParams) {
+    if let Some(ns) = e.op_timeout_ns {
+        cfg.op_timeout = Duration::from_nanos(ns);
+        cfg.frame_lifetime = cfg.frame_lifetime.min(cfg.op_timeout);
+        let least = (cfg.frame_lifetime * 2).max(cfg.frame_lifetime + cfg.op_timeout);
+        cfg.tag_quarantine = cfg.tag_quarantine.max(least);
+    }
+    if let Some(v) = e.max_read_jobs {
+        cfg.max_read_jobs = v;
+    }
+    if let Some(v) = e.max_reassemblies {
+        cfg.max_reassemblies = v;
+    }
+    if let Some(v) = e.max_reassembly_blocks {
+        cfg.max_reassembly_blocks = v;
+    }
+    if let Some(v) = e.response_backlog {
+        cfg.response_backlog = v;
+    }
+    if let Some(v) = e.max_regions {
+        cfg.memory.max_regions = v;
+    }
+}
+
 fn space(s: Space) -> WireSpace {
     match s {
         Space::Global => WireSpace::Global,
@@ -249,6 +276,9 @@ impl Device for RefEndpoint {
         cfg.gpu = gpu(setup.gpu.unwrap_or(0))?;
         cfg.link = apply(&cfg.link, &setup.link);
         cfg.link.nonce_seed = setup.seed.wrapping_mul(2).wrapping_add(1);
+        if let Some(e) = &setup.endpoint {
+            endpoint_params(&mut cfg, e);
+        }
         let ep = Endpoint::new(cfg.clone()).map_err(|e| DeviceError::Refused(e.to_string()))?;
         let n = ep.port_count();
         self.ep = Some(ep);
@@ -293,6 +323,22 @@ impl Device for RefEndpoint {
                     .memory_mut()
                     .register(region)
                     .map_err(|e| DeviceError::Refused(format!("register: {e:?}")))?;
+            }
+            Request::Deregister { space: s, base } => {
+                self.ep()?
+                    .memory_mut()
+                    .deregister(space(*s), *base)
+                    .map_err(|e| DeviceError::Refused(format!("deregister: {e:?}")))?;
+            }
+            Request::Poison {
+                space: s,
+                addr,
+                len,
+            } => {
+                self.ep()?
+                    .memory_mut()
+                    .poison(space(*s), *addr, *len)
+                    .map_err(|e| DeviceError::Refused(format!("poison: {e:?}")))?;
             }
             Request::MemWrite {
                 space: s,
