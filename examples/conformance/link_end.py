@@ -3,9 +3,9 @@
 
 Standard library only. It implements one end of one link as docs/spec/link.md specifies it:
 bring-up with INIT and INIT_ECHO, link-level retry (sequence numbers, cumulative ACK, NACK on a
-damaged frame or a gap, go-back-N replay with the REPLAY flag, the replay timer, FLUSH),
-credit-based flow control (CF and CC) and the receive pipeline of wire.md section 7 up to
-link-layer acceptance, with the counters of link.md Table LINK-T3.
+damaged frame or a gap, go-back-N replay with the REPLAY flag, the replay timer, FLUSH, the
+withdrawal of frames not sent yet), credit-based flow control (CF and CC) and the receive pipeline
+of wire.md section 7 up to link-layer acceptance, with the counters of link.md Table LINK-T3.
 
 Run it as the device under test:
 
