@@ -159,6 +159,9 @@ pub struct Setup {
     /// Switch: its `max_residence` in nanoseconds (switch.md Table SW-T1), or its default.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_residence_ns: Option<u64>,
+    /// Switch: its port-to-port `latency` in nanoseconds (switch.md Table SW-T1), or its default.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency_ns: Option<u64>,
     /// A seed for whatever the device draws at random (its nonces): a device with an entropy
     /// source may ignore it, the reference uses it so that runs repeat.
     pub seed: u64,
@@ -274,6 +277,22 @@ pub enum Request {
         vc: u8,
         /// Keep (true) or drain (false).
         hold: bool,
+    },
+    /// Link end: take back every payload submitted on any VC of `port` and not sent yet
+    /// (link.md LINK-6-5). Each comes back as [`Output::Lost`] with reason `withdrawn`, after the
+    /// outputs already pending and, on each VC, in submission order; the frames in the replay
+    /// buffer have been sent and stay there.
+    Withdraw {
+        /// The port (0 for a link end).
+        port: u16,
+    },
+    /// Switch: write the forwarding-table entry of `dst` while the switch runs (switch.md
+    /// SW-2-7), replacing the whole entry; an empty `ports` leaves `dst` unroutable.
+    SetRoute {
+        /// The destination GPU id.
+        dst: u16,
+        /// The egress ports listed for it, in table order.
+        ports: Vec<u16>,
     },
     /// Endpoint: register a region of one of its memory spaces (endpoint.md §2).
     Register {

@@ -47,3 +47,57 @@ fn every_id_a_case_names_is_a_requirement() {
     }
     assert!(unknown.is_empty(), "{}", unknown.join("\n"));
 }
+
+/// Every observable MUST that no case names has a reason in `coverage::NO_CASE` (or is listed
+/// as awaiting a case), a reason is given only for a MUST that has no case, and each id appears
+/// at most once in the two lists.
+#[test]
+fn every_must_without_a_case_says_why() {
+    let reqs = coverage::requirements(&coverage::spec_dir()).unwrap_or_else(|e| panic!("{e}"));
+    let docs = coverage::coverage(&reqs, &cases::all());
+    let mut problems = Vec::new();
+    for r in docs.iter().flat_map(|d| &d.rows) {
+        let why = coverage::no_case_reason(&r.req.id);
+        let awaiting = coverage::AWAITING_CASES.contains(&r.req.id.as_str());
+        if r.req.internal || !r.cases.is_empty() {
+            if why.is_some() {
+                problems.push(format!(
+                    "{}: has a reason for no case, but {}",
+                    r.req.id,
+                    if r.req.internal {
+                        "it is internal".to_owned()
+                    } else {
+                        format!("cases {:?} check it", r.cases)
+                    }
+                ));
+            }
+        } else if why.is_none() && !awaiting {
+            problems.push(format!(
+                "{}: no case and no reason in coverage::NO_CASE",
+                r.req.id
+            ));
+        }
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for id in coverage::NO_CASE
+        .iter()
+        .map(|(id, _)| *id)
+        .chain(coverage::AWAITING_CASES.iter().copied())
+    {
+        if !seen.insert(id) {
+            problems.push(format!("{id}: listed twice"));
+        }
+        match reqs.iter().find(|q| q.id == id) {
+            Some(q) if q.is_must() => {}
+            _ => problems.push(format!("{id}: not a MUST of docs/spec/")),
+        }
+    }
+    for (id, why) in coverage::NO_CASE {
+        if why.trim().is_empty() || why.contains('|') || why.contains('\n') {
+            problems.push(format!(
+                "{id}: the reason must be one line of text without '|'"
+            ));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}

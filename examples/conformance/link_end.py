@@ -3,9 +3,9 @@
 
 Standard library only. It implements one end of one link as docs/spec/link.md specifies it:
 bring-up with INIT and INIT_ECHO, link-level retry (sequence numbers, cumulative ACK, NACK on a
-damaged frame or a gap, go-back-N replay with the REPLAY flag, the replay timer, FLUSH),
-credit-based flow control (CF and CC) and the receive pipeline of wire.md section 7 up to
-link-layer acceptance, with the counters of link.md Table LINK-T3.
+damaged frame or a gap, go-back-N replay with the REPLAY flag, the replay timer, FLUSH, the
+withdrawal of frames not sent yet), credit-based flow control (CF and CC) and the receive pipeline
+of wire.md section 7 up to link-layer acceptance, with the counters of link.md Table LINK-T3.
 
 Run it as the device under test:
 
@@ -837,6 +837,20 @@ class LinkEnd:
                 for cost in self.held[vc]:
                     self.free(vc, cost)
                 self.held[vc] = []
+        elif kind == "withdraw":
+            # LINK-6-5, LINK-6-6: every payload not sent yet leaves its queue and is reported,
+            # after the outputs already pending, VC by VC in submission order. The replay
+            # buffer holds frames already sent: they stay.
+            for v in range(8):
+                if not self.queues[v]:
+                    continue
+                for payload in self.queues[v]:
+                    self.c["frames_withdrawn"] += 1
+                    self.lose(v, "withdrawn", payload)
+                self.queues[v] = []
+                if self.stall_since[v] is not None:
+                    self.c["credit_stall_ns.vc%d" % v] += self.now - self.stall_since[v]
+                    self.stall_since[v] = None
         else:
             raise Refused("a link end does not take %s" % kind)
         return {}

@@ -181,6 +181,34 @@ pub fn cases() -> Vec<Case> {
             &["SW-7-5", "SW-7-6"],
             egress_refused,
         ),
+        c(
+            "SWT-TBL-2",
+            "an entry written while the switch runs takes effect for the frames that arrive after \
+             it: a new port, then no port (unroutable)",
+            &["SW-2-7", "SW-7-2"],
+            table_written_while_running,
+        ),
+        c(
+            "SWT-TBL-3",
+            "a frame keeps the egress port chosen when it arrived although its entry changes \
+             while it waits out a configured latency of 5 us",
+            &["SW-2-8", "SW-2-7"],
+            egress_kept_on_arrival,
+        ),
+        c(
+            "SWT-LAT-2",
+            "with a configured latency of 3 us, no frame begins to leave before 3 us after its \
+             first bit arrived",
+            &["SW-6-1"],
+            configured_latency_respected,
+        ),
+        c(
+            "SWT-TAG-1",
+            "a port that sends an 802.1Q-tagged frame announced TAGGED in its INIT and INIT_ECHO \
+             (a switch cannot be asked to tag, so this checks whatever it does by itself)",
+            &["SW-9-6", "CLS-3-2"],
+            tagged_ports_announce,
+        ),
     ]
 }
 
@@ -2018,4 +2046,209 @@ fn unknown_fate_counted(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         d,
         vec!["port2.discard_port_down.vc0=10".to_string()],
     )
+}
+
+// ---------------------------------------------------------------------------------------------
+// The table written while running, a configured latency, tagging.
+
+fn set_route(ctx: &mut Ctx<'_>, dst: u16, ports: Vec<u16>) -> Result<(), Stop> {
+    ctx.request(&Request::SetRoute { dst, ports })?;
+    Ok(())
+}
+
+/// Every (port, tag) the peers of `ports` received since last asked, sorted.
+fn received(ctx: &mut Ctx<'_>, ports: &[u16]) -> Result<Vec<(u16, u32)>, Stop> {
+    let mut seen = Vec::new();
+    for &p in ports {
+        for (_, t) in delivered(ctx, p)? {
+            seen.push((p, t));
+        }
+    }
+    seen.sort_unstable();
+    Ok(seen)
+}
+
+fn table_written_while_running(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    need_ports(ctx, 3)?;
+    let n = ctx.desc.ports;
+    let mut routes = one_per_port(n);
+    routes.push(Route {
+        dst: 50,
+        ports: vec![1],
+    });
+    up_ports(
+        ctx,
+        &sw_setup(routes, LinkParams::default(), None),
+        &[0, 1, 2],
+        |_, c| c,
+    )?;
+    ctx.peer_submit(0, 0, &data(50, gpu_of(0), 0, 1, 64))?;
+    ctx.run_for(10_000)?;
+    check_eq(
+        "SW-2-1",
+        "(port, tag) received with GPU 50 behind port 1",
+        received(ctx, &[0, 1, 2])?,
+        vec![(1, 1)],
+    )?;
+    set_route(ctx, 50, vec![2])?;
+    ctx.run_for(100)?;
+    ctx.peer_submit(0, 0, &data(50, gpu_of(0), 0, 2, 64))?;
+    ctx.run_for(10_000)?;
+    check_eq(
+        "SW-2-7",
+        "(port, tag) received after the entry of GPU 50 was written to port 2",
+        received(ctx, &[0, 1, 2])?,
+        vec![(2, 2)],
+    )?;
+    set_route(ctx, 50, Vec::new())?;
+    ctx.run_for(100)?;
+    ctx.peer_submit(0, 0, &data(50, gpu_of(0), 0, 3, 64))?;
+    ctx.run_for(10_000)?;
+    check_eq(
+        "SW-2-7",
+        "(port, tag) received after the entry of GPU 50 was written empty",
+        received(ctx, &[0, 1, 2])?,
+        Vec::new(),
+    )?;
+    check_eq(
+        "SW-7-2",
+        "port0.discard_unroutable.vc0 (GPU 50, its entry written empty)",
+        ctr(ctx, 0, "discard_unroutable", 0)?,
+        1,
+    )
+}
+
+/// Resets the switch with a configured `latency_ns`, answering unsupported when it refuses.
+fn with_latency(ctx: &mut Ctx<'_>, routes: Vec<Route>, ns: u64, ports: &[u16]) -> Result<(), Stop> {
+    let s = Setup {
+        latency_ns: Some(ns),
+        ..sw_setup(routes, LinkParams::default(), None)
+    };
+    up_ports(ctx, &s, ports, |_, c| c)
+}
+
+fn egress_kept_on_arrival(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    need_ports(ctx, 3)?;
+    let n = ctx.desc.ports;
+    let mut routes = one_per_port(n);
+    routes.push(Route {
+        dst: 50,
+        ports: vec![1],
+    });
+    with_latency(ctx, routes, 5_000, &[0, 1, 2])?;
+    ctx.peer_submit(0, 0, &data(50, gpu_of(0), 0, 1, 64))?;
+    let arrived = ctx.run_until(10_000, |c| data_log(c, 0, false).contains_key(&1))?;
+    if !arrived {
+        return Err(Stop::Harness(
+            "the peer's frame 1 never reached the switch".into(),
+        ));
+    }
+    let at = ctx.now();
+    set_route(ctx, 50, vec![2])?;
+    ctx.peer_submit(0, 0, &data(50, gpu_of(0), 0, 2, 64))?;
+    ctx.run_for(20_000)?;
+    let left = data_log(ctx, 1, true).get(&1).map(|x| x.0);
+    if left.is_some_and(|t| t < at) {
+        return Err(Stop::Inconclusive(format!(
+            "frame 1 left at {} ns, before the entry was written at {at} ns",
+            left.unwrap_or(0)
+        )));
+    }
+    check_eq(
+        "SW-2-8",
+        "(port, tag) received: frame 1 by port 1 (its entry when it arrived), frame 2 by port 2 \
+         (written before it arrived)",
+        received(ctx, &[0, 1, 2])?,
+        vec![(1, 1), (2, 2)],
+    )
+}
+
+fn configured_latency_respected(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    need_ports(ctx, 2)?;
+    let n = ctx.desc.ports;
+    const LATENCY: u64 = 3_000;
+    with_latency(ctx, one_per_port(n), LATENCY, &[0, 1])?;
+    for (k, len) in [(0u32, 64usize), (1, 4000)] {
+        ctx.peer_submit(0, 0, &data(gpu_of(1), gpu_of(0), 0, k, len))?;
+        ctx.run_for(10_000)?;
+    }
+    let ins = data_log(ctx, 0, false);
+    let outs = data_log(ctx, 1, true);
+    for k in 0..2u32 {
+        let (Some(i), Some(o)) = (ins.get(&k), outs.get(&k)) else {
+            return Err(Stop::fail(
+                "SW-2-1",
+                format!("frame {k} forwarded to port 1"),
+                "it was not",
+            ));
+        };
+        let frame_len = ethlink_protocol::frame_len(14, i.2.len());
+        let first_bit = i.0.saturating_sub(ctx.wire.serialise_ns(frame_len));
+        check(
+            o.0 >= first_bit + LATENCY,
+            "SW-6-1",
+            format!(
+                "frame {k} ({frame_len} B, first bit in at {first_bit} ns) begins to leave at \
+                 {} ns or later (latency {LATENCY} ns)",
+                first_bit + LATENCY
+            ),
+            || format!("it began at {} ns", o.0),
+        )?;
+    }
+    Ok(())
+}
+
+fn tagged_ports_announce(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    need_ports(ctx, 2)?;
+    let n = ctx.desc.ports;
+    up_ports(
+        ctx,
+        &sw_setup(one_per_port(n), LinkParams::default(), None),
+        &[0, 1],
+        |_, c| c,
+    )?;
+    for k in 0..4u32 {
+        let (from, to) = if k % 2 == 0 { (0, 1) } else { (1, 0) };
+        ctx.peer_submit(
+            from,
+            (k % 2) as u8,
+            &data(gpu_of(to), gpu_of(from), 0, k, 64),
+        )?;
+    }
+    ctx.run_for(10_000)?;
+    // Per port: whether every INIT and INIT_ECHO it sent announced TAGGED, and its first tagged
+    // frame.
+    let mut announced: BTreeMap<u16, bool> = BTreeMap::new();
+    let mut tagged: BTreeMap<u16, Vec<u8>> = BTreeMap::new();
+    for l in ctx.log().iter().filter(|l| l.from_dut) {
+        if l.bytes.get(12..14) == Some(&[0x81, 0x00][..]) {
+            tagged.entry(l.port).or_insert_with(|| l.bytes.clone());
+        }
+        if let Ok(r) = FrameRepr::parse_bytes(&l.bytes, 9216) {
+            let caps = match r.link {
+                LinkFrame::Init(i) => Some(i.caps),
+                LinkFrame::InitEcho { init, .. } => Some(init.caps),
+                _ => None,
+            };
+            if let Some(c) = caps {
+                let has = c.bits() & ethlink_protocol::Capabilities::TAGGED.bits() != 0;
+                let e = announced.entry(l.port).or_insert(true);
+                *e = *e && has;
+            }
+        }
+    }
+    for (port, frame) in tagged {
+        check(
+            announced.get(&port).copied().unwrap_or(false),
+            "SW-9-6",
+            format!("port {port}, which sends 802.1Q-tagged frames, announces TAGGED"),
+            || {
+                format!(
+                    "its INIT or INIT_ECHO did not; a tagged frame: {}",
+                    hex::encode(&frame)
+                )
+            },
+        )?;
+    }
+    Ok(())
 }

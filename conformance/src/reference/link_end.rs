@@ -311,6 +311,9 @@ impl Device for RefLinkEnd {
                     }
                 }
             }
+            Request::Withdraw { port: 0 } => {
+                self.link()?.withdraw();
+            }
             other => {
                 return Err(DeviceError::Refused(format!(
                     "a link end does not take {other:?}"

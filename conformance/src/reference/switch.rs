@@ -226,6 +226,9 @@ impl Device for RefSwitch {
         if let Some(ns) = setup.max_residence_ns {
             cfg.max_residence = Duration::from_nanos(ns);
         }
+        if let Some(ns) = setup.latency_ns {
+            cfg.latency = Duration::from_nanos(ns);
+        }
         let mut routes = Routes::new();
         for r in &setup.routes {
             let dst = GpuId::new(r.dst)
@@ -269,6 +272,13 @@ impl Device for RefSwitch {
                 let p = self.port(*port)?;
                 self.phys_down[p] = true;
                 self.sw()?.port_down(now, p);
+            }
+            Request::SetRoute { dst, ports } => {
+                let gpu = GpuId::new(*dst)
+                    .ok_or_else(|| DeviceError::Refused(format!("GPU id {dst:#x}")))?;
+                self.sw()?
+                    .set_route(gpu, ports)
+                    .map_err(|e| DeviceError::Refused(format!("route to {dst}: {e}")))?;
             }
             other => {
                 return Err(DeviceError::Refused(format!(
