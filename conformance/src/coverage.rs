@@ -206,8 +206,9 @@ pub const NO_CASE: &[(&str, &str)] = &[
     ),
 ];
 
-/// MUSTs of the endpoint that other cases are expected to cover; until they do, the report shows
-/// them without a case and without a reason. One id a line.
+/// MUSTs of the endpoint that can be observed at the ports but have no case yet (most need the
+/// boundary to hold back one VC, a response backlog or a lost stream); the report shows them
+/// without a case and without a reason until a case covers them.
 pub const AWAITING_CASES: &[&str] = &[
     "EP-3-3", "EP-3-5", "EP-3-6", "EP-4-3", "EP-4-5", "EP-8-4", "EP-8-5", "EP-8-7", "EP-8-8",
     "EP-9-7", "TXN-5-2", "TXN-5-6",
