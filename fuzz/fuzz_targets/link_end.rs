@@ -12,6 +12,8 @@ use libfuzzer_sys::fuzz_target;
 fn up_pair() -> (Link, Link) {
     let cfg = |mac: u8, seed: u64| {
         let mut c = Config::default().with_uniform_credits(2, 64);
+        // 64 credits of 64 B hold one frame of 4096 B (LINK-2-13).
+        c.mfs = 4096;
         c.mac = MacAddr([2, 0, 0, 0, 0, mac]);
         c.nonce_seed = seed;
         c.replay_max_frames = 8;
