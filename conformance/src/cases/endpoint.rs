@@ -18,7 +18,8 @@ use crate::device::{LsOp, Request, Role, Space};
 /// A request, its expected response opcode, status, the requirement giving it, and its data.
 type Row = (u16, Vec<u8>, u8, u8, &'static str, Vec<u8>);
 
-fn case(
+/// A MUST-level endpoint case.
+pub(crate) fn case(
     id: &'static str,
     title: &'static str,
     reqs: &'static [&'static str],

@@ -3,32 +3,15 @@
 //! target keeps on the reads it serves and the writes it reassembles (EP-6-9, EP-6-12..EP-6-14).
 //! A device that refuses one of these requests or settings makes the case Unsupported.
 
-use crate::case::{Case, Level, Stop, check, check_eq};
+use crate::case::{Case, Stop, check, check_eq};
 use crate::cases::common::setup;
+use crate::cases::endpoint::case;
 use crate::cases::endpoint_common::{
     DUT, G, NA, Seen, atomic, check_resp, ep_up, ep_up_with, expect_mem, le, load, mem_read,
     mem_write, one_response, op, pattern, rdma_read, rdma_write, send, st, store,
 };
 use crate::ctx::Ctx;
-use crate::device::{EndpointParams, LinkParams, Request, Role, Setup, Space};
-
-fn case(
-    id: &'static str,
-    title: &'static str,
-    reqs: &'static [&'static str],
-    needs: &'static [&'static str],
-    run: fn(&mut Ctx<'_>) -> Result<(), Stop>,
-) -> Case {
-    Case {
-        id,
-        title,
-        reqs,
-        level: Level::Must,
-        role: Role::Endpoint,
-        needs,
-        run,
-    }
-}
+use crate::device::{EndpointParams, LinkParams, Request, Setup, Space};
 
 /// The cases of this module.
 pub fn cases() -> Vec<Case> {

@@ -260,6 +260,29 @@ fn ls_op(op: &LsOp) -> Result<EpLsOp, DeviceError> {
     })
 }
 
+impl super::Timed for RefEndpoint {
+    fn now(&mut self) -> &mut u64 {
+        &mut self.now
+    }
+
+    fn deadline(&mut self) -> Result<Option<u64>, DeviceError> {
+        Ok(self.ep()?.poll_timeout().map(Instant::as_nanos))
+    }
+
+    fn fire(&mut self, at: u64) -> Result<(), DeviceError> {
+        self.ep()?.handle_timeout(Instant::from_nanos(at));
+        Ok(())
+    }
+
+    fn events(&mut self, out: &mut Vec<Output>) -> Result<(), DeviceError> {
+        RefEndpoint::events(self, out)
+    }
+
+    fn transmit(&mut self, at: u64, out: &mut Vec<Output>) -> Result<(), DeviceError> {
+        RefEndpoint::transmit(self, at, out)
+    }
+}
+
 impl Device for RefEndpoint {
     fn hello(&mut self) -> Result<Description, DeviceError> {
         Ok(Description {
@@ -439,31 +462,7 @@ impl Device for RefEndpoint {
     }
 
     fn advance(&mut self, time_ns: u64) -> Result<Advanced, DeviceError> {
-        let mut out = Vec::new();
-        self.events(&mut out)?;
-        while let Some(due) = self.ep()?.poll_timeout() {
-            let due = due.as_nanos().max(self.now);
-            if due > time_ns {
-                break;
-            }
-            self.now = due;
-            self.transmit(due, &mut out)?;
-            self.ep()?.handle_timeout(Instant::from_nanos(due));
-            self.events(&mut out)?;
-            self.transmit(due, &mut out)?;
-            if self
-                .ep()?
-                .poll_timeout()
-                .is_some_and(|d| d.as_nanos() <= due)
-            {
-                break;
-            }
-        }
-        self.now = self.now.max(time_ns);
-        self.transmit(self.now, &mut out)?;
-        self.events(&mut out)?;
-        let next_ns = self.ep()?.poll_timeout().map(Instant::as_nanos);
-        Ok(Advanced { out, next_ns })
+        super::advance(self, time_ns)
     }
 
     fn counters(&mut self) -> Result<Counters, DeviceError> {

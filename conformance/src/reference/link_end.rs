@@ -245,6 +245,29 @@ pub fn cap_names(caps: Capabilities) -> Vec<String> {
     caps.names().map(str::to_owned).collect()
 }
 
+impl super::Timed for RefLinkEnd {
+    fn now(&mut self) -> &mut u64 {
+        &mut self.now
+    }
+
+    fn deadline(&mut self) -> Result<Option<u64>, DeviceError> {
+        Ok(self.link()?.poll_timeout().map(Instant::as_nanos))
+    }
+
+    fn fire(&mut self, at: u64) -> Result<(), DeviceError> {
+        self.link()?.handle_timeout(Instant::from_nanos(at));
+        Ok(())
+    }
+
+    fn events(&mut self, out: &mut Vec<Output>) -> Result<(), DeviceError> {
+        RefLinkEnd::events(self, out)
+    }
+
+    fn transmit(&mut self, at: u64, out: &mut Vec<Output>) -> Result<(), DeviceError> {
+        RefLinkEnd::transmit(self, at, out)
+    }
+}
+
 impl Device for RefLinkEnd {
     fn hello(&mut self) -> Result<Description, DeviceError> {
         Ok(Description {
@@ -324,37 +347,7 @@ impl Device for RefLinkEnd {
     }
 
     fn advance(&mut self, time_ns: u64) -> Result<Advanced, DeviceError> {
-        let mut out = Vec::new();
-        self.events(&mut out)?;
-        // Timers due before `time_ns` fire at their own time, each followed by what it sends.
-        loop {
-            let link = self.link()?;
-            let Some(due) = link.poll_timeout() else {
-                break;
-            };
-            let due = due.as_nanos().max(self.now);
-            if due > time_ns {
-                break;
-            }
-            self.now = due;
-            self.transmit(due, &mut out)?;
-            self.link()?.handle_timeout(Instant::from_nanos(due));
-            self.events(&mut out)?;
-            self.transmit(due, &mut out)?;
-            if self
-                .link()?
-                .poll_timeout()
-                .is_some_and(|d| d.as_nanos() <= due)
-            {
-                // A timer that does not move would spin: let time pass.
-                break;
-            }
-        }
-        self.now = self.now.max(time_ns);
-        self.transmit(self.now, &mut out)?;
-        self.events(&mut out)?;
-        let next_ns = self.link()?.poll_timeout().map(Instant::as_nanos);
-        Ok(Advanced { out, next_ns })
+        super::advance(self, time_ns)
     }
 
     fn counters(&mut self) -> Result<Counters, DeviceError> {
