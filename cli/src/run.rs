@@ -658,6 +658,35 @@ pub fn scenario(args: &RunArgs) -> Result<Scenario, String> {
     Ok(s)
 }
 
+/// The receive buffer per VC and the credit loop it covers (link.md §1.2).
+fn describe_buffers(s: &Scenario) -> String {
+    let c = s.credit_loop();
+    let credits = s.rx_credits();
+    let bytes = u64::from(credits) * u64::from(s.link.credit_size);
+    format!(
+        "{credits} credits of {} B per input and VC ({}); the credit loop of {:.0} ns needs {} \
+         at line rate{}",
+        s.link.credit_size,
+        kib(bytes),
+        c.loop_ns,
+        kib(c.need_bytes),
+        if credits == c.default_credits {
+            ", the default grants twice that"
+        } else {
+            ""
+        }
+    )
+}
+
+/// `bytes` as KiB with one decimal, or as bytes below 1 KiB.
+fn kib(bytes: u64) -> String {
+    if bytes < 1024 {
+        format!("{bytes} B")
+    } else {
+        format!("{:.1} KiB", bytes as f64 / 1024.0)
+    }
+}
+
 /// The effective scenario as TOML, as `--print-scenario` prints it. Floats below 0.001 are
 /// written with an exponent (`ber = 1e-10`, not `0.0000000001`).
 pub fn scenario_toml(s: &Scenario) -> Result<String, String> {
@@ -823,6 +852,12 @@ static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBoo
 
 fn execute_run(args: &RunArgs, io: &mut crate::Io<'_>) -> Result<u8, String> {
     let scenario = scenario(args)?;
+    for w in scenario.warnings() {
+        // A warning that cannot be written is not worth failing the run for.
+        let _ = writeln!(io.stderr, "warning: {w}");
+    }
+    // From here on the scenario carries its derived defaults, as it runs.
+    let scenario = scenario.resolved();
     if args.print_scenario {
         let text = scenario_toml(&scenario)?;
         write_stdout(io, &text)?;
@@ -1680,6 +1715,7 @@ pub fn render_text(
                 },
             ),
         ),
+        ("buffers", describe_buffers(s)),
         (
             "switches",
             format!(
@@ -1972,6 +2008,27 @@ pub fn render_text(
         lk.reinits,
         lk.replay_bytes_max
     );
+    if !lk.port_stalls.is_empty() {
+        let mut worst: Vec<_> = lk.port_stalls.iter().collect();
+        worst.sort_by(|a, b| b.stall_ns.cmp(&a.stall_ns).then_with(|| a.end.cmp(&b.end)));
+        let shown: Vec<String> = worst
+            .iter()
+            .take(5)
+            .map(|p| format!("{} {} ({} stalls)", p.end, time(p.stall_ns), p.stalls))
+            .collect();
+        let _ = writeln!(
+            out,
+            "  credit stall time by port ({} of {} ends stalled; the JSON lists each): {}{}",
+            lk.port_stalls.len(),
+            lk.ends,
+            shown.join(", "),
+            if worst.len() > shown.len() {
+                ", ..."
+            } else {
+                ""
+            }
+        );
+    }
     if s.topology.kind != TopologyKind::BackToBack {
         let sw = &r.switch;
         let _ = writeln!(

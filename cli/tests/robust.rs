@@ -633,3 +633,47 @@ fn an_interrupted_run_keeps_nothing() {
     );
     assert!(listing(&out_dir).is_empty(), "{:?}", listing(&out_dir));
 }
+
+#[test]
+fn a_buffer_below_the_credit_loop_is_warned_about_and_the_derived_one_shown() {
+    // 512 credits of 64 B at 800 Gb/s through a switch: far below one credit loop.
+    let (code, out, err) = run(
+        "loop",
+        &small("", "[link]\nrate_gbps = 800.0\nrx_credits = 512"),
+        &[],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        err.starts_with(
+            "warning: link.rx_credits = 512 (32768 bytes per VC) cannot cover the credit loop"
+        ),
+        "{err}"
+    );
+    assert!(
+        line(&out, "buffers").contains("512 credits of 64 B"),
+        "{out}"
+    );
+    // Left out, the grant is derived, shown, and printed by --print-scenario.
+    let (code, out, err) = run("derived", &small("", "[link]\nrate_gbps = 800.0"), &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(err.is_empty(), "{err}");
+    let buffers = line(&out, "buffers");
+    assert!(
+        buffers.contains("the default grants twice that"),
+        "{buffers}"
+    );
+    let credits: u32 = buffers
+        .split_whitespace()
+        .nth(1)
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no credit count in {buffers}"));
+    let (_, printed, _) = run(
+        "printed",
+        &small("", "[link]\nrate_gbps = 800.0"),
+        &["--print-scenario"],
+    );
+    assert!(
+        printed.contains(&format!("rx_credits = {credits}\n")),
+        "{printed}"
+    );
+}

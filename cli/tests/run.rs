@@ -226,11 +226,14 @@ fn out_writes_every_file() {
         without_wall(report.clone())
     );
 
-    // The scenario in the JSON is a scenario file of its own: the one that ran.
+    // The scenario in the JSON is a scenario file of its own: the one that ran, with its derived
+    // defaults written in.
     let again = serde_json::to_string(&report["scenario"]).unwrap_or_default();
     assert_eq!(
         parse_scenario(&again, Format::Json).unwrap_or_else(|e| panic!("{e}")),
-        parse_scenario(TINY, Format::Toml).unwrap_or_else(|e| panic!("{e}"))
+        parse_scenario(TINY, Format::Toml)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .resolved()
     );
 
     // The time series: a header naming every GPU and port, one row per sample.
@@ -571,7 +574,8 @@ fn bad_capture_port_exits_2() {
 
 #[test]
 fn print_scenario_round_trips_and_json_files_read() {
-    // The default, printed, reads back as the default; --seed applies.
+    // The default, printed, reads back as the default with its derived values written in;
+    // --seed applies.
     let printed = run_ok(&["run", "--print-scenario", "--seed", "9"]);
     let back = parse_scenario(&printed, Format::Toml).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(
@@ -580,7 +584,9 @@ fn print_scenario_round_trips_and_json_files_read() {
             seed: 9,
             ..Scenario::default()
         }
+        .resolved()
     );
+    assert_eq!(back.resolved(), back);
     // A JSON scenario reads as the same TOML one.
     let dir = temp_dir("json");
     let toml_file = write(&dir, "tiny.toml", TINY);

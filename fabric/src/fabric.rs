@@ -30,8 +30,8 @@ use ethlink_switch::{Config as SwConfig, Mode, Routes, Switch};
 
 use crate::check::mix64;
 use crate::report::{
-    CollectiveRow, EndpointTotals, LinkTotals, Load, Operations, Overhead, Report, Series,
-    SimTotals, SwitchReport, SwitchTotals, Throughput, Wall, peak_rss_bytes,
+    CollectiveRow, EndpointTotals, LinkTotals, Load, Operations, Overhead, PortStall, Report,
+    Series, SimTotals, SwitchReport, SwitchTotals, Throughput, Wall, peak_rss_bytes,
 };
 use crate::scenario::{
     ErrorsExpected, OutageTarget, Scenario, ScenarioError, SwitchMode, Topology, TopologyKind,
@@ -64,18 +64,10 @@ fn dur(ns: u64) -> Duration {
 pub(crate) fn link_config(s: &Scenario) -> LinkConfig {
     let l = &s.link;
     let base = LinkConfig::default();
+    let rx_credits = s.rx_credits();
     LinkConfig {
         credit_size: l.credit_size,
-        rx_credits: [
-            l.rx_credits,
-            l.rx_credits,
-            l.rx_credits,
-            l.rx_credits,
-            0,
-            0,
-            0,
-            0,
-        ],
+        rx_credits: [rx_credits, rx_credits, rx_credits, rx_credits, 0, 0, 0, 0],
         mfs: l.mfs,
         replay_max_frames: l.replay_max_frames,
         replay_max_bytes: l.replay_max_bytes,
@@ -1576,7 +1568,7 @@ impl Fabric {
         let port_bytes: Vec<u64> = port_loads.iter().map(|l| l.tx_bytes).collect();
         let mut sw_port_bytes = Vec::new();
         let mut st = SwitchTotals {
-            input_buffer_bytes: u64::from(scen.link.rx_credits) * u64::from(scen.link.credit_size),
+            input_buffer_bytes: u64::from(scen.rx_credits()) * u64::from(scen.link.credit_size),
             ..SwitchTotals::default()
         };
         let mut links = LinkTotals::default();
@@ -1601,10 +1593,22 @@ impl Fabric {
             links.reinits += lc.reinits;
             links.replay_bytes_max = links.replay_bytes_max.max(lc.replay_bytes_max);
         };
-        for ep in &core.gpus {
+        let mut port_stalls = Vec::new();
+        let mut stalls_of = |end: String, lc: &ethlink_link::Counters| {
+            let stall_ns = lc.credit_stall_ns.iter().sum::<u64>();
+            if stall_ns > 0 {
+                port_stalls.push(PortStall {
+                    end,
+                    stalls: lc.credit_stalls_total(),
+                    stall_ns,
+                });
+            }
+        };
+        for (g, ep) in core.gpus.iter().enumerate() {
             for i in 0..ep.port_count() {
                 if let Some(l) = ep.link(i) {
                     add_link(l.counters());
+                    stalls_of(format!("gpu{g}.port{i}"), l.counters());
                 }
             }
         }
@@ -1630,6 +1634,7 @@ impl Fabric {
             for p in 0..usize::from(sw.config().ports) {
                 if let Some(l) = sw.link(p) {
                     add_link(l.counters());
+                    stalls_of(format!("switch{k}.port{p}"), l.counters());
                 }
             }
             st.forwarded += r.forwarded;
@@ -1641,6 +1646,7 @@ impl Fabric {
             st.discard_aged += r.discard_aged;
             st.switches.push(r);
         }
+        links.port_stalls = port_stalls;
         let mut et = EndpointTotals::default();
         let mut delivered = 0u64;
         for ep in &core.gpus {

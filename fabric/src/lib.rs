@@ -29,6 +29,7 @@
 //! and without a plane failing) and `scale_1024` (1024 GPUs) show the API in use.
 
 mod check;
+mod credit;
 mod fabric;
 pub mod memory;
 pub mod report;
@@ -36,6 +37,7 @@ pub mod scenario;
 mod track;
 mod workload;
 
+pub use credit::CreditLoop;
 pub use ethlink_protocol::FrameKind;
 pub use fabric::{CableInfo, CaptureSink, CapturedFrame, End, Fabric};
 pub use memory::MemoryEstimate;

@@ -74,7 +74,7 @@ fn link_end(s: &Scenario, tx_queue_bytes: u32, tx_queue_frames: u32) -> u64 {
     let queues = VCS * (u64::from(tx_queue_bytes) + mfs);
     // The receive ring is twice the credit buffer, but only what the credits cover is used
     // unless a re-initialisation finds frames not yet taken.
-    let rx_bytes = VCS * u64::from(l.rx_credits) * u64::from(l.credit_size);
+    let rx_bytes = VCS * u64::from(s.rx_credits()) * u64::from(l.credit_size);
     let rx = rx_bytes + mfs;
     let records = rx_bytes / 64
         + 1

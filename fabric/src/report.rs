@@ -232,6 +232,20 @@ pub struct LinkTotals {
     pub reinits: u64,
     /// Highest replay buffer occupancy of any end, bytes.
     pub replay_bytes_max: u64,
+    /// Every link end that waited for credit, in the order of the GPUs and their ports, then the
+    /// switches and theirs.
+    pub port_stalls: Vec<PortStall>,
+}
+
+/// The credit stalls of one link end (link.md §5; the buffer it waits on is its peer's).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct PortStall {
+    /// The end: `gpu<g>.port<p>` or `switch<s>.port<p>`.
+    pub end: String,
+    /// Times a VC with frames waiting ran out of credit.
+    pub stalls: u64,
+    /// Nanoseconds its VCs with frames waiting spent without credit, summed over the VCs.
+    pub stall_ns: u64,
 }
 
 /// Endpoint counters summed over the GPUs.

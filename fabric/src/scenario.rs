@@ -300,7 +300,9 @@ pub struct LinkParams {
     /// Bytes per credit, a power of two 32..=2048.
     pub credit_size: u16,
     /// Credits each receiver grants per VC: its buffer per VC is `rx_credits * credit_size`.
-    pub rx_credits: u32,
+    /// Left out, the fabric grants twice what the credit loop needs (link.md §1.2, see
+    /// [`crate::CreditLoop`]); [`Scenario::rx_credits`] gives the value in force.
+    pub rx_credits: Option<u32>,
     /// Maximum frame size, 320..=9216.
     pub mfs: u16,
     /// Most frames in a replay buffer.
@@ -345,7 +347,7 @@ impl Default for LinkParams {
             control_loss: 0.0,
             duplicate: 0.0,
             credit_size: l.credit_size,
-            rx_credits: l.rx_credits[0],
+            rx_credits: None,
             mfs: l.mfs,
             replay_max_frames: l.replay_max_frames,
             replay_max_bytes: l.replay_max_bytes,
@@ -901,6 +903,53 @@ fn check_time(key: &str, v: u64) -> Result<(), ScenarioError> {
 }
 
 impl Scenario {
+    /// The credit loop of the scenario's links and the buffer it calls for (link.md §1.2).
+    pub fn credit_loop(&self) -> crate::CreditLoop {
+        crate::CreditLoop::of(self)
+    }
+
+    /// Credits each receiver grants per VC: `link.rx_credits` when the scenario sets it, or else
+    /// the default derived from the credit loop ([`crate::CreditLoop::default_credits`]).
+    pub fn rx_credits(&self) -> u32 {
+        self.link
+            .rx_credits
+            .unwrap_or_else(|| self.credit_loop().default_credits)
+    }
+
+    /// The scenario with every derived default written in (`link.rx_credits`), as it runs: what
+    /// `--print-scenario` prints and the report's scenario section holds.
+    pub fn resolved(&self) -> Scenario {
+        let mut s = self.clone();
+        s.link.rx_credits = Some(self.rx_credits());
+        s
+    }
+
+    /// What a valid scenario sets that will not do what its author likely expects, one sentence
+    /// each, naming the key: today, a receive buffer set below what the credit loop needs for
+    /// line rate (link.md §1.2), so that the links stall for credit even without contention.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut w = Vec::new();
+        if let Some(credits) = self.link.rx_credits {
+            let c = self.credit_loop();
+            let need = c.need_credits(self.link.credit_size);
+            if u64::from(credits) < need {
+                w.push(format!(
+                    "link.rx_credits = {credits} ({} bytes per VC) cannot cover the credit loop of \
+                     {:.0} ns at {} Gb/s, which needs {} bytes ({need} credits of {} bytes): senders \
+                     will stall for credit even without contention; leave rx_credits out for the \
+                     derived default of {}",
+                    u64::from(credits) * u64::from(self.link.credit_size),
+                    c.loop_ns,
+                    self.link.rate_gbps,
+                    c.need_bytes,
+                    self.link.credit_size,
+                    c.default_credits,
+                ));
+            }
+        }
+        w
+    }
+
     /// Every time key of the scenario (ns) with its dotted name.
     fn times(&self) -> Vec<(String, u64)> {
         let l = &self.link;
@@ -1028,8 +1077,9 @@ impl Scenario {
         }
         // A receiver must be able to hold one frame of the largest size on each VC, or a sender
         // waits for credit for ever.
-        let buffer = u64::from(l.rx_credits).saturating_mul(u64::from(l.credit_size));
-        if l.rx_credits > 0
+        let rx_credits = self.rx_credits();
+        let buffer = u64::from(rx_credits).saturating_mul(u64::from(l.credit_size));
+        if rx_credits > 0
             && l.credit_size.is_power_of_two()
             && (32..=2048).contains(&l.credit_size)
             && buffer < u64::from(l.mfs)
@@ -1040,7 +1090,7 @@ impl Scenario {
                 format!(
                     "{} credits of {} bytes ({buffer} bytes per VC) cannot hold one frame of \
                      link.mfs = {} bytes: grant at least {need}",
-                    l.rx_credits, l.credit_size, l.mfs
+                    rx_credits, l.credit_size, l.mfs
                 ),
             );
         }

@@ -417,7 +417,7 @@ fn switches_never_drop_a_frame_for_want_of_buffer() {
     // senders must wait for credits, and the switches hold frames only as far as their buffers
     // go.
     let mut s = small(TopologyKind::SingleTier, 4, 1);
-    s.link.rx_credits = 160;
+    s.link.rx_credits = Some(160);
     s.traffic = vec![
         Workload::Incast(Incast {
             target: 0,
@@ -458,7 +458,7 @@ fn requests_and_responses_cannot_deadlock() {
     // writes both ways, through tiny buffers and the smallest response backlog: requests
     // queue up everywhere, and the responses that drain them must still get through.
     let mut s = small(TopologyKind::SingleTier, 4, 1);
-    s.link.rx_credits = 150;
+    s.link.rx_credits = Some(150);
     s.endpoint.response_backlog = 9216;
     s.traffic = vec![
         Workload::LoadStore(LoadStore {
@@ -638,7 +638,7 @@ fn scenarios_are_checked_key_by_key() {
         }));
     assert_eq!(s.validate().unwrap_err().key, "traffic.3.gpus");
     let mut s = Scenario::default();
-    s.link.rx_credits = 0;
+    s.link.rx_credits = Some(0);
     assert_eq!(s.validate().unwrap_err().key, "link.rx_credits");
     let mut s = Scenario::default();
     s.outages.push(Outage {

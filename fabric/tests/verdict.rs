@@ -150,16 +150,16 @@ fn a_scenario_may_allow_errors_or_forbid_them() {
 #[test]
 fn a_credit_buffer_smaller_than_one_frame_is_refused() {
     let mut s = small();
-    s.link.rx_credits = 1;
+    s.link.rx_credits = Some(1);
     let e = refused(&s);
     assert!(e.starts_with("link.rx_credits: "), "{e}");
     assert!(e.contains("grant at least 144"), "{e}");
     // Enough credits of a small size is fine; too few of them is not.
     s.link.credit_size = 32;
-    s.link.rx_credits = 288;
+    s.link.rx_credits = Some(288);
     s.validate()
         .expect("288 credits of 32 bytes hold 9216 bytes");
-    s.link.rx_credits = 287;
+    s.link.rx_credits = Some(287);
     assert!(refused(&s).starts_with("link.rx_credits: "));
 }
 
@@ -167,7 +167,7 @@ fn a_credit_buffer_smaller_than_one_frame_is_refused() {
 fn a_segment_larger_than_the_frame_size_allows_is_refused() {
     let mut s = small();
     s.link.mfs = 4096;
-    s.link.rx_credits = 64;
+    s.link.rx_credits = Some(64);
     s.endpoint.segment = 8192;
     s.endpoint.read_chunk = 8192;
     let e = refused(&s);
