@@ -10,6 +10,7 @@ use bitvec::vec::BitVec;
 use ethlink_link::{
     BufferTooSmall, Duration, Event, Instant, Link, LostReason, Release, SubmitError, Transmit,
 };
+use ethlink_protocol::fcs::FcsStatus;
 use ethlink_protocol::{
     AtomicKind, AtomicOp, Capabilities, DataRepr, ETH_HEADER_LEN, GpuId, MemTarget,
     NETWORK_HEADER_LEN, Opcode, PathId, Space, Status, TxnRepr, VLAN_TAG_LEN, Vc, frame_len,
@@ -693,6 +694,16 @@ impl Endpoint {
         self.now = self.now.max(now);
         if let Some(p) = self.ports.get_mut(i) {
             p.link.handle_frame(self.now, bytes);
+        }
+        self.after(i);
+    }
+
+    /// As [`Endpoint::handle_frame`] for a frame whose FCS the port's MAC has already judged
+    /// ([`Link::handle_frame_fcs`]).
+    pub fn handle_frame_fcs(&mut self, now: Instant, i: usize, bytes: &[u8], fcs: FcsStatus) {
+        self.now = self.now.max(now);
+        if let Some(p) = self.ports.get_mut(i) {
+            p.link.handle_frame_fcs(self.now, bytes, fcs);
         }
         self.after(i);
     }

@@ -446,13 +446,17 @@ impl Core {
         }
         chan.armed = NONE;
         let (n, p) = (chan.to_node, usize::from(chan.to_port));
-        while chan.ch.pop_arrival(now, &mut self.rxbuf) {
+        // The wire knows what it did to each frame's FCS, as a receiving MAC that checked it
+        // would: the link ends take that status instead of computing the CRC a second time on
+        // the hop. No end of this fabric stomps a frame it sends, so an undamaged frame's FCS
+        // is the correct one its sender computed.
+        while let Some(fcs) = chan.ch.pop_arrival_fcs(now, &mut self.rxbuf) {
             if n < self.n_gpus {
                 if let Some(ep) = self.gpus.get_mut(n as usize) {
-                    ep.handle_frame(inst, p, &self.rxbuf);
+                    ep.handle_frame_fcs(inst, p, &self.rxbuf, fcs);
                 }
             } else if let Some(sw) = self.sws.get_mut((n - self.n_gpus) as usize) {
-                sw.handle_frame(inst, p, &self.rxbuf);
+                sw.handle_frame_fcs(inst, p, &self.rxbuf, fcs);
             }
         }
         if let Some(t) = chan.ch.next_arrival() {

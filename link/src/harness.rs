@@ -35,6 +35,7 @@ use alloc::vec;
 use alloc::vec::Vec;
 use core::fmt;
 
+use ethlink_protocol::fcs::FcsStatus;
 use ethlink_protocol::{
     DataRepr, FrameKind, GpuId, MemTarget, PathId, Space, TxnRepr, Txns, Vc, WIRE_OVERHEAD,
 };
@@ -552,6 +553,8 @@ impl Injector {
 struct Flight {
     arrive: u64,
     bytes: Vec<u8>,
+    /// What the wire did to the FCS: kept as sent, damaged, or stomped.
+    fcs: FcsStatus,
 }
 
 /// What [`Channel::transmit`] did with a frame. Times in picoseconds.
@@ -663,6 +666,13 @@ impl Channel {
                     f.copy_from_slice(&stomped);
                 }
             }
+            let fcs = if fate.stomp {
+                FcsStatus::Stomped
+            } else if fate.corrupt {
+                FcsStatus::Bad
+            } else {
+                FcsStatus::Good
+            };
             if fate.duplicate {
                 let mut second = self.pool.pop().unwrap_or_default();
                 second.clear();
@@ -670,15 +680,18 @@ impl Channel {
                 self.flights.push_back(Flight {
                     arrive,
                     bytes: copy,
+                    fcs,
                 });
                 self.flights.push_back(Flight {
                     arrive,
                     bytes: second,
+                    fcs,
                 });
             } else {
                 self.flights.push_back(Flight {
                     arrive,
                     bytes: copy,
+                    fcs,
                 });
             }
         }
@@ -699,15 +712,23 @@ impl Channel {
     /// and returns true (the channel keeps `into`'s old buffer for a later frame). False, with
     /// `into` untouched, when no frame has arrived.
     pub fn pop_arrival(&mut self, now_ps: u64, into: &mut Vec<u8>) -> bool {
+        self.pop_arrival_fcs(now_ps, into).is_some()
+    }
+
+    /// As [`Channel::pop_arrival`], and says what the wire did to the frame's FCS, as a MAC
+    /// that checked it would: [`FcsStatus::Good`] when the frame crossed undamaged (its FCS is
+    /// then the one its sender wrote: correct, unless the sender itself stomped the frame, which
+    /// only [`Channel::pop_arrival`] and a computed check can tell), [`FcsStatus::Bad`] when the
+    /// injector flipped a bit, [`FcsStatus::Stomped`] when it stomped the FCS. Receivers pass
+    /// it to [`crate::Link::handle_frame_fcs`], which then need not compute the CRC again.
+    pub fn pop_arrival_fcs(&mut self, now_ps: u64, into: &mut Vec<u8>) -> Option<FcsStatus> {
         if self.next_arrival().is_none_or(|at| at > now_ps) {
-            return false;
+            return None;
         }
-        let Some(mut f) = self.flights.pop_front() else {
-            return false;
-        };
+        let mut f = self.flights.pop_front()?;
         core::mem::swap(into, &mut f.bytes);
         self.pool.push(f.bytes);
-        true
+        Some(f.fcs)
     }
 
     /// Frames in flight.
@@ -983,9 +1004,11 @@ impl Pair {
         // Arrivals.
         let mut rxbuf = core::mem::take(&mut self.rxbuf);
         for d in 0..2 {
-            while self.dirs[d].wire.pop_arrival(self.now, &mut rxbuf) {
+            // The wire knows what it did to the FCS (it stomps for the sender too): the
+            // receiving end takes that status as a MAC's, without computing the CRC again.
+            while let Some(fcs) = self.dirs[d].wire.pop_arrival_fcs(self.now, &mut rxbuf) {
                 let rx = 1 - d;
-                self.ends[rx].handle_frame(now_i, &rxbuf);
+                self.ends[rx].handle_frame_fcs(now_i, &rxbuf, fcs);
                 self.drain_events(rx);
             }
         }
@@ -1376,6 +1399,40 @@ mod tests {
         assert_eq!(buf, vec![2; 64]);
         assert_eq!((ch.next_arrival(), ch.in_flight()), (None, 0));
         assert_eq!(ch.injected(), Injected::default());
+    }
+
+    #[test]
+    fn the_fcs_status_a_channel_reports_is_the_one_a_crc_computes() {
+        // Frames with a correct FCS, through damage, stomps, duplicates and losses: the status
+        // the wire reports must be what checking the arrived bytes finds, frame by frame.
+        let faults = Faults {
+            loss: 0.2,
+            drop: 0.05,
+            duplicate: 0.05,
+            ber: 1e-4,
+            control_loss: 0.1,
+            ..Faults::default()
+        };
+        let mut ch = Channel::new(400.0, 25.0, Injector::new(faults, 11).with_stomp(0.1));
+        let mut seen = [0u32; 3];
+        let mut buf = Vec::new();
+        for n in 0..2000usize {
+            let len = 64 + (n * 37) % 1400;
+            let mut frame: Vec<u8> = (0..len).map(|i| (i * 7 + n) as u8).collect();
+            let fcs = ethlink_protocol::fcs::fcs_bytes(&frame[..len - 4]);
+            frame[len - 4..].copy_from_slice(&fcs);
+            let kind = if n % 3 == 0 {
+                FrameKind::Ack
+            } else {
+                FrameKind::Data
+            };
+            ch.transmit(0, &frame, kind, Verdict::Pass);
+            while let Some(status) = ch.pop_arrival_fcs(u64::MAX, &mut buf) {
+                assert_eq!(status, FcsStatus::of(&buf), "frame {n}");
+                seen[status as usize] += 1;
+            }
+        }
+        assert!(seen.iter().all(|&c| c > 0), "good, bad, stomped: {seen:?}");
     }
 
     #[test]

@@ -7,7 +7,8 @@ use core::fmt;
 use ethlink_protocol::{
     Action, Capabilities, CreditRepr, DataFlags, DataHeader, ETH_HEADER_LEN, ErrorKind,
     EthernetRepr, FLAG_ACK_REQ, FLAG_REPLAY, Field, Frame, FrameKind, FrameRepr, InitRepr,
-    LINK_HEADER_LEN, LinkFrame, MacAddr, NETWORK_HEADER_LEN, Seq, VLAN_TAG_LEN, Vc, fcs, frame_len,
+    LINK_HEADER_LEN, LinkFrame, MacAddr, NETWORK_HEADER_LEN, Seq, VLAN_TAG_LEN, Vc, fcs,
+    fcs::FcsStatus, frame_len,
 };
 
 use crate::config::{Agreed, Config, ConfigError};
@@ -878,6 +879,19 @@ impl Link {
     /// wire.md §7: size, FCS, EtherType, version and kind, then the control body or the link-layer
     /// acceptance of a DATA frame.
     pub fn handle_frame(&mut self, now: Instant, bytes: &[u8]) {
+        self.receive(now, bytes, None);
+    }
+
+    /// As [`Link::handle_frame`] for a frame whose FCS the receiving MAC has already judged (a
+    /// MAC checks it as the frame streams in, and a simulated wire knows whether it damaged a
+    /// frame): `fcs` stands for the CRC the link would otherwise compute again. The frame is
+    /// still whole, FCS included, and every other stage of the pipeline is the same.
+    pub fn handle_frame_fcs(&mut self, now: Instant, bytes: &[u8], fcs: FcsStatus) {
+        self.receive(now, bytes, Some(fcs));
+    }
+
+    /// The receive pipeline, with the FCS status a MAC judged if there is one.
+    fn receive(&mut self, now: Instant, bytes: &[u8], fcs: Option<FcsStatus>) {
         self.settle(now);
         self.stompable = false;
         //= docs/spec/link.md#2-bring-up
@@ -886,7 +900,14 @@ impl Link {
         let mfs = self
             .agreed
             .map_or(usize::from(self.cfg.mfs), |a| usize::from(a.mfs));
-        let frame = match Frame::new_checked(bytes, mfs) {
+        let checked = match fcs {
+            //= docs/spec/wire.md#25-frame-check-sequence
+            //# WIRE-2.5-3 A receiver MUST check the FCS before it interprets any other field.
+            // A status from the MAC is that check, made as the frame arrived.
+            Some(status) => Frame::new_checked_fcs(bytes, mfs, status),
+            None => Frame::new_checked(bytes, mfs),
+        };
+        let frame = match checked {
             Ok(f) => f,
             Err(e) => {
                 self.count_bad_frame(e.kind, e.action, e.field);

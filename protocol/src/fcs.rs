@@ -50,6 +50,33 @@ pub fn is_stomped(frame: &[u8]) -> bool {
     }
 }
 
+/// What a receiving MAC already knows of a frame's FCS, so that the link layer need not compute
+/// the CRC again: a MAC checks the FCS as the frame streams in and hands the frame up with a
+/// status. A simulated wire that knows whether it damaged a frame is such a MAC.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FcsStatus {
+    /// The FCS is the CRC of the frame: the frame is as its sender emitted it, and its sender did
+    /// not stomp it.
+    Good,
+    /// The FCS does not match and is not the stomped FCS: the frame was damaged.
+    Bad,
+    /// The FCS is the stomped FCS (WIRE-2.5-4): its sender gave the frame up.
+    Stomped,
+}
+
+impl FcsStatus {
+    /// The status of `frame`'s last four bytes, computed.
+    pub fn of(frame: &[u8]) -> FcsStatus {
+        if check(frame) {
+            FcsStatus::Good
+        } else if is_stomped(frame) {
+            FcsStatus::Stomped
+        } else {
+            FcsStatus::Bad
+        }
+    }
+}
+
 /// Whether the last four bytes of `frame` are the FCS of the bytes before them.
 /// A frame shorter than four bytes never checks.
 pub fn check(frame: &[u8]) -> bool {

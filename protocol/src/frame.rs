@@ -12,7 +12,7 @@ use zerocopy::byteorder::network_endian::{U16, U32};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
 use crate::error::{Action, EmitError, Error, ErrorKind, Field};
-use crate::fcs::{self, FCS_LEN};
+use crate::fcs::{self, FCS_LEN, FcsStatus};
 use crate::types::{Capabilities, MacAddr, Role, Seq, Vc};
 
 /// The EthLink EtherType (WIRE-2.1-1).
@@ -295,17 +295,26 @@ impl<B: AsRef<[u8]>> Frame<B> {
     //# WIRE-2.4-6 Until the link is UP a receiver MUST judge a frame's size against its own
     //# configured MFS; once the link is UP, against the MFS agreed at bring-up.
     pub fn new_checked(buf: B, mfs: usize) -> Result<Self, Error> {
-        Self::check(buf, mfs, FCS_LEN)
+        Self::check(buf, mfs, FCS_LEN, None)
+    }
+
+    /// As [`Frame::new_checked`] for a frame, FCS included, whose FCS the receiving MAC has
+    /// already judged: `fcs` takes the place of computing the CRC again, and every other check is
+    /// the same. A caller that passes [`FcsStatus::Good`] for bytes whose FCS does not match
+    /// gets a frame that [`Frame::new_checked`] would have refused.
+    pub fn new_checked_fcs(buf: B, mfs: usize, fcs: FcsStatus) -> Result<Self, Error> {
+        Self::check(buf, mfs, FCS_LEN, Some(fcs))
     }
 
     /// As [`Frame::new_checked`] for a frame whose FCS a MAC has already checked and removed
     /// (as NICs and most captures hand frames up): `buf` ends with the last padding byte. Sizes
     /// are checked as if the four FCS bytes were still there; every other check is the same.
     pub fn new_checked_without_fcs(buf: B, mfs: usize) -> Result<Self, Error> {
-        Self::check(buf, mfs, 0)
+        Self::check(buf, mfs, 0, None)
     }
 
-    fn check(buf: B, mfs: usize, fcs_len: usize) -> Result<Self, Error> {
+    /// The checks; `known` is the FCS status a MAC already judged, `None` to compute it.
+    fn check(buf: B, mfs: usize, fcs_len: usize, known: Option<FcsStatus>) -> Result<Self, Error> {
         let bytes = buf.as_ref();
         // The frame's length on the wire, FCS included.
         let len = bytes.len().saturating_add(FCS_LEN - fcs_len);
@@ -336,12 +345,20 @@ impl<B: AsRef<[u8]>> Frame<B> {
         //# Figure WIRE-F1 and discard a frame at the first stage it fails.
         //= docs/spec/wire.md#25-frame-check-sequence
         //# WIRE-2.5-3 A receiver MUST check the FCS before it interprets any other field.
-        if fcs_len == FCS_LEN && !fcs::check(bytes) {
+        // A MAC that has judged the FCS already says what it found; otherwise compute it.
+        let status = match known {
+            _ if fcs_len != FCS_LEN => FcsStatus::Good,
+            Some(s) => s,
+            None if fcs::check(bytes) => FcsStatus::Good,
+            None if fcs::is_stomped(bytes) => FcsStatus::Stomped,
+            None => FcsStatus::Bad,
+        };
+        if status != FcsStatus::Good {
             //= docs/spec/wire.md#25-frame-check-sequence
             //# WIRE-2.5-5 A receiver MUST discard a frame that ends with a stomped FCS without
             //# interpreting any of its fields, count it in rx_stomped, and MUST NOT treat it as a
             //# damaged frame: it causes no NACK and takes no sequence number.
-            if fcs::is_stomped(bytes) {
+            if status == FcsStatus::Stomped {
                 return Err(Error::new(
                     ErrorKind::StompedFcs,
                     Field::Fcs,
@@ -1770,6 +1787,43 @@ mod tests {
         // The FCS is the CRC-32 of everything before it, least significant byte first.
         let crc = fcs::crc32(&ACK[..60]);
         assert_eq!(ACK[60..], crc.to_le_bytes());
+    }
+
+    #[test]
+    fn a_status_from_the_mac_stands_for_the_crc() {
+        // What the MAC says is what the pipeline acts on, in the FCS stage's place in the order.
+        let ok = Frame::new_checked_fcs(&ACK[..], 9216, FcsStatus::Good).map(|_| ());
+        assert_eq!(ok, Ok(()));
+        let bad = Frame::new_checked_fcs(&ACK[..], 9216, FcsStatus::Bad)
+            .map(|_| ())
+            .unwrap_err();
+        assert_eq!(
+            (bad.kind, bad.action),
+            (ErrorKind::BadFcs, Action::DiscardDamaged)
+        );
+        let stomped = Frame::new_checked_fcs(&ACK[..], 9216, FcsStatus::Stomped)
+            .map(|_| ())
+            .unwrap_err();
+        assert_eq!(
+            (stomped.kind, stomped.action),
+            (ErrorKind::StompedFcs, Action::DiscardStomped)
+        );
+        // The size stage still comes first.
+        let short = Frame::new_checked_fcs(&ACK[..60], 9216, FcsStatus::Good)
+            .map(|_| ())
+            .unwrap_err();
+        assert_eq!(short.field, Field::Frame);
+        // And a status computed from the bytes gives what new_checked gives.
+        let mut damaged = ACK;
+        damaged[20] ^= 1;
+        let mut stomp = ACK;
+        stomp[60..].copy_from_slice(&fcs::stomped_bytes(&ACK[..60]));
+        for f in [ACK, damaged, stomp] {
+            assert_eq!(
+                Frame::new_checked_fcs(&f[..], 9216, FcsStatus::of(&f)).map(|_| ()),
+                Frame::new_checked(&f[..], 9216).map(|_| ())
+            );
+        }
     }
 
     //= type=test

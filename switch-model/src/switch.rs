@@ -9,6 +9,7 @@ use core::fmt;
 use ethlink_link::{
     BufferTooSmall, ConfigError, Event, Instant, Link, LostReason, Release, SubmitError, Transmit,
 };
+use ethlink_protocol::fcs::FcsStatus;
 use ethlink_protocol::{DataRepr, GpuId, PathId, Vc, WIRE_OVERHEAD, frame_len};
 
 use crate::config::{Config, Mode};
@@ -369,6 +370,18 @@ impl Switch {
         self.now = self.now.max(now);
         if let Some(x) = self.ports.get_mut(p) {
             x.link.handle_frame(self.now, bytes);
+        }
+        self.drain(p);
+        self.mark(p);
+        self.refresh();
+    }
+
+    /// As [`Switch::handle_frame`] for a frame whose FCS the port's MAC has already judged
+    /// ([`Link::handle_frame_fcs`]).
+    pub fn handle_frame_fcs(&mut self, now: Instant, p: usize, bytes: &[u8], fcs: FcsStatus) {
+        self.now = self.now.max(now);
+        if let Some(x) = self.ports.get_mut(p) {
+            x.link.handle_frame_fcs(self.now, bytes, fcs);
         }
         self.drain(p);
         self.mark(p);
