@@ -25,6 +25,7 @@ pub mod efficiency;
 pub mod link;
 pub mod plots;
 pub mod run;
+pub mod sweep;
 
 /// The golden vectors and the JSON form of a frame (`decode --json`, `encode`), from the
 /// conformance suite that owns them.
@@ -213,6 +214,30 @@ pub enum Command {
             option cannot be used, with one line naming the key and what is wrong with it."
     )]
     Run(run::RunArgs),
+    /// Run a grid of scenarios on worker threads.
+    #[command(
+        about = "Run a grid of scenarios (values of keys, seeds) on worker threads, with a CSV summary",
+        long_about = "Run a grid of scenarios (values of keys, seeds) on worker threads, with a \
+            CSV summary.\n\n\
+            Starts from --scenario (or the built-in default), and makes one run for every \
+            combination of the values given with --set KEY=V1,V2,... (repeatable; the first \
+            key varies slowest) and every seed of --seeds. --out DIR receives sweep.json (the \
+            grid), <run>.toml (each run's scenario, with derived defaults written in), \
+            <run>.json (each run's report, exactly what `ethlink run --scenario <run>.toml \
+            --json` prints but for its \"wall\" section) and summary.csv (one line per run: the \
+            swept values, the verdict and the headline figures), which is also printed. Runs \
+            run --jobs at a time on worker threads; which worker runs one, and in what order \
+            they finish, changes no file.\n\n\
+            To spread the runs over many machines, --plan writes the grid and the scenario \
+            files without running them; a batch engine runs `ethlink run --scenario \
+            DIR/<run>.toml --json > DIR/<run>.json` for each (a Slurm job array, for one: \
+            docs/scenarios.md), and --collect DIR writes the summary afterwards.\n\n\
+            Exit status: the worst of the runs': 0 when every run passes, 1 when a run lost, \
+            duplicated or corrupted data, 3 when a run failed otherwise; 2 when an option or a \
+            run's scenario cannot be used (every run is checked before any starts), naming \
+            the run and the key."
+    )]
+    Sweep(sweep::SweepArgs),
     /// Run the conformance suite against the reference or an external device.
     #[command(
         about = "Run the conformance suite against the reference or an external device",
@@ -342,6 +367,7 @@ pub fn run(cli: Cli, io: &mut Io<'_>) -> u8 {
         Command::Vectors(args) => run_vectors(&args, io),
         Command::Link(args) => run_link(&args, io),
         Command::Run(args) => run::execute(&args, io).map_err(usage),
+        Command::Sweep(args) => sweep::execute(&args, io).map_err(usage),
         Command::Conformance(args) => Ok(conformance::execute(&args, io)),
     };
     match result {

@@ -157,7 +157,7 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
 }
 
 /// The machine's memory, from `/proc/meminfo`.
-fn machine_memory() -> Option<u64> {
+pub(crate) fn machine_memory() -> Option<u64> {
     let s = std::fs::read_to_string("/proc/meminfo").ok()?;
     let line = s.lines().find(|l| l.starts_with("MemTotal:"))?;
     let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
