@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs every test of the workspace on a fresh machine: installs what the tests need and is
-# missing (tshark from Debian's packages, cargo-fuzz), then formatting, lints, the test suites,
-# a bounded fuzz run and the traceability check.
+# missing (tshark from Debian's packages, cargo-fuzz), then formatting, lints, the test suites
+# (the C header's drift check among them), the conformance suite in-process, through a
+# subprocess and through the C ABI library, the C example, a bounded fuzz run and the
+# traceability check.
 #
 # Environment:
 #   PROPTEST_CASES   property-test cases per property (default 256)
@@ -70,6 +72,16 @@ for role in link_end endpoint switch; do
 done
 cargo run --quiet --locked -p ethlink-cli -- conformance \
   --dut-cmd "python3 examples/conformance/link_end.py" --jobs 2 --timing | tail -2
+
+log "the conformance suite against the reference built as a shared library (--dut-lib)"
+cargo build --quiet --locked -p ethlink-ffi
+for role in link_end endpoint switch; do
+  cargo run --quiet --locked -p ethlink-cli -- conformance \
+    --dut-lib target/debug/libethlink_ffi.so --role "$role" --jobs 2 | tail -2
+done
+
+log "the C example over include/ethlink.h (examples/c)"
+examples/c/build.sh
 
 FUZZ_SECONDS="${FUZZ_SECONDS:-30}"
 if [ "$FUZZ_SECONDS" != 0 ] && [ -d fuzz ]; then

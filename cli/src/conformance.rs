@@ -13,13 +13,18 @@ use crate::Io;
 #[derive(Debug, Args)]
 pub struct ConformanceArgs {
     /// The role whose cases run: link_end, endpoint or switch. Default: the role an external
-    /// device declares in its hello answer, or link_end against the reference.
+    /// device declares in its hello answer, or link_end against the reference or a library.
     #[arg(long, value_name = "ROLE", value_parser = parse_role)]
     pub role: Option<Role>,
     /// Run the suite against an external device: `sh -c COMMAND` speaking the line protocol of
     /// docs/conformance.md on its standard input and output. Default: the reference of the role.
-    #[arg(long, value_name = "COMMAND")]
+    #[arg(long, value_name = "COMMAND", conflicts_with = "dut_lib")]
     pub dut_cmd: Option<String>,
+    /// Run the suite against a shared library that exports the C ABI of include/ethlink.h
+    /// (docs/cosim.md), loaded into this process: a C or C++ model, or an RTL simulation wrapped
+    /// in one. The device of --role (default link_end) is made through it.
+    #[arg(long, value_name = "PATH")]
+    pub dut_lib: Option<PathBuf>,
     /// Print the selected cases (id, role, level, requirements, title) and stop.
     #[arg(long)]
     pub list: bool,
@@ -53,7 +58,7 @@ pub struct ConformanceArgs {
     /// Run no case: be the reference of --role (default link_end) as an external device, speaking
     /// the line protocol on standard input and output, until bye. For comparing an adapter's
     /// answers with the reference's, and for `--dut-cmd "ethlink conformance --serve"`.
-    #[arg(long, conflicts_with_all = ["dut_cmd", "list", "junit", "json", "pcap_dir"])]
+    #[arg(long, conflicts_with_all = ["dut_cmd", "dut_lib", "list", "junit", "json", "pcap_dir"])]
     pub serve: bool,
 }
 
@@ -66,6 +71,7 @@ pub fn execute(a: &ConformanceArgs, io: &mut Io<'_>) -> u8 {
     let o = Options {
         role: a.role,
         dut_cmd: a.dut_cmd.clone(),
+        dut_lib: a.dut_lib.clone(),
         list: a.list,
         filter: a.filter.clone(),
         strict: a.strict,

@@ -244,9 +244,11 @@ pub enum Command {
         long_about = "Run the conformance suite against the reference or an external device.\n\n\
             Each case of the catalogue checks requirements of docs/spec against the device \
             under test through the boundary of docs/conformance.md: frames on its ports, \
-            time, the requests of its upper layer, its counters. Without --dut-cmd the suite \
-            runs against the reference of --role; with it, against `sh -c COMMAND` speaking \
-            the line protocol (one JSON object per line on standard input and output).\n\n\
+            time, the requests of its upper layer, its counters. Without --dut-cmd or \
+            --dut-lib the suite runs against the reference of --role; with --dut-cmd, against \
+            `sh -c COMMAND` speaking the line protocol (one JSON object per line on standard \
+            input and output); with --dut-lib, against a shared library exporting the C ABI \
+            of include/ethlink.h (docs/cosim.md), loaded into the process.\n\n\
             Prints a summary per requirement and per verdict, and every failure with the \
             requirement, what was expected, what was seen and the last frames. --junit, \
             --json and --pcap-dir write reports; they are identical whatever --jobs is, but \

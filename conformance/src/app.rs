@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use crate::case::Case;
 use crate::cases;
 use crate::device::{Device, Role};
+use crate::dylib::DylibDevice;
 use crate::external::{ExternalDevice, Limits};
 use crate::report::{self, Run};
 use crate::runner::{self, matches};
@@ -25,10 +26,13 @@ pub const EXIT_USAGE: u8 = 2;
 #[derive(Debug, Clone)]
 pub struct Options {
     /// The role whose cases run; `None`: the role the external device declares, or link end
-    /// against the reference.
+    /// against the reference or a library.
     pub role: Option<Role>,
     /// The command of an external device (`sh -c`); `None`: the reference of the role.
     pub dut_cmd: Option<String>,
+    /// A shared library exporting the C ABI of include/ethlink.h, run in-process as the device
+    /// of `role` (link end when `None`); exclusive with `dut_cmd`.
+    pub dut_lib: Option<PathBuf>,
     /// Print the selected cases and stop.
     pub list: bool,
     /// Only cases whose id contains this substring, or matches this glob (`*`, `?`).
@@ -59,6 +63,7 @@ impl Default for Options {
         Options {
             role: None,
             dut_cmd: None,
+            dut_lib: None,
             list: false,
             filter: None,
             strict: false,
@@ -142,8 +147,20 @@ fn execute(o: &Options, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, 
         return Ok(EXIT_PASS);
     }
     let started = Instant::now();
-    let factory: Box<runner::Factory<'_>> = match &o.dut_cmd {
-        Some(cmd) => {
+    if o.dut_cmd.is_some() && o.dut_lib.is_some() {
+        return Err("--dut-cmd and --dut-lib name two devices: give one of them".into());
+    }
+    let factory: Box<runner::Factory<'_>> = match (&o.dut_cmd, &o.dut_lib) {
+        (None, Some(path)) => {
+            let path = path.clone();
+            let role = o.role.unwrap_or(Role::LinkEnd);
+            Box::new(move || {
+                DylibDevice::load(&path, role)
+                    .map(|d| Box::new(d) as Box<dyn Device>)
+                    .map_err(|e| e.to_string())
+            })
+        }
+        (Some(cmd), _) => {
             let cmd = cmd.clone();
             Box::new(move || {
                 ExternalDevice::spawn(&cmd, limits)
@@ -151,7 +168,7 @@ fn execute(o: &Options, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, 
                     .map_err(|e| e.to_string())
             })
         }
-        None => {
+        (None, None) => {
             let role = o.role.unwrap_or(Role::LinkEnd);
             Box::new(move || Ok(reference(role)))
         }
