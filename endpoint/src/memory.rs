@@ -779,11 +779,7 @@ impl SpaceMem {
                 });
             }
             // Not described up to the next described range.
-            let limit = self
-                .extents
-                .range(at..end)
-                .next()
-                .map_or(end, |(&s, _)| s);
+            let limit = self.extents.range(at..end).next().map_or(end, |(&s, _)| s);
             let page = at / PAGE_BYTES;
             if let Some(p) = self.pages.get(&page) {
                 let page_end = page.saturating_add(1).saturating_mul(PAGE_BYTES);
@@ -2295,7 +2291,11 @@ mod tests {
         let seg = 4096usize;
         let p = Pattern::new(77, 0);
         let whole = pattern_bytes(p, 5 * seg + 100);
-        for order in [[0usize, 1, 2, 3, 4, 5], [5, 3, 1, 0, 2, 4], [4, 5, 2, 3, 0, 1]] {
+        for order in [
+            [0usize, 1, 2, 3, 4, 5],
+            [5, 3, 1, 0, 2, 4],
+            [4, 5, 2, 3, 0, 1],
+        ] {
             let mut m = mem();
             for &k in &order {
                 let end = ((k + 1) * seg).min(whole.len());
@@ -2320,12 +2320,18 @@ mod tests {
         let second = pattern_bytes(q.advance(300), 300);
         m.write_received(G, base + 300, &second, base.wrapping_sub(1_000_000))
             .unwrap();
-        assert!(m.described(G).eq([(base + 300, base + 600, q.advance(300))]));
+        assert!(
+            m.described(G)
+                .eq([(base + 300, base + 600, q.advance(300))])
+        );
         // Short pieces continuing a described neighbour are described too, on either side.
         m.write_received(G, base + 600, &pattern_bytes(q.advance(600), 3), 0)
             .unwrap();
         m.write_received(G, base + 298, &first[298..], 0).unwrap();
-        assert!(m.described(G).eq([(base + 298, base + 603, q.advance(298))]));
+        assert!(
+            m.described(G)
+                .eq([(base + 298, base + 603, q.advance(298))])
+        );
         let mut want = first.clone();
         want.extend(&second);
         want.extend(pattern_bytes(q.advance(600), 3));
@@ -2341,12 +2347,16 @@ mod tests {
             let good = &whole[seg..2 * seg];
             m.write_received(G, base + seg as u64, good, base).unwrap();
             assert_eq!(m.described(G).count(), 1);
-            assert_eq!(local(&m, G, base + seg as u64 - 1, 2), [data[seg - 1], good[0]]);
+            assert_eq!(
+                local(&m, G, base + seg as u64 - 1, 2),
+                [data[seg - 1], good[0]]
+            );
         }
         // A piece received again over a described range changes nothing.
         let mut m = mem();
         m.write_pattern(G, base, whole.len() as u64, p).unwrap();
-        m.write_received(G, base + 100, &whole[100..400], base).unwrap();
+        m.write_received(G, base + 100, &whole[100..400], base)
+            .unwrap();
         assert!(m.described(G).eq([(base, base + whole.len() as u64, p)]));
     }
 
@@ -2872,15 +2882,20 @@ mod tests {
 
     /// Seeds and bases from small sets, so that writes continue each other's patterns.
     fn write_pattern_op() -> impl Strategy<Value = Op> {
-        (space(), at(), len(), 1..3u64, prop_oneof![Just(0u64), Just(1000)]).prop_map(
-            |(space, at, len, seed, base)| Op::WritePattern {
+        (
+            space(),
+            at(),
+            len(),
+            1..3u64,
+            prop_oneof![Just(0u64), Just(1000)],
+        )
+            .prop_map(|(space, at, len, seed, base)| Op::WritePattern {
                 space,
                 at,
                 len,
                 seed,
                 base,
-            },
-        )
+            })
     }
 
     fn write_received_op() -> impl Strategy<Value = Op> {

@@ -113,7 +113,12 @@ fn byte_at(seed: u64, pos: u64) -> u8 {
 /// The bytes of the pattern from `offset` on, in words: calls `each(i, bytes)` for consecutive
 /// pieces of the first `len` bytes (`i` the index of the piece's first byte), each a whole
 /// aligned word except at the two ends, until `each` returns false. Returns whether it never did.
-fn for_each_piece(seed: u64, offset: u64, len: usize, mut each: impl FnMut(usize, &[u8]) -> bool) -> bool {
+fn for_each_piece(
+    seed: u64,
+    offset: u64,
+    len: usize,
+    mut each: impl FnMut(usize, &[u8]) -> bool,
+) -> bool {
     let mut pos = offset;
     let mut i = 0usize;
     // Leading bytes up to a word boundary.

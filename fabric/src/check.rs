@@ -17,8 +17,8 @@
 
 use std::collections::BTreeMap;
 
-pub(crate) use ethlink_endpoint::pattern::mix64;
 use ethlink_endpoint::pattern::Pattern;
+pub(crate) use ethlink_endpoint::pattern::mix64;
 use ethlink_endpoint::{Memory, Piece};
 use ethlink_protocol::Space;
 
@@ -517,7 +517,10 @@ mod tests {
         let nonzero = bytes(1, 0, 64).iter().filter(|&&b| b != 0).count() as u64;
         let i = r.verify([&bad].into_iter());
         assert_eq!(i.bytes_stray, nonzero);
-        assert_eq!(i.examples[0].addr, 0x80000 + bytes(1, 0, 64).iter().position(|&b| b != 0).unwrap() as u64);
+        assert_eq!(
+            i.examples[0].addr,
+            0x80000 + bytes(1, 0, 64).iter().position(|&b| b != 0).unwrap() as u64
+        );
         assert!(!i.examples[0].written);
     }
 }

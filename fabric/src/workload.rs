@@ -17,11 +17,11 @@ use rand_core::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 
 use crate::check::mix64;
-use ethlink_endpoint::pattern::Pattern;
 use crate::fabric::{Cx, key_of};
 use crate::report::CollectiveRow;
 use crate::scenario::{Scenario, ScenarioError, Workload};
 use crate::track::Effect;
+use ethlink_endpoint::pattern::Pattern;
 
 const PS_PER_NS: u64 = 1000;
 const ALIGN: u64 = 1 << 20;

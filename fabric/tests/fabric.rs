@@ -615,7 +615,11 @@ fn rdma_data_is_described_not_held() {
         assert!(small_estimate < 1 << 30, "{small_estimate}");
         let mut f = Fabric::new(&s).expect("valid");
         let r = f.run(None);
-        assert_eq!(r.integrity.bytes_mismatched, 0, "{:?}", r.integrity.examples);
+        assert_eq!(
+            r.integrity.bytes_mismatched, 0,
+            "{:?}",
+            r.integrity.examples
+        );
         assert_eq!(r.integrity.bytes_stray, 0, "{:?}", r.integrity.examples);
         assert!(r.integrity.bytes_in_flight > 0, "{bytes}: cut short");
         for g in 0..4 {
