@@ -110,46 +110,28 @@ fn byte_at(seed: u64, pos: u64) -> u8 {
     }
 }
 
-/// The bytes of the pattern from `offset` on, in words: calls `each(i, bytes)` for consecutive
-/// pieces of the first `len` bytes (`i` the index of the piece's first byte), each a whole
-/// aligned word except at the two ends, until `each` returns false. Returns whether it never did.
-fn for_each_piece(
-    seed: u64,
-    offset: u64,
-    len: usize,
-    mut each: impl FnMut(usize, &[u8]) -> bool,
-) -> bool {
-    let mut pos = offset;
-    let mut i = 0usize;
-    // Leading bytes up to a word boundary.
-    while i < len && !pos.is_multiple_of(8) {
-        if !each(i, &[byte_at(seed, pos)]) {
-            return false;
+/// Words in the 2^64 positions of a pattern.
+const WORDS: u64 = 1 << 61;
+
+/// The words of pattern `seed` from word `j` on (one block key per eight words); the word after
+/// the last is word 0.
+fn words(seed: u64, mut j: u64) -> impl Iterator<Item = u64> {
+    let mut key = block_key(seed, j / 8);
+    core::iter::from_fn(move || {
+        let w = block_word(key, j % 8);
+        j = j.wrapping_add(1) % WORDS;
+        if j.is_multiple_of(8) {
+            key = block_key(seed, j / 8);
         }
-        i += 1;
-        pos = pos.wrapping_add(1);
-    }
-    let mut block = u64::MAX;
-    let mut key = 0;
-    while len - i >= 8 {
-        let j = pos / 8;
-        if j / 8 != block {
-            block = j / 8;
-            key = block_key(seed, block);
-        }
-        if !each(i, &block_word(key, j % 8).to_le_bytes()) {
-            return false;
-        }
-        i += 8;
-        pos = pos.wrapping_add(8);
-    }
-    if i < len {
-        let w = word(seed, pos / 8).to_le_bytes();
-        if !each(i, w.get(..len - i).unwrap_or(&[])) {
-            return false;
-        }
-    }
-    true
+        Some(w)
+    })
+}
+
+/// Bytes of `len` from pattern position `offset` that come before the first word boundary.
+fn lead(offset: u64, len: usize) -> usize {
+    usize::try_from(offset.wrapping_neg() % 8)
+        .unwrap_or(0)
+        .min(len)
 }
 
 /// A place in the data pattern: the bytes it describes are bytes `offset, offset + 1, ...` of
@@ -183,21 +165,52 @@ impl Pattern {
 
     /// Writes the first `out.len()` bytes described into `out`.
     pub fn fill(self, out: &mut [u8]) {
-        let len = out.len();
-        for_each_piece(self.seed, self.offset, len, |i, piece| {
-            if let Some(dst) = out.get_mut(i..i.saturating_add(piece.len())) {
-                dst.copy_from_slice(piece);
+        let lead = lead(self.offset, out.len());
+        let (head, body) = out.split_at_mut(lead);
+        for (i, b) in head.iter_mut().enumerate() {
+            *b = self.byte(i as u64);
+        }
+        let pos = self.offset.wrapping_add(lead as u64);
+        let mut chunks = body.chunks_exact_mut(8);
+        let mut ws = words(self.seed, pos / 8);
+        for (c, w) in (&mut chunks).zip(&mut ws) {
+            c.copy_from_slice(&w.to_le_bytes());
+        }
+        let tail = chunks.into_remainder();
+        if let Some(w) = ws.next() {
+            for (b, v) in tail.iter_mut().zip(w.to_le_bytes()) {
+                *b = v;
             }
-            true
-        });
+        }
     }
 
     /// Whether `data` is the first `data.len()` bytes described. Stops at the first word that
     /// differs.
     pub fn matches(self, data: &[u8]) -> bool {
-        for_each_piece(self.seed, self.offset, data.len(), |i, piece| {
-            data.get(i..i.saturating_add(piece.len())) == Some(piece)
-        })
+        let lead = lead(self.offset, data.len());
+        let (head, body) = data.split_at(lead);
+        if !head
+            .iter()
+            .enumerate()
+            .all(|(i, &b)| b == self.byte(i as u64))
+        {
+            return false;
+        }
+        let pos = self.offset.wrapping_add(lead as u64);
+        let mut chunks = body.chunks_exact(8);
+        let mut ws = words(self.seed, pos / 8);
+        for (c, w) in (&mut chunks).zip(&mut ws) {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(c);
+            if u64::from_le_bytes(b) != w {
+                return false;
+            }
+        }
+        let tail = chunks.remainder();
+        match ws.next() {
+            Some(w) => tail.iter().zip(w.to_le_bytes()).all(|(&a, b)| a == b),
+            None => tail.is_empty(),
+        }
     }
 
     /// How many of the first `data.len()` bytes described differ from `data`, and the index of
@@ -205,19 +218,22 @@ impl Pattern {
     pub fn mismatches(self, data: &[u8]) -> (u64, Option<usize>) {
         let mut count = 0u64;
         let mut first = None;
-        for_each_piece(self.seed, self.offset, data.len(), |i, piece| {
-            if let Some(got) = data.get(i..i.saturating_add(piece.len()))
-                && got != piece
-            {
-                for (k, (a, b)) in got.iter().zip(piece).enumerate() {
+        let mut want = [0u8; 256];
+        for (k, got) in data.chunks(want.len()).enumerate() {
+            let at = k.saturating_mul(want.len());
+            let Some(w) = want.get_mut(..got.len()) else {
+                break;
+            };
+            self.advance(at as u64).fill(w);
+            if w != got {
+                for (i, (a, b)) in w.iter().zip(got).enumerate() {
                     if a != b {
                         count += 1;
-                        first.get_or_insert(i.saturating_add(k));
+                        first.get_or_insert(at.saturating_add(i));
                     }
                 }
             }
-            true
-        });
+        }
         (count, first)
     }
 
