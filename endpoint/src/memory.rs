@@ -16,8 +16,9 @@
 //! - Remote accesses ([`Memory::load`], [`Memory::store`], [`Memory::atomic`]) are checked in the
 //!   order of EP-2-7: range (OUT_OF_RANGE), key and permission (ACCESS_VIOLATION), alignment of
 //!   atomics (MISALIGNED), poison (POISONED). A refused access changes nothing and returns no data.
-//! - Local accesses ([`Memory::read`], [`Memory::write`], [`Memory::fill`]) are the GPU's own: they
-//!   are checked only against the size of the space, and ignore regions and poison.
+//! - Local accesses ([`Memory::read`], [`Memory::write`], [`Memory::fill`],
+//!   [`Memory::write_pattern`], [`Memory::write_received`], [`Memory::contents`]) are the GPU's
+//!   own: they are checked only against the size of the space, and ignore regions and poison.
 //! - [`Memory::poison`] marks bytes as holding an uncorrectable error; writing a byte clears it.
 
 #![cfg_attr(
