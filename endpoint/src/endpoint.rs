@@ -1812,10 +1812,12 @@ impl Endpoint {
             }
             Marked::New(delta) => delta,
         };
-        let _ = self.mem.write(
+        // Kept as a description when the bytes are the data pattern at their place in the write.
+        let _ = self.mem.write_received(
             target.space,
             target.addr.saturating_add(u64::from(offset)),
             data,
+            target.addr,
         );
         //= docs/spec/transaction.md#2-operations
         //# TXN-2-4 An RDMA write MUST write exactly its bytes at `address .. address + length` of
@@ -2104,7 +2106,12 @@ impl Endpoint {
                     //# TXN-2-5 An RDMA read MUST place at the requester exactly the bytes of the
                     //# target range, each at its offset from the start of the read, whatever order
                     //# the segments arrive in
-                    let _ = self.mem.write(op.desc.local_space, addr, data);
+                    let _ = self.mem.write_received(
+                        op.desc.local_space,
+                        addr,
+                        data,
+                        op.desc.local_addr,
+                    );
                     self.counters.reorder(delta);
                     if c.blocks.complete() {
                         c.done = true;

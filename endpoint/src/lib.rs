@@ -5,7 +5,8 @@
 //! sees it:
 //!
 //! - a [`Memory`] with a global and a shared space, sparse, with registered regions that carry a
-//!   key and read / write / atomic permissions (§2);
+//!   key and read / write / atomic permissions (§2); ranges holding the data
+//!   [`pattern`](pattern::Pattern) are kept as descriptions, not bytes;
 //! - a load-store unit: [`Endpoint::issue`] a load, store or atomic to (GPU, space, address) and
 //!   get a tag; outstanding operations are bounded by the tag space (§5);
 //! - an RDMA engine: [`Endpoint::post`] a write or read descriptor of up to 4 GiB - 1; it is
@@ -42,6 +43,7 @@ mod endpoint;
 pub mod harness;
 mod memory;
 mod ops;
+pub mod pattern;
 
 pub use config::{
     BLOCK, Config, DEFAULT_CAPS, Policy, SEGMENT_FRAME_OVERHEAD, VCS_NEEDED, port_mac,
@@ -51,7 +53,7 @@ pub use endpoint::{Endpoint, path_hash};
 pub use ethlink_link::ConfigError;
 pub use memory::{
     Access, MAX_SPACE_SIZE, Memory, MemoryConfig, MemoryConfigError, OutOfSpace, PAGE_SIZE, Perms,
-    Region, RegionError,
+    Piece, Region, RegionError,
 };
 pub use ops::{
     Bytes, Completion, CompletionData, CompletionStatus, IssueError, LsOp, LsRequest, OpId, OpKind,

@@ -1,15 +1,24 @@
 //! The memory of one GPU (endpoint.md §2): two byte-addressed spaces, the regions registered in
 //! them with their keys and permissions, poisoned bytes, and the checks every remote access passes.
 //!
-//! - [`Memory`] holds a global and a shared space. Each is sparse: bytes live in pages of
-//!   [`PAGE_SIZE`] bytes that are allocated on the first non-zero write, so a space of terabytes
-//!   costs only the pages written. A byte never written reads as zero.
+//! - [`Memory`] holds a global and a shared space. Each is sparse and holds three kinds of
+//!   bytes: zero (never written, costs nothing), described (a range whose bytes are the data
+//!   [`Pattern`] from some position on, kept as one record however long it is), and literal
+//!   (held in pages of [`PAGE_SIZE`] bytes allocated on the first non-zero write). So a space of
+//!   terabytes costs only the literal pages written and one record per described range.
+//! - Bytes become described through [`Memory::write_pattern`], or through
+//!   [`Memory::write_received`] when the bytes written turn out to continue the pattern of a
+//!   neighbouring described range, or to be the pattern at their place in a transfer: that is
+//!   how RDMA data stays described as it crosses the network as real bytes. A described range
+//!   is merged with a neighbour it continues, so a transfer received in any order ends as one
+//!   record. Every read returns the exact bytes, generated from the description.
 //! - [`Region`]s are registered per space with [`Memory::register`]; they never overlap.
 //! - Remote accesses ([`Memory::load`], [`Memory::store`], [`Memory::atomic`]) are checked in the
 //!   order of EP-2-7: range (OUT_OF_RANGE), key and permission (ACCESS_VIOLATION), alignment of
 //!   atomics (MISALIGNED), poison (POISONED). A refused access changes nothing and returns no data.
-//! - Local accesses ([`Memory::read`], [`Memory::write`], [`Memory::fill`]) are the GPU's own: they
-//!   are checked only against the size of the space, and ignore regions and poison.
+//! - Local accesses ([`Memory::read`], [`Memory::write`], [`Memory::fill`],
+//!   [`Memory::write_pattern`], [`Memory::write_received`], [`Memory::contents`]) are the GPU's
+//!   own: they are checked only against the size of the space, and ignore regions and poison.
 //! - [`Memory::poison`] marks bytes as holding an uncorrectable error; writing a byte clears it.
 
 #![cfg_attr(
@@ -30,6 +39,8 @@ use core::fmt;
 
 use ethlink_protocol::{AtomicOp, AtomicValue, Opcode, Space, Status, Width};
 
+use crate::pattern::Pattern;
+
 /// Largest size of a memory space in bytes, 2^57 (EP-2-1).
 pub const MAX_SPACE_SIZE: u64 = 1 << 57;
 
@@ -46,6 +57,12 @@ type Page = Box<[u8; PAGE_SIZE]>;
 /// never saturates; if it did, the access would be refused as out of range.
 fn to_u64(n: usize) -> u64 {
     u64::try_from(n).unwrap_or(u64::MAX)
+}
+
+/// `n`, the length of or an index into a buffer in memory, as a `usize`: it fits whenever it
+/// comes from such a buffer; otherwise it saturates and a `get` with it finds nothing.
+fn to_usize(n: u64) -> usize {
+    usize::try_from(n).unwrap_or(usize::MAX)
 }
 
 /// `n`, at most [`PAGE_SIZE`], as an index into a page.
@@ -415,13 +432,30 @@ impl fmt::Display for MemoryConfigError {
 
 impl core::error::Error for MemoryConfigError {}
 
+/// A range of a space whose bytes the data pattern describes; its start is its key in
+/// [`SpaceMem::extents`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Extent {
+    /// One past its last byte.
+    end: u64,
+    /// What its first byte is; the following bytes continue it.
+    pattern: Pattern,
+}
+
+/// Bytes of the record of one described range.
+const EXTENT_RECORD: u64 = core::mem::size_of::<(u64, Extent)>() as u64;
+
 /// One memory space: its bytes, regions and poison.
 #[derive(Clone)]
 struct SpaceMem {
     /// Size in bytes, 1..=MAX_SPACE_SIZE.
     size: u64,
-    /// Allocated pages by page number; an absent page reads as zero.
+    /// Allocated pages by page number; an absent page reads as zero. A byte inside a described
+    /// range reads from its description, and is zero in its page.
     pages: BTreeMap<u64, Page>,
+    /// Described ranges by start; disjoint, never empty, and never two adjacent ones of which
+    /// the second continues the first.
+    extents: BTreeMap<u64, Extent>,
     /// Registered regions by base; disjoint.
     regions: BTreeMap<u64, Region>,
     /// Poisoned bytes as ranges start -> end (exclusive); disjoint and never adjacent.
@@ -433,6 +467,7 @@ impl SpaceMem {
         SpaceMem {
             size,
             pages: BTreeMap::new(),
+            extents: BTreeMap::new(),
             regions: BTreeMap::new(),
             poison: BTreeMap::new(),
         }
@@ -452,9 +487,31 @@ impl SpaceMem {
             .filter(|r| addr < r.end())
     }
 
+    /// The described ranges overlapping `[start, end)`, as (start, extent), in address order.
+    fn extents_in(&self, start: u64, end: u64) -> impl Iterator<Item = (u64, Extent)> + '_ {
+        let first = self
+            .extents
+            .range(..=start)
+            .next_back()
+            .filter(|(_, x)| x.end > start)
+            .map_or(start, |(&s, _)| s);
+        self.extents
+            .range(first..end.max(first))
+            .map(|(&s, &x)| (s, x))
+            .filter(move |(_, x)| x.end > start)
+    }
+
     /// Copies `[addr, addr + buf.len())`, which the caller has checked lies in the space.
     fn read_bytes(&self, addr: u64, buf: &mut [u8]) {
         let end = addr.saturating_add(to_u64(buf.len()));
+        // The common case of a described transfer: one range holds all of it.
+        if let Some((s, x)) = self.extents_in(addr, end).next()
+            && s <= addr
+            && x.end >= end
+        {
+            x.pattern.advance(addr - s).fill(buf);
+            return;
+        }
         let mut pos = 0usize;
         for (page, offset, len) in chunks(addr, end) {
             let next = pos.saturating_add(len);
@@ -473,12 +530,117 @@ impl SpaceMem {
                 None => dst.fill(0),
             }
         }
+        for (s, x) in self.extents_in(addr, end) {
+            let (lo, hi) = (s.max(addr), x.end.min(end));
+            if let Some(dst) = buf.get_mut(to_usize(lo - addr)..to_usize(hi - addr)) {
+                x.pattern.advance(lo - s).fill(dst);
+            }
+        }
+    }
+
+    /// Removes the descriptions of `[start, end)`, cutting the ranges that stick out of it. The
+    /// bytes there then read from the pages, where they are zero.
+    fn cut_extents(&mut self, start: u64, end: u64) {
+        if start >= end {
+            return;
+        }
+        while let Some((&s, &x)) = self.extents.range(..end).next_back() {
+            if x.end <= start {
+                break;
+            }
+            self.extents.remove(&s);
+            if x.end > end {
+                let rest = Extent {
+                    end: x.end,
+                    pattern: x.pattern.advance(end - s),
+                };
+                self.extents.insert(end, rest);
+            }
+            if s < start {
+                // Ends at `start`: the next round stops on it.
+                let head = Extent {
+                    end: start,
+                    pattern: x.pattern,
+                };
+                self.extents.insert(s, head);
+            }
+        }
+    }
+
+    /// Describes `[addr, end)`, which the caller has checked lies in the space, as the bytes of
+    /// `pattern`: frees the pages it covers whole, zeroes the literal bytes it covers in the
+    /// others, merges it with the neighbours it continues. Clears the poison of every byte.
+    fn write_pattern(&mut self, addr: u64, end: u64, pattern: Pattern) {
+        if addr >= end {
+            return;
+        }
+        self.cut_extents(addr, end);
+        let last = (end - 1) / PAGE_BYTES;
+        let mut next = addr / PAGE_BYTES;
+        while let Some((&n, page)) = self.pages.range_mut(next..=last).next() {
+            next = n.saturating_add(1);
+            let first = n.saturating_mul(PAGE_BYTES);
+            let (lo, hi) = (addr.max(first), end.min(first.saturating_add(PAGE_BYTES)));
+            if let Some(dst) = page.get_mut(to_index(lo - first)..to_index(hi - first)) {
+                dst.fill(0);
+            }
+            //= docs/spec/endpoint.md#2-memory-model
+            //# EP-2-9 *Internal.* Memory SHOULD cost in proportion to the bytes written, not to
+            //# the sizes of the spaces or regions, so that a GPU can have terabytes of address
+            //# space.
+            if page.iter().all(|&b| b == 0) {
+                self.pages.remove(&n);
+            }
+            if n >= last {
+                break;
+            }
+        }
+        let mut start = addr;
+        let mut x = Extent { end, pattern };
+        if let Some((&s, &left)) = self.extents.range(..addr).next_back()
+            && left.end == addr
+            && left.pattern.advance(addr - s) == pattern
+        {
+            self.extents.remove(&s);
+            start = s;
+            x.pattern = left.pattern;
+        }
+        if let Some(&right) = self.extents.get(&end)
+            && right.pattern == pattern.advance(end - addr)
+        {
+            self.extents.remove(&end);
+            x.end = right.end;
+        }
+        self.extents.insert(start, x);
+        //= docs/spec/endpoint.md#2-memory-model
+        //# EP-2-6 [...] Writing a byte clears its poison.
+        self.clear_poison(addr, end);
+    }
+
+    /// The pattern that `data`, to be written at `addr`, is the bytes of, if it continues the
+    /// described range that ends at `addr`, precedes the one that starts at its end, or is the
+    /// pattern at position `addr - origin`.
+    fn describe(&self, addr: u64, end: u64, data: &[u8], origin: u64) -> Option<Pattern> {
+        let left = self
+            .extents
+            .range(..addr)
+            .next_back()
+            .filter(|(_, x)| x.end == addr)
+            .map(|(&s, x)| x.pattern.advance(addr - s));
+        let right = self
+            .extents
+            .get(&end)
+            .map(|x| x.pattern.advance((end - addr).wrapping_neg()));
+        left.filter(|p| p.matches(data))
+            .or_else(|| right.filter(|p| p.matches(data)))
+            .or_else(|| Pattern::recover(addr.wrapping_sub(origin), data))
     }
 
     /// Writes `data` to `[addr, end)`, which the caller has checked lies in the space and is as
-    /// long as `data`. Absent pages stay absent where the bytes written to them are all zero.
-    /// Clears the poison of every byte written.
+    /// long as `data`, as literal bytes. Absent pages stay absent where the bytes written to them
+    /// are all zero. Clears the poison of every byte written.
     fn write_with(&mut self, addr: u64, end: u64, data: Fill<'_>) {
+        self.cut_extents(addr, end);
         let mut pos = 0usize;
         for (page, offset, len) in chunks(addr, end) {
             let next = pos.saturating_add(len);
@@ -563,16 +725,135 @@ impl SpaceMem {
         }
     }
 
-    /// True when every byte of `self` equals the byte at the same address of `other`.
+    /// The ranges that may hold a non-zero byte, as (start, end), in no particular order.
+    fn held(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        let pages = self.pages.keys().map(|&n| {
+            let a = n.saturating_mul(PAGE_BYTES);
+            (a, a.saturating_add(PAGE_BYTES))
+        });
+        pages.chain(self.extents.iter().map(|(&s, x)| (s, x.end)))
+    }
+
+    /// True when every byte of `self` equals the byte at the same address of `other`, however
+    /// either holds it.
     fn same_bytes(&self, other: &SpaceMem) -> bool {
-        let zero = |p: &Page| p.iter().all(|&b| b == 0);
-        self.pages.iter().all(|(n, p)| match other.pages.get(n) {
-            Some(q) => p == q,
-            None => zero(p),
-        }) && other
-            .pages
-            .iter()
-            .all(|(n, q)| self.pages.contains_key(n) || zero(q))
+        let mut spans: alloc::vec::Vec<(u64, u64)> = self.held().chain(other.held()).collect();
+        spans.sort_unstable();
+        let mut a = [0u8; PAGE_SIZE];
+        let mut b = [0u8; PAGE_SIZE];
+        let mut done = 0u64;
+        for (s, e) in spans {
+            let mut at = s.max(done);
+            while at < e {
+                let n = to_index((e - at).min(PAGE_BYTES));
+                let (Some(x), Some(y)) = (a.get_mut(..n), b.get_mut(..n)) else {
+                    return false;
+                };
+                self.read_bytes(at, x);
+                other.read_bytes(at, y);
+                if x != y {
+                    return false;
+                }
+                at = at.saturating_add(to_u64(n));
+            }
+            done = done.max(e);
+        }
+        true
+    }
+
+    /// The pieces of `[addr, end)`, which the caller has checked lies in the space.
+    fn pieces(&self, addr: u64, end: u64) -> impl Iterator<Item = Piece<'_>> + '_ {
+        let mut cur = addr;
+        core::iter::from_fn(move || {
+            if cur >= end {
+                return None;
+            }
+            let at = cur;
+            if let Some((s, x)) = self.extents_in(at, end).next()
+                && s <= at
+            {
+                cur = x.end.min(end);
+                return Some(Piece::Pattern {
+                    addr: at,
+                    len: cur - at,
+                    pattern: x.pattern.advance(at - s),
+                });
+            }
+            // Not described up to the next described range.
+            let limit = self.extents.range(at..end).next().map_or(end, |(&s, _)| s);
+            let page = at / PAGE_BYTES;
+            if let Some(p) = self.pages.get(&page) {
+                let page_end = page.saturating_add(1).saturating_mul(PAGE_BYTES);
+                cur = limit.min(page_end);
+                let first = page.saturating_mul(PAGE_BYTES);
+                let bytes = p
+                    .get(to_index(at - first)..to_index(cur - first))
+                    .unwrap_or(&[]);
+                return Some(Piece::Bytes { addr: at, bytes });
+            }
+            let next_page = self
+                .pages
+                .range(page.saturating_add(1)..)
+                .next()
+                .map_or(u64::MAX, |(&n, _)| n.saturating_mul(PAGE_BYTES));
+            cur = limit.min(next_page);
+            Some(Piece::Zero {
+                addr: at,
+                len: cur - at,
+            })
+        })
+    }
+}
+
+/// A run of bytes of a memory space, as [`Memory::contents`] gives them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Piece<'a> {
+    /// `len` bytes at `addr` that are zero, none of them held.
+    Zero {
+        /// First address.
+        addr: u64,
+        /// Length in bytes, at least 1.
+        len: u64,
+    },
+    /// `len` bytes at `addr` that are the bytes of `pattern`.
+    Pattern {
+        /// First address.
+        addr: u64,
+        /// Length in bytes, at least 1.
+        len: u64,
+        /// What the first byte is; the following bytes continue it.
+        pattern: Pattern,
+    },
+    /// Literal bytes at `addr` (some of them may be zero), never more than one page.
+    Bytes {
+        /// First address.
+        addr: u64,
+        /// The bytes, at least 1.
+        bytes: &'a [u8],
+    },
+}
+
+impl Piece<'_> {
+    /// Its first address.
+    pub fn addr(&self) -> u64 {
+        match *self {
+            Piece::Zero { addr, .. } | Piece::Pattern { addr, .. } | Piece::Bytes { addr, .. } => {
+                addr
+            }
+        }
+    }
+
+    /// Its length in bytes.
+    pub fn len(&self) -> u64 {
+        match *self {
+            Piece::Zero { len, .. } | Piece::Pattern { len, .. } => len,
+            Piece::Bytes { bytes, .. } => to_u64(bytes.len()),
+        }
+    }
+
+    /// Whether it has no bytes (a piece given by [`Memory::contents`] never is).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 }
 
@@ -612,9 +893,10 @@ fn atomic_result_u64(old: u64, op: AtomicOp) -> Option<u64> {
 
 /// The memory of one GPU: a global and a shared space, their regions and their poison.
 ///
-/// Storage is sparse: a page of [`PAGE_SIZE`] bytes is allocated when a non-zero byte is first
-/// written to it, so memory use grows with the bytes written, never with the size of a space or
-/// a region.
+/// Storage is sparse: a range written with the data [`Pattern`] is one record whatever its
+/// length, and a page of [`PAGE_SIZE`] bytes is allocated when a non-zero literal byte is first
+/// written to it, so memory use grows with the literal bytes written and the number of described
+/// ranges, never with the size of a space, a region or a transfer.
 #[derive(Clone)]
 pub struct Memory {
     global: SpaceMem,
@@ -631,6 +913,8 @@ impl fmt::Debug for Memory {
             .field("shared_regions", &self.shared.regions.len())
             .field("global_pages", &self.global.pages.len())
             .field("shared_pages", &self.shared.pages.len())
+            .field("global_extents", &self.global.extents.len())
+            .field("shared_extents", &self.shared.extents.len())
             .field("global_poison_ranges", &self.global.poison.len())
             .field("shared_poison_ranges", &self.shared.poison.len())
             .finish()
@@ -934,6 +1218,67 @@ impl Memory {
         Ok(())
     }
 
+    /// A local write of `len` bytes at `addr` of `space` that are the bytes of `pattern`, kept
+    /// as their description: it costs one record, however long it is, and is merged with a
+    /// described neighbour it continues. Clears their poison. Refused when the bytes reach past
+    /// the end of the space; a write of 0 bytes at any address up to the size does nothing.
+    pub fn write_pattern(
+        &mut self,
+        space: Space,
+        addr: u64,
+        len: u64,
+        pattern: Pattern,
+    ) -> Result<(), OutOfSpace> {
+        let end = self.local_end(space, addr, len)?;
+        self.space_mut(space).write_pattern(addr, end, pattern);
+        Ok(())
+    }
+
+    /// A local write of `data` at `addr` of `space`, as [`Memory::write`], of bytes received
+    /// from the network as part of a transfer whose first byte goes to `origin`: when they are
+    /// the bytes of the data pattern continuing the described range that ends at `addr` (or
+    /// preceding the one that starts where they end), or the bytes of a pattern at position
+    /// `addr - origin`, they are kept as a description, else as literal bytes. The bytes read
+    /// back are `data` either way.
+    pub fn write_received(
+        &mut self,
+        space: Space,
+        addr: u64,
+        data: &[u8],
+        origin: u64,
+    ) -> Result<(), OutOfSpace> {
+        let end = self.local_end(space, addr, to_u64(data.len()))?;
+        let sm = self.space_mut(space);
+        match sm.describe(addr, end, data, origin) {
+            Some(p) => sm.write_pattern(addr, end, p),
+            None => sm.write_with(addr, end, Fill::Bytes(data)),
+        }
+        Ok(())
+    }
+
+    /// The bytes `[addr, addr + len)` of `space` as they are held: runs of zeros, described
+    /// ranges and literal bytes, in address order, together covering the range exactly. Local
+    /// (regions and poison are not looked at); refused when the range reaches past the end of
+    /// the space.
+    pub fn contents(
+        &self,
+        space: Space,
+        addr: u64,
+        len: u64,
+    ) -> Result<impl Iterator<Item = Piece<'_>> + '_, OutOfSpace> {
+        let end = self.local_end(space, addr, len)?;
+        Ok(self.space(space).pieces(addr, end))
+    }
+
+    /// The described ranges of `space` as (start, end, pattern of the first byte), in address
+    /// order.
+    pub fn described(&self, space: Space) -> impl Iterator<Item = (u64, u64, Pattern)> + '_ {
+        self.space(space)
+            .extents
+            .iter()
+            .map(|(&s, x)| (s, x.end, x.pattern))
+    }
+
     /// Poisons the `len` bytes at `addr` of `space`: remote reads and atomics of them are refused
     /// with POISONED until they are written. Their values are kept.
     pub fn poison(&mut self, space: Space, addr: u64, len: u64) -> Result<(), OutOfSpace> {
@@ -956,19 +1301,28 @@ impl Memory {
         self.space(space).poison.iter().map(|(&s, &e)| (s, e))
     }
 
-    /// Bytes of backing store allocated in both spaces: pages times [`PAGE_SIZE`].
+    /// Bytes of backing store held in both spaces: the literal pages times [`PAGE_SIZE`], and
+    /// the records of the described ranges (a few dozen bytes each, whatever their length).
     pub fn resident_bytes(&self) -> u64 {
         let pages = self
             .global
             .pages
             .len()
             .saturating_add(self.shared.pages.len());
-        to_u64(pages).saturating_mul(PAGE_BYTES)
+        let extents = self
+            .global
+            .extents
+            .len()
+            .saturating_add(self.shared.extents.len());
+        to_u64(pages)
+            .saturating_mul(PAGE_BYTES)
+            .saturating_add(to_u64(extents).saturating_mul(EXTENT_RECORD))
     }
 
-    /// The allocated pages of `space` in address order: (address of the page's first byte, its
-    /// [`PAGE_SIZE`] bytes). Absent pages read as zero: pages never written are absent, and so
-    /// may be pages only ever written with zeros.
+    /// The allocated pages of literal bytes of `space` in address order: (address of the page's
+    /// first byte, its [`PAGE_SIZE`] bytes). Absent pages read as zero: pages never written are
+    /// absent, and so may be pages only ever written with zeros. A byte of a described range
+    /// (see [`Memory::described`]) is zero in its page.
     pub fn pages(&self, space: Space) -> impl Iterator<Item = (u64, &[u8])> {
         self.space(space)
             .pages
@@ -977,7 +1331,8 @@ impl Memory {
     }
 
     /// True when `self` and `other` hold the same bytes in `space`, an absent page being equal
-    /// to a page of zeros. Sizes, regions and poison are not compared.
+    /// to a page of zeros and a described range to its bytes. Sizes, regions and poison are not
+    /// compared.
     pub fn same_contents(&self, other: &Memory, space: Space) -> bool {
         self.space(space).same_bytes(other.space(space))
     }
@@ -1837,6 +2192,223 @@ mod tests {
         );
     }
 
+    fn pattern_bytes(p: Pattern, len: usize) -> Vec<u8> {
+        let mut v = vec![0u8; len];
+        p.fill(&mut v);
+        v
+    }
+
+    //= docs/spec/endpoint.md#2-memory-model
+    //= type=test
+    //# EP-2-9 *Internal.* Memory SHOULD cost in proportion to the bytes written, not to the sizes
+    //# of the spaces or regions, so that a GPU can have terabytes of address space.
+    #[test]
+    fn described_ranges_cost_one_record_and_read_exactly() {
+        let mut m = Memory::new(MemoryConfig::default()).unwrap();
+        m.register(region(G, 0, 1 << 40, Perms::ALL)).unwrap();
+        let p = Pattern::new(0xABCD, 0);
+        // 64 GiB described: one record, no page.
+        m.write_pattern(G, 1 << 36, 1 << 36, p).unwrap();
+        assert_eq!(m.resident_bytes(), EXTENT_RECORD);
+        assert!(m.pages(G).next().is_none());
+        let far = (1 << 36) + (1 << 35) + 3;
+        assert_eq!(
+            remote(&m, G, KEY, far, 300),
+            Ok(pattern_bytes(p.advance((1 << 35) + 3), 300))
+        );
+        // Across the edges: zero before and after.
+        let mut want = vec![0u8; 5];
+        want.extend(pattern_bytes(p, 11));
+        assert_eq!(local(&m, G, (1 << 36) - 5, 16), want);
+        let mut want = pattern_bytes(p.advance((1 << 36) - 4), 4);
+        want.extend([0; 4]);
+        assert_eq!(local(&m, G, (1 << 37) - 4, 8), want);
+
+        // A store into the middle: literal bytes in one page, the description cut around them.
+        let mid = (1 << 36) + 10 * P + 100;
+        m.store(G, KEY, mid, &[1, 2, 3]).unwrap();
+        assert_eq!(m.resident_bytes(), P + 2 * EXTENT_RECORD);
+        let mut want = pattern_bytes(p.advance(10 * P + 98), 2);
+        want.extend([1, 2, 3]);
+        want.extend(pattern_bytes(p.advance(10 * P + 103), 3));
+        assert_eq!(remote(&m, G, KEY, mid - 2, 8), Ok(want));
+        let d: Vec<(u64, u64, Pattern)> = m.described(G).collect();
+        assert_eq!(
+            d,
+            [
+                (1 << 36, mid, p),
+                (mid + 3, 1 << 37, p.advance(10 * P + 103))
+            ]
+        );
+        // Describing the bytes again frees the page and merges the three into one.
+        m.write_pattern(G, mid, 3, p.advance(10 * P + 100)).unwrap();
+        assert_eq!(m.resident_bytes(), EXTENT_RECORD);
+        assert!(m.described(G).eq([(1 << 36, 1 << 37, p)]));
+
+        // An atomic and a fill inside, then poison: the checks see described bytes as any other.
+        let a = (1 << 36) + 8 * 1000;
+        let old = u64::from_le_bytes(pattern_bytes(p.advance(8000), 8).try_into().unwrap());
+        assert_eq!(
+            m.atomic(G, KEY, a, Width::W8, AtomicOp::FetchAdd { addend: 1 }),
+            Ok(AtomicValue::U64(old))
+        );
+        assert_eq!(
+            remote(&m, G, KEY, a, 8),
+            Ok(old.wrapping_add(1).to_le_bytes().to_vec())
+        );
+        m.fill(G, a + 8, 4, 0).unwrap();
+        assert_eq!(local(&m, G, a + 8, 4), [0; 4]);
+        assert_eq!(
+            local(&m, G, a + 12, 4),
+            pattern_bytes(p.advance(8000 + 12), 4)
+        );
+        m.poison(G, a + 100, 1).unwrap();
+        assert_eq!(remote(&m, G, KEY, a + 96, 8), Err(Status::Poisoned));
+        m.write_pattern(G, a + 96, 8, p.advance(8096)).unwrap();
+        assert!(!m.is_poisoned(G, a + 100, 1));
+        assert_eq!(
+            remote(&m, G, KEY, a + 96, 8),
+            Ok(pattern_bytes(p.advance(8096), 8))
+        );
+        // Literal bytes over a whole range, then zero: the description is gone.
+        let mut z = mem();
+        z.write_pattern(G, 100, 50, p).unwrap();
+        z.fill(G, 90, 70, 0).unwrap();
+        assert!(z.described(G).next().is_none());
+        assert_eq!(z.resident_bytes(), 0);
+        assert!(z.same_contents(&mem(), G));
+        // Out of the space: refused, nothing changed.
+        assert!(z.write_pattern(G, (1 << 20) - 1, 2, p).is_err());
+        assert!(z.write_received(S, 1 << 16, &[1], 0).is_err());
+        assert!(z.contents(G, 1 << 20, 1).is_err());
+        assert_eq!(z.resident_bytes(), 0);
+    }
+
+    /// A transfer of the data pattern received in pieces, in any order, ends as one record; a
+    /// piece that is not the pattern is kept as literal bytes, exactly.
+    #[test]
+    fn received_pattern_bytes_are_kept_as_one_description() {
+        let base = 0x4_0000u64;
+        let seg = 4096usize;
+        let p = Pattern::new(77, 0);
+        let whole = pattern_bytes(p, 5 * seg + 100);
+        for order in [
+            [0usize, 1, 2, 3, 4, 5],
+            [5, 3, 1, 0, 2, 4],
+            [4, 5, 2, 3, 0, 1],
+        ] {
+            let mut m = mem();
+            for &k in &order {
+                let end = ((k + 1) * seg).min(whole.len());
+                m.write_received(G, base + (k * seg) as u64, &whole[k * seg..end], base)
+                    .unwrap();
+            }
+            assert!(
+                m.described(G).eq([(base, base + whole.len() as u64, p)]),
+                "{order:?}"
+            );
+            assert_eq!(m.resident_bytes(), EXTENT_RECORD);
+            assert_eq!(local(&m, G, base, whole.len()), whole);
+        }
+        // The pattern at another position than its place in the transfer, no neighbour: the
+        // bytes are literal. The next piece at its place (a transfer starting a million bytes
+        // before) is described.
+        let mut m = mem();
+        let q = Pattern::new(5, 1_000_000);
+        let first = pattern_bytes(q, 300);
+        m.write_received(G, base, &first, base).unwrap();
+        assert!(m.described(G).next().is_none());
+        let second = pattern_bytes(q.advance(300), 300);
+        m.write_received(G, base + 300, &second, base.wrapping_sub(1_000_000))
+            .unwrap();
+        assert!(
+            m.described(G)
+                .eq([(base + 300, base + 600, q.advance(300))])
+        );
+        // Short pieces continuing a described neighbour are described too, on either side.
+        m.write_received(G, base + 600, &pattern_bytes(q.advance(600), 3), 0)
+            .unwrap();
+        m.write_received(G, base + 298, &first[298..], 0).unwrap();
+        assert!(
+            m.described(G)
+                .eq([(base + 298, base + 603, q.advance(298))])
+        );
+        let mut want = first.clone();
+        want.extend(&second);
+        want.extend(pattern_bytes(q.advance(600), 3));
+        assert_eq!(local(&m, G, base, 603), want);
+        // One wrong byte anywhere: literal, and read back as received.
+        for i in [0usize, 1, 7, 8, 2000, seg - 1] {
+            let mut m = mem();
+            let mut data = whole[..seg].to_vec();
+            data[i] ^= 1;
+            m.write_received(G, base, &data, base).unwrap();
+            assert!(m.described(G).next().is_none());
+            assert_eq!(local(&m, G, base, seg), data);
+            let good = &whole[seg..2 * seg];
+            m.write_received(G, base + seg as u64, good, base).unwrap();
+            assert_eq!(m.described(G).count(), 1);
+            assert_eq!(
+                local(&m, G, base + seg as u64 - 1, 2),
+                [data[seg - 1], good[0]]
+            );
+        }
+        // A piece received again over a described range changes nothing.
+        let mut m = mem();
+        m.write_pattern(G, base, whole.len() as u64, p).unwrap();
+        m.write_received(G, base + 100, &whole[100..400], base)
+            .unwrap();
+        assert!(m.described(G).eq([(base, base + whole.len() as u64, p)]));
+    }
+
+    #[test]
+    fn contents_give_zero_described_and_literal_runs() {
+        let mut m = mem();
+        let p = Pattern::new(9, 0);
+        m.write(G, 10, &[1, 0, 3]).unwrap();
+        m.write_pattern(G, 12, 2 * P, p).unwrap();
+        m.write(G, 5 * P, &[4]).unwrap();
+        let pieces: Vec<Piece<'_>> = m.contents(G, 0, 6 * P).unwrap().collect();
+        let head = local(&m, G, 0, 12);
+        let mut last = vec![0u8; PAGE_SIZE];
+        last[0] = 4;
+        assert_eq!(
+            pieces,
+            [
+                Piece::Bytes {
+                    addr: 0,
+                    bytes: &head
+                },
+                Piece::Pattern {
+                    addr: 12,
+                    len: 2 * P,
+                    pattern: p
+                },
+                Piece::Zero {
+                    addr: 2 * P + 12,
+                    len: 3 * P - 12
+                },
+                Piece::Bytes {
+                    addr: 5 * P,
+                    bytes: &last
+                },
+            ]
+        );
+        assert_eq!(head, [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0]);
+        // A window inside a described range starts at its place in the pattern.
+        let inner: Vec<Piece<'_>> = m.contents(G, 100, 10).unwrap().collect();
+        assert_eq!(
+            inner,
+            [Piece::Pattern {
+                addr: 100,
+                len: 10,
+                pattern: p.advance(88)
+            }]
+        );
+        assert_eq!(m.contents(G, 7, 0).unwrap().count(), 0);
+        assert!(alloc::format!("{m:?}").contains("global_extents: 1"));
+    }
+
     #[test]
     fn the_region_table_is_bounded_and_changed_only_by_the_local_api() {
         use alloc::string::ToString;
@@ -2131,6 +2703,55 @@ mod tests {
             len: u64,
             byte: u8,
         },
+        /// A described write of pattern `seed` at position `addr - base`.
+        WritePattern {
+            space: Space,
+            at: At,
+            len: u64,
+            seed: u64,
+            base: u64,
+        },
+        /// Received bytes of a transfer starting at `addr - back`: pattern `seed` at position
+        /// `back + shift` (so the pattern of the transfer when `shift` is 0), with byte `flip`
+        /// changed, or other bytes.
+        WriteReceived {
+            space: Space,
+            at: At,
+            back: u64,
+            data: Received,
+        },
+    }
+
+    #[derive(Debug, Clone)]
+    enum Received {
+        Pattern {
+            seed: u64,
+            len: usize,
+            shift: u64,
+            flip: Option<Index>,
+        },
+        Bytes(Vec<u8>),
+    }
+
+    impl Received {
+        fn bytes(&self, back: u64) -> Vec<u8> {
+            match self {
+                Received::Pattern {
+                    seed,
+                    len,
+                    shift,
+                    flip,
+                } => {
+                    let mut v = vec![0u8; *len];
+                    Pattern::new(*seed, back.wrapping_add(*shift)).fill(&mut v);
+                    if let Some(i) = flip {
+                        v[i.index(*len)] ^= 0x40;
+                    }
+                    v
+                }
+                Received::Bytes(v) => v.clone(),
+            }
+        }
     }
 
     fn space() -> impl Strategy<Value = Space> {
@@ -2260,8 +2881,52 @@ mod tests {
         })
     }
 
+    /// Seeds and bases from small sets, so that writes continue each other's patterns.
+    fn write_pattern_op() -> impl Strategy<Value = Op> {
+        (
+            space(),
+            at(),
+            len(),
+            1..3u64,
+            prop_oneof![Just(0u64), Just(1000)],
+        )
+            .prop_map(|(space, at, len, seed, base)| Op::WritePattern {
+                space,
+                at,
+                len,
+                seed,
+                base,
+            })
+    }
+
+    fn write_received_op() -> impl Strategy<Value = Op> {
+        let pattern = (
+            1..3u64,
+            1..600usize,
+            prop_oneof![4 => Just(0u64), 1 => 0..9u64],
+            proptest::option::weighted(0.2, any::<Index>()),
+        )
+            .prop_map(|(seed, len, shift, flip)| Received::Pattern {
+                seed,
+                len,
+                shift,
+                flip,
+            });
+        let data = prop_oneof![4 => pattern, 1 => data().prop_map(Received::Bytes)];
+        (space(), at(), prop_oneof![Just(0u64), 0..3000u64], data).prop_map(
+            |(space, at, back, data)| Op::WriteReceived {
+                space,
+                at,
+                back,
+                data,
+            },
+        )
+    }
+
     fn op() -> impl Strategy<Value = Op> {
         prop_oneof![
+            2 => write_pattern_op(),
+            2 => write_received_op(),
             4 => register_op(),
             1 => (space(), at(), any::<bool>())
                 .prop_map(|(space, at, exact)| Op::Deregister { space, at, exact }),
@@ -2423,6 +3088,39 @@ mod tests {
                         }
                     }
                 }
+                Op::WritePattern {
+                    space,
+                    at,
+                    len,
+                    seed,
+                    base,
+                } => {
+                    let addr = model.resolve(space, at);
+                    let p = Pattern::new(seed, addr.wrapping_sub(base));
+                    let got = m.write_pattern(space, addr, len, p);
+                    prop_assert_eq!(got.is_ok(), Model::in_space(space, addr, len));
+                    if got.is_ok() {
+                        for i in 0..len {
+                            model.set(space, addr + i, p.byte(i));
+                        }
+                    }
+                }
+                Op::WriteReceived {
+                    space,
+                    at,
+                    back,
+                    data,
+                } => {
+                    let addr = model.resolve(space, at);
+                    let data = data.bytes(back);
+                    let got = m.write_received(space, addr, &data, addr.wrapping_sub(back));
+                    prop_assert_eq!(got.is_ok(), Model::in_space(space, addr, data.len() as u64));
+                    if got.is_ok() {
+                        for (i, &b) in data.iter().enumerate() {
+                            model.set(space, addr + i as u64, b);
+                        }
+                    }
+                }
             }
         }
         // Final state: every byte, every poisoned byte, every region, and no more pages than
@@ -2446,8 +3144,47 @@ mod tests {
             prop_assert!(m.regions(space).eq(regions.iter()));
             let touched: BTreeSet<u64> = model.bytes[idx(space)].keys().map(|a| a / P).collect();
             written_pages += touched.len() as u64;
+            // Described ranges: disjoint, not empty, never one continuing its neighbour, over
+            // bytes that are zero in their pages.
+            let mut prev: Option<(u64, u64, Pattern)> = None;
+            for (s, e, p) in m.described(space) {
+                prop_assert!(s < e && e <= size);
+                if let Some((ps, pe, pp)) = prev {
+                    prop_assert!(pe <= s);
+                    prop_assert!(pe < s || pp.advance(pe - ps) != p, "unmerged at {:#x}", s);
+                }
+                prev = Some((s, e, p));
+                for (page, bytes) in m.pages(space) {
+                    for (i, &b) in bytes.iter().enumerate() {
+                        let a = page + i as u64;
+                        prop_assert!(a < s || a >= e || b == 0, "literal byte under {:#x}", a);
+                    }
+                }
+            }
+            // The pieces cover the space in order and give its bytes.
+            let mut at = 0;
+            for piece in m.contents(space, 0, size).unwrap() {
+                prop_assert_eq!(piece.addr(), at);
+                prop_assert!(!piece.is_empty());
+                let range = at as usize..(at + piece.len()) as usize;
+                match piece {
+                    Piece::Zero { .. } => prop_assert!(want[range].iter().all(|&b| b == 0)),
+                    Piece::Pattern { pattern, .. } => prop_assert!(pattern.matches(&want[range])),
+                    Piece::Bytes { bytes, .. } => prop_assert_eq!(bytes, &want[range]),
+                }
+                at += piece.len();
+            }
+            prop_assert_eq!(at, size);
+            // The same bytes held literally compare equal, and one byte changed does not.
+            let mut literal = Memory::new(m.config()).unwrap();
+            literal.write(space, 0, &want).unwrap();
+            prop_assert!(m.same_contents(&literal, space) && literal.same_contents(&m, space));
+            let b = want[size as usize / 2];
+            literal.write(space, size / 2, &[b ^ 1]).unwrap();
+            prop_assert!(!m.same_contents(&literal, space) && !literal.same_contents(&m, space));
         }
-        prop_assert!(m.resident_bytes() <= written_pages * P);
+        let records = m.described(Space::Global).count() + m.described(Space::Shared).count();
+        prop_assert!(m.resident_bytes() <= written_pages * P + records as u64 * EXTENT_RECORD);
         Ok(())
     }
 

@@ -1250,3 +1250,54 @@ fn segments_read_local_memory_when_they_are_built() {
     assert_eq!(read_mem(&b, 1, 0x800_0000, 3 << 20), first[..3 << 20]);
     assert_eq!(read_mem(&b, 1, 0x800_0000 + (3 << 20), 1 << 20), tail);
 }
+
+/// The data pattern crosses the network as bytes and stays a description at both ends: a
+/// described source is written to the other GPU and read back, its segments sprayed over two
+/// ports through damaged and duplicated frames, and each copy ends as one record, no literal
+/// page, holding exactly the source's bytes.
+#[test]
+fn described_data_stays_described_across_rdma() {
+    use ethlink_endpoint::pattern::Pattern;
+    let faults = Faults {
+        loss: 0.02,
+        duplicate: 0.02,
+        ..Faults::default()
+    };
+    let mut b = pair(Policy::Spray, faults, 9);
+    const LEN: u64 = (1 << 20) + 300;
+    let p = Pattern::new(0x5EED, 0);
+    b.gpu_mut(0)
+        .memory_mut()
+        .write_pattern(Space::Global, 0x10_0000, LEN, p)
+        .unwrap();
+    let mut want = vec![0u8; LEN as usize];
+    p.fill(&mut want);
+    let now = b.now();
+    b.gpu_mut(0)
+        .post(now, write_desc(1, 0x10_0000, 0x20_0000, LEN))
+        .unwrap();
+    assert!(b.run_until_idle(20_000_000));
+    let now = b.now();
+    b.gpu_mut(0)
+        .post(now, read_desc(1, 0x40_0000, 0x20_0000, LEN))
+        .unwrap();
+    assert!(b.run_until_idle(40_000_000));
+    let c = b.take_completions(0);
+    assert_eq!(c.len(), 2, "{c:?}");
+    assert!(c.iter().all(|c| c.status == CompletionStatus::Ok), "{c:?}");
+    let replays: u64 = (0..2)
+        .flat_map(|g| {
+            let ep = b.gpu(g);
+            (0..ep.port_count())
+                .filter_map(move |i| ep.link(i).map(|l| l.counters().frames_replayed))
+        })
+        .sum();
+    assert!(replays > 0, "frames were damaged and replayed");
+    for (g, at) in [(1usize, 0x20_0000u64), (0, 0x40_0000)] {
+        let m = b.gpu(g).memory();
+        assert_eq!(m.pages(Space::Global).count(), 0, "GPU {g}");
+        let d: Vec<_> = m.described(Space::Global).filter(|r| r.0 == at).collect();
+        assert_eq!(d, [(at, at + LEN, p)], "GPU {g}");
+        assert_eq!(read_mem(&b, g, at, LEN as usize), want, "GPU {g}");
+    }
+}

@@ -530,10 +530,18 @@ fn first_mismatch(a: &[u8], b: &[u8]) -> Option<usize> {
 
 /// The first address where `a` and `b` differ in `space`, to explain a mismatch.
 fn first_difference(a: &Memory, b: &Memory, space: Space) -> Option<u64> {
+    // Every page that holds literal bytes or part of a described range, in either memory.
+    let described = |m: &Memory| -> Vec<u64> {
+        m.described(space)
+            .flat_map(|(s, e, _)| (s / 4096..e.div_ceil(4096)).map(|p| p * 4096))
+            .collect()
+    };
     let mut pages: Vec<u64> = a
         .pages(space)
         .chain(b.pages(space))
         .map(|(p, _)| p)
+        .chain(described(a))
+        .chain(described(b))
         .collect();
     pages.sort_unstable();
     pages.dedup();

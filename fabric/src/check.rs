@@ -1,76 +1,26 @@
-//! End-to-end data integrity: the data pattern every write carries, and the reference of what
-//! every GPU's memory must hold.
+//! End-to-end data integrity: the reference of what every GPU's memory must hold, and the final
+//! check of it.
 //!
-//! A write's bytes are a pattern named by a 64-bit seed: byte `i` is byte `i % 8` (little-endian)
-//! of word `i / 8`, and word `j` is a multiplicative hash of `j % 8` and the SplitMix64 mix of the
-//! seed and the 64-byte block `j / 8` (any byte can be computed alone, so any range can be
-//! checked). The reference keeps, per GPU, the ranges of
-//! global memory written so far as disjoint intervals, each either "pattern `seed` starting at
-//! `base`" or "unknown" (an operation that ended with an error may have written some of its
-//! bytes). Writes are applied in the order they completed; the workloads never have two writes
-//! to overlapping ranges outstanding at once, so that order is the order they were performed in.
-//! At the end [`Reference::verify`] reads every known byte back from the GPU's memory, and
-//! checks that every allocated byte outside the written ranges and the GPU's own staging
-//! buffers is still zero.
+//! A write's bytes are the data [`Pattern`] named by a 64-bit seed (defined by the endpoint, whose
+//! memory keeps such bytes as descriptions). The reference keeps, per GPU, the ranges of global
+//! memory written so far as disjoint intervals, each either "pattern `seed` starting at `base`"
+//! or "unknown" (an operation that ended with an error may have written some of its bytes).
+//! Writes are applied in the order they completed; the workloads never have two writes to
+//! overlapping ranges outstanding at once, so that order is the order they were performed in.
+//!
+//! At the end [`Reference::verify`] walks every GPU's memory as it holds it: a described range
+//! whose description is the expected one holds the expected bytes, anything else (literal bytes,
+//! zeros, another description) is compared byte by byte with the expected pattern. Outside the
+//! written ranges and the GPU's own staging buffers every byte must be zero. The check costs in
+//! proportion to what the memories hold, not to the bytes the workloads moved, and a single
+//! wrong byte anywhere is found.
 
 use std::collections::BTreeMap;
 
-use ethlink_endpoint::Memory;
+use ethlink_endpoint::pattern::Pattern;
+pub(crate) use ethlink_endpoint::pattern::mix64;
+use ethlink_endpoint::{Memory, Piece};
 use ethlink_protocol::Space;
-
-/// SplitMix64 finaliser.
-pub(crate) fn mix64(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
-/// Word `j` of pattern `seed`: one SplitMix64 mix per 64-byte block, one multiply per word.
-fn word(seed: u64, j: u64) -> u64 {
-    block_word(block_key(seed, j / 8), j % 8)
-}
-
-fn block_key(seed: u64, block: u64) -> u64 {
-    mix64(seed ^ block.wrapping_mul(0xD1B5_4A32_D192_ED03))
-}
-
-fn block_word(key: u64, k: u64) -> u64 {
-    let z = (key ^ (k + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z ^ (z >> 29)
-}
-
-/// Writes bytes `offset .. offset + out.len()` of pattern `seed` into `out`.
-pub(crate) fn fill_pattern(seed: u64, offset: u64, out: &mut [u8]) {
-    let mut pos = offset;
-    let mut i = 0;
-    // Leading bytes up to a word boundary.
-    while i < out.len() && !pos.is_multiple_of(8) {
-        let b = word(seed, pos / 8).to_le_bytes();
-        if let (Some(o), Some(v)) = (out.get_mut(i), b.get((pos % 8) as usize)) {
-            *o = *v;
-        }
-        i += 1;
-        pos += 1;
-    }
-    let mut chunks = out.get_mut(i..).unwrap_or(&mut []).chunks_exact_mut(8);
-    let mut block = u64::MAX;
-    let mut key = 0;
-    for c in &mut chunks {
-        let j = pos / 8;
-        if j / 8 != block {
-            block = j / 8;
-            key = block_key(seed, block);
-        }
-        c.copy_from_slice(&block_word(key, j % 8).to_le_bytes());
-        pos += 8;
-    }
-    let rest = chunks.into_remainder();
-    let b = word(seed, pos / 8).to_le_bytes();
-    for (o, v) in rest.iter_mut().zip(b) {
-        *o = v;
-    }
-}
 
 /// What a written range holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -147,7 +97,7 @@ impl GpuRef {
                     let a = (lo - addr) as usize;
                     let b = (hi - addr) as usize;
                     if let Some(dst) = out.get_mut(a..b) {
-                        fill_pattern(seed, lo - base, dst);
+                        Pattern::new(seed, lo - base).fill(dst);
                     }
                 }
             }
@@ -298,14 +248,13 @@ impl Reference {
         }
     }
 
-    /// Reads back every known range of every GPU and looks for stray bytes.
+    /// Walks every known range of every GPU and looks for stray bytes.
     ///
     /// The result adds the counts of the writes and loads seen during the run; calling it again
     /// checks the memories afresh.
     pub(crate) fn verify<'a>(&mut self, mems: impl Iterator<Item = &'a Memory>) -> Integrity {
         let mut out = self.integrity.clone();
-        let mut exp = vec![0u8; 1 << 16];
-        let mut got = vec![0u8; 1 << 16];
+        let mut buf = vec![0u8; 1 << 17];
         for (gi, mem) in mems.enumerate() {
             let Some(g) = self.gpus.get_mut(gi) else {
                 break;
@@ -324,87 +273,49 @@ impl Reference {
                         continue;
                     }
                 };
-                let mut a = s;
-                while a < e {
-                    let n = ((e - a) as usize).min(exp.len());
-                    let (Some(x), Some(y)) = (exp.get_mut(..n), got.get_mut(..n)) else {
-                        break;
-                    };
-                    fill_pattern(seed, a - base, x);
-                    if mem.read(Space::Global, a, y).is_err() {
-                        y.fill(!0);
+                out.bytes_checked += e - s;
+                let want = Pattern::new(seed, s.wrapping_sub(base));
+                let Ok(pieces) = mem.contents(Space::Global, s, e - s) else {
+                    // Past the end of the memory: nothing there is what was written.
+                    out.bytes_mismatched += e - s;
+                    out.example(gpu, s, want.byte(0), 0, true);
+                    continue;
+                };
+                for piece in pieces {
+                    let at = want.advance(piece.addr() - s);
+                    if let Piece::Pattern { pattern, .. } = piece
+                        && pattern == at
+                    {
+                        // The expected description: the expected bytes.
+                        continue;
                     }
-                    out.bytes_checked += n as u64;
-                    if x != y {
-                        let bad = x.iter().zip(y.iter()).filter(|(p, q)| p != q).count();
-                        out.bytes_mismatched += bad as u64;
-                        if let Some(i) = x.iter().zip(y.iter()).position(|(p, q)| p != q)
-                            && out.examples.len() < 16
-                        {
-                            out.examples.push(Mismatch {
-                                gpu,
-                                addr: a + i as u64,
-                                expected: x.get(i).copied().unwrap_or(0),
-                                found: y.get(i).copied().unwrap_or(0),
-                                written: true,
-                            });
-                        }
-                    }
-                    a += n as u64;
+                    compare(&mut out, &mut buf, gpu, piece, Some(at));
                 }
             }
-            // Stray bytes: allocated, non-zero, outside every written range and staging buffer.
+            // Stray bytes: held, non-zero, outside every written range and staging buffer.
             let mut allowed: Vec<(u64, u64)> = g.map.iter().map(|(&s, &(e, _))| (s, e)).collect();
             allowed.extend(g.local.iter().copied());
             allowed.sort_unstable();
-            let mut merged: Vec<(u64, u64)> = Vec::with_capacity(allowed.len());
+            let size = mem.size(Space::Global);
+            let mut gap_start = 0u64;
+            let mut gaps = Vec::with_capacity(allowed.len() + 1);
             for (s, e) in allowed {
-                match merged.last_mut() {
-                    Some(last) if s <= last.1 => last.1 = last.1.max(e),
-                    _ => merged.push((s, e)),
+                if s > gap_start {
+                    gaps.push((gap_start, s.min(size)));
                 }
+                gap_start = gap_start.max(e);
             }
-            let mut k = 0;
-            for (page, bytes) in mem.pages(Space::Global) {
-                let end = page + bytes.len() as u64;
-                while merged.get(k).is_some_and(|&(_, e)| e <= page) {
-                    k += 1;
+            gaps.push((gap_start, size));
+            for (s, e) in gaps {
+                if s >= e {
+                    continue;
                 }
-                let mut a = page;
-                let mut j = k;
-                loop {
-                    let next = merged.get(j).copied().filter(|&(s, _)| s < end);
-                    let gap_end = next.map_or(end, |(s, _)| s.max(a));
-                    if gap_end > a {
-                        let lo = (a - page) as usize;
-                        let hi = (gap_end - page) as usize;
-                        if let Some(sl) = bytes.get(lo..hi) {
-                            let bad = sl.iter().filter(|&&b| b != 0).count();
-                            if bad > 0 {
-                                out.bytes_stray += bad as u64;
-                                if let Some(i) = sl.iter().position(|&b| b != 0)
-                                    && out.examples.len() < 16
-                                {
-                                    out.examples.push(Mismatch {
-                                        gpu,
-                                        addr: a + i as u64,
-                                        expected: 0,
-                                        found: sl.get(i).copied().unwrap_or(0),
-                                        written: false,
-                                    });
-                                }
-                            }
-                        }
-                    }
-                    match next {
-                        Some((_, e)) => {
-                            a = a.max(e);
-                            j += 1;
-                            if a >= end {
-                                break;
-                            }
-                        }
-                        None => break,
+                let Ok(pieces) = mem.contents(Space::Global, s, e - s) else {
+                    continue;
+                };
+                for piece in pieces {
+                    if !matches!(piece, Piece::Zero { .. }) {
+                        compare(&mut out, &mut buf, gpu, piece, None);
                     }
                 }
             }
@@ -413,22 +324,82 @@ impl Reference {
     }
 }
 
+impl Integrity {
+    /// Records an example mismatch, up to 16.
+    fn example(&mut self, gpu: u16, addr: u64, expected: u8, found: u8, written: bool) {
+        if self.examples.len() < 16 {
+            self.examples.push(Mismatch {
+                gpu,
+                addr,
+                expected,
+                found,
+                written,
+            });
+        }
+    }
+}
+
+/// Compares the bytes `piece` holds with the bytes of `want` from the piece's first byte on (a
+/// written range), or with zeros when `want` is `None` (outside every written range), counting
+/// the bytes that differ as mismatched or as stray. `buf` is scratch of at least one byte.
+fn compare(out: &mut Integrity, buf: &mut [u8], gpu: u16, piece: Piece<'_>, want: Option<Pattern>) {
+    let half = (buf.len() / 2).max(1);
+    let (exp, got) = buf.split_at_mut(half.min(buf.len()));
+    let len = piece.len();
+    let mut off = 0u64;
+    while off < len {
+        let n = ((len - off) as usize).min(exp.len()).min(got.len());
+        let (Some(x), Some(y)) = (exp.get_mut(..n), got.get_mut(..n)) else {
+            break;
+        };
+        if n == 0 {
+            break;
+        }
+        match want {
+            Some(p) => p.advance(off).fill(x),
+            None => x.fill(0),
+        }
+        match piece {
+            Piece::Zero { .. } => y.fill(0),
+            Piece::Pattern { pattern, .. } => pattern.advance(off).fill(y),
+            Piece::Bytes { bytes, .. } => {
+                let o = off as usize;
+                match bytes.get(o..o + n) {
+                    Some(src) => y.copy_from_slice(src),
+                    None => break,
+                }
+            }
+        }
+        if x != y {
+            let bad = x.iter().zip(y.iter()).filter(|(p, q)| p != q).count() as u64;
+            if let Some(i) = x.iter().zip(y.iter()).position(|(p, q)| p != q) {
+                out.example(
+                    gpu,
+                    piece.addr() + off + i as u64,
+                    x.get(i).copied().unwrap_or(0),
+                    y.get(i).copied().unwrap_or(0),
+                    want.is_some(),
+                );
+            }
+            if want.is_some() {
+                out.bytes_mismatched += bad;
+            } else {
+                out.bytes_stray += bad;
+            }
+        }
+        off += n as u64;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ethlink_endpoint::MemoryConfig;
 
-    #[test]
-    fn pattern_is_position_addressed() {
-        let mut whole = vec![0u8; 100];
-        fill_pattern(7, 0, &mut whole);
-        for off in 0..20 {
-            let mut part = vec![0u8; 50];
-            fill_pattern(7, off, &mut part);
-            assert_eq!(&part[..], &whole[off as usize..off as usize + 50]);
-        }
-        let mut other = vec![0u8; 100];
-        fill_pattern(8, 0, &mut other);
-        assert_ne!(whole, other);
+    fn bytes(seed: u64, offset: u64, len: usize) -> Vec<u8> {
+        let mut v = vec![0u8; len];
+        Pattern::new(seed, offset).fill(&mut v);
+        v
     }
 
     #[test]
@@ -439,16 +410,117 @@ mod tests {
         g.apply(10, 20, Content::Unknown);
         let mut out = vec![0u8; 10];
         assert!(g.expected(0, &mut out));
-        let mut p = vec![0u8; 10];
-        fill_pattern(1, 0, &mut p);
-        assert_eq!(out, p);
+        assert_eq!(out, bytes(1, 0, 10));
         assert!(!g.expected(15, &mut out));
         assert!(g.expected(60, &mut out));
-        fill_pattern(2, 10, &mut p);
-        assert_eq!(out, p);
+        assert_eq!(out, bytes(2, 10, 10));
         assert!(g.expected(200, &mut out));
         assert_eq!(out, vec![0; 10]);
         g.apply(0, 150, Content::Pattern { seed: 3, base: 0 });
         assert_eq!(g.map.len(), 1);
+    }
+
+    const LEN: u64 = 3 * 4096 + 100;
+
+    /// One GPU that received pattern 5 at 0x10000 (kept described) and pattern 6 at 0x20000
+    /// (received as literal bytes), and staged pattern 7 at 0x40000.
+    fn written() -> (Reference, Memory) {
+        let mut m = Memory::new(MemoryConfig {
+            global_size: 1 << 20,
+            ..MemoryConfig::default()
+        })
+        .unwrap();
+        m.write_pattern(Space::Global, 0x10000, LEN, Pattern::new(5, 0))
+            .unwrap();
+        m.write(Space::Global, 0x20000, &bytes(6, 0, LEN as usize))
+            .unwrap();
+        m.write_pattern(Space::Global, 0x40000, 500, Pattern::new(7, 0))
+            .unwrap();
+        let mut r = Reference::new(1);
+        r.write(0, 0x10000, LEN, 5, true);
+        r.write(0, 0x20000, LEN, 6, true);
+        r.add_local(0, 0x40000, 0x40000 + 500);
+        (r, m)
+    }
+
+    #[test]
+    fn described_and_literal_ranges_verify_clean() {
+        let (mut r, m) = written();
+        assert_eq!(m.described(Space::Global).count(), 2);
+        let i = r.verify([&m].into_iter());
+        assert!(i.is_clean(), "{i:?}");
+        assert_eq!(i.bytes_checked, 2 * LEN);
+        assert_eq!(i.writes_ok, 2);
+        // The same bytes held another way (literal, or described from another seed's place)
+        // are as good.
+        let mut m2 = m.clone();
+        m2.write(Space::Global, 0x10000, &bytes(5, 0, LEN as usize))
+            .unwrap();
+        m2.write_pattern(Space::Global, 0x20000, LEN, Pattern::new(6, 0))
+            .unwrap();
+        assert!(m2.described(Space::Global).all(|(s, _, _)| s != 0x10000));
+        assert!(r.verify([&m2].into_iter()).is_clean());
+    }
+
+    /// A single wrong byte is caught wherever it is: inside a described range (a literal byte
+    /// written over it), in literal bytes, in a staging buffer's neighbour, far from anything.
+    #[test]
+    fn a_single_wrong_byte_anywhere_is_caught() {
+        let (mut r, m) = written();
+        for (base, seed) in [(0x10000u64, 5u64), (0x20000, 6)] {
+            for off in [0, 1, 7, 8, 4095, 4096, 5000, LEN - 8, LEN - 1] {
+                let mut bad = m.clone();
+                let a = base + off;
+                let good = Pattern::new(seed, off).byte(0);
+                bad.write(Space::Global, a, &[good ^ 0x80]).unwrap();
+                let i = r.verify([&bad].into_iter());
+                assert_eq!(i.bytes_mismatched, 1, "{a:#x}");
+                assert_eq!(i.bytes_stray, 0);
+                assert_eq!(i.bytes_checked, 2 * LEN);
+                assert_eq!(
+                    i.examples,
+                    [Mismatch {
+                        gpu: 0,
+                        addr: a,
+                        expected: good,
+                        found: good ^ 0x80,
+                        written: true
+                    }]
+                );
+                assert!(!i.is_clean());
+            }
+        }
+        // A described range whose description is one byte off: every byte compared, all wrong
+        // but the few that agree by chance.
+        let mut shifted = m.clone();
+        shifted
+            .write_pattern(Space::Global, 0x10000, LEN, Pattern::new(5, 1))
+            .unwrap();
+        let i = r.verify([&shifted].into_iter());
+        assert!(i.bytes_mismatched > LEN - LEN / 64, "{i:?}");
+        // Bytes missing (zero where a pattern was written).
+        let mut lost = m.clone();
+        lost.fill(Space::Global, 0x10000 + 100, 3, 0).unwrap();
+        let zeros = bytes(5, 100, 3).iter().filter(|&&b| b != 0).count() as u64;
+        assert_eq!(r.verify([&lost].into_iter()).bytes_mismatched, zeros);
+        // Stray bytes: literal or described, next to a written range or far away; the staging
+        // buffer is not checked.
+        for (a, stray) in [(0x10000 + LEN, 1u64), (0xF_FFFF, 1), (0x40000 + 499, 0)] {
+            let mut bad = m.clone();
+            bad.write(Space::Global, a, &[9]).unwrap();
+            let i = r.verify([&bad].into_iter());
+            assert_eq!((i.bytes_stray, i.bytes_mismatched), (stray, 0), "{a:#x}");
+        }
+        let mut bad = m.clone();
+        bad.write_pattern(Space::Global, 0x80000, 64, Pattern::new(1, 0))
+            .unwrap();
+        let nonzero = bytes(1, 0, 64).iter().filter(|&&b| b != 0).count() as u64;
+        let i = r.verify([&bad].into_iter());
+        assert_eq!(i.bytes_stray, nonzero);
+        assert_eq!(
+            i.examples[0].addr,
+            0x80000 + bytes(1, 0, 64).iter().position(|&b| b != 0).unwrap() as u64
+        );
+        assert!(!i.examples[0].written);
     }
 }

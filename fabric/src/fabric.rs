@@ -620,7 +620,6 @@ pub(crate) struct Cx<'a> {
     core: &'a mut Core,
     ops: &'a mut Tracker,
     w: u16,
-    scratch: &'a mut Vec<u8>,
 }
 
 impl Cx<'_> {
@@ -679,7 +678,7 @@ impl Cx<'_> {
         Ok(tag)
     }
 
-    /// Fills `gpu`'s staging bytes at `stage` with pattern `seed` and posts an RDMA write of them
+    /// Describes `gpu`'s staging bytes at `stage` as a fresh pattern and posts an RDMA write of them
     /// to `dst` at `addr`.
     pub(crate) fn post_write(
         &mut self,
@@ -705,18 +704,14 @@ impl Cx<'_> {
             });
         }
         let seed = self.ops.next_seed();
-        // The source bytes: the pattern, written into the staging buffer before the post.
-        let chunk = 1 << 16;
-        self.scratch.resize(chunk, 0);
-        let mut off = 0;
-        while off < len {
-            let n = (len - off).min(chunk as u64) as usize;
-            if let Some(buf) = self.scratch.get_mut(..n) {
-                crate::check::fill_pattern(seed, off, buf);
-                let _ = ep.memory_mut().write(Space::Global, stage + off, buf);
-            }
-            off += n as u64;
-        }
+        // The source bytes: the pattern, described in the staging buffer before the post (the
+        // RDMA engine makes its bytes as it builds each segment).
+        let _ = ep.memory_mut().write_pattern(
+            Space::Global,
+            stage,
+            len,
+            ethlink_endpoint::pattern::Pattern::new(seed, 0),
+        );
         let desc = RdmaDesc {
             dir: RdmaDir::Write,
             local_space: Space::Global,
@@ -795,7 +790,6 @@ pub struct Fabric {
     wls: Vec<Wl>,
     outages: Vec<Vec<u32>>,
     cable_info: Vec<CableInfo>,
-    scratch: Vec<u8>,
     start: u64,
     stop: u64,
     stopping: bool,
@@ -1056,7 +1050,6 @@ impl Fabric {
             wls,
             outages,
             cable_info,
-            scratch: Vec::new(),
             start: 0,
             stop: 0,
             stopping: false,
@@ -1174,7 +1167,6 @@ impl Fabric {
             core: &mut self.core,
             ops: &mut self.ops,
             w,
-            scratch: &mut self.scratch,
         };
         f(wl, &mut cx);
         if !was_done && wl.is_done() && wl.is_finite() {

@@ -8,9 +8,11 @@
 //!   receive ring the credits cover, as the link crate sizes them, with their records;
 //! - every GPU's endpoint outside its links (tags, reassembly, reorder buffers) and every
 //!   switch port's queues, at a fixed allowance each;
-//! - the bytes the workloads write into GPU memory: an RDMA workload's receive and staging
-//!   areas on every participating GPU (they are written whole), and the slots a `load_store`
-//!   workload's stores touch, a 4 KiB page each (for a workload without `ops`, one store per
+//! - what the workloads leave in GPU memory: an RDMA workload's data is the data pattern, which
+//!   the memory keeps as one record per range written or staged (and the integrity reference
+//!   as one entry), whatever the transfer's size, so it counts [`RANGE_RECORD`] bytes per range
+//!   on every participating GPU, never its bytes; the slots a `load_store` workload's stores
+//!   touch are literal bytes, a 4 KiB page each (for a workload without `ops`, one store per
 //!   outstanding operation and microsecond for as long as the traffic is expected to last:
 //!   `duration_ns`, or twice what the longest finite workload needs at line rate);
 //! - the time series: one row per sample, up to `metrics.max_samples` and no more samples than
@@ -21,8 +23,12 @@
 
 use crate::scenario::{Scenario, Workload};
 
-/// Bytes of one page of GPU memory (the endpoint's sparse memory allocates whole pages).
+/// Bytes of one page of GPU memory (the endpoint's sparse memory allocates whole pages of
+/// literal bytes).
 const PAGE: u64 = 4096;
+/// Bytes held per range an RDMA workload writes or stages on a GPU: the memory's record of the
+/// described range and of the pieces of it still arriving, and the integrity reference's entry.
+pub const RANGE_RECORD: u64 = 512;
 /// Allowance for one GPU's endpoint outside its link ends.
 const PER_GPU: u64 = 1 << 20;
 /// Allowance for one switch port outside its link end (queues, counters, arbitration).
@@ -86,16 +92,17 @@ fn link_end(s: &Scenario, tx_queue_bytes: u32, tx_queue_frames: u32) -> u64 {
     replay + queues + rx + 2 * records * RECORD
 }
 
-/// The key that sizes workload `w`'s buffers.
+/// The key that sizes workload `w`'s share of memory.
 fn size_key(w: &Workload) -> &'static str {
     match w {
         Workload::LoadStore(_) => "slots",
-        Workload::AllToAll(_) => "bytes_per_pair",
+        Workload::AllToAll(_) | Workload::Permutation(_) => "gpus",
         Workload::RingAllreduce(_)
         | Workload::HalvingDoublingAllreduce(_)
         | Workload::AllGather(_)
-        | Workload::ReduceScatter(_) => "sizes",
-        Workload::SendRecv(_) | Workload::Incast(_) | Workload::Permutation(_) => "bytes",
+        | Workload::ReduceScatter(_) => "gpus",
+        Workload::SendRecv(_) => "microbatches",
+        Workload::Incast(_) => "senders",
     }
 }
 
@@ -230,20 +237,29 @@ impl Scenario {
                 Workload::AllToAll(a) => {
                     let n = a.gpus.as_ref().map_or(gpus, |v| v.len() as u64);
                     let window = u64::from(a.window).min(n.saturating_sub(1)).max(1);
-                    // Each member receives from every other and stages a window of writes.
+                    // Each member receives a range from every other and stages a window.
                     n.saturating_mul(n.saturating_sub(1).saturating_add(window))
-                        .saturating_mul(a.bytes_per_pair)
+                        .saturating_mul(RANGE_RECORD)
                 }
                 Workload::RingAllreduce(c)
                 | Workload::HalvingDoublingAllreduce(c)
                 | Workload::AllGather(c)
                 | Workload::ReduceScatter(c) => {
                     let n = c.gpus.as_ref().map_or(gpus, |v| v.len() as u64);
-                    n.saturating_mul(area.recv_len.saturating_add(area.stage_len))
+                    // A range per step and its staging; a smaller size written over a larger
+                    // one leaves the larger one's tail as a range of its own.
+                    let steps = match w {
+                        Workload::RingAllreduce(_) => 2 * n.saturating_sub(1),
+                        Workload::HalvingDoublingAllreduce(_) => 2 * u64::from(n.trailing_zeros()),
+                        _ => n.saturating_sub(1),
+                    };
+                    n.saturating_mul(2 * (steps + 1))
+                        .saturating_mul(RANGE_RECORD)
                 }
                 Workload::SendRecv(r) => {
                     let n = r.stages.as_ref().map_or(gpus, |v| v.len() as u64);
-                    n.saturating_mul(area.recv_len.saturating_add(area.stage_len))
+                    let ranges = 2 * (u64::from(r.microbatches) + 1);
+                    n.saturating_mul(ranges).saturating_mul(RANGE_RECORD)
                 }
                 Workload::Incast(c) => {
                     let n = c
@@ -251,7 +267,7 @@ impl Scenario {
                         .as_ref()
                         .map_or(gpus.saturating_sub(1), |v| v.len() as u64);
                     // The target receives from every sender; each sender stages its write.
-                    n.saturating_mul(2).saturating_mul(c.bytes)
+                    n.saturating_mul(2).saturating_mul(RANGE_RECORD)
                 }
                 Workload::Permutation(p) => {
                     let n = p.gpus.as_ref().map_or(gpus, |v| v.len() as u64);
@@ -261,7 +277,7 @@ impl Scenario {
                         k => u64::from(k).min(n.saturating_sub(1)),
                     };
                     n.saturating_mul(sources.saturating_add(1))
-                        .saturating_mul(p.bytes)
+                        .saturating_mul(RANGE_RECORD)
                 }
             };
             parts.push(MemoryPart {

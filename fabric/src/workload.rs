@@ -16,11 +16,12 @@ use ethlink_protocol::{GpuId, Space};
 use rand_core::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 
-use crate::check::{fill_pattern, mix64};
+use crate::check::mix64;
 use crate::fabric::{Cx, key_of};
 use crate::report::CollectiveRow;
 use crate::scenario::{Scenario, ScenarioError, Workload};
 use crate::track::Effect;
+use ethlink_endpoint::pattern::Pattern;
 
 const PS_PER_NS: u64 = 1000;
 const ALIGN: u64 = 1 << 20;
@@ -442,7 +443,7 @@ impl LsState {
         } else {
             let seed = cx.seed();
             let buf = self.data.get_mut(..usize::from(len)).unwrap_or(&mut []);
-            fill_pattern(seed, 0, buf);
+            Pattern::new(seed, 0).fill(buf);
             let Some(data) = Bytes::new(buf) else {
                 return false;
             };
@@ -528,7 +529,7 @@ impl LsState {
             let seed = cx.seed();
             let n = slot_len.min(256);
             let buf = self.data.get_mut(..n).unwrap_or(&mut []);
-            fill_pattern(seed, 0, buf);
+            Pattern::new(seed, 0).fill(buf);
             let Some(data) = Bytes::new(buf) else {
                 return false;
             };
