@@ -106,6 +106,55 @@ impl CreditLoop {
     }
 }
 
+impl Scenario {
+    /// The credit loop of the scenario's links and the buffer it calls for (link.md §1.2).
+    pub fn credit_loop(&self) -> CreditLoop {
+        CreditLoop::of(self)
+    }
+
+    /// Credits each receiver grants per VC: `link.rx_credits` when the scenario sets it, or else
+    /// the default derived from the credit loop ([`CreditLoop::default_credits`]).
+    pub fn rx_credits(&self) -> u32 {
+        self.link
+            .rx_credits
+            .unwrap_or_else(|| self.credit_loop().default_credits)
+    }
+
+    /// The scenario with every derived default written in (`link.rx_credits`), as it runs: what
+    /// `--print-scenario` prints and the report's scenario section holds.
+    pub fn resolved(&self) -> Scenario {
+        let mut s = self.clone();
+        s.link.rx_credits = Some(self.rx_credits());
+        s
+    }
+
+    /// What a valid scenario sets that will not do what its author likely expects, one sentence
+    /// each, naming the key: today, a receive buffer set below what the credit loop needs for
+    /// line rate (link.md §1.2), so that the links stall for credit even without contention.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut w = Vec::new();
+        if let Some(credits) = self.link.rx_credits {
+            let c = self.credit_loop();
+            let need = c.need_credits(self.link.credit_size);
+            if u64::from(credits) < need {
+                w.push(format!(
+                    "link.rx_credits = {credits} ({} bytes per VC) cannot cover the credit loop of \
+                     {:.0} ns at {} Gb/s, which needs {} bytes ({need} credits of {} bytes): senders \
+                     will stall for credit even without contention; leave rx_credits out for the \
+                     derived default of {}",
+                    u64::from(credits) * u64::from(self.link.credit_size),
+                    c.loop_ns,
+                    self.link.rate_gbps,
+                    c.need_bytes,
+                    self.link.credit_size,
+                    c.default_credits,
+                ));
+            }
+        }
+        w
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -20,22 +20,21 @@ use std::collections::{BinaryHeap, VecDeque};
 use std::time::Instant as WallInstant;
 
 use ethlink_endpoint::{
-    Completion, Config as EpConfig, Endpoint, IssueError, LsRequest, MemoryConfig, OpId, OpKind,
-    Perms, PostError, RdmaDesc, RdmaDir, Region, Remote,
+    Completion, Endpoint, IssueError, LsRequest, OpId, OpKind, Perms, PostError, RdmaDesc, RdmaDir,
+    Region, Remote,
 };
+use ethlink_link::Instant;
 use ethlink_link::harness::{Channel, Faults, Verdict, Wire};
-use ethlink_link::{Config as LinkConfig, Duration, Instant};
 use ethlink_protocol::{FrameKind, GpuId, Space};
-use ethlink_switch::{Config as SwConfig, Mode, Routes, Switch};
+use ethlink_switch::{Routes, Switch};
 
+use crate::build::{endpoint_config, key_of, switch_config};
 use crate::check::mix64;
 use crate::report::{
     CollectiveRow, EndpointTotals, LinkTotals, Load, Operations, Overhead, PortStall, Report,
     Series, SimTotals, SwitchReport, SwitchTotals, Throughput, Wall, peak_rss_bytes,
 };
-use crate::scenario::{
-    ErrorsExpected, OutageTarget, Scenario, ScenarioError, SwitchMode, Topology, TopologyKind,
-};
+use crate::scenario::{ErrorsExpected, OutageTarget, Scenario, ScenarioError, TopologyKind};
 use crate::track::{Effect, OpRec, Tracker};
 use crate::workload::{self, Wl};
 
@@ -50,116 +49,6 @@ const SEGMENT_OVERHEAD: u64 = 60 + 20;
 /// Bytes of a DATA frame around its payload (network header and transactions): Ethernet 14,
 /// link header 6, FCS 4.
 const DATA_FRAMING: usize = 24;
-
-/// The key of GPU `g`'s region (all of its global memory, every permission).
-pub(crate) fn key_of(g: u16) -> u32 {
-    0x5EED_0000 | u32::from(g)
-}
-
-fn dur(ns: u64) -> Duration {
-    Duration::from_nanos(ns)
-}
-
-/// The link configuration every port starts from.
-pub(crate) fn link_config(s: &Scenario) -> LinkConfig {
-    let l = &s.link;
-    let base = LinkConfig::default();
-    let rx_credits = s.rx_credits();
-    LinkConfig {
-        credit_size: l.credit_size,
-        rx_credits: [rx_credits, rx_credits, rx_credits, rx_credits, 0, 0, 0, 0],
-        mfs: l.mfs,
-        replay_max_frames: l.replay_max_frames,
-        replay_max_bytes: l.replay_max_bytes,
-        ack_spacing: l.ack_spacing,
-        ack_timer: dur(l.ack_timer_ns),
-        replay_timer: dur(l.replay_timer_ns),
-        replay_count_max: l.replay_count_max,
-        cf_min_credits: l.cf_min_credits,
-        cf_min_interval: dur(l.cf_min_interval_ns),
-        cf_max_interval: dur(l.cf_max_interval_ns),
-        cc_interval: dur(l.cc_interval_ns),
-        init_interval: dur(l.init_interval_ns),
-        tx_queue_frames: l.tx_queue_frames,
-        tx_queue_bytes: l.tx_queue_bytes,
-        nonce_seed: mix64(s.seed ^ 0x4E4F_4E43_4553_4545),
-        ..base
-    }
-}
-
-/// The endpoint configuration of GPU `g`.
-pub(crate) fn endpoint_config(s: &Scenario, g: u16) -> EpConfig {
-    let e = &s.endpoint;
-    EpConfig {
-        gpu: GpuId::new(g).unwrap_or_default(),
-        stacks: s.topology.stacks,
-        ports: s.topology.ports_per_stack,
-        policy: e.policy.policy(),
-        lsu_tags: e.lsu_tags,
-        rdma_tags: e.rdma_tags,
-        rdma_queue: e.rdma_queue,
-        segment: e.segment,
-        read_chunk: e.read_chunk,
-        read_window: e.read_window,
-        pack_delay: dur(e.pack_delay_ns),
-        op_timeout: dur(e.op_timeout_ns),
-        // endpoint.md EP-1-3: frame_lifetime <= op_timeout.
-        frame_lifetime: dur(e.op_timeout_ns.min(200_000)),
-        max_retries: e.max_retries,
-        tag_quarantine: dur(e.tag_quarantine_ns),
-        max_reassemblies: e.max_reassemblies,
-        max_read_jobs: e.max_read_jobs,
-        response_backlog: e.response_backlog,
-        port_queue: e.port_queue,
-        memory: MemoryConfig {
-            global_size: e.global_bytes,
-            shared_size: 1 << 20,
-            ..MemoryConfig::default()
-        },
-        link: link_config(s),
-        ..EpConfig::default()
-    }
-}
-
-/// The configuration of switch `id` with `ports` ports.
-pub(crate) fn switch_config(s: &Scenario, id: u16, ports: u16) -> SwConfig {
-    let w = &s.switch;
-    let mut link = link_config(s);
-    link.tx_queue_frames = w.tx_queue_frames;
-    link.tx_queue_bytes = w.tx_queue_bytes;
-    SwConfig {
-        id,
-        ports,
-        latency: dur(w.latency_ns),
-        mode: match w.mode {
-            SwitchMode::CutThrough => Mode::CutThrough,
-            SwitchMode::StoreAndForward => Mode::StoreAndForward,
-        },
-        rate_gbps: s.link.rate_gbps,
-        egress_depth: w.egress_depth,
-        max_residence: SwConfig::default().max_residence,
-        link,
-    }
-}
-
-/// Ports of switch `sw` in topology `t`, if it exists.
-pub(crate) fn switch_ports(t: &Topology, sw: usize) -> Option<usize> {
-    if sw >= t.switches() {
-        return None;
-    }
-    match t.kind {
-        TopologyKind::BackToBack => None,
-        TopologyKind::SingleTier => Some(usize::from(t.gpus)),
-        TopologyKind::TwoTier => {
-            let per_plane = usize::from(t.leaves) + usize::from(t.spines);
-            if sw % per_plane < usize::from(t.leaves) {
-                Some(t.gpus_per_leaf() + usize::from(t.spines))
-            } else {
-                Some(usize::from(t.leaves))
-            }
-        }
-    }
-}
 
 /// One end of a cable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
@@ -622,19 +511,19 @@ pub(crate) struct Cx<'a> {
     w: u16,
 }
 
-impl Cx<'_> {
+impl workload::Host for Cx<'_> {
     /// Now, ps.
-    pub(crate) fn now_ps(&self) -> u64 {
+    fn now_ps(&self) -> u64 {
         self.core.now
     }
 
     /// A fresh pattern seed.
-    pub(crate) fn seed(&mut self) -> u64 {
+    fn seed(&mut self) -> u64 {
         self.ops.next_seed()
     }
 
     /// Issues a load-store operation on GPU `gpu`.
-    pub(crate) fn issue(
+    fn issue(
         &mut self,
         gpu: u16,
         req: LsRequest,
@@ -680,7 +569,7 @@ impl Cx<'_> {
 
     /// Describes `gpu`'s staging bytes at `stage` as a fresh pattern and posts an RDMA write of them
     /// to `dst` at `addr`.
-    pub(crate) fn post_write(
+    fn post_write(
         &mut self,
         gpu: u16,
         stage: u64,
@@ -747,13 +636,13 @@ impl Cx<'_> {
     }
 
     /// Wakes the workload at `at_ps` with `token`.
-    pub(crate) fn wake(&mut self, at_ps: u64, token: u64) {
+    fn wake(&mut self, at_ps: u64, token: u64) {
         let w = self.w;
         self.core.push(at_ps.max(self.core.now), Ev::Wake(w, token));
     }
 
     /// Asks to be told when GPU `gpu` completes an operation (it may then have room).
-    pub(crate) fn block(&mut self, gpu: u16) {
+    fn block(&mut self, gpu: u16) {
         let w = self.w;
         if let Some(b) = self.core.blocked.get_mut(usize::from(gpu))
             && !b.contains(&w)
@@ -764,7 +653,7 @@ impl Cx<'_> {
 
     /// Records in the integrity reference a write of pattern `seed` to `gpu`'s `[addr, addr +
     /// len)` that completed OK (`ok`) or with an error.
-    pub(crate) fn reference_write(&mut self, gpu: u16, addr: u64, len: u64, seed: u64, ok: bool) {
+    fn reference_write(&mut self, gpu: u16, addr: u64, len: u64, seed: u64, ok: bool) {
         self.ops
             .reference
             .write(usize::from(gpu), addr, len, seed, ok);
@@ -772,12 +661,12 @@ impl Cx<'_> {
 
     /// Records a load of `gpu`'s `addr` that the workload checked itself: it expected
     /// `expected` and the load returned `found`.
-    pub(crate) fn load_checked(&mut self, gpu: u16, addr: u64, expected: &[u8], found: &[u8]) {
+    fn load_checked(&mut self, gpu: u16, addr: u64, expected: &[u8], found: &[u8]) {
         self.ops.reference.load_result(gpu, addr, expected, found);
     }
 
     /// Counts an open-loop arrival that found no tag.
-    pub(crate) fn refused_no_tag(&mut self) {
+    fn refused_no_tag(&mut self) {
         self.ops.refused_no_tag += 1;
     }
 }
@@ -1158,7 +1047,7 @@ impl Fabric {
         }
     }
 
-    fn with_wl(&mut self, w: u16, f: impl FnOnce(&mut Wl, &mut Cx<'_>)) {
+    fn with_wl(&mut self, w: u16, f: impl FnOnce(&mut Wl, &mut dyn workload::Host)) {
         let Some(wl) = self.wls.get_mut(usize::from(w)) else {
             return;
         };

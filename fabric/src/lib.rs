@@ -28,6 +28,7 @@
 //! figures: idle one-hop load latency, all-to-all share of line rate, the default scenario with
 //! and without a plane failing) and `scale_1024` (1024 GPUs) show the API in use.
 
+mod build;
 mod check;
 mod credit;
 mod fabric;
@@ -35,6 +36,7 @@ pub mod memory;
 pub mod report;
 pub mod scenario;
 mod track;
+mod validate;
 mod workload;
 
 pub use credit::CreditLoop;

@@ -185,7 +185,7 @@ impl Scenario {
         let ports = t.ports() as u64;
         let gpu_cables = gpus.saturating_mul(ports);
         let switch_ports: u64 = (0..t.switches())
-            .filter_map(|k| crate::fabric::switch_ports(t, k))
+            .filter_map(|k| crate::build::switch_ports(t, k))
             .map(|n| n as u64)
             .sum();
         // Every GPU port and every switch port is one link end; a cable joins two of them.

@@ -16,12 +16,52 @@ use ethlink_protocol::{GpuId, Space};
 use rand_core::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 
+use crate::build::key_of;
 use crate::check::mix64;
-use crate::fabric::{Cx, key_of};
 use crate::report::CollectiveRow;
 use crate::scenario::{Scenario, ScenarioError, Workload};
 use crate::track::Effect;
 use ethlink_endpoint::pattern::Pattern;
+
+/// What a workload may do, and when: the fabric hands every call of a workload one of these.
+pub(crate) trait Host {
+    /// Now, ps.
+    fn now_ps(&self) -> u64;
+    /// A fresh pattern seed.
+    fn seed(&mut self) -> u64;
+    /// Issues a load-store operation on GPU `gpu`, tracked with `token`, `bytes` and `effect`.
+    fn issue(
+        &mut self,
+        gpu: u16,
+        req: LsRequest,
+        token: u64,
+        bytes: u64,
+        effect: Effect,
+    ) -> Result<u16, IssueError>;
+    /// Describes `gpu`'s staging bytes at `stage` as a fresh pattern and posts an RDMA write of
+    /// them to `dst` at `addr`.
+    fn post_write(
+        &mut self,
+        gpu: u16,
+        stage: u64,
+        dst: u16,
+        addr: u64,
+        len: u64,
+        token: u64,
+    ) -> Result<u64, PostError>;
+    /// Wakes the workload at `at_ps` with `token`.
+    fn wake(&mut self, at_ps: u64, token: u64);
+    /// Asks to be told when GPU `gpu` completes an operation (it may then have room).
+    fn block(&mut self, gpu: u16);
+    /// Records in the integrity reference a write of pattern `seed` to `gpu`'s `[addr, addr +
+    /// len)` that completed OK (`ok`) or with an error.
+    fn reference_write(&mut self, gpu: u16, addr: u64, len: u64, seed: u64, ok: bool);
+    /// Records a load of `gpu`'s `addr` that the workload checked itself: it expected
+    /// `expected` and the load returned `found`.
+    fn load_checked(&mut self, gpu: u16, addr: u64, expected: &[u8], found: &[u8]);
+    /// Counts an open-loop arrival that found no tag.
+    fn refused_no_tag(&mut self);
+}
 
 const PS_PER_NS: u64 = 1000;
 const ALIGN: u64 = 1 << 20;
@@ -158,35 +198,41 @@ impl Wl {
         }
     }
 
-    pub(crate) fn start(&mut self, cx: &mut Cx<'_>) {
+    pub(crate) fn start(&mut self, cx: &mut dyn Host) {
         match self {
             Wl::Ls(l) => l.start(cx),
             Wl::Coll(c) => c.start(cx),
         }
     }
 
-    pub(crate) fn stop(&mut self, cx: &mut Cx<'_>) {
+    pub(crate) fn stop(&mut self, cx: &mut dyn Host) {
         match self {
             Wl::Ls(l) => l.stopping = true,
             Wl::Coll(c) => c.stop(cx),
         }
     }
 
-    pub(crate) fn on_completion(&mut self, cx: &mut Cx<'_>, gpu: u16, token: u64, c: &Completion) {
+    pub(crate) fn on_completion(
+        &mut self,
+        cx: &mut dyn Host,
+        gpu: u16,
+        token: u64,
+        c: &Completion,
+    ) {
         match self {
             Wl::Ls(l) => l.on_completion(cx, gpu, token, c),
             Wl::Coll(k) => k.on_completion(cx, token, c),
         }
     }
 
-    pub(crate) fn on_room(&mut self, cx: &mut Cx<'_>, gpu: u16) {
+    pub(crate) fn on_room(&mut self, cx: &mut dyn Host, gpu: u16) {
         match self {
             Wl::Ls(l) => l.on_room(cx, gpu),
             Wl::Coll(c) => c.on_room(cx, gpu),
         }
     }
 
-    pub(crate) fn on_wake(&mut self, cx: &mut Cx<'_>, token: u64) {
+    pub(crate) fn on_wake(&mut self, cx: &mut dyn Host, token: u64) {
         match self {
             Wl::Ls(l) => l.on_wake(cx, token),
             Wl::Coll(_) => {}
@@ -322,7 +368,7 @@ impl LsState {
         }
     }
 
-    fn start(&mut self, cx: &mut Cx<'_>) {
+    fn start(&mut self, cx: &mut dyn Host) {
         for i in 0..self.sources.len() {
             match self.outstanding {
                 Some(_) => self.top_up(cx, i),
@@ -349,7 +395,7 @@ impl LsState {
                 .is_some_and(|s| self.limit.is_none_or(|l| s.issued < l))
     }
 
-    fn top_up(&mut self, cx: &mut Cx<'_>, i: usize) {
+    fn top_up(&mut self, cx: &mut dyn Host, i: usize) {
         let want = self.outstanding.unwrap_or(0);
         while self.may_issue(i) && self.src.get(i).is_some_and(|s| s.outstanding < want) {
             if !self.issue_one(cx, i) {
@@ -359,7 +405,7 @@ impl LsState {
     }
 
     /// Issues one operation from source `i`; false if it could not.
-    fn issue_one(&mut self, cx: &mut Cx<'_>, i: usize) -> bool {
+    fn issue_one(&mut self, cx: &mut dyn Host, i: usize) -> bool {
         let Some(&gpu) = self.sources.get(i) else {
             return false;
         };
@@ -495,7 +541,7 @@ impl LsState {
     #[allow(clippy::too_many_arguments)]
     fn issue_on_stream(
         &mut self,
-        cx: &mut Cx<'_>,
+        cx: &mut dyn Host,
         i: usize,
         gpu: u16,
         dst: u16,
@@ -584,7 +630,7 @@ impl LsState {
         }
     }
 
-    fn on_completion(&mut self, cx: &mut Cx<'_>, gpu: u16, token: u64, c: &Completion) {
+    fn on_completion(&mut self, cx: &mut dyn Host, gpu: u16, token: u64, c: &Completion) {
         let i = (token & 0xF_FFFF) as usize;
         let dst = ((token >> 20) & 0xFFFF) as u16;
         let slot = ((token >> 36) & 0xF_FFFF) as u32;
@@ -635,7 +681,7 @@ impl LsState {
         self.check_done();
     }
 
-    fn on_room(&mut self, cx: &mut Cx<'_>, gpu: u16) {
+    fn on_room(&mut self, cx: &mut dyn Host, gpu: u16) {
         let Some(&i) = self.src_index.get(usize::from(gpu)) else {
             return;
         };
@@ -646,7 +692,7 @@ impl LsState {
         self.top_up(cx, i);
     }
 
-    fn on_wake(&mut self, cx: &mut Cx<'_>, token: u64) {
+    fn on_wake(&mut self, cx: &mut dyn Host, token: u64) {
         let i = token as usize;
         if !self.may_issue(i) {
             self.check_done();
@@ -884,11 +930,11 @@ impl CollState {
         }
     }
 
-    fn start(&mut self, cx: &mut Cx<'_>) {
+    fn start(&mut self, cx: &mut dyn Host) {
         self.begin_instance(cx);
     }
 
-    fn stop(&mut self, cx: &mut Cx<'_>) {
+    fn stop(&mut self, cx: &mut dyn Host) {
         self.stopping = true;
         for q in &mut self.ready {
             q.clear();
@@ -1084,7 +1130,7 @@ impl CollState {
         }
     }
 
-    fn begin_instance(&mut self, cx: &mut Cx<'_>) {
+    fn begin_instance(&mut self, cx: &mut dyn Host) {
         if self.stopping || self.gpus.len() < 2 {
             self.done = true;
             return;
@@ -1116,7 +1162,7 @@ impl CollState {
     }
 
     /// Posts what participant `p` may post now.
-    fn pump(&mut self, cx: &mut Cx<'_>, p: usize) {
+    fn pump(&mut self, cx: &mut dyn Host, p: usize) {
         let Some(&gpu) = self.gpus.get(p) else { return };
         loop {
             if self.outstanding.get(p).copied().unwrap_or(0) >= self.window {
@@ -1164,7 +1210,7 @@ impl CollState {
         }
     }
 
-    fn finish_xfer(&mut self, cx: &mut Cx<'_>, x: u32) {
+    fn finish_xfer(&mut self, cx: &mut dyn Host, x: u32) {
         let Some(xf) = self.xfers.get(x as usize).copied() else {
             return;
         };
@@ -1199,7 +1245,7 @@ impl CollState {
         }
     }
 
-    fn on_completion(&mut self, cx: &mut Cx<'_>, token: u64, c: &Completion) {
+    fn on_completion(&mut self, cx: &mut dyn Host, token: u64, c: &Completion) {
         let x = token as u32;
         let Some(xf) = self.xfers.get(x as usize).copied() else {
             return;
@@ -1217,7 +1263,7 @@ impl CollState {
         self.finish_xfer(cx, x);
     }
 
-    fn on_room(&mut self, cx: &mut Cx<'_>, gpu: u16) {
+    fn on_room(&mut self, cx: &mut dyn Host, gpu: u16) {
         if let Some(&p) = self.pos.get(usize::from(gpu))
             && p != u32::MAX
         {
@@ -1225,7 +1271,7 @@ impl CollState {
         }
     }
 
-    fn end_instance(&mut self, cx: &mut Cx<'_>) {
+    fn end_instance(&mut self, cx: &mut dyn Host) {
         self.running = false;
         let t = cx.now_ps() - self.inst_start;
         let bytes: u64 = self.xfers.iter().map(|x| x.len).sum();
