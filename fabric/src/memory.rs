@@ -71,8 +71,9 @@ impl MemoryEstimate {
     }
 }
 
-/// Bytes one link end allocates, as the link crate sizes it (`Link::new`), with `tx_queue_bytes`
-/// and `tx_queue_frames` of its side.
+/// Bytes one link end may take at most, as the link crate bounds it (`Link::new`; its rings take
+/// their storage as traffic reaches into it), with `tx_queue_bytes` and `tx_queue_frames` of its
+/// side.
 fn link_end(s: &Scenario, tx_queue_bytes: u32, tx_queue_frames: u32) -> u64 {
     let l = &s.link;
     let mfs = u64::from(l.mfs);

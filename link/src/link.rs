@@ -414,13 +414,16 @@ pub struct Link {
     rx: Ring<RxMeta>,
     // Upper layer.
     events: VecDeque<EvRec>,
+    /// The most records `events` may hold (see `Link::new`): storage is taken as it fills.
+    events_max: usize,
     status_events: usize,
     pending_pop: Option<Pop>,
     counters: Counters,
 }
 
 impl Link {
-    /// A link end in OFF, with every buffer allocated now and never grown.
+    /// A link end in OFF. Its buffers are bounded now, by the configuration, and take their storage as
+    /// traffic first reaches into it, never beyond those bounds.
     pub fn new(cfg: Config) -> Result<Self, ConfigError> {
         cfg.validate()?;
         let eth_len = ETH_HEADER_LEN + if cfg.vlan.is_some() { VLAN_TAG_LEN } else { 0 };
@@ -448,9 +451,9 @@ impl Link {
         // one: at most one per frame the receive ring, the replay ring and the transmit queues
         // can hold, plus one blocked front per VC.
         let queued_frames = usize::from(cfg.vcs).saturating_mul(cfg.tx_queue_frames as usize);
-        let events = VecDeque::with_capacity(
-            rx_recs + replay_frames + queued_frames + usize::from(cfg.vcs) + STATUS_EVENTS_MAX + 1,
-        );
+        let events_max =
+            rx_recs + replay_frames + queued_frames + usize::from(cfg.vcs) + STATUS_EVENTS_MAX + 1;
+        let events = VecDeque::new();
         let mut link = Link {
             eth_len,
             now: Instant::ZERO,
@@ -500,6 +503,7 @@ impl Link {
             epoch: 0,
             rx,
             events,
+            events_max,
             status_events: 0,
             pending_pop: None,
             counters: Counters::default(),
@@ -2005,7 +2009,7 @@ impl Link {
             //# LINK-4-6 The RX MUST NOT accept a DATA frame whose cost (§5) exceeds the free
             //# buffer of its VC. It MUST discard it as if it had not arrived (no ACK, no NACK)
             //# and count a credit overrun; the TX's replay recovers it.
-            if cost > free || self.events.len() >= self.events.capacity() {
+            if cost > free || self.events.len() >= self.events_max {
                 self.counters.credit_overruns[v] = self.counters.credit_overruns[v].wrapping_add(1);
                 return;
             }

@@ -1,12 +1,14 @@
 //! A byte ring of variable-length records with fixed capacity.
 //!
 //! Records are stored contiguously (a record never wraps: when the tail has too little room the
-//! record starts again at offset 0), so a record is always one slice. Both the byte storage and
-//! the record table are allocated once, at construction; nothing grows afterwards.
+//! record starts again at offset 0), so a record is always one slice. Where a record goes, and
+//! whether it fits, is decided against the ring's fixed capacity; the storage behind it is taken
+//! as records first reach into it (doubling, never beyond the capacity), so that a ring of a
+//! link that carries little holds little, and a busy one ends at its capacity. Nothing is ever
+//! freed before the ring is dropped, and nothing grows past the bounds given at construction.
 
-use alloc::boxed::Box;
 use alloc::collections::VecDeque;
-use alloc::vec;
+use alloc::vec::Vec;
 
 /// One stored record: where its bytes are and what the owner keeps beside them.
 #[derive(Debug, Clone, Copy)]
@@ -19,18 +21,25 @@ pub(crate) struct Rec<M> {
 /// Fixed-capacity ring of byte records with metadata `M`.
 #[derive(Debug)]
 pub(crate) struct Ring<M> {
-    buf: Box<[u8]>,
+    /// The storage taken so far: the first `buf.len()` bytes of the ring.
+    buf: Vec<u8>,
+    /// The ring's size in bytes, against which records are placed.
+    capacity: usize,
     recs: VecDeque<Rec<M>>,
     max_recs: usize,
     bytes: usize,
 }
 
+/// The least storage a ring takes when its first record arrives.
+const FIRST_STORAGE: usize = 4096;
+
 impl<M: Copy> Ring<M> {
     /// A ring of `capacity` bytes holding at most `max_recs` records.
     pub(crate) fn new(capacity: usize, max_recs: usize) -> Self {
         Ring {
-            buf: vec![0u8; capacity].into_boxed_slice(),
-            recs: VecDeque::with_capacity(max_recs),
+            buf: Vec::new(),
+            capacity,
+            recs: VecDeque::new(),
             max_recs,
             bytes: 0,
         }
@@ -53,7 +62,7 @@ impl<M: Copy> Ring<M> {
 
     /// Where a record of `len` bytes would start, if it fits.
     fn place(&self, len: usize) -> Option<usize> {
-        if self.recs.len() >= self.max_recs || len > self.buf.len() {
+        if self.recs.len() >= self.max_recs || len > self.capacity {
             return None;
         }
         let (Some(front), Some(back)) = (self.recs.front(), self.recs.back()) else {
@@ -63,7 +72,7 @@ impl<M: Copy> Ring<M> {
         let tail = back.start as usize + back.len as usize;
         if tail > head {
             // Not wrapped: room after the tail, else from 0 up to the head.
-            if self.buf.len() - tail >= len {
+            if self.capacity - tail >= len {
                 Some(tail)
             } else if head >= len {
                 Some(0)
@@ -92,7 +101,23 @@ impl<M: Copy> Ring<M> {
             meta,
         });
         self.bytes += len;
-        self.buf.get_mut(start..start + len)
+        let end = start + len;
+        if end > self.buf.len() {
+            // Take storage up to this record, at least doubling what there is, within the
+            // capacity (`place` keeps every record inside it).
+            let grown = end
+                .max(self.buf.len().saturating_mul(2))
+                .max(FIRST_STORAGE)
+                .min(self.capacity);
+            self.buf.resize(grown, 0);
+        }
+        self.buf.get_mut(start..end)
+    }
+
+    /// Bytes of storage taken so far (at most the capacity).
+    #[cfg(test)]
+    pub(crate) fn storage(&self) -> usize {
+        self.buf.len()
     }
 
     /// Removes the oldest record.
@@ -148,6 +173,41 @@ mod tests {
         assert_eq!(r.bytes(), 80);
         assert_eq!(r.pop_back(), Some(3));
         assert_eq!(r.len(), 2);
+    }
+
+    #[test]
+    fn storage_is_taken_as_records_reach_it_and_never_past_the_capacity() {
+        let mut r: Ring<u32> = Ring::new(100_000, 1000);
+        assert_eq!(r.storage(), 0);
+        r.push(100, 0).unwrap().fill(1);
+        assert_eq!(r.storage(), FIRST_STORAGE);
+        // Placement is against the capacity, whatever the storage: records go on past it.
+        for i in 1..200u32 {
+            let b = r.push(400, i).unwrap();
+            b.fill(i as u8);
+        }
+        assert_eq!(r.storage(), 100_000, "doubled, then held at the capacity");
+        assert_eq!(r.get(5).unwrap().1, &[5u8; 400][..]);
+        assert!(!r.fits(100_001));
+        // Placement is the same as a ring that had all its storage from the start.
+        let mut a: Ring<u32> = Ring::new(1000, 100);
+        let mut b: Ring<u32> = Ring::new(1000, 100);
+        b.buf = alloc::vec![0u8; 1000];
+        for i in 0..500u32 {
+            let len = (i as usize * 37) % 300 + 1;
+            assert_eq!(a.fits(len), b.fits(len), "record {i}");
+            if a.fits(len) {
+                a.push(len, i).unwrap().fill(i as u8);
+                b.push(len, i).unwrap().fill(i as u8);
+            }
+            if i % 3 == 0 {
+                assert_eq!(a.pop_front(), b.pop_front());
+            }
+            assert_eq!(
+                a.recs.back().map(|r| r.start),
+                b.recs.back().map(|r| r.start)
+            );
+        }
     }
 
     #[test]
