@@ -12,9 +12,10 @@
 //! [`Notice`]s (an INIT refused for a grant too small, an initialisation that takes longer than
 //! `init_timeout`). An embedder that ends frames with a stomped FCS takes the frame back with
 //! [`Link::stomp_last`].
-//! It reads no clock, spawns nothing and allocates only in [`Link::new`], where every buffer is
-//! sized from the [`Config`]; afterwards its memory never grows, whatever arrives. Same inputs,
-//! same outputs, bit for bit.
+//! It reads no clock and spawns nothing. [`Link::new`] bounds every buffer from the [`Config`];
+//! a buffer takes its storage as traffic first reaches into it (so that an idle link holds
+//! little) and never grows past its bound, whatever arrives. Same inputs, same outputs, bit for
+//! bit.
 //!
 //! [`harness`] joins two ends by a simulated wire with a seeded fault injector; tests, benches,
 //! the `ethlink link` experiment and later layers use it. Its [`harness::Channel`] (one
