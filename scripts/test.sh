@@ -63,10 +63,11 @@ echo "vectors.json, vectors.pcapng and the worked examples (docs/spec/examples.m
 
 log "the Wireshark dissector (tools/wireshark/ethlink.lua) against ethlink decode, through tshark"
 cargo build --quiet --locked -p ethlink-cli
-# A capture of a lossy link (NACK, replays, every control kind) beside the golden vectors.
+# The golden vectors, a capture of a lossy link (NACK, replays, every control kind) and 2000
+# mutated vectors that reach every check of the receive pipeline.
 target/debug/ethlink run --scenario examples/scenarios/lossy_link.toml --capture-limit 2000 \
   --no-progress --out "$tmp/run" >/dev/null
-python3 scripts/tshark_check.py --self-test conformance/vectors/vectors.pcapng \
+python3 scripts/tshark_check.py --self-test --mutate 2000 conformance/vectors/vectors.pcapng \
   "$tmp/run/capture.pcapng"
 
 log "the README's ethlink run command (release build)"

@@ -17,6 +17,11 @@ Frames the dissector never sees are those Wireshark does not hand to EtherType 0
 EtherType): the decoder must reject them at the frame stage, and when it names the EtherType
 (WIRE-2.1-2) its offset must be where Wireshark found the last EtherType.
 
+--mutate N adds a capture of N frames made from the golden vectors (conformance/vectors/
+vectors.json) by a seeded mutator: bytes of the link header and body overwritten, frames cut or
+lengthened, tags inserted, the FCS recomputed (or stomped), so that every check of the receive
+pipeline is reached with values no vector holds.
+
 --self-test runs the comparison on the given captures and then alters one value, removes one
 field, adds one field and removes one frame, and checks that each alteration is reported: the
 check cannot pass by comparing nothing.
@@ -28,9 +33,14 @@ import argparse
 import copy
 import json
 import os
+import random
+import re
+import struct
 import subprocess
 import sys
+import tempfile
 import xml.etree.ElementTree as ET
+import zlib
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 DISSECTOR = os.path.join(ROOT, "tools", "wireshark", "ethlink.lua")
@@ -112,6 +122,7 @@ FRAME_KEYS = {
     "error.action": ("ethlink.error.action", str),
     "error.nack": ("ethlink.error.nack", as_bool),
     "error.message": ("ethlink.error.message", str),
+    "capture_error": ("ethlink.capture_error", str),
 }
 # Keys of a transaction object.
 TXN_KEYS = {
@@ -142,10 +153,10 @@ SPECIAL_KEYS = {"credits.counters", "init.credits", "init.caps", "txns", "reserv
 # How each dissector field's PDML "show" text is read.
 BYTES_FIELDS = {"ethlink.fcs", "ethlink.txn.data", "ethlink.txn.header", "ethlink.reserved",
                 "ethlink.undecoded"}
-STRING_FIELDS = {"ethlink.error.level", "ethlink.error.field", "ethlink.error.kind",
-                 "ethlink.error.spec", "ethlink.error.action", "ethlink.error.message",
-                 "ethlink.txn.receiver_action", "eth.dst", "eth.src", "ethlink.fcs.status",
-                 "expert"}
+STRING_FIELDS = {"ethlink.capture_error", "ethlink.error.level", "ethlink.error.field",
+                 "ethlink.error.kind", "ethlink.error.spec", "ethlink.error.action",
+                 "ethlink.error.message", "ethlink.txn.receiver_action", "eth.dst", "eth.src",
+                 "ethlink.fcs.status"}
 # Dissector fields the decoder has no key for: containers of subtrees, raw bytes whose parts are
 # compared one by one, the FCS verdict, the undecoded rest, and the prefix's hlen and dlen, which
 # the dissector shows for every transaction and the decoder only for some opcodes (when the
@@ -155,7 +166,8 @@ DISSECTOR_ONLY = {"ethlink.credits", "ethlink.init", "ethlink.net", "ethlink.err
                   "ethlink.fcs.status", "ethlink.undecoded", "ethlink.txn.hlen",
                   "ethlink.txn.dlen"}
 # Wireshark's own fields read for the comparison (the Ethernet header); the rest are ignored.
-WIRESHARK_FIELDS = {"frame.number", "frame.len", "eth.dst", "eth.src", "eth.type", "eth.fcs",
+WIRESHARK_FIELDS = {"frame.number", "frame.len", "frame.cap_len", "eth.dst", "eth.src", "eth.type",
+                    "eth.fcs",
                     "vlan.priority", "vlan.dei", "vlan.id", "vlan.etype"}
 
 
@@ -259,7 +271,7 @@ def flatten(proto):
         for f in node.findall("field"):
             name = f.get("name") or ""
             if name == "_ws.expert":
-                put(scope, "expert", expert_text(f))
+                put(scope, "ethlink.expert", expert_text(f))
                 continue
             if name == "ethlink.txn":
                 txn = {"@pos": int(f.get("pos"))}
@@ -277,7 +289,7 @@ def flatten(proto):
                 for sub in f.findall("field"):
                     if sub.get("name") == "_ws.expert":
                         expert = expert_text(sub)
-                scope.pop("expert", None)
+                scope.pop("ethlink.expert", None)
                 put(scope, "ethlink.error.expert", expert)
                 put(scope, name, "")
                 continue
@@ -311,10 +323,10 @@ def expected_fields(dec, wire):
             f[name] = conv(value)
 
     walk(dec, "")
-    if "capture_error" in dec:
-        raise Mismatch(f"the decoder could not read the frame: {dec['capture_error']}")
     if "error" in dec:
         f["ethlink.error.expert"] = dec["error"]["message"]
+    if "capture_error" in dec:
+        f["ethlink.expert"] = dec["capture_error"]
     credits = dec.get("credits")
     if credits:
         for v, counter in enumerate(credits["counters"]):
@@ -352,13 +364,13 @@ def expected_fields(dec, wire):
             t[name] = conv(value)
         t["@pos"] = txn["frame_offset"]
         if txn["opcode"] == "UNKNOWN":
-            t["expert"] = txn["receiver_action"]
+            t["ethlink.expert"] = txn["receiver_action"]
         exp["txns"].append(t)
     for run_ in dec.get("reserved", []):
         exp["reserved"].append({
             "@pos": run_["offset"],
             "ethlink.reserved": as_hex(run_["hex"]),
-            "expert": f"non-zero reserved bits or padding at offset {run_['offset']}, "
+            "ethlink.expert": f"non-zero reserved bits or padding at offset {run_['offset']}, "
                       "ignored (WIRE-1.2-2)",
         })
     return exp
@@ -404,7 +416,18 @@ def compare_frame(capture, number, dec, wire, min_fields, problems):
                             f"Wireshark {got_own.get(key)!r}")
         else:
             compared += 1
-    if wire["ethlink"] is None:
+    cut = re.fullmatch(r"the capture kept (\d+) of the frame's (\d+) bytes \(snap length\): .*",
+                       dec.get("capture_error", ""))
+    if wire["ethlink"] is None and cut:
+        # A frame cut short by the snap length, which Wireshark handed to another dissector:
+        # both must agree on how much of it the capture kept.
+        for key, value in (("frame.cap_len", cut.group(1)), ("frame.len", cut.group(2))):
+            if own.get(key) != value:
+                problems.append(f"{where}: field {key}: decoder {value!r}, "
+                                f"Wireshark {own.get(key)!r}")
+            else:
+                compared += 1
+    elif wire["ethlink"] is None:
         # Not handed to the dissector: Wireshark found another EtherType, and the decoder must
         # have rejected the frame at or before its EtherType check.
         error = dec.get("error") or {}
@@ -469,6 +492,43 @@ def compare_capture(capture, decoded, dissected, min_fields, problems):
     return frames, fields
 
 
+def pcapng_block(kind, body):
+    body += bytes(-len(body) % 4)
+    return struct.pack("<II", kind, len(body) + 12) + body + struct.pack("<I", len(body) + 12)
+
+
+def write_mutated(path, count, seed):
+    """Writes `count` mutated golden vectors as a pcapng capture whose interface keeps the FCS."""
+    with open(os.path.join(ROOT, "conformance", "vectors", "vectors.json"), encoding="utf-8") as f:
+        vectors = json.load(f)["vectors"]
+    rng = random.Random(seed)
+    out = [pcapng_block(0x0A0D0D0A, struct.pack("<IHHq", 0x1A2B3C4D, 1, 0, -1))]
+    # One Ethernet interface, if_fcslen (option 13) = 4.
+    options = struct.pack("<HHB3xHH", 13, 1, 4, 0, 0)
+    out.append(pcapng_block(1, struct.pack("<HHI", 1, 0, 0) + options))
+    for i in range(count):
+        frame = bytearray(bytes.fromhex(rng.choice(vectors)["hex"])[:-4])
+        for _ in range(rng.choice([0, 1, 1, 2, 3, 5])):
+            at = rng.randrange(14, len(frame))
+            flipped = frame[at] ^ (1 << rng.randrange(8))
+            frame[at] = rng.choice([0, 0xFF, rng.randrange(256), flipped])
+        r = rng.random()
+        if r < 0.15:
+            frame = frame[:rng.randrange(10, len(frame) + 1)]
+        elif r < 0.3:
+            frame += bytes(rng.randrange(40))
+        if rng.random() < 0.05:
+            frame[12:14] = b"\x81\x00"
+        crc = zlib.crc32(bytes(frame))
+        if rng.random() < 0.03:
+            crc ^= 0xFFFFFFFF
+        data = bytes(frame) + struct.pack("<I", crc)
+        header = struct.pack("<IIIII", 0, 0, i * 1000, len(data), len(data))
+        out.append(pcapng_block(6, header + data))
+    with open(path, "wb") as f:
+        f.write(b"".join(out))
+
+
 def self_test(loaded, min_fields):
     """Alters the data of a passing comparison four ways and checks that each is caught."""
     capture, decoded, dissected = loaded[0]
@@ -506,7 +566,7 @@ def self_test(loaded, min_fields):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("captures", nargs="+", help="pcap or pcapng captures")
+    parser.add_argument("captures", nargs="*", help="pcap or pcapng captures")
     parser.add_argument("--ethlink", default=os.path.join(ROOT, "target", "debug", "ethlink"),
                         help="the ethlink binary (default: target/debug/ethlink)")
     parser.add_argument("--dissector", default=DISSECTOR,
@@ -514,14 +574,25 @@ def main():
     parser.add_argument("--mfs", type=int, default=9216, help="maximum frame size (default 9216)")
     parser.add_argument("--min-fields", type=int, default=3,
                         help="fields every frame must have compared (default 3)")
+    parser.add_argument("--mutate", type=int, default=0, metavar="N",
+                        help="also check a capture of N mutated golden vectors")
+    parser.add_argument("--mutate-seed", type=int, default=1, help="seed of --mutate (default 1)")
     parser.add_argument("--self-test", action="store_true",
                         help="also check that altered outputs are reported as mismatches")
     args = parser.parse_args()
+    if not args.captures and not args.mutate:
+        parser.error("give at least one capture, or --mutate N")
     problems = []
     loaded = []
     frames = fields = 0
+    workdir = tempfile.TemporaryDirectory()
+    captures = list(args.captures)
+    if args.mutate:
+        mutated = os.path.join(workdir.name, "mutated.pcapng")
+        write_mutated(mutated, args.mutate, args.mutate_seed)
+        captures.append(mutated)
     try:
-        for capture in args.captures:
+        for capture in captures:
             decoded = decode_frames([args.ethlink], capture, args.mfs)
             dissected = tshark_frames(capture, args.mfs, args.dissector)
             loaded.append((capture, decoded, dissected))

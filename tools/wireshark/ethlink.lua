@@ -2,10 +2,10 @@
 --
 -- Decodes every EthLink frame kind (DATA, ACK, NACK, CF, CC, INIT, INIT_ECHO) and every
 -- transaction type of docs/spec/wire.md, registered on EtherType 0x88B5. It applies the checks of
--- the receive pipeline (wire.md §7) in the order a receiver must, exactly as `ethlink decode` does:
--- a frame that fails a check carries an "ethlink.error" subtree and an expert item whose text is
--- the decoder's error line, with the requirement id (for example WIRE-6.1-3). Fields decoded
--- before the failing check are shown; the bytes from the failing structure on are shown as
+-- the receive pipeline (wire.md §7) in the order a receiver must, exactly as `ethlink decode`
+-- does: a frame that fails a check carries an "ethlink.error" subtree and an expert item whose
+-- text is the decoder's error line, with the requirement id (for example WIRE-6.1-3). Fields
+-- decoded before the failing check are shown; the bytes from the failing structure on are shown as
 -- "ethlink.undecoded". Non-zero reserved bits and padding, which a receiver ignores (WIRE-1.2-2),
 -- are listed as "ethlink.reserved" runs.
 --
@@ -33,7 +33,8 @@ local band, bor, bxor, rshift, lshift, bnot =
 local p = Proto("ethlink", "EthLink")
 
 local KINDS = {
-    [0] = "DATA", [1] = "ACK", [2] = "NACK", [3] = "CF", [4] = "CC", [5] = "INIT", [6] = "INIT_ECHO",
+    [0] = "DATA", [1] = "ACK", [2] = "NACK", [3] = "CF", [4] = "CC", [5] = "INIT",
+    [6] = "INIT_ECHO",
 }
 local OPCODES = {
     [0x01] = "LOAD", [0x02] = "STORE", [0x03] = "ATOMIC_FADD", [0x04] = "ATOMIC_SWAP",
@@ -78,6 +79,7 @@ F.length = ProtoField.uint32("ethlink.length", "Frame length (with FCS)", base.D
 F.fcs = ProtoField.bytes("ethlink.fcs", "FCS (wire order)")
 F.fcs_status = ProtoField.string("ethlink.fcs.status", "FCS status")
 F.fcs_present = ProtoField.bool("ethlink.fcs_present", "FCS present in the capture")
+F.capture_error = ProtoField.string("ethlink.capture_error", "Not decodable")
 F.undecoded = ProtoField.bytes("ethlink.undecoded", "Not decoded (after the failing check)")
 F.reserved = ProtoField.bytes("ethlink.reserved", "Non-zero reserved bits or padding (ignored)")
 -- Link header (wire.md §3).
@@ -206,14 +208,19 @@ local E = {
         expert.group.PROTOCOL, expert.severity.WARN),
     reserved = ProtoExpert.new("ethlink.reserved_nonzero", "Non-zero reserved bits",
         expert.group.PROTOCOL, expert.severity.NOTE),
+    capture = ProtoExpert.new("ethlink.not_decodable", "Frame not decodable from this capture",
+        expert.group.UNDECODED, expert.severity.WARN),
 }
 p.experts = { E.damaged, E.fcs, E.stomped, E.foreign, E.version, E.kind, E.control, E.frame,
-    E.structure, E.request, E.response, E.unknown_request, E.unknown_response, E.reserved }
+    E.structure, E.request, E.response, E.unknown_request, E.unknown_response, E.reserved,
+    E.capture }
 
 p.prefs.mfs = Pref.uint("Maximum frame size", MAX_FRAME,
     "The MFS in force on the link (320..9216): longer frames are damaged (WIRE-2.4-2)")
 
 local f_frame = Field.new("frame")
+local f_encap = Field.new("frame.encap_type")
+local ENCAP_ETHERNET = 1
 
 -- CRC-32 of IEEE 802.3 (reflected polynomial 0xEDB88320), table driven.
 local CRC_TABLE = {}
@@ -241,7 +248,9 @@ end
 local function u8(s, o) return s:byte(o + 1) or 0 end
 local function be16(s, o) return u8(s, o) * 256 + u8(s, o + 1) end
 local function be32(s, o) return be16(s, o) * 65536 + be16(s, o + 2) end
-local function le32(s, o) return u8(s, o) + u8(s, o + 1) * 256 + u8(s, o + 2) * 65536 + u8(s, o + 3) * 16777216 end
+local function le32(s, o)
+    return u8(s, o) + u8(s, o + 1) * 256 + u8(s, o + 2) * 65536 + u8(s, o + 3) * 16777216
+end
 local function le64(s, o) return UInt64.new(le32(s, o), le32(s, o + 4)) end
 
 local function is_power_of_two(v) return v > 0 and band(v, v - 1) == 0 end
@@ -402,7 +411,8 @@ end
 -- INIT ranges (WIRE-4.5-1), in the order the decoder checks them.
 local function check_init(c, o)
     local bad = function(name, at)
-        return err("frame", "out_of_range", name, o + at, "WIRE-4.5-1", ACTIONS.malformed, E.control)
+        return err("frame", "out_of_range", name, o + at, "WIRE-4.5-1", ACTIONS.malformed,
+            E.control)
     end
     local vcs = u8(c.s, o + 8)
     if vcs < 1 or vcs > 8 then return bad("init.vcs", 8) end
@@ -581,7 +591,8 @@ local function add_txn(c, tree, at, size, index, pinfo)
         data()
         local action
         if request then
-            action = string.format("respond with opcode 0x%02x tag %d status UNSUPPORTED (WIRE-6.1-5)",
+            action = string.format(
+                "respond with opcode 0x%02x tag %d status UNSUPPORTED (WIRE-6.1-5)",
                 bor(opcode, 0x80), tag)
             t:add_proto_expert_info(E.unknown_request, action)
         else
@@ -735,13 +746,35 @@ function p.dissector(tvb, pinfo, tree)
     local ftvb = fi.source
     local n = ftvb:len()
     local c = setmetatable({ ftvb = ftvb, masks = {} }, Ctx)
+    pinfo.cols.protocol = "EthLink"
+    local root = tree:add(p, tvb())
+    -- The checks read the whole Ethernet frame, FCS included: only a capture of Ethernet frames
+    -- (not, say, a Linux cooked capture or a tunnel's inner frame) holds it where they look.
+    local encap = f_encap()
+    if not encap or encap.value ~= ENCAP_ETHERNET then
+        local why = "not an Ethernet capture: EthLink frames are decoded from Ethernet "
+            .. "captures only"
+        root:add(F.capture_error, why):set_generated()
+        root:add_proto_expert_info(E.capture, why)
+        pinfo.cols.info = why
+        return tvb:len()
+    end
     -- The FCS is present when the Ethernet dissector held back four bytes after ours.
-    c.has_fcs = n - (tvb:offset() + tvb:len()) >= 4
+    c.has_fcs = ftvb:reported_len() - (tvb:offset() + tvb:reported_len()) >= 4
+    if n < ftvb:reported_len() then
+        local missing = "the end of the frame is missing"
+        if c.has_fcs then missing = "the end of the frame and its FCS are missing" end
+        local why = string.format(
+            "the capture kept %d of the frame's %d bytes (snap length): %s", n,
+            ftvb:reported_len(), missing)
+        root:add(F.capture_error, why):set_generated()
+        root:add_proto_expert_info(E.capture, why)
+        pinfo.cols.info = why
+        return tvb:len()
+    end
     c.content = c.has_fcs and n - 4 or n
     c.length = c.content + 4
     c.s = ftvb:raw(0, n)
-    pinfo.cols.protocol = "EthLink"
-    local root = tree:add(p, tvb())
     root:add(F.length, c.length):set_generated()
     if c.has_fcs then
         root:add(F.fcs, ftvb:range(c.content, 4))
