@@ -16,6 +16,10 @@
 -- the end of the capture record, the FCS was not stored and is not checked; sizes are then judged
 -- as if its four bytes were there, as `ethlink decode --no-fcs` does.
 --
+-- The checks read the whole frame from the capture record, so EthLink is decoded in captures of
+-- Ethernet frames only (link type 1), for the frame that starts the record; a frame the capture
+-- cut short (snap length) is named as such and not decoded, as `ethlink decode` does.
+--
 -- Use: wireshark -X lua_script:tools/wireshark/ethlink.lua capture.pcapng
 -- or copy this file into ~/.local/lib/wireshark/plugins/.
 
@@ -740,6 +744,21 @@ local function add_error(c, tree, e)
     end
 end
 
+-- Whether the EtherType that led here is the one of the frame that starts the capture record,
+-- after its VLAN tags (802.1Q, 802.1ad and the older 0x9100 that Wireshark's VLAN dissector reads).
+local function starts_record(s, offset)
+    local o = 12
+    while o + 2 <= #s do
+        local ethertype = be16(s, o)
+        if o + 2 == offset then return ethertype == ETHERTYPE end
+        if ethertype ~= 0x8100 and ethertype ~= 0x88A8 and ethertype ~= 0x9100 then
+            return false
+        end
+        o = o + 4
+    end
+    return false
+end
+
 function p.dissector(tvb, pinfo, tree)
     local fi = f_frame()
     if not fi then return 0 end
@@ -751,9 +770,13 @@ function p.dissector(tvb, pinfo, tree)
     -- The checks read the whole Ethernet frame, FCS included: only a capture of Ethernet frames
     -- (not, say, a Linux cooked capture or a tunnel's inner frame) holds it where they look.
     local encap = f_encap()
+    local why
     if not encap or encap.value ~= ENCAP_ETHERNET then
-        local why = "not an Ethernet capture: EthLink frames are decoded from Ethernet "
-            .. "captures only"
+        why = "not an Ethernet capture: EthLink frames are decoded from Ethernet captures only"
+    elseif not starts_record(ftvb:raw(0, math.min(n, tvb:offset())), tvb:offset()) then
+        why = "not the outer frame of the capture record (a tunnel's inner frame?): not decoded"
+    end
+    if why then
         root:add(F.capture_error, why):set_generated()
         root:add_proto_expert_info(E.capture, why)
         pinfo.cols.info = why
