@@ -12,7 +12,9 @@
 //! (`discard_aged`), wherever it waits, so that no frame leaves a switch late.
 //!
 //! Modules: `config` (parameters, port identity), `routes` (the forwarding table and the choice
-//! among equal ports), `counters`, `switch` (the state machine).
+//! among equal ports), `counters`, `switch` (the state machine, with its aging in
+//! `switch/aging.rs`), `voq` (the virtual output queues and the bitmaps their round-robin scans)
+//! and `timers` (an indexed min-heap of per-port deadlines that move in place).
 //!
 //! Like the link and the endpoint, a switch is sans-IO: frames and time in, frames and a deadline
 //! out; no clock, no randomness. The fabric simulation wires switches and endpoints together.
@@ -27,6 +29,8 @@ mod config;
 mod counters;
 mod routes;
 mod switch;
+mod timers;
+mod voq;
 
 pub use config::{Config, Mode};
 pub use counters::{Counters, PortCounters};

@@ -1,9 +1,8 @@
 //! The switch state machine (switch.md).
 
-use alloc::collections::{BTreeMap, BTreeSet, BinaryHeap, VecDeque};
+use alloc::collections::VecDeque;
 use alloc::vec;
 use alloc::vec::Vec;
-use core::cmp::Reverse;
 use core::fmt;
 
 use ethlink_link::{
@@ -15,6 +14,10 @@ use ethlink_protocol::{DataRepr, GpuId, PathId, Vc, WIRE_OVERHEAD, frame_len};
 use crate::config::{Config, Mode};
 use crate::counters::{Counters, PortCounters, bump};
 use crate::routes::{RouteError, Routes, check_entry, path_hash, select};
+use crate::timers::Timers;
+use crate::voq::{Queued, Voqs};
+
+mod aging;
 
 //= docs/spec/switch.md#5-arbitration
 //# SW-5-2 An egress port MUST offer ready frames of the response VCs (2 and 3, endpoint.md
@@ -23,95 +26,11 @@ use crate::routes::{RouteError, Routes, check_entry, path_hash, select};
 /// further VCs.
 const SERVICE_ORDER: [usize; 8] = [2, 3, 0, 1, 4, 5, 6, 7];
 
-#[derive(Debug)]
-struct Queued {
-    payload: Vec<u8>,
-    release: Release,
-    ready: Instant,
-    /// When its input link delivered it: the start of its residence (SW-4-6).
-    arrived: Instant,
-}
-
 /// A frame handed to an egress link and not yet sent: when it arrived and on which input.
 #[derive(Debug, Clone, Copy)]
 struct InLink {
     arrived: Instant,
     input: u16,
-}
-
-/// The virtual output queues (SW-4-3), kept sparse: a queue exists once an input has sent a frame
-/// toward an egress port on a VC, and each (egress, VC) knows which inputs have frames waiting.
-#[derive(Debug, Default)]
-struct Voqs {
-    queues: BTreeMap<(u16, u8, u16), VecDeque<Queued>>,
-    /// Per `egress * vcs + vc`: the inputs with a frame waiting.
-    active: Vec<BTreeSet<u16>>,
-    vcs: usize,
-    len: usize,
-}
-
-impl Voqs {
-    fn new(ports: usize, vcs: usize) -> Self {
-        Voqs {
-            queues: BTreeMap::new(),
-            active: vec![BTreeSet::new(); ports * vcs],
-            vcs,
-            len: 0,
-        }
-    }
-
-    fn key(e: usize, v: usize, i: usize) -> (u16, u8, u16) {
-        (
-            u16::try_from(e).unwrap_or(u16::MAX),
-            u8::try_from(v).unwrap_or(u8::MAX),
-            u16::try_from(i).unwrap_or(u16::MAX),
-        )
-    }
-
-    fn active(&self, e: usize, v: usize) -> Option<&BTreeSet<u16>> {
-        self.active.get(e * self.vcs + v)
-    }
-
-    fn front(&self, e: usize, v: usize, i: usize) -> Option<&Queued> {
-        self.queues
-            .get(&Self::key(e, v, i))
-            .and_then(VecDeque::front)
-    }
-
-    fn push_back(&mut self, e: usize, v: usize, i: usize, q: Queued) {
-        self.queues
-            .entry(Self::key(e, v, i))
-            .or_default()
-            .push_back(q);
-        self.mark(e, v, i);
-    }
-
-    fn push_front(&mut self, e: usize, v: usize, i: usize, q: Queued) {
-        self.queues
-            .entry(Self::key(e, v, i))
-            .or_default()
-            .push_front(q);
-        self.mark(e, v, i);
-    }
-
-    fn mark(&mut self, e: usize, v: usize, i: usize) {
-        self.len += 1;
-        if let Some(a) = self.active.get_mut(e * self.vcs + v) {
-            a.insert(u16::try_from(i).unwrap_or(u16::MAX));
-        }
-    }
-
-    fn pop_front(&mut self, e: usize, v: usize, i: usize) -> Option<Queued> {
-        let q = self.queues.get_mut(&Self::key(e, v, i))?;
-        let f = q.pop_front()?;
-        self.len -= 1;
-        if q.is_empty()
-            && let Some(a) = self.active.get_mut(e * self.vcs + v)
-        {
-            a.remove(&u16::try_from(i).unwrap_or(u16::MAX));
-        }
-        Some(f)
-    }
 }
 
 #[derive(Debug)]
@@ -140,12 +59,15 @@ pub struct Switch {
     ports: Vec<Port>,
     vcs: usize,
     /// Virtual output queues (SW-4-3).
-    voq: Voqs,
-    wake: BinaryHeap<Reverse<(Instant, u16)>>,
-    /// Each port link's deadline as last seen, and a heap of them (entries whose time no longer
-    /// matches are stale and skipped), so that no call scans every port.
-    link_deadline: Vec<Option<Instant>>,
-    link_timers: BinaryHeap<Reverse<(Instant, u16)>>,
+    voq: Voqs<Queued>,
+    /// Every deadline of the switch, one per key (see [`Timer`]): each port link's, each egress
+    /// port's wake for a queue head that becomes ready, and each egress port's aging. A deadline
+    /// that moves moves its entry, so no call scans every port and none meets a stale entry.
+    timers: Timers<Instant>,
+    /// The keys of the deadlines due in [`Switch::handle_timeout`], reused.
+    due: Vec<usize>,
+    /// Inputs of one (egress, VC), reused by the scans over them.
+    inputs: Vec<u16>,
     /// Ports whose link was called since their deadline was last read.
     touched: Vec<bool>,
     touched_list: Vec<u16>,
@@ -157,11 +79,6 @@ pub struct Switch {
     ser_ps_per_byte: f64,
     /// `max_residence` in nanoseconds.
     max_res_ns: u64,
-    /// Per egress port: the earliest instant one of its frames may age, if any may; never later
-    /// than the true earliest (SW-4-7).
-    age_armed: Vec<Option<Instant>>,
-    /// The `age_armed` instants (entries that no longer match are stale).
-    age_wake: BinaryHeap<Reverse<(Instant, u16)>>,
     /// Frames taken back from a link for aging that are still young, to submit again.
     resubmit: Vec<(Vc, Vec<u8>, InLink)>,
 }
@@ -226,9 +143,9 @@ impl Switch {
             ports,
             vcs,
             voq,
-            wake: BinaryHeap::new(),
-            link_deadline: vec![None; n],
-            link_timers: BinaryHeap::new(),
+            timers: Timers::with_keys(3 * n),
+            due: Vec::new(),
+            inputs: Vec::new(),
             touched: vec![false; n],
             touched_list: Vec::new(),
             ready: vec![false; n],
@@ -240,8 +157,6 @@ impl Switch {
             now: Instant::ZERO,
             ser_ps_per_byte: 8000.0 / cfg.rate_gbps,
             max_res_ns: u64::try_from(cfg.max_residence.as_nanos()).unwrap_or(u64::MAX),
-            age_armed: vec![None; n],
-            age_wake: BinaryHeap::new(),
             resubmit: Vec::new(),
             cfg,
         })
@@ -289,7 +204,12 @@ impl Switch {
 
     /// Frames waiting in the switch.
     pub fn queued(&self) -> usize {
-        self.voq.len
+        self.voq.len()
+    }
+
+    /// The key of port `p`'s deadline of kind `kind` in `timers`.
+    fn key(&self, kind: Timer, p: usize) -> usize {
+        kind as usize * self.ports.len() + p
     }
 
     /// Port `p`'s link was called: read its deadline before returning to the caller.
@@ -311,13 +231,11 @@ impl Switch {
             }
             let Some(x) = self.ports.get(p) else { continue };
             let t = x.link.poll_timeout();
-            if let Some(d) = self.link_deadline.get_mut(p)
-                && *d != t
-            {
-                *d = t;
-                if let Some(t) = t {
-                    self.link_timers
-                        .push(Reverse((t, u16::try_from(p).unwrap_or(u16::MAX))));
+            let k = self.key(Timer::Link, p);
+            match t {
+                Some(t) => self.timers.set(k, t),
+                None => {
+                    self.timers.remove(k);
                 }
             }
         }
@@ -390,53 +308,34 @@ impl Switch {
 
     /// When [`Switch::handle_timeout`] must be called next.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let links = self.link_timers.peek().map(|Reverse((t, _))| *t);
-        let wake = self.wake.peek().map(|Reverse((t, _))| *t);
-        let age = self.age_wake.peek().map(|Reverse((t, _))| *t);
-        [links, wake, age].into_iter().flatten().min()
+        self.timers.peek().map(|(t, _)| t)
     }
 
     /// Time passed: runs the links' timers and wakes egress ports whose frames became ready.
     pub fn handle_timeout(&mut self, now: Instant) {
         self.now = self.now.max(now);
-        let mut due = Vec::new();
-        while let Some(&Reverse((t, p))) = self.link_timers.peek() {
-            if t > self.now {
-                break;
-            }
-            self.link_timers.pop();
-            if self.link_deadline.get(usize::from(p)).copied().flatten() == Some(t) {
-                // Read again below, whatever happens.
-                if let Some(d) = self.link_deadline.get_mut(usize::from(p)) {
-                    *d = None;
-                }
-                due.push(usize::from(p));
-            }
+        let n = self.ports.len();
+        let mut due = core::mem::take(&mut self.due);
+        due.clear();
+        // Every deadline due, earliest first (ties by port); each kind is then served in that
+        // order: the links' timers, then the wakes, then the aging.
+        while let Some((_, k)) = self.timers.pop_due(self.now) {
+            due.push(k);
         }
-        for p in due {
+        for &p in due.iter().filter(|&&k| k < n) {
             if let Some(x) = self.ports.get_mut(p) {
                 x.link.handle_timeout(self.now);
             }
             self.drain(p);
             self.mark(p);
         }
-        while let Some(&Reverse((t, e))) = self.wake.peek() {
-            if t > self.now {
-                break;
-            }
-            self.wake.pop();
-            self.mark(usize::from(e));
+        for &k in due.iter().filter(|&&k| (n..2 * n).contains(&k)) {
+            self.mark(k - n);
         }
-        while let Some(&Reverse((t, e))) = self.age_wake.peek() {
-            if t > self.now {
-                break;
-            }
-            self.age_wake.pop();
-            let e = usize::from(e);
-            if self.age_armed.get(e).copied().flatten() == Some(t) {
-                self.expire(e);
-            }
+        for &k in due.iter().filter(|&&k| k >= 2 * n) {
+            self.expire(k - 2 * n);
         }
+        self.due = due;
         self.refresh();
     }
 
@@ -576,13 +475,10 @@ impl Switch {
 
     /// Discards every frame waiting for egress port `e` (SW-7-3).
     fn flush_egress(&mut self, e: usize) {
+        let mut inputs = core::mem::take(&mut self.inputs);
         for v in 0..self.vcs {
-            let inputs: Vec<u16> = self
-                .voq
-                .active(e, v)
-                .map(|a| a.iter().copied().collect())
-                .unwrap_or_default();
-            for i in inputs.into_iter().map(usize::from) {
+            self.voq.inputs(e, v, &mut inputs);
+            for i in inputs.iter().copied().map(usize::from) {
                 while let Some(f) = self.voq.pop_front(e, v, i) {
                     self.leave(i, v, &f.payload);
                     //= docs/spec/switch.md#7-frames-a-switch-cannot-forward
@@ -603,6 +499,7 @@ impl Switch {
                 *w = 0;
             }
         }
+        self.inputs = inputs;
     }
 
     /// A frame left the buffer of input `i`, VC `v`.
@@ -721,7 +618,7 @@ impl Switch {
         //= docs/spec/switch.md#4-buffers-losslessness-and-lifetime
         //# SW-4-4 A switch MUST NOT discard a frame its input link accepted for want of buffer
         // The frame is queued whatever the queues hold: its input link's credits bound them.
-        self.voq.push_back(
+        let head = self.voq.push_back(
             e,
             v,
             i,
@@ -737,122 +634,21 @@ impl Switch {
             *w += 1;
         }
         if ready > self.now {
-            self.wake
-                .push(Reverse((ready, u16::try_from(e).unwrap_or(u16::MAX))));
+            // A queue hands over its head only: a new head needs a wake; a frame behind it is
+            // looked at when it becomes the head (`pump`, `expire`), which wakes the port then
+            // if the frame is not ready yet.
+            if head {
+                self.wake(e, ready);
+            }
         } else {
             self.mark(e);
         }
     }
 
-    /// Makes sure egress port `e`'s aging runs no later than `arrived + max_residence + 1 ns`,
-    /// the first instant a frame that arrived at `arrived` is aged.
-    fn arm(&mut self, e: usize, arrived: Instant) {
-        let t = Instant::from_nanos(
-            arrived
-                .as_nanos()
-                .saturating_add(self.max_res_ns)
-                .saturating_add(1),
-        );
-        if let Some(a) = self.age_armed.get_mut(e)
-            && a.is_none_or(|a| t < a)
-        {
-            *a = Some(t);
-            self.age_wake
-                .push(Reverse((t, u16::try_from(e).unwrap_or(u16::MAX))));
-        }
-    }
-
-    //= docs/spec/switch.md#4-buffers-losslessness-and-lifetime
-    //# SW-4-8 A switch MUST NOT discard as aged a frame whose residence is at most
-    //# `max_residence`.
-    fn is_aged(&self, arrived: Instant) -> bool {
-        self.now.as_nanos().saturating_sub(arrived.as_nanos()) > self.max_res_ns
-    }
-
-    /// Discards the aged frames toward egress port `e`, in its queues and in its link, and arms
-    /// its aging for the oldest frame left (SW-4-6, SW-4-7).
-    fn expire(&mut self, e: usize) {
-        //= docs/spec/switch.md#4-buffers-losslessness-and-lifetime
-        //# SW-4-7 A frame whose residence exceeds `max_residence` MUST be discarded and counted in
-        //# `discard_aged` of the port and VC it was received on
-        if let Some(a) = self.age_armed.get_mut(e) {
-            *a = None;
-        }
-        let mut oldest: Option<Instant> = None;
-        for v in 0..self.vcs {
-            let inputs: Vec<u16> = self
-                .voq
-                .active(e, v)
-                .map(|a| a.iter().copied().collect())
-                .unwrap_or_default();
-            for i in inputs.into_iter().map(usize::from) {
-                // Each queue is in arrival order: only its head can be the oldest.
-                while let Some(head) = self.voq.front(e, v, i) {
-                    if !self.is_aged(head.arrived) {
-                        oldest = Some(oldest.map_or(head.arrived, |o| o.min(head.arrived)));
-                        break;
-                    }
-                    let Some(f) = self.voq.pop_front(e, v, i) else {
-                        break;
-                    };
-                    if let Some(w) = self.ports.get_mut(e).and_then(|x| x.waiting.get_mut(v)) {
-                        *w = w.saturating_sub(1);
-                    }
-                    if let Some(c) = self.counters.ports.get_mut(i) {
-                        bump(&mut c.discard_aged, v, 1);
-                    }
-                    self.leave(i, v, &f.payload);
-                    self.discard(i, f.payload, f.release);
-                }
-            }
-        }
-        //= docs/spec/switch.md#4-buffers-losslessness-and-lifetime
-        //# SW-4-6 A switch MUST NOT begin to send a frame on its egress port when the frame's
-        //# residence exceeds `max_residence`.
-        let in_link_aged = self.ports.get(e).is_some_and(|x| {
-            x.in_link
-                .iter()
-                .any(|q| q.front().is_some_and(|f| self.is_aged(f.arrived)))
-        });
-        if in_link_aged {
-            self.take_back_aged(e);
-        }
-        if let Some(x) = self.ports.get(e) {
-            for f in x.in_link.iter().filter_map(VecDeque::front) {
-                oldest = Some(oldest.map_or(f.arrived, |o| o.min(f.arrived)));
-            }
-        }
-        if let Some(t) = oldest {
-            self.arm(e, t);
-        }
-    }
-
-    /// Takes every unsent frame back from egress port `e`'s link, discards the aged ones and
-    /// hands the others back in the same order.
-    fn take_back_aged(&mut self, e: usize) {
-        if let Some(x) = self.ports.get_mut(e) {
-            x.aging = true;
-            x.link.withdraw();
-        }
-        self.drain(e);
-        let Some(x) = self.ports.get_mut(e) else {
-            return;
-        };
-        x.aging = false;
-        for (vc, payload, meta) in self.resubmit.drain(..) {
-            let v = vc.index();
-            if x.up && x.link.submit(vc, &payload).is_ok() {
-                if let Some(q) = x.in_link.get_mut(v) {
-                    q.push_back(meta);
-                }
-            } else if let Some(c) = self.counters.ports.get_mut(e) {
-                // The link went down meanwhile.
-                bump(&mut c.discard_port_down, v, 1);
-            }
-            self.pool.push(payload);
-        }
-        self.touch(e);
-        self.mark(e);
+    /// Makes sure egress port `e` is woken no later than `t`.
+    fn wake(&mut self, e: usize, t: Instant) {
+        let k = self.key(Timer::Wake, e);
+        self.timers.lower(k, t);
     }
 
     /// Drops a frame received on input `i` and returns its credits; the caller has counted it
@@ -872,23 +668,20 @@ impl Switch {
 
     /// Whether a frame toward egress `e` on VC `v` is ready to go.
     fn has_ready(&self, e: usize, v: usize) -> bool {
-        self.voq.active(e, v).is_some_and(|a| {
-            a.iter().any(|&i| {
-                self.voq
-                    .front(e, v, usize::from(i))
-                    .is_some_and(|f| f.ready <= self.now)
-            })
-        })
+        let mut found = false;
+        self.voq.round(e, v, 0, |i| {
+            found = self.voq.front(e, v, i).is_some_and(|f| f.ready <= self.now);
+            !found
+        });
+        found
     }
 
     /// Hands ready frames to egress port `e`'s link: response VCs first, inputs round-robin,
     /// at most `egress_depth` queued per VC.
     fn pump(&mut self, e: usize) {
         if self
-            .age_armed
-            .get(e)
-            .copied()
-            .flatten()
+            .timers
+            .get(self.key(Timer::Age, e))
             .is_some_and(|t| t <= self.now)
         {
             self.expire(e);
@@ -923,25 +716,24 @@ impl Switch {
                 //# SW-5-1 For each egress port and VC, a switch MUST take ready frames from the
                 //# input ports round-robin: after taking from input *i* it next considers input
                 //# *i*+1.
-                let first = x.rr.get(v).copied().unwrap_or(0);
+                let first = usize::from(x.rr.get(v).copied().unwrap_or(0));
                 let mut pick = None;
                 let mut later: Option<Instant> = None;
-                if let Some(active) = self.voq.active(e, v) {
-                    for &i in active.range(first..).chain(active.range(..first)) {
-                        let i = usize::from(i);
-                        if let Some(head) = self.voq.front(e, v, i) {
-                            if head.ready <= now {
-                                pick = Some(i);
-                                break;
-                            }
-                            later = Some(later.map_or(head.ready, |l| l.min(head.ready)));
-                        }
+                let voq = &self.voq;
+                voq.round(e, v, first, |i| {
+                    let Some(head) = voq.front(e, v, i) else {
+                        return true;
+                    };
+                    if head.ready <= now {
+                        pick = Some(i);
+                        return false;
                     }
-                }
+                    later = Some(later.map_or(head.ready, |l| l.min(head.ready)));
+                    true
+                });
                 let Some(i) = pick else {
                     if let Some(t) = later {
-                        self.wake
-                            .push(Reverse((t, u16::try_from(e).unwrap_or(u16::MAX))));
+                        self.wake(e, t);
                     }
                     break;
                 };
@@ -1005,4 +797,16 @@ impl Switch {
             }
         }
     }
+}
+
+/// The kinds of deadline a switch keeps per port, in the order [`Switch::handle_timeout`]
+/// serves them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Timer {
+    /// The port's link's own deadline.
+    Link = 0,
+    /// The egress port has a queue head that becomes ready (SW-6-1).
+    Wake = 1,
+    /// The egress port's oldest frame ages (SW-4-7).
+    Age = 2,
 }

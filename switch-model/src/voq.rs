@@ -1,0 +1,282 @@
+//! The virtual output queues (switch.md SW-4-3): one FIFO per input port, VC and egress port,
+//! kept only while it holds a frame.
+//!
+//! The non-empty queues live in a slab, found by (egress, VC, input) through a hash index, and
+//! each (egress, VC) keeps a bitmap of the inputs with a frame waiting, which its round-robin
+//! (SW-5-1) scans a word at a time. Memory follows the frames held, plus one bit per input for
+//! every (egress, VC): 512 KiB for 1024 ports and 4 VCs.
+
+use alloc::collections::VecDeque;
+use alloc::vec;
+use alloc::vec::Vec;
+use core::hash::{BuildHasherDefault, Hasher};
+
+use ethlink_link::{Instant, Release};
+use hashbrown::HashMap;
+
+/// A frame waiting in a queue.
+#[derive(Debug)]
+pub(crate) struct Queued {
+    pub(crate) payload: Vec<u8>,
+    pub(crate) release: Release,
+    /// When it may be handed to its egress link (SW-6-1).
+    pub(crate) ready: Instant,
+    /// When its input link delivered it: the start of its residence (SW-4-6).
+    pub(crate) arrived: Instant,
+}
+
+/// Hashes the packed (egress, VC, input) key: a multiply and a fold, so that keys that differ
+/// only in their high bits still spread over the table.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        let h = self.0.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        h ^ (h >> 29)
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8 | u64::from(b)).wrapping_mul(0x100_0000_01B3);
+        }
+    }
+
+    fn write_u32(&mut self, k: u32) {
+        self.0 = u64::from(k);
+    }
+}
+
+/// The queues of one switch, of frames `T`.
+#[derive(Debug)]
+pub(crate) struct Voqs<T> {
+    ports: usize,
+    vcs: usize,
+    /// 64-bit words per (egress, VC) bitmap.
+    words: usize,
+    /// Per `egress * vcs + vc`, `words` words: bit `i` is set while input `i` has a frame
+    /// waiting for that egress port and VC.
+    active: Vec<u64>,
+    /// (egress, VC, input) packed by [`Voqs::key`] to the queue's slot in `slab`.
+    index: HashMap<u32, u32, BuildHasherDefault<KeyHasher>>,
+    /// The queues; a slot whose queue emptied is reused.
+    slab: Vec<VecDeque<T>>,
+    free: Vec<u32>,
+    len: usize,
+}
+
+impl<T> Voqs<T> {
+    pub(crate) fn new(ports: usize, vcs: usize) -> Self {
+        let words = ports.div_ceil(64);
+        Voqs {
+            ports,
+            vcs,
+            words,
+            active: vec![0; ports * vcs * words],
+            index: HashMap::default(),
+            slab: Vec::new(),
+            free: Vec::new(),
+            len: 0,
+        }
+    }
+
+    /// Frames waiting in every queue.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    fn key(&self, e: usize, v: usize, i: usize) -> u32 {
+        u32::try_from((e * self.vcs + v) * self.ports + i).unwrap_or(u32::MAX)
+    }
+
+    fn bitmap(&self, e: usize, v: usize) -> &[u64] {
+        let at = (e * self.vcs + v) * self.words;
+        self.active.get(at..at + self.words).unwrap_or(&[])
+    }
+
+    fn set_bit(&mut self, e: usize, v: usize, i: usize, on: bool) {
+        let at = (e * self.vcs + v) * self.words + i / 64;
+        if let Some(w) = self.active.get_mut(at) {
+            if on {
+                *w |= 1 << (i % 64);
+            } else {
+                *w &= !(1 << (i % 64));
+            }
+        }
+    }
+
+    /// The first input at or after `from` (wrapping past the last port) with a frame waiting
+    /// for egress `e` on VC `v`; `None` when there is none.
+    pub(crate) fn next_active(&self, e: usize, v: usize, from: usize) -> Option<usize> {
+        let map = self.bitmap(e, v);
+        let from = if from < self.ports { from } else { 0 };
+        let start = from / 64;
+        // The word of `from`, masked to its bits at or after `from`, then the words after it,
+        // then from the first word round to the word of `from` again (its bits before `from`).
+        let first = map.get(start).copied().unwrap_or(0) & (u64::MAX << (from % 64));
+        if first != 0 {
+            return Some(start * 64 + first.trailing_zeros() as usize);
+        }
+        for (w, &bits) in map.iter().enumerate().skip(start + 1) {
+            if bits != 0 {
+                return Some(w * 64 + bits.trailing_zeros() as usize);
+            }
+        }
+        for (w, &bits) in map.iter().enumerate().take(start + 1) {
+            if bits != 0 {
+                return Some(w * 64 + bits.trailing_zeros() as usize);
+            }
+        }
+        None
+    }
+
+    /// The inputs with a frame waiting for egress `e` on VC `v`, lowest first, visited from
+    /// `from` round the ports once: `f` is called with each until it returns `false`.
+    pub(crate) fn round<F: FnMut(usize) -> bool>(&self, e: usize, v: usize, from: usize, mut f: F) {
+        let Some(first) = self.next_active(e, v, from) else {
+            return;
+        };
+        let mut i = first;
+        loop {
+            if !f(i) {
+                return;
+            }
+            match self.next_active(e, v, i + 1) {
+                Some(n) if n != first => i = n,
+                _ => return,
+            }
+        }
+    }
+
+    /// The inputs with a frame waiting for egress `e` on VC `v`, lowest first, into `out`.
+    pub(crate) fn inputs(&self, e: usize, v: usize, out: &mut Vec<u16>) {
+        out.clear();
+        for (w, &bits) in self.bitmap(e, v).iter().enumerate() {
+            let mut b = bits;
+            while b != 0 {
+                out.push(u16::try_from(w * 64 + b.trailing_zeros() as usize).unwrap_or(u16::MAX));
+                b &= b - 1;
+            }
+        }
+    }
+
+    fn queue(&self, e: usize, v: usize, i: usize) -> Option<&VecDeque<T>> {
+        let s = *self.index.get(&self.key(e, v, i))?;
+        self.slab.get(s as usize)
+    }
+
+    /// The oldest frame of input `i` waiting for egress `e` on VC `v`.
+    pub(crate) fn front(&self, e: usize, v: usize, i: usize) -> Option<&T> {
+        self.queue(e, v, i).and_then(VecDeque::front)
+    }
+
+    /// Queues a frame behind those of its input, VC and egress; returns whether it is the
+    /// queue's head (the queue was empty).
+    pub(crate) fn push_back(&mut self, e: usize, v: usize, i: usize, q: T) -> bool {
+        self.push(e, v, i, q, false)
+    }
+
+    /// Puts a frame back at the head of its queue.
+    pub(crate) fn push_front(&mut self, e: usize, v: usize, i: usize, q: T) {
+        self.push(e, v, i, q, true);
+    }
+
+    fn push(&mut self, e: usize, v: usize, i: usize, q: T, front: bool) -> bool {
+        if e >= self.ports || v >= self.vcs || i >= self.ports {
+            return false;
+        }
+        let key = self.key(e, v, i);
+        let slot = match self.index.get(&key) {
+            Some(&s) => s,
+            None => {
+                let s = match self.free.pop() {
+                    Some(s) => s,
+                    None => {
+                        self.slab.push(VecDeque::new());
+                        u32::try_from(self.slab.len() - 1).unwrap_or(u32::MAX)
+                    }
+                };
+                self.index.insert(key, s);
+                self.set_bit(e, v, i, true);
+                s
+            }
+        };
+        let Some(queue) = self.slab.get_mut(slot as usize) else {
+            return false;
+        };
+        let head = queue.is_empty();
+        if front {
+            queue.push_front(q);
+        } else {
+            queue.push_back(q);
+        }
+        self.len += 1;
+        head
+    }
+
+    /// Takes the oldest frame of input `i` waiting for egress `e` on VC `v`.
+    pub(crate) fn pop_front(&mut self, e: usize, v: usize, i: usize) -> Option<T> {
+        let key = self.key(e, v, i);
+        let slot = *self.index.get(&key)?;
+        let queue = self.slab.get_mut(slot as usize)?;
+        let f = queue.pop_front()?;
+        self.len -= 1;
+        if queue.is_empty() {
+            self.index.remove(&key);
+            self.free.push(slot);
+            self.set_bit(e, v, i, false);
+        }
+        Some(f)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Voqs;
+    use alloc::vec::Vec;
+
+    fn frame(n: u8) -> u8 {
+        n
+    }
+
+    #[test]
+    fn round_robin_visits_active_inputs_from_rr_wrapping() {
+        let mut q: Voqs<u8> = Voqs::new(200, 2);
+        for i in [3usize, 64, 130, 199] {
+            assert!(q.push_back(5, 1, i, frame(0)));
+        }
+        assert!(!q.push_back(5, 1, 64, frame(1)));
+        assert_eq!(q.len(), 5);
+        let mut seen = Vec::new();
+        q.round(5, 1, 100, |i| {
+            seen.push(i);
+            true
+        });
+        assert_eq!(seen, [130, 199, 3, 64]);
+        assert_eq!(q.next_active(5, 1, 200), Some(3));
+        assert_eq!(q.next_active(5, 0, 0), None);
+        assert_eq!(q.next_active(4, 1, 0), None);
+        let mut ins = Vec::new();
+        q.inputs(5, 1, &mut ins);
+        assert_eq!(ins, [3, 64, 130, 199]);
+    }
+
+    #[test]
+    fn queues_keep_arrival_order_and_free_their_slot() {
+        let mut q: Voqs<u8> = Voqs::new(4, 1);
+        for n in 0..3 {
+            q.push_back(2, 0, 1, frame(n));
+        }
+        q.push_front(2, 0, 1, frame(9));
+        let got: Vec<u8> = core::iter::from_fn(|| q.pop_front(2, 0, 1)).collect();
+        assert_eq!(got, [9, 0, 1, 2]);
+        assert_eq!(q.next_active(2, 0, 0), None);
+        assert_eq!(q.len(), 0);
+        // The emptied queue's slot is reused, not grown.
+        q.push_back(3, 0, 0, frame(0));
+        assert_eq!(q.slab.len(), 1);
+        // Out-of-range ports are refused, not indexed.
+        assert!(!q.push_back(4, 0, 0, frame(0)));
+        assert_eq!(q.len(), 1);
+    }
+}
