@@ -4,9 +4,11 @@
 //! Groups:
 //! - `direct`: two [`Link`]s wired back to back, no wire model. Each step A tops up its transmit
 //!   queue on VC 0 (refilled with `submit` until refused whenever it falls to half of
-//!   `tx_queue_frames`), A's `poll_transmit` goes into B's `handle_frame`, B's events are drained
+//!   `tx_queue_frames`), A's `poll_transmit` goes into B's `handle_frame_fcs` (the wire says
+//!   whether it damaged the frame, so the CRC is computed once per hop, by the sender), B's
+//!   events are drained
 //!   and every delivered frame is released at once, B's `poll_transmit` output (ACK, NACK, CF)
-//!   goes into A's `handle_frame`, A's events are drained and both ends run `handle_timeout`
+//!   goes into A's `handle_frame_fcs`, A's events are drained and both ends run `handle_timeout`
 //!   when `poll_timeout` has passed. A simulated clock advances by the serialisation time at
 //!   400 Gb/s (wire overhead included) of every frame A sends, so the ACK, CF and CC timers run
 //!   as on a busy 400 Gb/s link with zero propagation delay. The lossy case flips one byte of a
@@ -30,6 +32,7 @@ use std::time::Duration as StdDuration;
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use ethlink_link::harness::{Faults, Pair, Scenario, Traffic, Wire, build_payload};
 use ethlink_link::{Config, Event, Instant, Link};
+use ethlink_protocol::fcs::FcsStatus;
 use ethlink_protocol::{
     DataRepr, FrameKind, MAX_FRAME_LEN, MacAddr, Seq, TxnRepr, Vc, WIRE_OVERHEAD,
 };
@@ -184,13 +187,18 @@ impl Direct {
             if CHECK && t.kind == FrameKind::Data {
                 assert_eq!(t.len, self.frame_size);
             }
+            // The wire knows whether it damaged the frame, as a MAC that checked the FCS would:
+            // the receiver takes that status instead of computing the CRC again (one CRC per
+            // hop, the sender's).
+            let mut fcs = FcsStatus::Good;
             if self.loss_below > 0 && t.kind == FrameKind::Data && self.xorshift() < self.loss_below
             {
                 let at = (self.xorshift() % t.len as u64) as usize;
                 self.buf_a[at] ^= 0x10;
                 self.damaged += 1;
+                fcs = FcsStatus::Bad;
             }
-            self.b.handle_frame(self.now(), &self.buf_a[..t.len]);
+            self.b.handle_frame_fcs(self.now(), &self.buf_a[..t.len], fcs);
             while let Some(ev) = self.b.poll_event() {
                 let Event::Delivered {
                     seq,
@@ -216,7 +224,8 @@ impl Direct {
             .expect("buffer B")
         {
             sent = true;
-            self.a.handle_frame(now, &self.buf_b[..t.len]);
+            self.a
+                .handle_frame_fcs(now, &self.buf_b[..t.len], FcsStatus::Good);
         }
         if let Some(ev) = self.a.poll_event() {
             panic!("unexpected event at A: {ev:?}");
