@@ -154,7 +154,7 @@ fn has_word(text: &str, word: &str) -> bool {
 
 /// The MUSTs no case checks, each with why it cannot be checked at the device boundary, one
 /// entry a line. The report prints the reason beside the requirement, and a test requires one
-/// for every MUST that has no case and is not listed in [`AWAITING_CASES`].
+/// for every MUST that has no case.
 pub const NO_CASE: &[(&str, &str)] = &[
     (
         "EP-1-1",
@@ -204,14 +204,6 @@ pub const NO_CASE: &[(&str, &str)] = &[
         "WIRE-2.5-4",
         "applies only to a device that learns its outgoing frame is damaged after it began to send it (a cut-through switch fed a damaged frame); the boundary delivers whole frames, so it cannot make a device begin a frame it has not received whole",
     ),
-];
-
-/// MUSTs of the endpoint that can be observed at the ports but have no case yet (most need the
-/// boundary to hold back one VC, a response backlog or a lost stream); the report shows them
-/// without a case and without a reason until a case covers them.
-pub const AWAITING_CASES: &[&str] = &[
-    "EP-3-3", "EP-3-5", "EP-3-6", "EP-4-3", "EP-4-5", "EP-8-4", "EP-8-5", "EP-8-7", "EP-8-8",
-    "EP-9-7", "TXN-5-2", "TXN-5-6",
 ];
 
 /// Why `id` has no case, if [`NO_CASE`] says.

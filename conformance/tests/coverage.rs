@@ -48,9 +48,8 @@ fn every_id_a_case_names_is_a_requirement() {
     assert!(unknown.is_empty(), "{}", unknown.join("\n"));
 }
 
-/// Every observable MUST that no case names has a reason in `coverage::NO_CASE` (or is listed
-/// as awaiting a case), a reason is given only for a MUST that has no case, and each id appears
-/// at most once in the two lists.
+/// Every observable MUST that no case names has a reason in `coverage::NO_CASE`, a reason is
+/// given only for a MUST that has no case, and each id appears at most once in the list.
 #[test]
 fn every_must_without_a_case_says_why() {
     let reqs = coverage::requirements(&coverage::spec_dir()).unwrap_or_else(|e| panic!("{e}"));
@@ -58,7 +57,6 @@ fn every_must_without_a_case_says_why() {
     let mut problems = Vec::new();
     for r in docs.iter().flat_map(|d| &d.rows) {
         let why = coverage::no_case_reason(&r.req.id);
-        let awaiting = coverage::AWAITING_CASES.contains(&r.req.id.as_str());
         if r.req.internal || !r.cases.is_empty() {
             if why.is_some() {
                 problems.push(format!(
@@ -71,7 +69,7 @@ fn every_must_without_a_case_says_why() {
                     }
                 ));
             }
-        } else if why.is_none() && !awaiting {
+        } else if why.is_none() {
             problems.push(format!(
                 "{}: no case and no reason in coverage::NO_CASE",
                 r.req.id
@@ -79,11 +77,7 @@ fn every_must_without_a_case_says_why() {
         }
     }
     let mut seen = std::collections::BTreeSet::new();
-    for id in coverage::NO_CASE
-        .iter()
-        .map(|(id, _)| *id)
-        .chain(coverage::AWAITING_CASES.iter().copied())
-    {
+    for id in coverage::NO_CASE.iter().map(|(id, _)| *id) {
         if !seen.insert(id) {
             problems.push(format!("{id}: listed twice"));
         }

@@ -33,6 +33,12 @@ enum Flaw {
     AtomicTwice,
     /// It packs transactions into frames but does not declare PACKING.
     PackingUndeclared,
+    /// It accepts a `response_backlog` setting and keeps taking requests whatever its backlog.
+    BacklogIgnored,
+    /// It accepts the `hash` policy and spreads requests round-robin.
+    PolicyIgnored,
+    /// It accepts an `op_timeout` setting and keeps held responses for its default instead.
+    OpTimeoutIgnored,
 }
 
 /// A broken reference endpoint.
@@ -80,6 +86,15 @@ pub fn mutants() -> Vec<(&'static str, Maker)> {
         ("atomic_twice", || Box::new(Mutant::new(Flaw::AtomicTwice))),
         ("packing_undeclared", || {
             Box::new(Mutant::new(Flaw::PackingUndeclared))
+        }),
+        ("backlog_ignored", || {
+            Box::new(Mutant::new(Flaw::BacklogIgnored))
+        }),
+        ("policy_ignored", || {
+            Box::new(Mutant::new(Flaw::PolicyIgnored))
+        }),
+        ("op_timeout_ignored", || {
+            Box::new(Mutant::new(Flaw::OpTimeoutIgnored))
         }),
     ]
 }
@@ -137,7 +152,20 @@ impl Device for Mutant {
     fn reset(&mut self, setup: &Setup) -> Result<LinkParams, DeviceError> {
         self.early.clear();
         self.extra.clear();
-        self.inner.reset(setup)
+        let mut setup = setup.clone();
+        if let Some(e) = setup.endpoint.as_mut() {
+            match self.flaw {
+                Flaw::BacklogIgnored if e.response_backlog.is_some() => {
+                    e.response_backlog = Some(u32::MAX);
+                }
+                Flaw::PolicyIgnored if e.policy.is_some() => {
+                    e.policy = Some("round-robin".into());
+                }
+                Flaw::OpTimeoutIgnored => e.op_timeout_ns = None,
+                _ => {}
+            }
+        }
+        self.inner.reset(&setup)
     }
 
     fn frame(&mut self, port: u16, time_ns: u64, frame: &[u8]) -> Result<(), DeviceError> {
