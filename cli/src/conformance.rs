@@ -20,7 +20,9 @@ pub struct ConformanceArgs {
     /// docs/conformance.md on its standard input and output. Default: the reference of the role.
     #[arg(long, value_name = "COMMAND")]
     pub dut_cmd: Option<String>,
-    /// Print the selected cases (id, role, level, requirements, title) and stop.
+    /// Print the selected cases (id, role, level, requirements, title), each followed by the
+    /// text of its requirements as docs/spec/ writes them, and stop. With --json, also write the
+    /// catalogue to FILE as JSON.
     #[arg(long)]
     pub list: bool,
     /// Only the cases whose id contains PATTERN, or matches it as a glob when it has * or ?.
@@ -35,7 +37,7 @@ pub struct ConformanceArgs {
     /// Write a JUnit XML report to FILE.
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
-    /// Write a JSON report to FILE.
+    /// Write a JSON report to FILE (with --list: the catalogue).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
     /// Write DIR/<case id>.pcapng for every failed or harness-error case.

@@ -29,7 +29,8 @@ pub struct Options {
     pub role: Option<Role>,
     /// The command of an external device (`sh -c`); `None`: the reference of the role.
     pub dut_cmd: Option<String>,
-    /// Print the selected cases and stop.
+    /// Print the selected cases, each with the text of its requirements, and stop (with `json`,
+    /// also write them to that file as JSON).
     pub list: bool,
     /// Only cases whose id contains this substring, or matches this glob (`*`, `?`).
     pub filter: Option<String>,
@@ -136,8 +137,13 @@ fn execute(o: &Options, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, 
     }
     let limits = limits(o)?;
     if o.list {
-        for c in select(o.role, o.filter.as_deref()) {
-            writeln!(out, "{}", report::list_line(&c)).map_err(io)?;
+        let listed = select(o.role, o.filter.as_deref());
+        for c in &listed {
+            writeln!(out, "{}", report::list_entry(c)).map_err(io)?;
+        }
+        if let Some(p) = &o.json {
+            std::fs::write(p, report::list_json(&listed).as_bytes())
+                .map_err(|e| format!("cannot write {}: {e}", p.display()))?;
         }
         return Ok(EXIT_PASS);
     }
