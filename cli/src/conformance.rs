@@ -43,7 +43,8 @@ pub struct ConformanceArgs {
     /// Write DIR/<case id>.pcapng for every failed or harness-error case.
     #[arg(long, value_name = "DIR")]
     pub pcap_dir: Option<PathBuf>,
-    /// Wall-time limit of one case against an external device, in seconds.
+    /// Wall-time limit of one case, in seconds (an external device is killed; a case of the
+    /// in-process reference runs on a thread that is abandoned).
     #[arg(long, value_name = "S", default_value_t = 60.0)]
     pub case_timeout_s: f64,
     /// Wall-time limit of one request to an external device, in seconds.

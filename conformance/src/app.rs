@@ -44,7 +44,8 @@ pub struct Options {
     pub json: Option<PathBuf>,
     /// Write a pcapng capture of every failed or harness-error case into this directory.
     pub pcap_dir: Option<PathBuf>,
-    /// Wall-time limit of one case against an external device, in seconds.
+    /// Wall-time limit of one case, in seconds: against an external device the process is
+    /// killed, against the in-process reference the case's thread is abandoned.
     pub case_timeout_s: f64,
     /// Wall-time limit of one request to an external device, in seconds.
     pub request_timeout_s: f64,
@@ -183,7 +184,11 @@ fn execute(o: &Options, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, 
                 .unwrap_or_default()
         ));
     }
-    let (desc, results) = runner::run_suite(&selected, factory.as_ref(), o.jobs)?;
+    // An external device is bounded by its own limits (the harness kills the process); an
+    // in-process one runs each case on a thread abandoned after --case-timeout-s.
+    let case_limit = o.dut_cmd.is_none().then_some(limits.case);
+    let (desc, results) =
+        runner::run_suite_bounded(&selected, factory.as_ref(), o.jobs, case_limit)?;
     let run = Run {
         desc: &desc,
         cases: &selected,
