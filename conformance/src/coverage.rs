@@ -192,16 +192,12 @@ fn has_word(text: &str, word: &str) -> bool {
 /// for every MUST that has no case.
 pub const NO_CASE: &[(&str, &str)] = &[
     (
-        "EP-1-1",
-        "the times of Table EP-T1 are the endpoint's own configuration, which the boundary can neither set nor read, so no case can tell when one has passed in full",
-    ),
-    (
         "EP-1-2",
         "a bound on the endpoint's configuration relative to the whole fabric's worst delivery time; the boundary sees one device and cannot read its frame_lifetime",
     ),
     (
         "EP-1-3",
-        "a refusal by the endpoint's own configuration interface; Setup does not carry the parameters of Table EP-T1, so a case cannot offer a configuration that breaks them",
+        "a refusal by the endpoint's own configuration interface; of the parameters these relations tie together Setup carries only op_timeout, and no value of it in its range breaks a relation for a device that keeps the others to it, so a case cannot offer a configuration that must be refused",
     ),
     (
         "EP-1-4",

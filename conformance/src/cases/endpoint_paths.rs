@@ -3,7 +3,8 @@
 //! MFS a segment needs (EP-3-5), the hash policy (EP-4-5), a stream re-pinned when its port goes
 //! down (EP-4-3, TXN-5-2, TXN-5-6), a response discarded when no port takes it for `op_timeout`
 //! (EP-8-5), one order of intake for all ports (EP-8-7), and a request lost with a port after its
-//! tag passed to another operation (EP-9-7).
+//! tag passed to another operation (EP-9-7), and a deadline set by the setup acted on only once
+//! it has passed in full (EP-1-1).
 //!
 //! The harness holds back a VC, or every VC, of a port by keeping the payloads its peer receives
 //! (their credits unreturned); the cases that need a setting of endpoint.md Table EP-T1 are
@@ -14,7 +15,7 @@ use crate::cases::common::{peer_config, setup};
 use crate::cases::endpoint::case;
 use crate::cases::endpoint_common::{
     DUT, G, REM, Seen, Txn, check_resp, ep_up, ep_up_with, expect_mem, fence, issue, load,
-    mem_write, one_response, op, pattern, resp, send, st, store,
+    logged_txns, mem_write, one_response, op, pattern, resp, send, st, store,
 };
 use crate::ctx::{Ctx, Dir, Fault};
 use crate::device::{EndpointParams, LinkParams, LsOp, Output, Request, Setup, Space, to_hex};
@@ -27,7 +28,7 @@ pub fn cases() -> Vec<Case> {
             "as a target whose responses wait for credits on VC 2, the device's own requests on \
              VC 0 and the responses it receives still pass, and every waiting response is sent \
              once when credits return",
-            &["EP-3-6", "EP-8-8", "TXN-2-8"],
+            &["EP-3-6", "EP-8-8", "EP-3-1", "TXN-2-8", "TXN-2-1"],
             &[],
             vcs_do_not_block,
         ),
@@ -36,7 +37,9 @@ pub fn cases() -> Vec<Case> {
             "a target whose response backlog is full stops taking request frames (a later STORE \
              is not performed, its credits stay with the device) until the backlog drains; then \
              every request is answered once and in order",
-            &["EP-8-4", "EP-8-8", "EP-3-3", "EP-10-1", "TXN-2-8"],
+            &[
+                "EP-8-4", "EP-8-8", "EP-3-3", "EP-10-1", "TXN-2-8", "TXN-2-1", "TXN-2-2",
+            ],
             &[],
             response_backlog,
         ),
@@ -63,7 +66,7 @@ pub fn cases() -> Vec<Case> {
              the other port, once, in issue order and before the stream's later requests; moving \
              them is no retry",
             &[
-                "EP-4-3", "TXN-5-2", "TXN-5-6", "EP-9-1", "EP-10-1", "TXN-3-1",
+                "EP-4-3", "TXN-5-2", "TXN-5-6", "EP-9-1", "EP-4-1", "EP-10-1", "TXN-3-1",
             ],
             &[],
             stream_moved_on_down,
@@ -80,7 +83,7 @@ pub fn cases() -> Vec<Case> {
             "EPT-ORD-4",
             "as a target, requests are taken in one order for all ports: a LOAD (after a FENCE) \
              arriving on one port after a STORE arrived on the other sees the stored bytes",
-            &["EP-8-7", "TXN-4-6", "TXN-2-1"],
+            &["EP-8-7", "TXN-4-6", "TXN-2-1", "TXN-2-2", "TXN-2-8"],
             &[],
             one_intake_order,
         ),
@@ -88,9 +91,18 @@ pub fn cases() -> Vec<Case> {
             "EPT-TAG-1",
             "a request lost with a port after its operation completed and its tag passed to a \
              new operation on another port neither completes, retries nor moves the new operation",
-            &["EP-9-7", "EP-5-7", "TXN-3-1"],
+            &["EP-9-7", "EP-5-7", "EP-4-5", "TXN-3-1"],
             &[],
             lost_request_of_a_reused_tag,
+        ),
+        case(
+            "EPT-DL-8",
+            "with op_timeout set to an odd number of nanoseconds, an atomic never answered \
+             completes TIMEOUT, and a load never answered is sent again, no earlier than \
+             op_timeout after issue",
+            &["EP-1-1", "EP-9-3", "TXN-5-4"],
+            &[],
+            deadline_in_full,
         ),
     ]
 }
@@ -924,6 +936,64 @@ fn lost_request_of_a_reused_tag(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         "the new operation completes OK with its own response",
         || format!("{d:?}"),
     )
+}
+
+fn deadline_in_full(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    // An odd number of nanoseconds: a device that rounds its timers down acts early.
+    let op_timeout = 20_001u64;
+    let e = EndpointParams {
+        op_timeout_ns: Some(op_timeout),
+        ..EndpointParams::default()
+    };
+    ep_up_with(ctx, 2, setup_ep(LinkParams::default(), Some(e)))?;
+    let ports = ctx.desc.ports.min(2);
+    let t0 = ctx.now();
+    let a = issue(
+        ctx,
+        Space::Global,
+        0x77,
+        0x980,
+        LsOp::FetchAdd { width: 8, value: 1 },
+        None,
+    )?;
+    issue(ctx, Space::Global, 0x77, 0xA80, LsOp::Load { len: 4 }, None)?;
+    let mut seen = Seen::default();
+    let got = seen.run(ctx, ports, 10 * op_timeout, |s| {
+        !s.done_tag(a).is_empty() && s.requests(op::LOAD).len() >= 2
+    })?;
+    if !got {
+        return Err(Stop::Inconclusive(format!(
+            "within {} ns no TIMEOUT of the atomic or no retry of the load: {:?}",
+            10 * op_timeout,
+            seen.done
+        )));
+    }
+    let due = t0 + op_timeout;
+    //= docs/spec/endpoint.md#12-timers-and-their-relations
+    //= type=test
+    //# EP-1-1 Every time of Table EP-T1 is a whole number of nanoseconds; an endpoint MUST NOT
+    //# act on a time before it has passed in full.
+    let d = seen.done_tag(a);
+    check(
+        d[0].status == "TIMEOUT" && d[0].at_ns >= due,
+        "EP-1-1",
+        format!(
+            "the atomic issued at {t0} ns completes TIMEOUT no earlier than {due} ns (op_timeout {op_timeout} ns)"
+        ),
+        || format!("{} at {} ns", d[0].status, d[0].at_ns),
+    )?;
+    let retry = logged_txns(ctx, true)
+        .into_iter()
+        .filter(|(_, replay, t)| !replay && t.opcode == op::LOAD && t.dword(4) == 0xA80)
+        .map(|(at, _, _)| at)
+        .nth(1);
+    check(
+        retry.is_some_and(|at| at >= due),
+        "EP-1-1",
+        format!("the load issued at {t0} ns sent again no earlier than {due} ns, its deadline"),
+        || format!("sent again at {retry:?} ns"),
+    )?;
+    Ok(())
 }
 
 #[cfg(test)]

@@ -39,6 +39,8 @@ enum Flaw {
     PolicyIgnored,
     /// It accepts an `op_timeout` setting and keeps held responses for its default instead.
     OpTimeoutIgnored,
+    /// Its timers count whole microseconds: an `op_timeout` setting is rounded down to one.
+    OpTimeoutRoundedDown,
 }
 
 /// A broken reference endpoint.
@@ -95,6 +97,9 @@ pub fn mutants() -> Vec<(&'static str, Maker)> {
         }),
         ("op_timeout_ignored", || {
             Box::new(Mutant::new(Flaw::OpTimeoutIgnored))
+        }),
+        ("op_timeout_rounded_down", || {
+            Box::new(Mutant::new(Flaw::OpTimeoutRoundedDown))
         }),
     ]
 }
@@ -162,6 +167,9 @@ impl Device for Mutant {
                     e.policy = Some("round-robin".into());
                 }
                 Flaw::OpTimeoutIgnored => e.op_timeout_ns = None,
+                Flaw::OpTimeoutRoundedDown => {
+                    e.op_timeout_ns = e.op_timeout_ns.map(|ns| (ns / 1000).max(1) * 1000);
+                }
                 _ => {}
             }
         }
