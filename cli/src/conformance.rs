@@ -25,7 +25,9 @@ pub struct ConformanceArgs {
     /// in one. The device of --role (default link_end) is made through it.
     #[arg(long, value_name = "PATH")]
     pub dut_lib: Option<PathBuf>,
-    /// Print the selected cases (id, role, level, requirements, title) and stop.
+    /// Print the selected cases (id, role, level, requirements, title), each followed by the
+    /// text of its requirements as docs/spec/ writes them, and stop. With --json, also write the
+    /// catalogue to FILE as JSON.
     #[arg(long)]
     pub list: bool,
     /// Only the cases whose id contains PATTERN, or matches it as a glob when it has * or ?.
@@ -40,13 +42,14 @@ pub struct ConformanceArgs {
     /// Write a JUnit XML report to FILE.
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
-    /// Write a JSON report to FILE.
+    /// Write a JSON report to FILE (with --list: the catalogue).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
     /// Write DIR/<case id>.pcapng for every failed or harness-error case.
     #[arg(long, value_name = "DIR")]
     pub pcap_dir: Option<PathBuf>,
-    /// Wall-time limit of one case against an external device, in seconds.
+    /// Wall-time limit of one case, in seconds (an external device is killed; a case of the
+    /// in-process reference runs on a thread that is abandoned).
     #[arg(long, value_name = "S", default_value_t = 60.0)]
     pub case_timeout_s: f64,
     /// Wall-time limit of one request to an external device, in seconds.

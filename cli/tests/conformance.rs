@@ -35,8 +35,50 @@ fn list_prints_every_link_end_case() {
     // The link-end catalogue: its own cases and one per golden vector.
     assert!(
         text.lines()
+            .filter(|l| !l.starts_with("    "))
             .all(|l| l.starts_with("LE-") || l.starts_with("VEC-")),
         "{text}"
+    );
+    // Each requirement of a case quoted from the spec under it.
+    assert!(
+        text.lines().any(|l| l.trim_start().starts_with("LINK-4-3")
+            && l.contains("(link.md MUST)")
+            && l.contains("NACK")),
+        "{text}"
+    );
+}
+
+#[test]
+fn list_json_quotes_each_requirement() {
+    let dir = temp_dir("list-json");
+    let json = dir.join("list.json");
+    let out = ethlink(
+        &[
+            "conformance",
+            "--list",
+            "--role",
+            "endpoint",
+            "--filter",
+            "EPT-BACK-1",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+        "",
+    );
+    assert_eq!(status(&out), 0, "{}", stderr(&out));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let cases = v["cases"].as_array().unwrap();
+    assert_eq!(cases.len(), 1);
+    let r = &cases[0]["reqs"][0];
+    assert_eq!(r["id"], "EP-8-4");
+    assert_eq!(r["doc"], "endpoint.md");
+    assert!(
+        r["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("When its response backlog reaches"),
+        "{r}"
     );
 }
 
@@ -157,6 +199,7 @@ fn a_device_that_breaks_mid_run_gets_harness_errors_and_exit_1() {
         "",
     ))
     .lines()
+    .filter(|l| !l.starts_with("    "))
     .count();
     assert_eq!(v["totals"]["HarnessError"], listed as u64);
 }

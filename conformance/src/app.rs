@@ -33,7 +33,8 @@ pub struct Options {
     /// A shared library exporting the C ABI of include/ethlink.h, run in-process as the device
     /// of `role` (link end when `None`); exclusive with `dut_cmd`.
     pub dut_lib: Option<PathBuf>,
-    /// Print the selected cases and stop.
+    /// Print the selected cases, each with the text of its requirements, and stop (with `json`,
+    /// also write them to that file as JSON).
     pub list: bool,
     /// Only cases whose id contains this substring, or matches this glob (`*`, `?`).
     pub filter: Option<String>,
@@ -47,7 +48,8 @@ pub struct Options {
     pub json: Option<PathBuf>,
     /// Write a pcapng capture of every failed or harness-error case into this directory.
     pub pcap_dir: Option<PathBuf>,
-    /// Wall-time limit of one case against an external device, in seconds.
+    /// Wall-time limit of one case, in seconds: against an external device the process is
+    /// killed, against the in-process reference the case's thread is abandoned.
     pub case_timeout_s: f64,
     /// Wall-time limit of one request to an external device, in seconds.
     pub request_timeout_s: f64,
@@ -141,8 +143,13 @@ fn execute(o: &Options, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, 
     }
     let limits = limits(o)?;
     if o.list {
-        for c in select(o.role, o.filter.as_deref()) {
-            writeln!(out, "{}", report::list_line(&c)).map_err(io)?;
+        let listed = select(o.role, o.filter.as_deref());
+        for c in &listed {
+            writeln!(out, "{}", report::list_entry(c)).map_err(io)?;
+        }
+        if let Some(p) = &o.json {
+            std::fs::write(p, report::list_json(&listed).as_bytes())
+                .map_err(|e| format!("cannot write {}: {e}", p.display()))?;
         }
         return Ok(EXIT_PASS);
     }
@@ -194,7 +201,11 @@ fn execute(o: &Options, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, 
                 .unwrap_or_default()
         ));
     }
-    let (desc, results) = runner::run_suite(&selected, factory.as_ref(), o.jobs)?;
+    // An external device is bounded by its own limits (the harness kills the process); an
+    // in-process one runs each case on a thread abandoned after --case-timeout-s.
+    let case_limit = o.dut_cmd.is_none().then_some(limits.case);
+    let (desc, results) =
+        runner::run_suite_bounded(&selected, factory.as_ref(), o.jobs, case_limit)?;
     let run = Run {
         desc: &desc,
         cases: &selected,

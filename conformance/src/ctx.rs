@@ -96,7 +96,9 @@ pub struct PeerEnd {
     /// While true the peer keeps the payloads it receives without draining them, so that its
     /// receive buffer fills and it stops returning credits.
     pub hold: bool,
-    held: Vec<ethlink_link::Release>,
+    /// The VCs (bit `v` for VC `v`) whose payloads the peer keeps even while `hold` is false.
+    hold_vcs: u8,
+    held: Vec<(u8, ethlink_link::Release)>,
     hook: Option<Hook>,
     wire: Vec<InFlight>,
     free_to_dut_ns: u64,
@@ -211,6 +213,7 @@ impl<'d> Ctx<'d> {
             link,
             events: Vec::new(),
             hold: false,
+            hold_vcs: 0,
             held: Vec::new(),
             hook: None,
             wire: Vec::new(),
@@ -486,15 +489,44 @@ impl<'d> Ctx<'d> {
     }
 
     /// Makes the peer of `port` stop draining (true) or drain everything it holds (false).
+    /// A peer that stops holding every VC also stops holding the VCs of [`Ctx::peer_hold_vc`].
     pub fn peer_hold(&mut self, port: u16, hold: bool) -> Result<(), Stop> {
         let p = self.peer(port)?;
         p.hold = hold;
         if !hold {
-            for r in std::mem::take(&mut p.held) {
+            p.hold_vcs = 0;
+            for (_, r) in std::mem::take(&mut p.held) {
                 p.link
                     .release(r)
                     .map_err(|e| Stop::Harness(format!("peer release: {e:?}")))?;
             }
+        }
+        Ok(())
+    }
+
+    /// Makes the peer of `port` keep the payloads it receives on `vc` only (true), so that this
+    /// VC's credits stop returning while the others flow, or drain what it keeps of `vc` (false).
+    pub fn peer_hold_vc(&mut self, port: u16, vc: u8, hold: bool) -> Result<(), Stop> {
+        let bit = 1u8
+            .checked_shl(u32::from(vc))
+            .ok_or_else(|| Stop::Harness(format!("no VC {vc}")))?;
+        let p = self.peer(port)?;
+        if hold {
+            p.hold_vcs |= bit;
+            return Ok(());
+        }
+        p.hold_vcs &= !bit;
+        if p.hold {
+            return Ok(());
+        }
+        let (mine, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut p.held)
+            .into_iter()
+            .partition(|(v, _)| *v == vc);
+        p.held = rest;
+        for (_, r) in mine {
+            p.link
+                .release(r)
+                .map_err(|e| Stop::Harness(format!("peer release: {e:?}")))?;
         }
         Ok(())
     }
@@ -575,7 +607,7 @@ fn drain_peer_events(p: &mut PeerEnd) {
                     vc: vc.value(),
                     payload: payload.to_vec(),
                 }),
-                Some(release),
+                Some((vc.value(), release)),
             ),
             Some(Event::Lost { vc, payload, .. }) => (
                 Some(PeerEvent::Lost {
@@ -586,9 +618,10 @@ fn drain_peer_events(p: &mut PeerEnd) {
             ),
         };
         p.events.extend(event);
-        if let Some(r) = release {
-            if p.hold {
-                p.held.push(r);
+        if let Some((vc, r)) = release {
+            let by_vc = 1u8.checked_shl(u32::from(vc)).unwrap_or(0);
+            if p.hold || p.hold_vcs & by_vc != 0 {
+                p.held.push((vc, r));
             } else {
                 // A release fails only for a token of an earlier incarnation: nothing to give.
                 let _ = p.link.release(r);

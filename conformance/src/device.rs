@@ -192,6 +192,10 @@ pub struct EndpointParams {
     /// `max_regions`: entries of the region table of each space.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_regions: Option<u32>,
+    /// `policy`: the load-balancing policy of endpoint.md §4, by its name there (`hash`,
+    /// `round-robin`, `least-loaded`, `spray`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub policy: Option<String>,
 }
 
 /// A memory space of an endpoint.

@@ -371,6 +371,20 @@ impl DylibDevice {
                     if let Some(v) = e.max_regions {
                         cfg.max_regions = v;
                     }
+                    if let Some(name) = &e.policy {
+                        // The policy by the name endpoint.md §4 gives it, as its ABI constant.
+                        cfg.policy = match name.as_str() {
+                            "hash" => ethlink_ffi::ETHLINK_POLICY_HASH,
+                            "round-robin" => ethlink_ffi::ETHLINK_POLICY_ROUND_ROBIN,
+                            "least-loaded" => ethlink_ffi::ETHLINK_POLICY_LEAST_LOADED,
+                            "spray" => ethlink_ffi::ETHLINK_POLICY_SPRAY,
+                            other => {
+                                return Err(DeviceError::Refused(format!(
+                                    "load-balancing policy {other:?}"
+                                )));
+                            }
+                        };
+                    }
                 }
                 self.check(
                     new(ctx, &cfg, &mut h),

@@ -201,7 +201,7 @@ pub fn summary(run: &Run<'_>) -> String {
             case.title
         );
         if let Some(f) = &r.failure {
-            let _ = writeln!(s, "  requirement: {}", f.req);
+            let _ = writeln!(s, "  requirement: {} {}", f.req, quote(f.req));
             let _ = writeln!(s, "  expected:    {}", f.expected);
             let _ = writeln!(s, "  seen:        {}", f.seen);
         }
@@ -300,8 +300,10 @@ fn req_key(id: &str) -> (String, u8, Vec<u64>, String, Vec<u64>) {
     }
 }
 
-/// The one line the `--list` option prints for `case`.
-pub fn list_line(case: &Case) -> String {
+/// What `--list` prints for `case`: a line with its id, role, level, requirement ids, title and
+/// needed capabilities, then an indented line per requirement with its document, key word and
+/// text as docs/spec/ writes them.
+pub fn list_entry(case: &Case) -> String {
     let level = match case.level {
         Level::Must => "MUST",
         Level::Should => "SHOULD",
@@ -311,14 +313,85 @@ pub fn list_line(case: &Case) -> String {
     } else {
         format!(" [needs {}]", case.needs.join(", "))
     };
-    format!(
+    let mut s = format!(
         "{:<14} {:<9} {:<6} {:<32} {}{needs}",
         case.id,
         case.role.name(),
         level,
         case.reqs.join(","),
         case.title
-    )
+    );
+    for id in case.reqs {
+        let _ = write!(s, "\n    {id:<12} {}", quote(id));
+    }
+    s
+}
+
+/// The text of requirement `id` as docs/spec/ writes it, with its document and key word.
+pub fn quote(id: &str) -> String {
+    match crate::coverage::requirement(id) {
+        Some(r) => format!("({} {}) {}", r.doc, r.level, r.text),
+        None => "(not a requirement of docs/spec/)".to_owned(),
+    }
+}
+
+/// One requirement a case names, for the machine-readable catalogue.
+#[derive(Serialize)]
+struct JsonReq<'a> {
+    id: &'a str,
+    doc: Option<&'a str>,
+    level: Option<&'a str>,
+    text: Option<&'a str>,
+}
+
+impl<'a> JsonReq<'a> {
+    fn of(id: &'a str) -> Self {
+        let r = crate::coverage::requirement(id);
+        JsonReq {
+            id,
+            doc: r.map(|r| r.doc.as_str()),
+            level: r.map(|r| r.level),
+            text: r.map(|r| r.text.as_str()),
+        }
+    }
+}
+
+/// One case of the machine-readable catalogue.
+#[derive(Serialize)]
+struct JsonListed<'a> {
+    id: &'a str,
+    title: &'a str,
+    role: &'a str,
+    level: Level,
+    needs: &'a [&'a str],
+    reqs: Vec<JsonReq<'a>>,
+}
+
+/// The catalogue of `cases` as JSON (`--list --json FILE`): an object with `cases`, each with its
+/// id, title, role, level, needed capabilities and `reqs`, every requirement with its document,
+/// key word and text as docs/spec/ writes them.
+pub fn list_json(cases: &[Case]) -> String {
+    #[derive(Serialize)]
+    struct List<'a> {
+        cases: Vec<JsonListed<'a>>,
+    }
+    let list = List {
+        cases: cases
+            .iter()
+            .map(|c| JsonListed {
+                id: c.id,
+                title: c.title,
+                role: c.role.name(),
+                level: c.level,
+                needs: c.needs,
+                reqs: c.reqs.iter().map(|id| JsonReq::of(id)).collect(),
+            })
+            .collect(),
+    };
+    let mut s =
+        serde_json::to_string_pretty(&list).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
+    s.push('\n');
+    s
 }
 
 #[cfg(test)]
@@ -368,9 +441,29 @@ struct JsonCase<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     message: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    failure: Option<&'a crate::case::Failure>,
+    failure: Option<JsonFailure<'a>>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     frames: Vec<String>,
+}
+
+/// A failure in the JSON report: the requirement with its text, what was expected and seen.
+#[derive(Serialize)]
+struct JsonFailure<'a> {
+    req: &'a str,
+    text: Option<&'a str>,
+    expected: &'a str,
+    seen: &'a str,
+}
+
+impl<'a> JsonFailure<'a> {
+    fn of(f: &'a crate::case::Failure) -> Self {
+        JsonFailure {
+            req: f.req,
+            text: crate::coverage::requirement(f.req).map(|r| r.text.as_str()),
+            expected: &f.expected,
+            seen: &f.seen,
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -410,7 +503,7 @@ pub fn json(run: &Run<'_>) -> String {
                 simulated_ns: r.simulated_ns,
                 wall_us: r.wall_us,
                 message: r.message.as_deref(),
-                failure: r.failure.as_ref(),
+                failure: r.failure.as_ref().map(JsonFailure::of),
                 frames: shown(&r.log).0.into_iter().map(frame_line).collect(),
             })
             .collect(),
@@ -511,7 +604,15 @@ pub fn junit(run: &Run<'_>) -> String {
                 Verdict::Fail | Verdict::NonStrict => {
                     let msg = r.failure.as_ref().map_or_else(
                         || r.verdict.name().to_owned(),
-                        |f| format!("{}: expected {}; seen {}", f.req, f.expected, f.seen),
+                        |f| {
+                            format!(
+                                "{} {}: expected {}; seen {}",
+                                f.req,
+                                quote(f.req),
+                                f.expected,
+                                f.seen
+                            )
+                        },
                     );
                     let _ = write!(
                         body,
@@ -558,8 +659,11 @@ fn detail_text(r: &CaseResult) -> String {
     if let Some(f) = &r.failure {
         let _ = writeln!(
             d,
-            "requirement: {}\nexpected: {}\nseen: {}",
-            f.req, f.expected, f.seen
+            "requirement: {} {}\nexpected: {}\nseen: {}",
+            f.req,
+            quote(f.req),
+            f.expected,
+            f.seen
         );
     }
     if let Some(m) = &r.message {

@@ -1,6 +1,6 @@
 //! Runs cases against a device and records what each concluded (docs/conformance.md §5).
 
-use std::time::Instant as WallClock;
+use std::time::{Duration, Instant as WallClock};
 
 use serde::Serialize;
 
@@ -135,6 +135,21 @@ pub fn run_suite(
     factory: &Factory<'_>,
     jobs: usize,
 ) -> Result<(Description, Vec<CaseResult>), String> {
+    run_suite_bounded(cases, factory, jobs, None)
+}
+
+/// As [`run_suite`], with a wall-time limit on each case for devices that cannot bound
+/// themselves (an in-process device, whose calls the harness cannot interrupt). With
+/// `case_limit`, each case runs on a thread of its own that holds the device; a case that has not
+/// returned when the limit passes is a `HarnessError`, its thread and device are abandoned (the
+/// thread runs on until the process ends, touching nothing the run still uses), and the worker
+/// takes a fresh device for its next case.
+pub fn run_suite_bounded(
+    cases: &[Case],
+    factory: &Factory<'_>,
+    jobs: usize,
+    case_limit: Option<Duration>,
+) -> Result<(Description, Vec<CaseResult>), String> {
     let first = start(factory)?;
     let desc = first.desc.clone();
     let jobs = jobs.clamp(1, cases.len().max(1));
@@ -172,20 +187,16 @@ pub fn run_suite(
                             }
                         };
                     }
-                    let Some(l) = live.as_mut() else { continue };
-                    // A panic in a case or in an in-process device ends that case, not the run.
-                    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        run_case(l.dut.as_mut(), &l.desc, case)
-                    }));
-                    let r = match outcome {
-                        Ok(r) => r,
-                        Err(panic) => {
-                            let what = panic
-                                .downcast_ref::<&str>()
-                                .map(|s| (*s).to_owned())
-                                .or_else(|| panic.downcast_ref::<String>().cloned())
-                                .unwrap_or_else(|| "a panic".to_owned());
-                            harness_error(case, format!("the case panicked: {what}"))
+                    let r = match case_limit {
+                        None => {
+                            let Some(l) = live.as_mut() else { continue };
+                            run_guarded(l, case)
+                        }
+                        Some(limit) => {
+                            let Some(l) = live.take() else { continue };
+                            let (r, back) = run_on_own_thread(l, case, limit);
+                            live = back;
+                            r
                         }
                     };
                     if r.verdict == Verdict::HarnessError {
@@ -201,6 +212,60 @@ pub fn run_suite(
     let mut results: Vec<(usize, CaseResult)> = res_rx.iter().collect();
     results.sort_by_key(|(i, _)| *i);
     Ok((desc, results.into_iter().map(|(_, r)| r).collect()))
+}
+
+/// Runs `case` on `l`: a panic in the case or in an in-process device ends the case as a
+/// `HarnessError`, not the run.
+fn run_guarded(l: &mut Live, case: &Case) -> CaseResult {
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        run_case(l.dut.as_mut(), &l.desc, case)
+    }));
+    match outcome {
+        Ok(r) => r,
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a panic".to_owned());
+            harness_error(case, format!("the case panicked: {what}"))
+        }
+    }
+}
+
+/// Runs `case` on `l` on a thread of its own and waits for it at most `limit`. Returns the
+/// result and, when the case returned in time, the device for the next case.
+fn run_on_own_thread(l: Live, case: &Case, limit: Duration) -> (CaseResult, Option<Live>) {
+    let (tx, rx) = crossbeam_channel::bounded::<(CaseResult, Live)>(1);
+    let own = *case;
+    let spawned = std::thread::Builder::new()
+        .name(format!("case {}", case.id))
+        .spawn(move || {
+            let mut l = l;
+            let r = run_guarded(&mut l, &own);
+            // The receiver is gone only when the case was abandoned: nothing waits for it.
+            let _ = tx.send((r, l));
+        });
+    if let Err(e) = spawned {
+        return (
+            harness_error(case, format!("cannot start a thread for the case: {e}")),
+            None,
+        );
+    }
+    match rx.recv_timeout(limit) {
+        Ok((r, l)) => (r, Some(l)),
+        Err(_) => (
+            harness_error(
+                case,
+                format!(
+                    "the case ran past its wall-time limit of {:.1} s: the in-process device \
+                     did not return and was abandoned",
+                    limit.as_secs_f64()
+                ),
+            ),
+            None,
+        ),
+    }
 }
 
 /// The result of `case` when no device could be made to run it.

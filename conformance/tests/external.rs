@@ -411,7 +411,7 @@ fn a_failure_is_reported_everywhere() {
     assert!(text.contains("result: FAIL"), "{text}");
     let junit = report::junit(&run);
     assert!(
-        junit.contains("<failure message=\"LINK-4-3: expected"),
+        junit.contains("<failure message=\"LINK-4-3 (link.md MUST) A damaged frame"),
         "{junit}"
     );
     assert_eq!(junit.matches("<testcase ").count(), cases.len());
@@ -425,6 +425,13 @@ fn a_failure_is_reported_everywhere() {
         .unwrap();
     assert_eq!(llr["verdict"], "Fail");
     assert_eq!(llr["failure"]["req"], "LINK-4-3");
+    assert!(
+        llr["failure"]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("A damaged frame"),
+        "{llr}"
+    );
     assert!(!llr["frames"].as_array().unwrap().is_empty());
     // The capture holds every frame of the case's log, with its direction.
     let r = failed.iter().find(|r| r.id == "LE-LLR-1").unwrap();

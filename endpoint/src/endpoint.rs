@@ -1066,9 +1066,13 @@ impl Endpoint {
                         c.bytes_received = c.bytes_received.wrapping_add(buf.len() as u64);
                     }
                     let request_vc = matches!(v.index(), VC_LS | VC_RDMA);
-                    let stalled = !p.inbound.is_empty()
-                        || (request_vc && self.backlog >= self.cfg.response_backlog as usize);
-                    if request_vc && stalled {
+                    let stalled = request_vc
+                        && (self.backlog_full()
+                            || self.ports.get(i).is_some_and(|p| !p.inbound.is_empty()));
+                    let Some(p) = self.ports.get_mut(i) else {
+                        return;
+                    };
+                    if stalled {
                         //= docs/spec/endpoint.md#8-target
                         //# EP-8-4 When its response backlog reaches `response_backlog` bytes a
                         //# target MUST stop taking request frames from its ports, keeping them in
@@ -1343,10 +1347,29 @@ impl Endpoint {
 
     // ----- receive ---------------------------------------------------------------------------
 
+    /// Whether the response backlog has reached `response_backlog` bytes (EP-8-4). The backlog
+    /// is every response byte the target holds and has not put on a wire: in its own queues,
+    /// packers and held responses, and in the transmit queues of its links on VCs 2 and 3, which
+    /// carry responses only. A response waiting in a link's queue still delays the requests
+    /// behind it, which is what `T_hold` of Figure EP-F1 bounds.
+    fn backlog_full(&self) -> bool {
+        let queued: usize = self
+            .ports
+            .iter()
+            .map(|p| {
+                [VC_RESP, VC_READ]
+                    .iter()
+                    .map(|&v| p.link.queued(vc(v)).1)
+                    .sum::<usize>()
+            })
+            .sum();
+        self.backlog.saturating_add(queued) >= self.cfg.response_backlog as usize
+    }
+
     /// Takes held request frames again while the backlog allows (EP-8-4).
     fn drain_inbound(&mut self) {
         for i in 0..self.ports.len() {
-            while self.backlog < self.cfg.response_backlog as usize {
+            while !self.backlog_full() {
                 let Some(p) = self.ports.get_mut(i) else {
                     break;
                 };

@@ -2054,6 +2054,62 @@ fn response_backlog_stalls_requests_and_drops_nothing() {
     assert_eq!(p.ep.link(0).expect("port 0").rx_occupied(vc0), 0);
 }
 
+/// Responses that wait in the link's transmit queue are part of the backlog: with the peer
+/// taking nothing, a few hundred responses, far fewer than the link's queue would hold, stop the
+/// intake of requests, and every one is answered once the peer takes frames again.
+#[test]
+fn response_backlog_counts_the_links_transmit_queue() {
+    let cfg = Config {
+        response_backlog: 9216,
+        ..ep_config()
+    };
+    let mut p = Peer::new(cfg);
+    let n: u16 = 300;
+    p.hold = true;
+    for chunk in (0..n).collect::<Vec<_>>().chunks(10) {
+        let txns: Vec<TxnRepr<'_>> = chunk
+            .iter()
+            .map(|&tag| TxnRepr::Load {
+                tag,
+                target: target(K1, BIG + u64::from(tag) * 256),
+                len: 256,
+            })
+            .collect();
+        p.send(0, &txns);
+    }
+    p.run_for(100_000);
+    let vc2 = Vc::new(2).expect("vc");
+    let (frames, bytes) = p.ep.link(0).expect("port 0").queued(vc2);
+    assert!(
+        frames < 256 && bytes < 256 * 1024,
+        "the link's queue is full"
+    );
+    //= docs/spec/endpoint.md#8-target
+    //= type=test
+    //# EP-8-4 When its response backlog reaches `response_backlog` bytes a target MUST stop taking
+    //# request frames from its ports, keeping them in the link's receive buffer (their credits
+    //# unreturned), until the backlog drains.
+    assert!(p.ep.counters().backlog_stalls > 0);
+    assert!(p.ep.counters().requests_served < u64::from(n));
+    assert!(
+        p.ep.link(0)
+            .expect("port 0")
+            .rx_occupied(Vc::new(0).expect("vc"))
+            > 0
+    );
+    p.resume();
+    let end = p.now + 5_000_000;
+    assert!(
+        p.run_until(end, |p| p.rx.len() >= usize::from(n)),
+        "{} of {n} answered",
+        p.rx.len()
+    );
+    p.run_for(10_000);
+    let rx = p.take();
+    assert_eq!(rx.len(), usize::from(n));
+    assert_eq!(p.ep.counters().requests_served, u64::from(n));
+}
+
 // ----- 10. BUSY and retries that wait ------------------------------------------------------------
 
 /// Runs until the peer has received a request with `opcode` (any tag) and returns it.

@@ -33,6 +33,14 @@ enum Flaw {
     AtomicTwice,
     /// It packs transactions into frames but does not declare PACKING.
     PackingUndeclared,
+    /// It accepts a `response_backlog` setting and keeps taking requests whatever its backlog.
+    BacklogIgnored,
+    /// It accepts the `hash` policy and spreads requests round-robin.
+    PolicyIgnored,
+    /// It accepts an `op_timeout` setting and keeps held responses for its default instead.
+    OpTimeoutIgnored,
+    /// Its timers count whole microseconds: an `op_timeout` setting is rounded down to one.
+    OpTimeoutRoundedDown,
 }
 
 /// A broken reference endpoint.
@@ -80,6 +88,18 @@ pub fn mutants() -> Vec<(&'static str, Maker)> {
         ("atomic_twice", || Box::new(Mutant::new(Flaw::AtomicTwice))),
         ("packing_undeclared", || {
             Box::new(Mutant::new(Flaw::PackingUndeclared))
+        }),
+        ("backlog_ignored", || {
+            Box::new(Mutant::new(Flaw::BacklogIgnored))
+        }),
+        ("policy_ignored", || {
+            Box::new(Mutant::new(Flaw::PolicyIgnored))
+        }),
+        ("op_timeout_ignored", || {
+            Box::new(Mutant::new(Flaw::OpTimeoutIgnored))
+        }),
+        ("op_timeout_rounded_down", || {
+            Box::new(Mutant::new(Flaw::OpTimeoutRoundedDown))
         }),
     ]
 }
@@ -137,7 +157,23 @@ impl Device for Mutant {
     fn reset(&mut self, setup: &Setup) -> Result<LinkParams, DeviceError> {
         self.early.clear();
         self.extra.clear();
-        self.inner.reset(setup)
+        let mut setup = setup.clone();
+        if let Some(e) = setup.endpoint.as_mut() {
+            match self.flaw {
+                Flaw::BacklogIgnored if e.response_backlog.is_some() => {
+                    e.response_backlog = Some(u32::MAX);
+                }
+                Flaw::PolicyIgnored if e.policy.is_some() => {
+                    e.policy = Some("round-robin".into());
+                }
+                Flaw::OpTimeoutIgnored => e.op_timeout_ns = None,
+                Flaw::OpTimeoutRoundedDown => {
+                    e.op_timeout_ns = e.op_timeout_ns.map(|ns| (ns / 1000).max(1) * 1000);
+                }
+                _ => {}
+            }
+        }
+        self.inner.reset(&setup)
     }
 
     fn frame(&mut self, port: u16, time_ns: u64, frame: &[u8]) -> Result<(), DeviceError> {

@@ -2,7 +2,7 @@
 
 use ethlink_endpoint::{
     Bytes, CompletionData, Config, Endpoint, LsOp as EpLsOp, LsRequest, OpId, Ordering, Perms,
-    RdmaDesc, RdmaDir, Region, Remote,
+    Policy, RdmaDesc, RdmaDir, Region, Remote,
 };
 use ethlink_link::{Duration, Instant};
 use ethlink_protocol::{AtomicOp, AtomicValue, Capabilities, GpuId, Space as WireSpace, Width};
@@ -175,7 +175,8 @@ impl RefEndpoint {
 /// Applies the endpoint settings of a setup to `cfg`. A shorter `op_timeout` than the default
 /// `frame_lifetime` lowers the frame lifetime with it, and the tag quarantine is raised to its
 /// least legal value when needed; a value out of range is left for [`Endpoint::new`] to refuse.
-fn endpoint_params(cfg: &mut Config, e: &EndpointParams) {
+/// A policy this endpoint does not know is refused.
+fn endpoint_params(cfg: &mut Config, e: &EndpointParams) -> Result<(), DeviceError> {
     if let Some(ns) = e.op_timeout_ns {
         cfg.op_timeout = Duration::from_nanos(ns);
         cfg.frame_lifetime = cfg.frame_lifetime.min(cfg.op_timeout);
@@ -197,6 +198,11 @@ fn endpoint_params(cfg: &mut Config, e: &EndpointParams) {
     if let Some(v) = e.max_regions {
         cfg.memory.max_regions = v;
     }
+    if let Some(name) = &e.policy {
+        cfg.policy = Policy::from_name(name)
+            .ok_or_else(|| DeviceError::Refused(format!("load-balancing policy {name:?}")))?;
+    }
+    Ok(())
 }
 
 fn space(s: Space) -> WireSpace {
@@ -300,7 +306,7 @@ impl Device for RefEndpoint {
         cfg.link = apply(&cfg.link, &setup.link);
         cfg.link.nonce_seed = setup.seed.wrapping_mul(2).wrapping_add(1);
         if let Some(e) = &setup.endpoint {
-            endpoint_params(&mut cfg, e);
+            endpoint_params(&mut cfg, e)?;
         }
         let ep = Endpoint::new(cfg.clone()).map_err(|e| DeviceError::Refused(e.to_string()))?;
         let n = ep.port_count();
