@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Runs every test of the workspace on a fresh machine: installs what the tests need and is
-# missing (tshark from Debian's packages, cargo-fuzz), then formatting, lints, the test suites
-# (the C header's drift check among them), the conformance suite in-process, through a
-# subprocess and through the C ABI library, the C example, a bounded fuzz run and the
-# traceability check.
+# missing (tshark and verilator from Debian's packages, cargo-fuzz), then formatting, lints, the
+# test suites (the C header's drift check among them), the conformance suite in-process, through
+# a subprocess and through the C ABI library, the C example, the Verilator testbench over DPI-C,
+# a bounded fuzz run and the traceability check.
 #
 # Environment:
 #   PROPTEST_CASES   property-test cases per property (default 256)
@@ -25,6 +25,15 @@ if ! command -v tshark >/dev/null 2>&1; then
   as_root apt-get install -y -qq tshark >/dev/null
 fi
 tshark --version | head -1
+
+if ! command -v verilator >/dev/null 2>&1 || ! command -v g++ >/dev/null 2>&1 ||
+   ! command -v make >/dev/null 2>&1; then
+  log "installing verilator, g++ and make (Debian packages)"
+  export DEBIAN_FRONTEND=noninteractive
+  as_root apt-get update -qq
+  as_root apt-get install -y -qq verilator g++ make >/dev/null
+fi
+verilator --version
 
 export PROPTEST_CASES="${PROPTEST_CASES:-256}"
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
@@ -82,6 +91,9 @@ done
 
 log "the C example over include/ethlink.h (examples/c)"
 examples/c/build.sh
+
+log "the SystemVerilog testbench over DPI-C, built with Verilator (examples/cosim/verilator)"
+examples/cosim/verilator/run.sh
 
 FUZZ_SECONDS="${FUZZ_SECONDS:-30}"
 if [ "$FUZZ_SECONDS" != 0 ] && [ -d fuzz ]; then

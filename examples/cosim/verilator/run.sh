@@ -7,6 +7,8 @@
 #   examples/cosim/verilator/run.sh            # debug build of the library
 #   PROFILE=release examples/cosim/verilator/run.sh
 #   JOBS=4 examples/cosim/verilator/run.sh     # parallel C++ compilation (default 2)
+#   OPT=-O2 examples/cosim/verilator/run.sh    # optimisation of the model's C++ (default -O1:
+#                                              # the shortest build and run of these tests)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../../.." && pwd)"
@@ -32,7 +34,7 @@ elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
 
 echo "$(verilator --version)"
 t0=$(now)
-verilator --binary --timing -j "${JOBS:-2}" --quiet-exit \
+verilator --binary --timing -j "${JOBS:-2}" --quiet-exit -MAKEFLAGS "OPT_FAST=${OPT:--O1} OPT_SLOW=-O0" \
   --top-module "$top" --prefix "V$top" -Mdir "$out" \
   -CFLAGS "-I$root/include -DETHLINK_DPI_HEADER=V${top}__Dpi.h" \
   -LDFLAGS "$lib" -LDFLAGS -lpthread -LDFLAGS -ldl -LDFLAGS -lm \
