@@ -33,6 +33,10 @@ now() { date +%s.%N; }
 elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
 
 echo "$(verilator --version)"
+# The build does not track the library: relink whenever it is newer than the testbench.
+if [ -e "$out/V$top" ] && [ "$lib" -nt "$out/V$top" ]; then
+  rm -f "$out/V$top"
+fi
 t0=$(now)
 verilator --binary --timing -j "${JOBS:-2}" --quiet-exit -MAKEFLAGS "OPT_FAST=${OPT:--O1} OPT_SLOW=-O0" \
   --top-module "$top" --prefix "V$top" -Mdir "$out" \
