@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Runs every test of the workspace on a fresh machine: installs what the tests need and is
-# missing (tshark from Debian's packages, cargo-fuzz), then formatting, lints, the test suites
-# (the C header's drift check among them), the Wireshark dissector against `ethlink decode`
-# (through tshark), the conformance suite in-process, through a subprocess and through the C
-# ABI library, the C example, a bounded fuzz run and the traceability check.
+# missing (tshark, verilator and iverilog from Debian's packages, cargo-fuzz; cocotb from PyPI
+# into a virtual environment under target/), then formatting, lints, the test suites (the C
+# header's drift check among them), the Wireshark dissector against `ethlink decode` (through
+# tshark), the conformance suite in-process, through a subprocess and through the C ABI
+# library, the C example, the Verilator testbench over DPI-C, the cocotb test over ctypes, a
+# bounded fuzz run and the traceability check.
 #
 # Environment:
 #   PROPTEST_CASES   property-test cases per property (default 256)
@@ -27,6 +29,22 @@ fi
 tshark --version | head -1
 # tshark warns on standard error when it runs as root; scripts/tshark_check.py, which runs it
 # below (once ethlink is built), ignores that line and fails on any other.
+
+if ! command -v verilator >/dev/null 2>&1 || ! command -v g++ >/dev/null 2>&1 ||
+   ! command -v make >/dev/null 2>&1; then
+  log "installing verilator, g++ and make (Debian packages)"
+  export DEBIAN_FRONTEND=noninteractive
+  as_root apt-get update -qq
+  as_root apt-get install -y -qq verilator g++ make >/dev/null
+fi
+verilator --version
+if ! command -v iverilog >/dev/null 2>&1; then
+  log "installing iverilog (Debian package)"
+  export DEBIAN_FRONTEND=noninteractive
+  as_root apt-get update -qq
+  as_root apt-get install -y -qq iverilog >/dev/null
+fi
+iverilog -V 2>&1 | head -1 || true
 
 export PROPTEST_CASES="${PROPTEST_CASES:-256}"
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
@@ -93,6 +111,16 @@ done
 
 log "the C example over include/ethlink.h (examples/c)"
 examples/c/build.sh
+
+log "the SystemVerilog testbench over DPI-C, built with Verilator (examples/cosim/verilator)"
+examples/cosim/verilator/run.sh
+
+log "the cocotb test over the shared library, with Icarus Verilog (examples/cosim/cocotb)"
+if ! examples/cosim/cocotb/run.sh >"$tmp/cocotb.log" 2>&1; then
+  cat "$tmp/cocotb.log" >&2
+  exit 1
+fi
+tail -2 "$tmp/cocotb.log"
 
 FUZZ_SECONDS="${FUZZ_SECONDS:-30}"
 if [ "$FUZZ_SECONDS" != 0 ] && [ -d fuzz ]; then

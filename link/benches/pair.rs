@@ -198,7 +198,8 @@ impl Direct {
                 self.damaged += 1;
                 fcs = FcsStatus::Bad;
             }
-            self.b.handle_frame_fcs(self.now(), &self.buf_a[..t.len], fcs);
+            self.b
+                .handle_frame_fcs(self.now(), &self.buf_a[..t.len], fcs);
             while let Some(ev) = self.b.poll_event() {
                 let Event::Delivered {
                     seq,
