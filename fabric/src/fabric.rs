@@ -186,7 +186,6 @@ pub(crate) struct Core {
     dirty: Vec<bool>,
     dirty_list: Vec<u32>,
     txbuf: Vec<u8>,
-    rxbuf: Vec<u8>,
     ready: Vec<u16>,
     completions: VecDeque<(u16, Completion)>,
     /// Per GPU: workloads waiting for room (tags or RDMA queue).
@@ -251,18 +250,22 @@ impl Core {
     fn transmit(&mut self, n: u32, p: u16) -> bool {
         let inst = self.inst();
         let gp = self.ports_of(n).start + u32::from(p);
+        // A switch hands its DATA frames out by reference, shared with its port's replay
+        // buffer: the wire carries the reference, not a copy.
         let res = if n < self.n_gpus {
             match self.gpus.get_mut(n as usize) {
-                Some(ep) => ep.poll_transmit(inst, usize::from(p), &mut self.txbuf),
+                Some(ep) => ep
+                    .poll_transmit(inst, usize::from(p), &mut self.txbuf)
+                    .map(|t| t.map(|t| (t, None))),
                 None => return false,
             }
         } else {
             match self.sws.get_mut((n - self.n_gpus) as usize) {
-                Some(sw) => sw.poll_transmit(inst, usize::from(p), &mut self.txbuf),
+                Some(sw) => sw.poll_transmit_shared(inst, usize::from(p), &mut self.txbuf),
                 None => return false,
             }
         };
-        let Ok(Some(t)) = res else {
+        let Ok(Some((t, shared))) = res else {
             return false;
         };
         let Some(&ci) = self.out_chan.get(gp as usize) else {
@@ -280,8 +283,19 @@ impl Core {
         } else {
             Verdict::Pass
         };
-        let frame = self.txbuf.get(..t.len).unwrap_or(&[]);
-        let out = chan.ch.transmit(self.now, frame, t.kind, verdict);
+        let out = match &shared {
+            Some(f) => chan
+                .ch
+                .transmit_shared(self.now, f.clone(), t.kind, verdict),
+            None => {
+                let frame = self.txbuf.get(..t.len).unwrap_or(&[]);
+                chan.ch.transmit(self.now, frame, t.kind, verdict)
+            }
+        };
+        let frame = match &shared {
+            Some(f) => f.as_bytes(),
+            None => self.txbuf.get(..t.len).unwrap_or(&[]),
+        };
         self.frame_hops += 1;
         let on_wire = (t.len + ethlink_protocol::WIRE_OVERHEAD) as u64;
         if t.kind == FrameKind::Data {
@@ -315,6 +329,7 @@ impl Core {
                 duplicated: out.fate.duplicate,
             });
         }
+        drop(shared);
         self.push(out.end_ps, Ev::WireFree(gp));
         if arm {
             self.push(out.arrive_ps, Ev::Arrive(ci));
@@ -339,14 +354,15 @@ impl Core {
         // would: the link ends take that status instead of computing the CRC a second time on
         // the hop. No end of this fabric stomps a frame it sends, so an undamaged frame's FCS
         // is the correct one its sender computed.
-        while let Some(fcs) = chan.ch.pop_arrival_fcs(now, &mut self.rxbuf) {
+        while let Some((bytes, fcs)) = chan.ch.pop_arrival_wire(now) {
             if n < self.n_gpus {
                 if let Some(ep) = self.gpus.get_mut(n as usize) {
-                    ep.handle_frame_fcs(inst, p, &self.rxbuf, fcs);
+                    ep.handle_frame_fcs(inst, p, bytes.as_bytes(), fcs);
                 }
             } else if let Some(sw) = self.sws.get_mut((n - self.n_gpus) as usize) {
-                sw.handle_frame_fcs(inst, p, &self.rxbuf, fcs);
+                sw.handle_frame_fcs(inst, p, bytes.as_bytes(), fcs);
             }
+            chan.ch.recycle(bytes);
         }
         if let Some(t) = chan.ch.next_arrival() {
             chan.armed = t;
@@ -896,7 +912,6 @@ impl Fabric {
             dirty: vec![false; n_nodes],
             dirty_list: Vec::new(),
             txbuf: vec![0; 9216 + 64],
-            rxbuf: Vec::with_capacity(9216 + 64),
             ready: Vec::new(),
             completions: VecDeque::new(),
             blocked: vec![Vec::new(); g_n],

@@ -42,7 +42,10 @@ use ethlink_protocol::{
 use rand_core::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 
-use crate::{Config, Event, Instant, Link, LostReason, Release, SubmitError};
+use crate::{Config, Event, Instant, Link, LostReason, Release, SharedFrame, SubmitError};
+
+/// Buffers a [`Channel`] keeps for reuse through [`Channel::recycle`].
+const POOL_MAX: usize = 256;
 
 /// Picoseconds per nanosecond.
 const PS_PER_NS: u64 = 1000;
@@ -548,11 +551,46 @@ impl Injector {
     }
 }
 
+/// The bytes of a frame on a wire: a copy of its own, or the sender's frame shared by reference
+/// ([`Channel::transmit_shared`]) as long as the wire leaves it intact.
+#[derive(Debug)]
+pub enum WireBytes {
+    /// The wire's own copy (a damaged or stomped frame is always one).
+    Owned(Vec<u8>),
+    /// The frame the sender keeps in its replay buffer, shared.
+    Shared(SharedFrame),
+}
+
+impl WireBytes {
+    /// The frame, FCS included.
+    pub fn as_bytes(&self) -> &[u8] {
+        match self {
+            WireBytes::Owned(v) => v,
+            WireBytes::Shared(f) => f.as_bytes(),
+        }
+    }
+}
+
+/// A frame handed to [`Channel::put`]: borrowed (copied onto the wire) or shared.
+enum Offered<'a> {
+    Borrowed(&'a [u8]),
+    Shared(SharedFrame),
+}
+
+impl Offered<'_> {
+    fn as_bytes(&self) -> &[u8] {
+        match self {
+            Offered::Borrowed(b) => b,
+            Offered::Shared(f) => f.as_bytes(),
+        }
+    }
+}
+
 /// A frame on its way.
 #[derive(Debug)]
 struct Flight {
     arrive: u64,
-    bytes: Vec<u8>,
+    bytes: WireBytes,
     /// What the wire did to the FCS: kept as sent, damaged, or stomped.
     fcs: FcsStatus,
 }
@@ -644,26 +682,62 @@ impl Channel {
         kind: FrameKind,
         verdict: Verdict,
     ) -> TxOutcome {
-        let ser = self.serialisation_ps(frame.len());
+        self.put(now_ps, Offered::Borrowed(frame), kind, verdict)
+    }
+
+    /// As [`Channel::transmit`] for a frame the sender shares by reference
+    /// ([`crate::Link::poll_transmit_shared`]): the wire carries the reference, and copies the
+    /// bytes only to damage or stomp them. Same schedule, same faults, same bytes at arrival.
+    pub fn transmit_shared(
+        &mut self,
+        now_ps: u64,
+        frame: SharedFrame,
+        kind: FrameKind,
+        verdict: Verdict,
+    ) -> TxOutcome {
+        self.put(now_ps, Offered::Shared(frame), kind, verdict)
+    }
+
+    /// A buffer of the wire's own holding `bytes`.
+    fn copy_of(&mut self, bytes: &[u8]) -> Vec<u8> {
+        let mut copy = self.pool.pop().unwrap_or_default();
+        copy.clear();
+        copy.extend_from_slice(bytes);
+        copy
+    }
+
+    fn put(
+        &mut self,
+        now_ps: u64,
+        frame: Offered<'_>,
+        kind: FrameKind,
+        verdict: Verdict,
+    ) -> TxOutcome {
+        let len = frame.as_bytes().len();
+        let ser = self.serialisation_ps(len);
         let start = now_ps.max(self.busy_until);
         let end = start.saturating_add(ser);
         self.busy_until = end;
         self.frames_sent += 1;
-        self.bytes_sent += frame.len() as u64;
+        self.bytes_sent += len as u64;
         let arrive = end.saturating_add(self.propagation_ps);
-        let fate = self.injector.fate(kind, frame.len(), verdict);
+        let fate = self.injector.fate(kind, len, verdict);
         if !fate.vanish {
-            let mut copy = self.pool.pop().unwrap_or_default();
-            copy.clear();
-            copy.extend_from_slice(frame);
-            if fate.corrupt {
-                self.injector.flip_bit(&mut copy);
-            }
-            if fate.stomp {
-                let body = copy.len().saturating_sub(ethlink_protocol::fcs::FCS_LEN);
-                let stomped = ethlink_protocol::fcs::stomped_bytes(copy.get(..body).unwrap_or(&[]));
-                if let Some(f) = copy.get_mut(body..) {
-                    f.copy_from_slice(&stomped);
+            let mut bytes = match frame {
+                Offered::Shared(f) if !fate.corrupt && !fate.stomp => WireBytes::Shared(f),
+                other => WireBytes::Owned(self.copy_of(other.as_bytes())),
+            };
+            if let WireBytes::Owned(copy) = &mut bytes {
+                if fate.corrupt {
+                    self.injector.flip_bit(copy);
+                }
+                if fate.stomp {
+                    let body = copy.len().saturating_sub(ethlink_protocol::fcs::FCS_LEN);
+                    let stomped =
+                        ethlink_protocol::fcs::stomped_bytes(copy.get(..body).unwrap_or(&[]));
+                    if let Some(f) = copy.get_mut(body..) {
+                        f.copy_from_slice(&stomped);
+                    }
                 }
             }
             let fcs = if fate.stomp {
@@ -674,25 +748,18 @@ impl Channel {
                 FcsStatus::Good
             };
             if fate.duplicate {
-                let mut second = self.pool.pop().unwrap_or_default();
-                second.clear();
-                second.extend_from_slice(&copy);
-                self.flights.push_back(Flight {
-                    arrive,
-                    bytes: copy,
-                    fcs,
-                });
+                let second = match &bytes {
+                    WireBytes::Shared(f) => WireBytes::Shared(f.clone()),
+                    WireBytes::Owned(c) => WireBytes::Owned(self.copy_of(c)),
+                };
+                self.flights.push_back(Flight { arrive, bytes, fcs });
                 self.flights.push_back(Flight {
                     arrive,
                     bytes: second,
                     fcs,
                 });
             } else {
-                self.flights.push_back(Flight {
-                    arrive,
-                    bytes: copy,
-                    fcs,
-                });
+                self.flights.push_back(Flight { arrive, bytes, fcs });
             }
         }
         TxOutcome {
@@ -725,10 +792,38 @@ impl Channel {
         if self.next_arrival().is_none_or(|at| at > now_ps) {
             return None;
         }
-        let mut f = self.flights.pop_front()?;
-        core::mem::swap(into, &mut f.bytes);
-        self.pool.push(f.bytes);
+        let f = self.flights.pop_front()?;
+        match f.bytes {
+            WireBytes::Owned(mut b) => {
+                core::mem::swap(into, &mut b);
+                self.pool.push(b);
+            }
+            WireBytes::Shared(s) => {
+                into.clear();
+                into.extend_from_slice(s.as_bytes());
+            }
+        }
         Some(f.fcs)
+    }
+
+    /// As [`Channel::pop_arrival_fcs`], handing over the frame as the wire holds it (shared
+    /// frames stay shared); give it back with [`Channel::recycle`] once read.
+    pub fn pop_arrival_wire(&mut self, now_ps: u64) -> Option<(WireBytes, FcsStatus)> {
+        if self.next_arrival().is_none_or(|at| at > now_ps) {
+            return None;
+        }
+        let f = self.flights.pop_front()?;
+        Some((f.bytes, f.fcs))
+    }
+
+    /// Takes back a frame from [`Channel::pop_arrival_wire`] once read: the wire's own buffers
+    /// are reused, a shared frame is let go.
+    pub fn recycle(&mut self, bytes: WireBytes) {
+        if let WireBytes::Owned(b) = bytes
+            && self.pool.len() < POOL_MAX
+        {
+            self.pool.push(b);
+        }
     }
 
     /// Frames in flight.
@@ -743,7 +838,7 @@ impl Channel {
         let lost = self.flights.len();
         self.outage_lost += lost as u64;
         while let Some(f) = self.flights.pop_front() {
-            self.pool.push(f.bytes);
+            self.recycle(f.bytes);
         }
         self.busy_until = self.busy_until.min(now_ps);
         lost

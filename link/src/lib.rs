@@ -41,7 +41,7 @@ mod time;
 pub use config::{Agreed, Config, ConfigError};
 pub use counters::Counters;
 pub use link::{
-    BufferTooSmall, DownReason, Event, Link, LostReason, Notice, Release, ReleaseError, RxState,
-    Stomped, SubmitError, Transmit, TxState,
+    BufferTooSmall, Deliver, DownReason, Event, Layout, Link, LostReason, Notice, Outgoing,
+    Release, ReleaseError, RxState, SharedFrame, Stomped, SubmitError, Transmit, TxState,
 };
 pub use time::{Duration, Instant};

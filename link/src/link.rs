@@ -1,19 +1,20 @@
 //! One end of one link: the state machine of link.md.
 
 use alloc::collections::VecDeque;
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::fmt;
 
 use ethlink_protocol::{
     Action, Capabilities, CreditRepr, DataFlags, DataHeader, ETH_HEADER_LEN, ErrorKind,
     EthernetRepr, FLAG_ACK_REQ, FLAG_REPLAY, Field, Frame, FrameKind, FrameRepr, InitRepr,
-    LINK_HEADER_LEN, LinkFrame, MacAddr, NETWORK_HEADER_LEN, Seq, VLAN_TAG_LEN, Vc, fcs,
-    fcs::FcsStatus, frame_len,
+    LINK_HEADER_LEN, LinkFrame, MacAddr, NETWORK_HEADER_LEN, Seq, VLAN_TAG_LEN, Vc,
+    emit_data_in_place, fcs, fcs::FcsStatus, frame_len,
 };
 
 use crate::config::{Agreed, Config, ConfigError};
 use crate::counters::Counters;
-use crate::ring::Ring;
+use crate::ring::{Ring, Shared};
 use crate::time::{Duration, Instant};
 
 const SEQ_HALF: u32 = Seq::MAX_WINDOW;
@@ -181,6 +182,95 @@ pub struct Stomped {
     pub credits: u32,
     /// Its length, FCS included.
     pub len: usize,
+}
+
+/// A DATA frame a link sent, held by reference: the bytes in its replay buffer, shared with
+/// whoever carries them (a simulated wire) instead of copied. Cloning it shares the bytes again.
+#[derive(Debug, Clone)]
+pub struct SharedFrame {
+    data: Shared,
+    len: usize,
+}
+
+impl SharedFrame {
+    /// The frame, destination MAC through FCS.
+    pub fn as_bytes(&self) -> &[u8] {
+        self.data.get(..self.len).unwrap_or(&[])
+    }
+
+    /// Its length, FCS included.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True for a frame of no bytes (never one a link sent).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl AsRef<[u8]> for SharedFrame {
+    fn as_ref(&self) -> &[u8] {
+        self.as_bytes()
+    }
+}
+
+/// Where [`Link::handle_frame_deliver`] hands an accepted DATA frame: its VC, sequence number,
+/// payload and the release that gives its buffer back.
+pub type Deliver<'a> = &'a mut dyn FnMut(Vc, Seq, &[u8], Release);
+
+/// A payload laid out in a buffer of its own for one link, with room for the headers, padding and
+/// FCS of its frame: made by [`Link::outgoing`] (the one copy of the payload), held by the caller
+/// (a switch's queue) and queued by [`Link::submit_outgoing`] without another copy.
+#[derive(Debug)]
+pub struct Outgoing {
+    data: Shared,
+    at: usize,
+    len: usize,
+}
+
+impl Outgoing {
+    /// The payload: network header and transactions.
+    pub fn payload(&self) -> &[u8] {
+        self.data.get(self.at..self.at + self.len).unwrap_or(&[])
+    }
+
+    /// Gives the buffer back for reuse, if nothing else shares it.
+    pub fn into_buffer(self) -> Option<Vec<u8>> {
+        Arc::try_unwrap(self.data).ok()
+    }
+}
+
+/// Where a link's frames put their payload: what [`Layout::outgoing`] needs to lay a payload out
+/// for that link's frames without the link at hand.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Layout {
+    eth_len: usize,
+}
+
+impl Layout {
+    /// The layout of the frames of a link configured by `cfg`.
+    pub fn of(cfg: &Config) -> Layout {
+        Layout {
+            eth_len: ETH_HEADER_LEN + if cfg.vlan.is_some() { VLAN_TAG_LEN } else { 0 },
+        }
+    }
+
+    /// Lays `payload` out in `buf` (its contents are overwritten, its storage reused) for the
+    /// frames of a link of this layout: the argument of [`Link::submit_outgoing`].
+    pub fn outgoing(self, mut buf: Vec<u8>, payload: &[u8]) -> Outgoing {
+        let plen = payload.len();
+        let hdr = self.eth_len + LINK_HEADER_LEN;
+        buf.resize(frame_len(self.eth_len, plen), 0);
+        if let Some(slot) = buf.get_mut(hdr..hdr + plen) {
+            slot.copy_from_slice(payload);
+        }
+        Outgoing {
+            data: Arc::new(buf),
+            at: hdr,
+            len: plen,
+        }
+    }
 }
 
 /// A frame written by [`Link::poll_transmit`].
@@ -418,6 +508,10 @@ pub struct Link {
     events_max: usize,
     status_events: usize,
     pending_pop: Option<Pop>,
+    /// Set by [`Link::poll_transmit_shared`] for its call: a DATA frame is handed out by
+    /// reference (into `shared_out`) instead of written into the caller's buffer.
+    share_out: bool,
+    shared_out: Option<SharedFrame>,
     counters: Counters,
 }
 
@@ -506,6 +600,8 @@ impl Link {
             events_max,
             status_events: 0,
             pending_pop: None,
+            share_out: false,
+            shared_out: None,
             counters: Counters::default(),
             cfg,
         };
@@ -674,6 +770,75 @@ impl Link {
     /// is sent in submission order on its VC; it is never dropped: either it is delivered, or a
     /// [`Event::Lost`] reports it.
     pub fn submit(&mut self, vc: Vc, payload: &[u8]) -> Result<(), SubmitError> {
+        let v = self.check_submit(vc, payload)?;
+        let plen = payload.len();
+        let hdr = self.eth_len + LINK_HEADER_LEN;
+        let flen = frame_len(self.eth_len, plen);
+        self.queue_room(v, plen)?;
+        // The payload goes straight into a buffer laid out for its frame: sending it writes the
+        // headers around it and moves the buffer into the replay buffer.
+        let mut data = self.replay.buffer(flen);
+        if let Some(slot) = data.get_mut(hdr..hdr + plen) {
+            slot.copy_from_slice(payload);
+        }
+        self.queue_push(v, Arc::new(data), plen).map_err(|(e, _)| e)
+    }
+
+    /// Lays `payload` out in a buffer of its own for this link's frames, ready for
+    /// [`Link::submit_outgoing`]: the one copy a caller that holds payloads for a while (a switch
+    /// between its input and this egress) makes of them.
+    pub fn outgoing(&mut self, payload: &[u8]) -> Outgoing {
+        let buf = self.replay.buffer(0);
+        self.layout().outgoing(buf, payload)
+    }
+
+    /// Where this link's frames put their payload.
+    pub fn layout(&self) -> Layout {
+        Layout::of(&self.cfg)
+    }
+
+    /// A buffer of a frame the link no longer needs (acknowledged and not shared), for the caller
+    /// to reuse with [`Layout::outgoing`], if the link keeps one.
+    pub fn spare_buffer(&mut self) -> Option<Vec<u8>> {
+        self.replay.take_spare()
+    }
+
+    /// As [`Link::submit`] for a payload already laid out by [`Link::outgoing`]: queued without a
+    /// copy. A refused payload is handed back with the reason, unchanged.
+    pub fn submit_outgoing(
+        &mut self,
+        vc: Vc,
+        out: Outgoing,
+    ) -> Result<(), (SubmitError, Outgoing)> {
+        let v = match self.check_submit(vc, out.payload()) {
+            Ok(v) => v,
+            Err(e) => return Err((e, out)),
+        };
+        let plen = out.len;
+        if let Err(e) = self.queue_room(v, plen) {
+            return Err((e, out));
+        }
+        let hdr = self.eth_len + LINK_HEADER_LEN;
+        let data = if out.at == hdr && out.data.len() == frame_len(self.eth_len, plen) {
+            out.data
+        } else {
+            // Laid out for a link with other headers (an 802.1Q tag): lay it out again.
+            self.outgoing(out.payload()).data
+        };
+        self.queue_push(v, data, plen).map_err(|(e, data)| {
+            (
+                e,
+                Outgoing {
+                    data,
+                    at: hdr,
+                    len: plen,
+                },
+            )
+        })
+    }
+
+    /// The checks of [`Link::submit`] on the VC and the payload; returns the VC's index.
+    fn check_submit(&mut self, vc: Vc, payload: &[u8]) -> Result<usize, SubmitError> {
         self.settle(self.now);
         let v = vc.index();
         let vcs = self.agreed.map_or(self.cfg.vcs, |a| a.vcs);
@@ -701,32 +866,55 @@ impl Link {
         if len > mfs {
             return Err(SubmitError::TooLong { len, mfs });
         }
-        let Some(q) = self.queues.get_mut(v) else {
+        if self.queues.get(v).is_none() {
             return Err(SubmitError::NoSuchVc {
                 vc: vc.value(),
                 vcs: self.cfg.vcs,
             });
+        }
+        Ok(v)
+    }
+
+    /// Whether VC `v`'s queue has room for a payload of `plen` bytes.
+    fn queue_room(&self, v: usize, plen: usize) -> Result<(), SubmitError> {
+        let Some(q) = self.queues.get(v) else {
+            return Err(SubmitError::NoSuchVc {
+                vc: v as u8,
+                vcs: self.cfg.vcs,
+            });
         };
-        let full = q.bytes() + payload.len() > self.cfg.tx_queue_bytes as usize;
-        match (full, q.push(payload.len(), ())) {
-            (false, Some(slot)) => {
-                slot.copy_from_slice(payload);
-                Ok(())
-            }
-            (true, Some(_)) => {
-                q.pop_back();
-                Err(SubmitError::QueueFull {
-                    vc: vc.value(),
-                    frames: q.len(),
-                    bytes: q.bytes(),
-                })
-            }
-            (_, None) => Err(SubmitError::QueueFull {
-                vc: vc.value(),
+        if q.bytes() + plen > self.cfg.tx_queue_bytes as usize || !q.fits(plen) {
+            return Err(SubmitError::QueueFull {
+                vc: v as u8,
                 frames: q.len(),
                 bytes: q.bytes(),
-            }),
+            });
         }
+        Ok(())
+    }
+
+    /// Queues a payload laid out for this link (checked by [`Link::queue_room`]).
+    fn queue_push(
+        &mut self,
+        v: usize,
+        data: Shared,
+        plen: usize,
+    ) -> Result<(), (SubmitError, Shared)> {
+        let hdr = self.eth_len + LINK_HEADER_LEN;
+        let vcs = self.cfg.vcs;
+        let Some(q) = self.queues.get_mut(v) else {
+            return Err((SubmitError::NoSuchVc { vc: v as u8, vcs }, data));
+        };
+        q.push_shared(data, hdr, plen, ()).map_err(|data| {
+            (
+                SubmitError::QueueFull {
+                    vc: v as u8,
+                    frames: q.len(),
+                    bytes: q.bytes(),
+                },
+                data,
+            )
+        })
     }
 
     /// Takes back every frame queued by [`Link::submit`] that has not been sent yet, on every VC,
@@ -894,8 +1082,34 @@ impl Link {
         self.receive(now, bytes, Some(fcs));
     }
 
+    /// As [`Link::handle_frame_fcs`] (or [`Link::handle_frame`] when `fcs` is `None`), with the
+    /// payload of a DATA frame it accepts handed straight to `deliver` (VC, sequence number,
+    /// payload, release) when no event waits before it, instead of being copied into the receive
+    /// buffer for [`Link::poll_event`]; behind a waiting event it is queued as usual, so that the
+    /// upper layer sees everything in order. Nothing else differs: counters, credits,
+    /// acknowledgement.
+    pub fn handle_frame_deliver(
+        &mut self,
+        now: Instant,
+        bytes: &[u8],
+        fcs: Option<FcsStatus>,
+        deliver: Deliver<'_>,
+    ) {
+        self.receive_with(now, bytes, fcs, Some(deliver));
+    }
+
     /// The receive pipeline, with the FCS status a MAC judged if there is one.
     fn receive(&mut self, now: Instant, bytes: &[u8], fcs: Option<FcsStatus>) {
+        self.receive_with(now, bytes, fcs, None);
+    }
+
+    fn receive_with(
+        &mut self,
+        now: Instant,
+        bytes: &[u8],
+        fcs: Option<FcsStatus>,
+        deliver: Option<Deliver<'_>>,
+    ) {
         self.settle(now);
         self.stompable = false;
         //= docs/spec/link.md#2-bring-up
@@ -950,7 +1164,7 @@ impl Link {
                     },
                     seq: h.seq(),
                 };
-                self.on_data(now, header, &[], bytes.len());
+                self.on_data(now, header, &[], bytes.len(), deliver);
                 return;
             }
             Err(_) => {
@@ -961,7 +1175,7 @@ impl Link {
         };
         match repr.link {
             LinkFrame::Data { header, payload } => {
-                self.on_data(now, header, payload, bytes.len());
+                self.on_data(now, header, payload, bytes.len(), deliver);
             }
             LinkFrame::Ack(s) => {
                 if self.control_up() {
@@ -1166,6 +1380,24 @@ impl Link {
             return Ok(Some(t));
         }
         self.transmit_new(now, &agreed, buf)
+    }
+
+    /// As [`Link::poll_transmit`], but a DATA frame (new or retransmitted) is handed out by
+    /// reference, shared with the replay buffer that keeps it, instead of written into `buf`;
+    /// control frames are written into `buf` as by `poll_transmit`. The bytes are those
+    /// `poll_transmit` would have written. A retransmission marks the stored frame itself with
+    /// the REPLAY flag and its FCS, which is what every retransmission of it carries.
+    pub fn poll_transmit_shared(
+        &mut self,
+        now: Instant,
+        buf: &mut [u8],
+    ) -> Result<Option<(Transmit, Option<SharedFrame>)>, BufferTooSmall> {
+        self.share_out = true;
+        self.shared_out = None;
+        let r = self.poll_transmit(now, buf);
+        self.share_out = false;
+        let shared = self.shared_out.take();
+        r.map(|t| t.map(|t| (t, shared)))
     }
 
     /// The next event for the upper layer. A `Delivered` or `Lost` payload borrows the link's
@@ -1689,18 +1921,34 @@ impl Link {
         };
         let (vc, seq) = (m.vc, m.seq);
         let len = frame.len();
-        let out = buf.get_mut(..len).ok_or(BufferTooSmall { needed: len })?;
         //= docs/spec/link.md#3-link-level-retry-transmit-side
         //# LINK-3-8 A retransmitted frame MUST be byte-for-byte the original but for the REPLAY
         //# flag and the FCS.
-        out.copy_from_slice(frame);
-        if let Some(b) = out.get_mut(self.eth_len + 1) {
-            *b |= FLAG_REPLAY;
-        }
-        let body = len - fcs::FCS_LEN;
-        let sum = fcs::fcs_bytes(out.get(..body).unwrap_or(&[]));
-        if let Some(f) = out.get_mut(body..) {
-            f.copy_from_slice(&sum);
+        let mark = |out: &mut [u8], eth_len: usize| {
+            if let Some(b) = out.get_mut(eth_len + 1) {
+                *b |= FLAG_REPLAY;
+            }
+            let body = out.len().saturating_sub(fcs::FCS_LEN);
+            let sum = fcs::fcs_bytes(out.get(..body).unwrap_or(&[]));
+            if let Some(f) = out.get_mut(body..) {
+                f.copy_from_slice(&sum);
+            }
+        };
+        if self.share_out {
+            // Handed out by reference: the stored frame takes the flag (every later
+            // retransmission carries it too) and the wire shares it.
+            let eth_len = self.eth_len;
+            if let Some(stored) = self.replay.get_mut(i) {
+                mark(stored, eth_len);
+            }
+            self.shared_out = self
+                .replay
+                .shared(i)
+                .map(|(data, _, len)| SharedFrame { data, len });
+        } else {
+            let out = buf.get_mut(..len).ok_or(BufferTooSmall { needed: len })?;
+            out.copy_from_slice(frame);
+            mark(out, self.eth_len);
         }
         //= docs/spec/link.md#5-credit-based-flow-control
         //# LINK-5-3 Retransmissions (LINK-3-5, LINK-3-11) MUST NOT consume credits again: a
@@ -1789,7 +2037,7 @@ impl Link {
                 }
                 continue;
             }
-            if buf.len() < len {
+            if buf.len() < len && !self.share_out {
                 return Err(BufferTooSmall { needed: len });
             }
             if let Some(since) = self.stalled_since[v].take() {
@@ -1831,27 +2079,37 @@ impl Link {
         let ack_req = crosses(self.replay.len(), self.replay.len() + 1, half_frames)
             || crosses(self.replay.bytes(), self.replay.bytes() + len, half_bytes);
         let eth = self.eth();
-        let Some(q) = self.queues.get(v) else {
-            return Err(BufferTooSmall { needed: len });
-        };
-        let Some((_, payload)) = q.front() else {
-            return Err(BufferTooSmall { needed: len });
-        };
-        let payload_len = payload.len();
-        let repr = FrameRepr {
-            eth,
-            link: LinkFrame::Data {
-                header: DataHeader {
-                    vc,
-                    flags: DataFlags {
-                        replay: false,
-                        ack_req,
-                    },
-                    seq,
-                },
-                payload,
+        let header = DataHeader {
+            vc,
+            flags: DataFlags {
+                replay: false,
+                ack_req,
             },
+            seq,
         };
+        // The queued payload sits in a buffer laid out for its frame: the headers, padding and
+        // FCS are written around it and the buffer moves into the replay buffer, uncopied.
+        if !self.replay.fits(len) {
+            return Err(BufferTooSmall { needed: len });
+        }
+        let Some(mut rec) = self.queues.get_mut(v).and_then(Ring::take_front) else {
+            return Err(BufferTooSmall { needed: len });
+        };
+        let payload_len = rec.len();
+        if rec.at() != self.eth_len + LINK_HEADER_LEN || rec.data().len() != len {
+            // Every queued payload is laid out for this link's frames (`submit`,
+            // `submit_outgoing`); one that is not is not sent.
+            if let Some(q) = self.queues.get_mut(v) {
+                q.restore_front(rec);
+            }
+            return Err(BufferTooSmall { needed: len });
+        }
+        if emit_data_in_place(&eth, header, rec.data_mut(), payload_len).is_err() {
+            if let Some(q) = self.queues.get_mut(v) {
+                q.restore_front(rec);
+            }
+            return Err(BufferTooSmall { needed: len });
+        }
         //= docs/spec/link.md#3-link-level-retry-transmit-side
         //# LINK-3-2 The TX MUST keep a copy of every DATA frame it sends in a replay buffer until
         //# an ACK or NACK acknowledges it.
@@ -1862,20 +2120,25 @@ impl Link {
             payload_len: payload_len as u16,
             credits,
         };
-        let Some(slot) = self.replay.push(len, meta) else {
-            return Err(BufferTooSmall { needed: len });
-        };
-        if repr.emit(slot).is_err() {
-            self.replay.pop_back();
-            return Err(BufferTooSmall { needed: len });
-        }
-        if let (Some(out), Some((_, stored))) =
-            (buf.get_mut(..len), self.replay.get(self.replay.len() - 1))
+        if let Err(data) = self
+            .replay
+            .push_shared(Arc::clone(rec.data()), 0, len, meta)
         {
-            out.copy_from_slice(stored);
+            drop(data);
+            if let Some(q) = self.queues.get_mut(v) {
+                q.restore_front(rec);
+            }
+            return Err(BufferTooSmall { needed: len });
         }
-        if let Some(q) = self.queues.get_mut(v) {
-            q.pop_front();
+        drop(rec);
+        let last = self.replay.len() - 1;
+        if self.share_out {
+            self.shared_out = self
+                .replay
+                .shared(last)
+                .map(|(data, _, len)| SharedFrame { data, len });
+        } else if let (Some(out), Some((_, stored))) = (buf.get_mut(..len), self.replay.get(last)) {
+            out.copy_from_slice(stored);
         }
         self.next_seq = seq.next();
         self.stompable = true;
@@ -1970,7 +2233,14 @@ impl Link {
     }
 
     /// Link-layer acceptance of a DATA frame: the sequence number, then the VC and credits.
-    fn on_data(&mut self, now: Instant, header: DataHeader, payload: &[u8], len: usize) {
+    fn on_data(
+        &mut self,
+        now: Instant,
+        header: DataHeader,
+        payload: &[u8],
+        len: usize,
+        deliver: Option<Deliver<'_>>,
+    ) {
         //= docs/spec/link.md#2-bring-up
         //# LINK-2-10 DATA frames received while not UP MUST be discarded and counted.
         let Some(agreed) = self.agreed else {
@@ -2013,17 +2283,40 @@ impl Link {
                 self.counters.credit_overruns[v] = self.counters.credit_overruns[v].wrapping_add(1);
                 return;
             }
-            let Some(slot) = self.rx.push(payload.len(), meta) else {
-                self.counters.credit_overruns[v] = self.counters.credit_overruns[v].wrapping_add(1);
-                return;
-            };
             //= docs/spec/link.md#4-link-level-retry-receive-side
             //# LINK-4-1 A DATA frame whose sequence number is the expected one MUST be accepted:
             //# delivered to the upper layer once, the expected number advanced by one, and the
             //# frame's bytes added to the count of bytes not yet acknowledged. In NACK_SENT,
             //# accepting it returns the RX to SEND_ACKS.
-            slot.copy_from_slice(payload);
-            self.events.push_back(EvRec::Delivered);
+            match deliver {
+                // Nothing waits before it (so the receive buffer is empty too): straight to
+                // the upper layer.
+                Some(d)
+                    if self.events.is_empty()
+                        && self.rx.is_empty()
+                        && self.rx.fits(payload.len()) =>
+                {
+                    d(
+                        header.vc,
+                        seq,
+                        payload,
+                        Release {
+                            vc: header.vc,
+                            credits: cost,
+                            epoch: self.epoch,
+                        },
+                    );
+                }
+                _ => {
+                    let Some(slot) = self.rx.push(payload.len(), meta) else {
+                        self.counters.credit_overruns[v] =
+                            self.counters.credit_overruns[v].wrapping_add(1);
+                        return;
+                    };
+                    slot.copy_from_slice(payload);
+                    self.events.push_back(EvRec::Delivered);
+                }
+            }
             self.received[v] = add20(self.received[v], cost);
             self.rx_occupied_total += u64::from(cost);
             let total = self.rx_occupied_total;

@@ -1,47 +1,87 @@
-//! A byte ring of variable-length records with fixed capacity.
+//! A ring of variable-length records with fixed capacity, each record's bytes in a buffer of its
+//! own that can be moved in and out without copying.
 //!
-//! Records are stored contiguously (a record never wraps: when the tail has too little room the
-//! record starts again at offset 0), so a record is always one slice. Where a record goes, and
-//! whether it fits, is decided against the ring's fixed capacity; the storage behind it is taken
-//! as records first reach into it (doubling, never beyond the capacity), so that a ring of a
-//! link that carries little holds little, and a busy one ends at its capacity. Nothing is ever
-//! freed before the ring is dropped, and nothing grows past the bounds given at construction.
+//! Where a record goes, and whether it fits, is decided as in a byte ring of the fixed capacity
+//! in which a record never wraps (when the tail has too little room the record starts again at
+//! offset 0): the ring's admission is that of contiguous storage, whatever holds the bytes. The
+//! bytes themselves are in [`Shared`] buffers, one per record, taken as records arrive and handed
+//! back to a small pool of spares when they leave; a record can be taken out whole (the replay
+//! buffer takes the transmit queue's frame, headers written around its payload in place) and a
+//! buffer can be shared with a reader (a simulated wire) without a copy. Nothing grows past the
+//! bounds given at construction: at most `max_recs` buffers, each of its record's length.
 
 use alloc::collections::VecDeque;
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 
-/// One stored record: where its bytes are and what the owner keeps beside them.
-#[derive(Debug, Clone, Copy)]
+/// The bytes of one record, shared by reference count: a frame handed to a wire stays readable
+/// while the replay buffer keeps it.
+pub(crate) type Shared = Arc<Vec<u8>>;
+
+/// One stored record: where it sits in the ring's placement, its bytes and what the owner keeps
+/// beside them.
+#[derive(Debug, Clone)]
 pub(crate) struct Rec<M> {
     start: u32,
     len: u32,
+    /// Where the record's bytes begin in `data` (room before them for headers).
+    at: u32,
+    data: Shared,
     pub(crate) meta: M,
+}
+
+impl<M> Rec<M> {
+    /// Where the record's bytes begin in its buffer.
+    pub(crate) fn at(&self) -> usize {
+        self.at as usize
+    }
+
+    /// The record's length.
+    pub(crate) fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    /// Its buffer.
+    pub(crate) fn data(&self) -> &Shared {
+        &self.data
+    }
+
+    /// Its buffer, to change in place (copied first if a reader still shares it).
+    pub(crate) fn data_mut(&mut self) -> &mut Vec<u8> {
+        Arc::make_mut(&mut self.data)
+    }
+
+    /// Gives up the record for its buffer.
+    #[cfg(test)]
+    pub(crate) fn into_data(self) -> Shared {
+        self.data
+    }
 }
 
 /// Fixed-capacity ring of byte records with metadata `M`.
 #[derive(Debug)]
 pub(crate) struct Ring<M> {
-    /// The storage taken so far: the first `buf.len()` bytes of the ring.
-    buf: Vec<u8>,
     /// The ring's size in bytes, against which records are placed.
     capacity: usize,
     recs: VecDeque<Rec<M>>,
     max_recs: usize,
     bytes: usize,
+    /// Buffers of records that left, kept for the next ones (at most [`SPARES`]).
+    spare: Vec<Vec<u8>>,
 }
 
-/// The least storage a ring takes when its first record arrives.
-const FIRST_STORAGE: usize = 4096;
+/// Buffers a ring keeps for reuse once their records have left.
+const SPARES: usize = 8;
 
 impl<M: Copy> Ring<M> {
     /// A ring of `capacity` bytes holding at most `max_recs` records.
     pub(crate) fn new(capacity: usize, max_recs: usize) -> Self {
         Ring {
-            buf: Vec::new(),
             capacity,
             recs: VecDeque::new(),
             max_recs,
             bytes: 0,
+            spare: Vec::new(),
         }
     }
 
@@ -91,39 +131,83 @@ impl<M: Copy> Ring<M> {
         self.place(len).is_some()
     }
 
+    /// A buffer of `len` bytes: a spare one if there is, else a new one.
+    pub(crate) fn buffer(&mut self, len: usize) -> Vec<u8> {
+        let mut b = self.spare.pop().unwrap_or_default();
+        b.resize(len, 0);
+        b
+    }
+
+    /// A spare buffer, if the ring keeps one.
+    pub(crate) fn take_spare(&mut self) -> Option<Vec<u8>> {
+        self.spare.pop()
+    }
+
     /// Appends a record of `len` bytes and returns its bytes to be filled, or `None` when full.
     pub(crate) fn push(&mut self, len: usize, meta: M) -> Option<&mut [u8]> {
         let start = self.place(len)?;
-        let (start32, len32) = (u32::try_from(start).ok()?, u32::try_from(len).ok()?);
+        let data = Arc::new(self.buffer(len));
+        self.push_at(start, data, 0, len, meta).ok()?;
+        let rec = self.recs.back_mut()?;
+        Arc::get_mut(&mut rec.data)?.get_mut(..len)
+    }
+
+    /// Appends a record whose bytes are `data[at..at + len]`, moved in, or gives `data` back when
+    /// the record does not fit.
+    pub(crate) fn push_shared(
+        &mut self,
+        data: Shared,
+        at: usize,
+        len: usize,
+        meta: M,
+    ) -> Result<(), Shared> {
+        if data.len() < at.saturating_add(len) {
+            return Err(data);
+        }
+        match self.place(len) {
+            Some(start) => self.push_at(start, data, at, len, meta),
+            None => Err(data),
+        }
+    }
+
+    fn push_at(
+        &mut self,
+        start: usize,
+        data: Shared,
+        at: usize,
+        len: usize,
+        meta: M,
+    ) -> Result<(), Shared> {
+        let (Ok(start), Ok(at), Ok(len32)) =
+            (u32::try_from(start), u32::try_from(at), u32::try_from(len))
+        else {
+            return Err(data);
+        };
         self.recs.push_back(Rec {
-            start: start32,
+            start,
             len: len32,
+            at,
+            data,
             meta,
         });
         self.bytes += len;
-        let end = start + len;
-        if end > self.buf.len() {
-            // Take storage up to this record, at least doubling what there is, within the
-            // capacity (`place` keeps every record inside it).
-            let grown = end
-                .max(self.buf.len().saturating_mul(2))
-                .max(FIRST_STORAGE)
-                .min(self.capacity);
-            self.buf.resize(grown, 0);
-        }
-        self.buf.get_mut(start..end)
+        Ok(())
     }
 
-    /// Bytes of storage taken so far (at most the capacity).
-    #[cfg(test)]
-    pub(crate) fn storage(&self) -> usize {
-        self.buf.len()
+    /// Keeps a buffer for reuse if it is no longer shared and there is room among the spares.
+    fn recycle(&mut self, data: Shared) {
+        if self.spare.len() < SPARES
+            && let Ok(v) = Arc::try_unwrap(data)
+        {
+            self.spare.push(v);
+        }
     }
 
     /// Removes the oldest record.
     pub(crate) fn pop_front(&mut self) -> Option<M> {
         let rec = self.recs.pop_front()?;
         self.bytes -= rec.len as usize;
+        self.recycle(rec.data);
         Some(rec.meta)
     }
 
@@ -131,20 +215,56 @@ impl<M: Copy> Ring<M> {
     pub(crate) fn pop_back(&mut self) -> Option<M> {
         let rec = self.recs.pop_back()?;
         self.bytes -= rec.len as usize;
+        self.recycle(rec.data);
         Some(rec.meta)
+    }
+
+    /// Removes the oldest record whole, to move its buffer elsewhere or put it back with
+    /// [`Ring::restore_front`].
+    pub(crate) fn take_front(&mut self) -> Option<Rec<M>> {
+        let rec = self.recs.pop_front()?;
+        self.bytes -= rec.len as usize;
+        Some(rec)
+    }
+
+    /// Puts back, unchanged, the record [`Ring::take_front`] took.
+    pub(crate) fn restore_front(&mut self, rec: Rec<M>) {
+        self.bytes += rec.len as usize;
+        self.recs.push_front(rec);
     }
 
     /// The record at `index` from the front: metadata and bytes.
     pub(crate) fn get(&self, index: usize) -> Option<(&M, &[u8])> {
         let rec = self.recs.get(index)?;
-        let start = rec.start as usize;
-        let bytes = self.buf.get(start..start + rec.len as usize)?;
+        let at = rec.at as usize;
+        let bytes = rec.data.get(at..at + rec.len as usize)?;
         Some((&rec.meta, bytes))
+    }
+
+    /// The bytes of the record at `index`, to change in place (copied first if a reader still
+    /// shares them).
+    pub(crate) fn get_mut(&mut self, index: usize) -> Option<&mut [u8]> {
+        let rec = self.recs.get_mut(index)?;
+        let at = rec.at as usize;
+        Arc::make_mut(&mut rec.data).get_mut(at..at + rec.len as usize)
+    }
+
+    /// The buffer of the record at `index`, shared, and where its bytes begin.
+    pub(crate) fn shared(&self, index: usize) -> Option<(Shared, usize, usize)> {
+        let rec = self.recs.get(index)?;
+        Some((Arc::clone(&rec.data), rec.at as usize, rec.len as usize))
     }
 
     /// The oldest record.
     pub(crate) fn front(&self) -> Option<(&M, &[u8])> {
         self.get(0)
+    }
+
+    /// Bytes held in the records' buffers, spares included.
+    #[cfg(test)]
+    pub(crate) fn storage(&self) -> usize {
+        self.recs.iter().map(|r| r.data.len()).sum::<usize>()
+            + self.spare.iter().map(Vec::len).sum::<usize>()
     }
 }
 
@@ -176,37 +296,62 @@ mod tests {
     }
 
     #[test]
-    fn storage_is_taken_as_records_reach_it_and_never_past_the_capacity() {
+    fn records_move_between_rings_without_a_copy() {
+        let mut q: Ring<u8> = Ring::new(1000, 10);
+        let mut replay: Ring<u8> = Ring::new(1000, 10);
+        // A record with 4 bytes of room before it, as a queued payload waits for its headers.
+        let mut v = q.buffer(10);
+        v[4..].fill(7);
+        q.push_shared(Arc::new(v), 4, 6, 1).unwrap();
+        assert_eq!(q.front().unwrap().1, &[7u8; 6][..]);
+        let rec = q.take_front().unwrap();
+        assert_eq!(
+            (rec.meta, rec.at(), rec.len(), q.len(), q.bytes()),
+            (1, 4, 6, 0, 0)
+        );
+        q.restore_front(rec);
+        assert_eq!((q.len(), q.bytes()), (1, 6));
+        let data = q.take_front().unwrap().into_data();
+        let ptr = data.as_ptr();
+        replay.push_shared(data, 0, 10, 2).unwrap();
+        assert_eq!(replay.get(0).unwrap().1.as_ptr(), ptr, "the same buffer");
+        // A reader shares it; a change then goes to a copy and the reader keeps what it had.
+        let (seen, at, len) = replay.shared(0).unwrap();
+        replay.get_mut(0).unwrap()[0] = 9;
+        assert_eq!((seen[at], len), (0, 10));
+        assert_eq!(replay.get(0).unwrap().1[0], 9);
+        // A record that does not fit, or claims more bytes than its buffer has, is refused
+        // with its buffer given back.
+        let big = Arc::new(alloc::vec![0u8; 2000]);
+        assert!(replay.push_shared(big, 0, 2000, 3).is_err());
+        let short = Arc::new(alloc::vec![0u8; 5]);
+        assert!(replay.push_shared(short, 2, 4, 3).is_err());
+        assert_eq!(replay.len(), 1);
+    }
+
+    #[test]
+    fn storage_follows_the_records_and_spares_are_bounded() {
         let mut r: Ring<u32> = Ring::new(100_000, 1000);
         assert_eq!(r.storage(), 0);
-        r.push(100, 0).unwrap().fill(1);
-        assert_eq!(r.storage(), FIRST_STORAGE);
-        // Placement is against the capacity, whatever the storage: records go on past it.
-        for i in 1..200u32 {
-            let b = r.push(400, i).unwrap();
-            b.fill(i as u8);
+        for i in 0..200u32 {
+            r.push(400, i).unwrap().fill(i as u8);
         }
-        assert_eq!(r.storage(), 100_000, "doubled, then held at the capacity");
+        assert_eq!(r.storage(), 200 * 400);
         assert_eq!(r.get(5).unwrap().1, &[5u8; 400][..]);
-        assert!(!r.fits(100_001));
-        // Placement is the same as a ring that had all its storage from the start.
+        while r.pop_front().is_some() {}
+        assert_eq!(r.storage(), SPARES * 400, "only the spares are kept");
+        // Placement is that of contiguous storage: a record never wraps.
         let mut a: Ring<u32> = Ring::new(1000, 100);
-        let mut b: Ring<u32> = Ring::new(1000, 100);
-        b.buf = alloc::vec![0u8; 1000];
         for i in 0..500u32 {
             let len = (i as usize * 37) % 300 + 1;
-            assert_eq!(a.fits(len), b.fits(len), "record {i}");
             if a.fits(len) {
                 a.push(len, i).unwrap().fill(i as u8);
-                b.push(len, i).unwrap().fill(i as u8);
+                let back = a.recs.back().unwrap();
+                assert!(back.start as usize + len <= 1000);
             }
             if i % 3 == 0 {
-                assert_eq!(a.pop_front(), b.pop_front());
+                a.pop_front();
             }
-            assert_eq!(
-                a.recs.back().map(|r| r.start),
-                b.recs.back().map(|r| r.start)
-            );
         }
     }
 

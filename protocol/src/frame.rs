@@ -1088,6 +1088,45 @@ impl<'a> FrameRepr<'a> {
     }
 }
 
+/// Frames a DATA payload already in place: `frame` is exactly the frame's length
+/// ([`frame_len`]`(eth.header_len(), payload_len)`) and holds the payload at
+/// `eth.header_len() + LINK_HEADER_LEN`; this writes the Ethernet and link headers before it, the
+/// padding after it and the FCS, leaving the payload where it is. The bytes written are those of
+/// [`FrameRepr::emit`] for the same frame: a transmitter that keeps its queued payloads in
+/// buffers with room for the headers frames them without copying the payload.
+pub fn emit_data_in_place(
+    eth: &EthernetRepr,
+    header: DataHeader,
+    frame: &mut [u8],
+    payload_len: usize,
+) -> Result<usize, EmitError> {
+    let eth_len = eth.header_len();
+    let len = frame_len(eth_len, payload_len);
+    if len > MAX_FRAME_LEN {
+        return Err(EmitError::TooLong {
+            len,
+            mfs: MAX_FRAME_LEN,
+        });
+    }
+    if frame.len() != len {
+        return Err(EmitError::BufferTooSmall {
+            needed: len,
+            available: frame.len(),
+        });
+    }
+    let (head, _) = frame.split_at_mut(eth_len + LINK_HEADER_LEN);
+    emit_headers(
+        eth,
+        FrameKind::Data,
+        header.vc,
+        header.flags.bits(),
+        header.seq,
+        head,
+    )?;
+    finish_frame(frame, eth_len + LINK_HEADER_LEN + payload_len)?;
+    Ok(len)
+}
+
 /// Writes the Ethernet header and the link header into `head`, which is exactly their length.
 pub(crate) fn emit_headers(
     eth: &EthernetRepr,
@@ -1485,6 +1524,58 @@ mod tests {
             assert_eq!(repr.emit(&mut buf), Ok(bytes.len()), "{name}");
             assert_eq!(&buf[..bytes.len()], bytes, "{name}");
             assert!(buf[bytes.len()..].iter().all(|&b| b == 0xa5), "{name}");
+        }
+    }
+
+    /// Framing a payload in place writes exactly the bytes `FrameRepr::emit` writes, padding
+    /// and FCS included, tagged or not, and leaves the payload untouched.
+    #[test]
+    fn data_framed_in_place_equals_emit() {
+        for vlan in [
+            None,
+            Some(VlanTag {
+                pcp: 5,
+                dei: false,
+                vid: 0x123,
+            }),
+        ] {
+            let eth = EthernetRepr {
+                dst: MacAddr([0x02, 0, 0, 0, 0, 9]),
+                src: MacAddr([0x02, 0, 0, 0, 0, 1]),
+                vlan,
+            };
+            let hdr = eth.header_len() + LINK_HEADER_LEN;
+            for plen in [0usize, 1, 7, 8, 30, 31, 60, 61, 200, 4104] {
+                let payload: Vec<u8> = (0..plen).map(|i| (i * 7 + 3) as u8).collect();
+                let header = DataHeader {
+                    vc: Vc::new(2).unwrap(),
+                    flags: DataFlags {
+                        replay: false,
+                        ack_req: plen % 2 == 1,
+                    },
+                    seq: Seq::new(0xABCDE),
+                };
+                let repr = FrameRepr {
+                    eth,
+                    link: LinkFrame::Data {
+                        header,
+                        payload: &payload,
+                    },
+                };
+                let mut want = vec![0u8; repr.buffer_len()];
+                repr.emit(&mut want).unwrap();
+                // Garbage everywhere but the payload.
+                let mut got = vec![0xa5u8; frame_len(eth.header_len(), plen)];
+                got[hdr..hdr + plen].copy_from_slice(&payload);
+                assert_eq!(
+                    emit_data_in_place(&eth, header, &mut got, plen),
+                    Ok(want.len())
+                );
+                assert_eq!(got, want, "vlan {vlan:?} payload {plen}");
+                // A buffer of another length is refused.
+                let mut short = vec![0u8; want.len() - 1];
+                assert!(emit_data_in_place(&eth, header, &mut short, plen).is_err());
+            }
         }
     }
 

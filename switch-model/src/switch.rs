@@ -6,7 +6,8 @@ use alloc::vec::Vec;
 use core::fmt;
 
 use ethlink_link::{
-    BufferTooSmall, ConfigError, Event, Instant, Link, LostReason, Release, SubmitError, Transmit,
+    BufferTooSmall, ConfigError, Event, Instant, Layout, Link, LostReason, Outgoing, Release,
+    SharedFrame, SubmitError, Transmit,
 };
 use ethlink_protocol::fcs::FcsStatus;
 use ethlink_protocol::{DataRepr, GpuId, PathId, Vc, WIRE_OVERHEAD, frame_len};
@@ -25,6 +26,18 @@ mod aging;
 /// VCs served first by an egress port (SW-5-2): the response VCs, then the request VCs, then any
 /// further VCs.
 const SERVICE_ORDER: [usize; 8] = [2, 3, 0, 1, 4, 5, 6, 7];
+
+/// Frame buffers a switch keeps for reuse.
+const POOL: usize = 64;
+
+/// Keeps the buffer of a payload that left for reuse, within [`POOL`].
+fn recycle(pool: &mut Vec<Vec<u8>>, payload: Outgoing) {
+    if pool.len() < POOL
+        && let Some(b) = payload.into_buffer()
+    {
+        pool.push(b);
+    }
+}
 
 /// A frame handed to an egress link and not yet sent: when it arrived and on which input.
 #[derive(Debug, Clone, Copy)]
@@ -74,13 +87,16 @@ pub struct Switch {
     ready: Vec<bool>,
     ready_list: Vec<u16>,
     counters: Counters,
+    /// Buffers for the payloads received, reused (at most [`POOL`]).
     pool: Vec<Vec<u8>>,
+    /// Where the ports' frames put their payload: every port's link has the same.
+    layout: Layout,
     now: Instant,
     ser_ps_per_byte: f64,
     /// `max_residence` in nanoseconds.
     max_res_ns: u64,
     /// Frames taken back from a link for aging that are still young, to submit again.
-    resubmit: Vec<(Vc, Vec<u8>, InLink)>,
+    resubmit: Vec<(Vc, Outgoing, InLink)>,
 }
 
 impl fmt::Debug for Switch {
@@ -138,6 +154,7 @@ impl Switch {
             });
         }
         let voq = Voqs::new(n, vcs);
+        let layout = Layout::of(&cfg.port_link(0));
         Ok(Switch {
             routes,
             ports,
@@ -154,6 +171,7 @@ impl Switch {
                 ports: vec![PortCounters::default(); n],
             },
             pool: Vec::new(),
+            layout,
             now: Instant::ZERO,
             ser_ps_per_byte: 8000.0 / cfg.rate_gbps,
             max_res_ns: u64::try_from(cfg.max_residence.as_nanos()).unwrap_or(u64::MAX),
@@ -285,9 +303,25 @@ impl Switch {
 
     /// A frame arrived on port `p`'s wire.
     pub fn handle_frame(&mut self, now: Instant, p: usize, bytes: &[u8]) {
+        self.input(now, p, bytes, None);
+    }
+
+    /// A frame from port `p`'s wire into its link: a DATA frame the link accepts comes straight
+    /// out laid out for the egress links, the one copy of its payload in this switch.
+    fn input(&mut self, now: Instant, p: usize, bytes: &[u8], fcs: Option<FcsStatus>) {
         self.now = self.now.max(now);
+        let layout = self.layout;
+        let mut got = None;
         if let Some(x) = self.ports.get_mut(p) {
-            x.link.handle_frame(self.now, bytes);
+            let pool = &mut self.pool;
+            x.link
+                .handle_frame_deliver(self.now, bytes, fcs, &mut |vc, _, payload, release| {
+                    let buf = pool.pop().unwrap_or_default();
+                    got = Some((vc, layout.outgoing(buf, payload), release));
+                });
+        }
+        if let Some((vc, payload, release)) = got {
+            self.receive(p, vc, payload, release);
         }
         self.drain(p);
         self.mark(p);
@@ -297,13 +331,7 @@ impl Switch {
     /// As [`Switch::handle_frame`] for a frame whose FCS the port's MAC has already judged
     /// ([`Link::handle_frame_fcs`]).
     pub fn handle_frame_fcs(&mut self, now: Instant, p: usize, bytes: &[u8], fcs: FcsStatus) {
-        self.now = self.now.max(now);
-        if let Some(x) = self.ports.get_mut(p) {
-            x.link.handle_frame_fcs(self.now, bytes, fcs);
-        }
-        self.drain(p);
-        self.mark(p);
-        self.refresh();
+        self.input(now, p, bytes, Some(fcs));
     }
 
     /// When [`Switch::handle_timeout`] must be called next.
@@ -346,16 +374,53 @@ impl Switch {
         p: usize,
         buf: &mut [u8],
     ) -> Result<Option<Transmit>, BufferTooSmall> {
+        self.transmit(now, p, buf, false).map(|t| t.map(|(t, _)| t))
+    }
+
+    /// As [`Switch::poll_transmit`], with a DATA frame handed out by reference, shared with the
+    /// port link's replay buffer, instead of written into `buf`
+    /// ([`Link::poll_transmit_shared`]); control frames are written into `buf`.
+    pub fn poll_transmit_shared(
+        &mut self,
+        now: Instant,
+        p: usize,
+        buf: &mut [u8],
+    ) -> Result<Option<(Transmit, Option<SharedFrame>)>, BufferTooSmall> {
+        self.transmit(now, p, buf, true)
+    }
+
+    fn transmit(
+        &mut self,
+        now: Instant,
+        p: usize,
+        buf: &mut [u8],
+        shared: bool,
+    ) -> Result<Option<(Transmit, Option<SharedFrame>)>, BufferTooSmall> {
         self.now = self.now.max(now);
         self.pump(p);
         let Some(x) = self.ports.get_mut(p) else {
             return Ok(None);
         };
-        let t = x.link.poll_transmit(self.now, buf);
-        if let Ok(Some(Transmit {
-            data: Some((vc, _, false)),
-            ..
-        })) = t
+        let t = if shared {
+            x.link.poll_transmit_shared(self.now, buf)
+        } else {
+            x.link
+                .poll_transmit(self.now, buf)
+                .map(|t| t.map(|t| (t, None)))
+        };
+        // Buffers of frames the link is done with serve the next payloads received.
+        if self.pool.len() < POOL
+            && let Some(b) = x.link.spare_buffer()
+        {
+            self.pool.push(b);
+        }
+        if let Ok(Some((
+            Transmit {
+                data: Some((vc, _, false)),
+                ..
+            },
+            _,
+        ))) = t
         {
             // The first transmission of the oldest frame of this VC in the link: its residence
             // ends (SW-4-6).
@@ -433,10 +498,9 @@ impl Switch {
                                     bump(&mut ci.discard_aged, v, 1);
                                 }
                             } else {
-                                let mut b = self.pool.pop().unwrap_or_default();
-                                b.clear();
-                                b.extend_from_slice(payload);
-                                self.resubmit.push((vc, b, m));
+                                let b = self.pool.pop().unwrap_or_default();
+                                self.resubmit
+                                    .push((vc, self.layout.outgoing(b, payload), m));
                             }
                         }
                         LostReason::ExceedsPeerMfs | LostReason::VcNotAgreed => {
@@ -464,10 +528,9 @@ impl Switch {
                     release,
                     ..
                 } => {
-                    let mut buf = self.pool.pop().unwrap_or_default();
-                    buf.clear();
-                    buf.extend_from_slice(payload);
-                    self.receive(p, vc, buf, release);
+                    let buf = self.pool.pop().unwrap_or_default();
+                    let payload = self.layout.outgoing(buf, payload);
+                    self.receive(p, vc, payload, release);
                 }
             }
         }
@@ -480,7 +543,7 @@ impl Switch {
             self.voq.inputs(e, v, &mut inputs);
             for i in inputs.iter().copied().map(usize::from) {
                 while let Some(f) = self.voq.pop_front(e, v, i) {
-                    self.leave(i, v, &f.payload);
+                    self.leave(i, v, f.payload.payload().len());
                     //= docs/spec/switch.md#7-frames-a-switch-cannot-forward
                     //# SW-7-4 Every discarded frame's credits MUST be returned at once.
                     if let Some(x) = self.ports.get_mut(i) {
@@ -490,7 +553,7 @@ impl Switch {
                     if let Some(c) = self.counters.ports.get_mut(e) {
                         bump(&mut c.discard_port_down, v, 1);
                     }
-                    self.pool.push(f.payload);
+                    recycle(&mut self.pool, f.payload);
                 }
             }
             if let Some(x) = self.ports.get_mut(e)
@@ -503,14 +566,14 @@ impl Switch {
     }
 
     /// A frame left the buffer of input `i`, VC `v`.
-    fn leave(&mut self, i: usize, v: usize, payload: &[u8]) {
+    fn leave(&mut self, i: usize, v: usize, len: usize) {
         if let Some(h) = self
             .counters
             .ports
             .get_mut(i)
             .and_then(|c| c.held_bytes.get_mut(v))
         {
-            *h = h.saturating_sub(payload.len() as u64);
+            *h = h.saturating_sub(len as u64);
         }
     }
 
@@ -530,13 +593,14 @@ impl Switch {
     // damaged one, and discards a stomped one, WIRE-2.5-3, WIRE-2.5-5), and a frame is sent only
     // from here: this switch never begins a frame before its FCS is known, so it never has a
     // frame to stomp, and announces no CUT_THROUGH (Config::port_link).
-    fn receive(&mut self, i: usize, vc: Vc, payload: Vec<u8>, release: Release) {
+    fn receive(&mut self, i: usize, vc: Vc, payload: Outgoing, release: Release) {
         let v = vc.index();
+        let len = payload.payload().len();
         if let Some(c) = self.counters.ports.get_mut(i) {
             bump(&mut c.rx_frames, v, 1);
-            bump(&mut c.rx_bytes, v, payload.len() as u64);
+            bump(&mut c.rx_bytes, v, len as u64);
         }
-        let repr = match DataRepr::parse(&payload) {
+        let repr = match DataRepr::parse(payload.payload()) {
             Ok(r) => r,
             Err(_) => {
                 //= docs/spec/switch.md#7-frames-a-switch-cannot-forward
@@ -586,8 +650,7 @@ impl Switch {
         let start = match self.cfg.mode {
             Mode::StoreAndForward => self.now.as_nanos(),
             Mode::CutThrough => {
-                let wire =
-                    frame_len(ethlink_protocol::ETH_HEADER_LEN, payload.len()) + WIRE_OVERHEAD;
+                let wire = frame_len(ethlink_protocol::ETH_HEADER_LEN, len) + WIRE_OVERHEAD;
                 let ser = (wire as f64 * self.ser_ps_per_byte / 1000.0) as u64;
                 self.now.as_nanos().saturating_sub(ser)
             }
@@ -600,7 +663,7 @@ impl Switch {
         if let Some(c) = self.counters.ports.get_mut(i)
             && let Some(h) = c.held_bytes.get_mut(v)
         {
-            *h += payload.len() as u64;
+            *h += len as u64;
             if let Some(m) = c.held_max_bytes.get_mut(v) {
                 *m = (*m).max(*h);
             }
@@ -656,13 +719,13 @@ impl Switch {
     //= docs/spec/switch.md#7-frames-a-switch-cannot-forward
     //# SW-7-6 A switch MUST count every frame it discards in exactly one of the discard counters
     //# of Table SW-T3.
-    fn discard(&mut self, i: usize, payload: Vec<u8>, release: Release) {
+    fn discard(&mut self, i: usize, payload: Outgoing, release: Release) {
         //= docs/spec/switch.md#7-frames-a-switch-cannot-forward
         //# SW-7-4 Every discarded frame's credits MUST be returned at once.
         if let Some(x) = self.ports.get_mut(i) {
             let _ = x.link.release(release);
         }
-        self.pool.push(payload);
+        recycle(&mut self.pool, payload);
         self.mark(i);
     }
 
@@ -743,16 +806,33 @@ impl Switch {
                 let Some(x) = self.ports.get_mut(e) else {
                     return;
                 };
+                let Queued {
+                    payload,
+                    release,
+                    ready,
+                    arrived,
+                } = f;
+                let len = payload.payload().len();
                 //= docs/spec/switch.md#2-forwarding
                 //# SW-2-2 A switch MUST NOT change the network header or the transactions of a
                 //# frame it forwards; it sends them behind its own Ethernet and link headers.
-                match x.link.submit(vcx, &f.payload) {
+                match x.link.submit_outgoing(vcx, payload) {
                     Ok(()) => {}
-                    Err(SubmitError::QueueFull { .. }) => {
-                        self.voq.push_front(e, v, i, f);
+                    Err((SubmitError::QueueFull { .. }, payload)) => {
+                        self.voq.push_front(
+                            e,
+                            v,
+                            i,
+                            Queued {
+                                payload,
+                                release,
+                                ready,
+                                arrived,
+                            },
+                        );
                         break;
                     }
-                    Err(_) => {
+                    Err((_, payload)) => {
                         //= docs/spec/switch.md#7-frames-a-switch-cannot-forward
                         //# SW-7-5 A frame whose egress port's link cannot carry it (longer than
                         //# the MFS agreed on that link, or on a VC that link did not agree) MUST
@@ -764,8 +844,8 @@ impl Switch {
                         if let Some(c) = self.counters.ports.get_mut(e) {
                             bump(&mut c.discard_egress_refused, v, 1);
                         }
-                        self.leave(i, v, &f.payload);
-                        self.discard(i, f.payload, f.release);
+                        self.leave(i, v, len);
+                        self.discard(i, payload, release);
                         continue;
                     }
                 }
@@ -774,7 +854,7 @@ impl Switch {
                 }
                 if let Some(q) = x.in_link.get_mut(v) {
                     q.push_back(InLink {
-                        arrived: f.arrived,
+                        arrived,
                         input: u16::try_from(i).unwrap_or(u16::MAX),
                     });
                 }
@@ -783,17 +863,16 @@ impl Switch {
                 }
                 if let Some(c) = self.counters.ports.get_mut(e) {
                     bump(&mut c.tx_frames, v, 1);
-                    bump(&mut c.tx_bytes, v, f.payload.len() as u64);
+                    bump(&mut c.tx_bytes, v, len as u64);
                 }
                 //= docs/spec/switch.md#4-buffers-and-losslessness
                 //# SW-4-1 A switch MUST keep a received frame's credits until the frame has been
                 //# handed to its egress port's link, and only then return them (LINK-5-4).
-                self.leave(i, v, &f.payload);
+                self.leave(i, v, len);
                 if let Some(xi) = self.ports.get_mut(i) {
-                    let _ = xi.link.release(f.release);
+                    let _ = xi.link.release(release);
                 }
                 self.mark(i);
-                self.pool.push(f.payload);
             }
         }
     }

@@ -11,13 +11,14 @@ use alloc::vec;
 use alloc::vec::Vec;
 use core::hash::{BuildHasherDefault, Hasher};
 
-use ethlink_link::{Instant, Release};
+use ethlink_link::{Instant, Outgoing, Release};
 use hashbrown::HashMap;
 
 /// A frame waiting in a queue.
 #[derive(Debug)]
 pub(crate) struct Queued {
-    pub(crate) payload: Vec<u8>,
+    /// The payload, laid out for the egress link's frames (one copy from the input link).
+    pub(crate) payload: Outgoing,
     pub(crate) release: Release,
     /// When it may be handed to its egress link (SW-6-1).
     pub(crate) ready: Instant,

@@ -5,7 +5,7 @@ use alloc::collections::VecDeque;
 
 use ethlink_link::Instant;
 
-use super::{Switch, Timer};
+use super::{Switch, Timer, recycle};
 use crate::counters::bump;
 
 impl Switch {
@@ -66,7 +66,7 @@ impl Switch {
                     if let Some(c) = self.counters.ports.get_mut(i) {
                         bump(&mut c.discard_aged, v, 1);
                     }
-                    self.leave(i, v, &f.payload);
+                    self.leave(i, v, f.payload.payload().len());
                     self.discard(i, f.payload, f.release);
                 }
             }
@@ -107,15 +107,25 @@ impl Switch {
         x.aging = false;
         for (vc, payload, meta) in self.resubmit.drain(..) {
             let v = vc.index();
-            if x.up && x.link.submit(vc, &payload).is_ok() {
-                if let Some(q) = x.in_link.get_mut(v) {
-                    q.push_back(meta);
+            let refused = if x.up {
+                x.link.submit_outgoing(vc, payload).err().map(|(_, p)| p)
+            } else {
+                Some(payload)
+            };
+            match refused {
+                None => {
+                    if let Some(q) = x.in_link.get_mut(v) {
+                        q.push_back(meta);
+                    }
                 }
-            } else if let Some(c) = self.counters.ports.get_mut(e) {
-                // The link went down meanwhile.
-                bump(&mut c.discard_port_down, v, 1);
+                Some(payload) => {
+                    if let Some(c) = self.counters.ports.get_mut(e) {
+                        // The link went down meanwhile.
+                        bump(&mut c.discard_port_down, v, 1);
+                    }
+                    recycle(&mut self.pool, payload);
+                }
             }
-            self.pool.push(payload);
         }
         self.touch(e);
         self.mark(e);
