@@ -186,6 +186,8 @@ pub(crate) struct Core {
     dirty: Vec<bool>,
     dirty_list: Vec<u32>,
     txbuf: Vec<u8>,
+    /// The exact bytes of a captured frame whose FCS its sender deferred.
+    capbuf: Vec<u8>,
     ready: Vec<u16>,
     completions: VecDeque<(u16, Completion)>,
     /// Per GPU: workloads waiting for room (tags or RDMA queue).
@@ -292,7 +294,15 @@ impl Core {
                 chan.ch.transmit(self.now, frame, t.kind, verdict)
             }
         };
+        let captured = self
+            .capture
+            .as_ref()
+            .is_some_and(|(cc, _)| *cc == chan.cable);
         let frame = match &shared {
+            Some(f) if captured && !f.has_fcs() => {
+                f.write_exact(&mut self.capbuf);
+                &self.capbuf[..]
+            }
             Some(f) => f.as_bytes(),
             None => self.txbuf.get(..t.len).unwrap_or(&[]),
         };
@@ -836,9 +846,13 @@ impl Fabric {
             node_base.push(acc);
             acc += ep.port_count() as u32;
         }
-        for sw in &sws {
+        for sw in &mut sws {
             node_base.push(acc);
             acc += u32::from(sw.config().ports);
+            // Every wire here tells the receiver what it did to a frame's FCS: the switches
+            // leave the FCS of the frames they share with it unwritten, and a capture or a
+            // damaged copy computes it.
+            sw.defer_fcs(true);
         }
         node_base.push(acc);
         let wire = Wire {
@@ -912,6 +926,7 @@ impl Fabric {
             dirty: vec![false; n_nodes],
             dirty_list: Vec::new(),
             txbuf: vec![0; 9216 + 64],
+            capbuf: Vec::new(),
             ready: Vec::new(),
             completions: VecDeque::new(),
             blocked: vec![Vec::new(); g_n],

@@ -562,7 +562,8 @@ pub enum WireBytes {
 }
 
 impl WireBytes {
-    /// The frame, FCS included.
+    /// The frame, FCS included (not yet written in a shared frame whose sender defers it,
+    /// [`crate::Link::defer_fcs`]: such a frame's receiver takes the wire's FCS status).
     pub fn as_bytes(&self) -> &[u8] {
         match self {
             WireBytes::Owned(v) => v,
@@ -706,6 +707,19 @@ impl Channel {
         copy
     }
 
+    /// A buffer of the wire's own holding the exact bytes of `frame` (its FCS computed if the
+    /// sender deferred it).
+    fn exact_copy_of(&mut self, frame: &Offered<'_>) -> Vec<u8> {
+        match frame {
+            Offered::Borrowed(b) => self.copy_of(b),
+            Offered::Shared(f) => {
+                let mut copy = self.pool.pop().unwrap_or_default();
+                f.write_exact(&mut copy);
+                copy
+            }
+        }
+    }
+
     fn put(
         &mut self,
         now_ps: u64,
@@ -725,7 +739,8 @@ impl Channel {
         if !fate.vanish {
             let mut bytes = match frame {
                 Offered::Shared(f) if !fate.corrupt && !fate.stomp => WireBytes::Shared(f),
-                other => WireBytes::Owned(self.copy_of(other.as_bytes())),
+                // Damaged or stomped: the wire's own copy of the exact bytes, changed.
+                other => WireBytes::Owned(self.exact_copy_of(&other)),
             };
             if let WireBytes::Owned(copy) = &mut bytes {
                 if fate.corrupt {
@@ -798,10 +813,7 @@ impl Channel {
                 core::mem::swap(into, &mut b);
                 self.pool.push(b);
             }
-            WireBytes::Shared(s) => {
-                into.clear();
-                into.extend_from_slice(s.as_bytes());
-            }
+            WireBytes::Shared(s) => s.write_exact(into),
         }
         Some(f.fcs)
     }

@@ -9,7 +9,7 @@ use ethlink_protocol::{
     Action, Capabilities, CreditRepr, DataFlags, DataHeader, ETH_HEADER_LEN, ErrorKind,
     EthernetRepr, FLAG_ACK_REQ, FLAG_REPLAY, Field, Frame, FrameKind, FrameRepr, InitRepr,
     LINK_HEADER_LEN, LinkFrame, MacAddr, NETWORK_HEADER_LEN, Seq, VLAN_TAG_LEN, Vc,
-    emit_data_in_place, fcs, fcs::FcsStatus, frame_len,
+    emit_data_in_place, emit_data_in_place_without_fcs, fcs, fcs::FcsStatus, frame_len, write_fcs,
 };
 
 use crate::config::{Agreed, Config, ConfigError};
@@ -190,12 +190,30 @@ pub struct Stomped {
 pub struct SharedFrame {
     data: Shared,
     len: usize,
+    fcs: bool,
 }
 
 impl SharedFrame {
-    /// The frame, destination MAC through FCS.
+    /// The frame, destination MAC through FCS; the last four bytes are the FCS only if
+    /// [`SharedFrame::has_fcs`] (see [`Link::defer_fcs`]).
     pub fn as_bytes(&self) -> &[u8] {
         self.data.get(..self.len).unwrap_or(&[])
+    }
+
+    /// Whether the FCS is written: false for a frame of a link that defers it
+    /// ([`Link::defer_fcs`]), whose receiver takes its FCS status from the wire.
+    pub fn has_fcs(&self) -> bool {
+        self.fcs
+    }
+
+    /// Writes the whole frame into `out` (replacing what it held), its FCS computed if it is
+    /// deferred: the bytes a real transmitter puts on the wire.
+    pub fn write_exact(&self, out: &mut Vec<u8>) {
+        out.clear();
+        out.extend_from_slice(self.as_bytes());
+        if !self.fcs {
+            write_fcs(out);
+        }
     }
 
     /// Its length, FCS included.
@@ -512,6 +530,9 @@ pub struct Link {
     /// reference (into `shared_out`) instead of written into the caller's buffer.
     share_out: bool,
     shared_out: Option<SharedFrame>,
+    /// DATA frames are framed without their FCS until something needs the bytes whole
+    /// ([`Link::defer_fcs`]).
+    defer_fcs: bool,
     counters: Counters,
 }
 
@@ -602,6 +623,7 @@ impl Link {
             pending_pop: None,
             share_out: false,
             shared_out: None,
+            defer_fcs: false,
             counters: Counters::default(),
             cfg,
         };
@@ -801,6 +823,17 @@ impl Link {
     /// to reuse with [`Layout::outgoing`], if the link keeps one.
     pub fn spare_buffer(&mut self) -> Option<Vec<u8>> {
         self.replay.take_spare()
+    }
+
+    /// For an embedder whose wire tells the receiver what became of each frame's FCS (a
+    /// simulated wire and [`Link::handle_frame_fcs`], as a receiving MAC that checks the FCS as
+    /// the frame streams in): with `on`, DATA frames handed out by reference
+    /// ([`Link::poll_transmit_shared`]) carry no FCS yet ([`SharedFrame::has_fcs`] is false),
+    /// and whoever needs the exact bytes (a capture, a fault that damages the frame) computes it
+    /// with [`SharedFrame::write_exact`]. Frames written by [`Link::poll_transmit`] always carry
+    /// their FCS. Off by default.
+    pub fn defer_fcs(&mut self, on: bool) {
+        self.defer_fcs = on;
     }
 
     /// As [`Link::submit`] for a payload already laid out by [`Link::outgoing`]: queued without a
@@ -1937,14 +1970,19 @@ impl Link {
         if self.share_out {
             // Handed out by reference: the stored frame takes the flag (every later
             // retransmission carries it too) and the wire shares it.
-            let eth_len = self.eth_len;
+            let (eth_len, fcs_now) = (self.eth_len, !self.defer_fcs);
             if let Some(stored) = self.replay.get_mut(i) {
-                mark(stored, eth_len);
+                if fcs_now {
+                    mark(stored, eth_len);
+                } else if let Some(b) = stored.get_mut(eth_len + 1) {
+                    *b |= FLAG_REPLAY;
+                }
             }
-            self.shared_out = self
-                .replay
-                .shared(i)
-                .map(|(data, _, len)| SharedFrame { data, len });
+            self.shared_out = self.replay.shared(i).map(|(data, _, len)| SharedFrame {
+                data,
+                len,
+                fcs: fcs_now,
+            });
         } else {
             let out = buf.get_mut(..len).ok_or(BufferTooSmall { needed: len })?;
             out.copy_from_slice(frame);
@@ -2104,7 +2142,13 @@ impl Link {
             }
             return Err(BufferTooSmall { needed: len });
         }
-        if emit_data_in_place(&eth, header, rec.data_mut(), payload_len).is_err() {
+        let fcs_now = !(self.defer_fcs && self.share_out);
+        let framed = if fcs_now {
+            emit_data_in_place(&eth, header, rec.data_mut(), payload_len)
+        } else {
+            emit_data_in_place_without_fcs(&eth, header, rec.data_mut(), payload_len)
+        };
+        if framed.is_err() {
             if let Some(q) = self.queues.get_mut(v) {
                 q.restore_front(rec);
             }
@@ -2133,10 +2177,11 @@ impl Link {
         drop(rec);
         let last = self.replay.len() - 1;
         if self.share_out {
-            self.shared_out = self
-                .replay
-                .shared(last)
-                .map(|(data, _, len)| SharedFrame { data, len });
+            self.shared_out = self.replay.shared(last).map(|(data, _, len)| SharedFrame {
+                data,
+                len,
+                fcs: fcs_now,
+            });
         } else if let (Some(out), Some((_, stored))) = (buf.get_mut(..len), self.replay.get(last)) {
             out.copy_from_slice(stored);
         }

@@ -7,7 +7,8 @@
 //! [`Link::poll_transmit_shared`], [`Channel::transmit_shared`], [`Channel::pop_arrival_wire`],
 //! [`Link::handle_frame_deliver`]). Every frame put on a wire, every payload delivered, every
 //! event and every counter must be the same, through damaged, vanished, duplicated and stomped
-//! frames, replays and credit stalls, tagged and untagged.
+//! frames, replays and credit stalls, tagged and untagged, with the FCS written at once or
+//! deferred to whoever needs the exact bytes ([`Link::defer_fcs`]).
 
 use ethlink_link::harness::{Channel, Faults, Injector, Verdict, WireBytes};
 use ethlink_link::{Config, Event, Instant, Link, Release, SharedFrame};
@@ -48,6 +49,8 @@ struct Side {
     next: [u32; 2],
     buf: Vec<u8>,
     log: Log,
+    /// Frames handed out by reference without their FCS written.
+    deferred: usize,
 }
 
 impl Side {
@@ -76,6 +79,7 @@ impl Side {
             next: [0, 0],
             buf: vec![0; 9216],
             log: Log::default(),
+            deferred: 0,
         }
     }
 
@@ -157,7 +161,16 @@ impl Side {
                         .poll_transmit_shared(now, &mut self.buf)
                         .unwrap()
                     {
-                        Some((t, Some(f))) => Some((t.kind, f.as_bytes().to_vec(), Some(f))),
+                        Some((t, Some(f))) => {
+                            let mut exact = Vec::new();
+                            f.write_exact(&mut exact);
+                            if f.has_fcs() {
+                                assert_eq!(exact, f.as_bytes());
+                            } else {
+                                self.deferred += 1;
+                            }
+                            Some((t.kind, exact, Some(f)))
+                        }
                         Some((t, None)) => Some((t.kind, self.buf[..t.len].to_vec(), None)),
                         None => None,
                     }
@@ -181,9 +194,12 @@ impl Side {
     }
 }
 
-fn run(vlan: bool, faults: Faults, physical_at: u64) {
+fn run(vlan: bool, faults: Faults, physical_at: u64, defer: bool) {
     let mut a = Side::new(false, vlan, faults);
     let mut b = Side::new(true, vlan, faults);
+    for e in &mut b.ends {
+        e.defer_fcs(defer);
+    }
     for s in [&mut a, &mut b] {
         for e in 0..2 {
             s.ends[e].physical_up(Instant::from_nanos(physical_at));
@@ -219,6 +235,7 @@ fn run(vlan: bool, faults: Faults, physical_at: u64) {
     if faults.loss > 0.0 {
         assert!(replayed > 0);
     }
+    assert_eq!(b.deferred > 0, defer, "{}", b.deferred);
 }
 
 #[test]
@@ -231,13 +248,16 @@ fn by_reference_equals_by_copy_through_faults() {
         duplicate: 0.005,
         control_loss: 0.01,
     };
-    run(false, faults, 0);
-    run(true, faults, 0);
+    run(false, faults, 0, false);
+    run(true, faults, 0, false);
+    run(false, faults, 0, true);
+    run(true, faults, 0, true);
 }
 
 #[test]
 fn by_reference_equals_by_copy_without_faults() {
-    run(false, Faults::default(), 100);
+    run(false, Faults::default(), 100, false);
+    run(false, Faults::default(), 100, true);
 }
 
 #[test]

@@ -1127,6 +1127,56 @@ pub fn emit_data_in_place(
     Ok(len)
 }
 
+/// As [`emit_data_in_place`] without the FCS: its four bytes are left as they are, for a
+/// transmitter whose MAC appends it (or a simulated wire that judges frames without it) to
+/// write with [`write_fcs`] when, and only if, the bytes are looked at.
+pub fn emit_data_in_place_without_fcs(
+    eth: &EthernetRepr,
+    header: DataHeader,
+    frame: &mut [u8],
+    payload_len: usize,
+) -> Result<usize, EmitError> {
+    let eth_len = eth.header_len();
+    let len = frame_len(eth_len, payload_len);
+    if len > MAX_FRAME_LEN {
+        return Err(EmitError::TooLong {
+            len,
+            mfs: MAX_FRAME_LEN,
+        });
+    }
+    if frame.len() != len {
+        return Err(EmitError::BufferTooSmall {
+            needed: len,
+            available: frame.len(),
+        });
+    }
+    let (head, _) = frame.split_at_mut(eth_len + LINK_HEADER_LEN);
+    emit_headers(
+        eth,
+        FrameKind::Data,
+        header.vc,
+        header.flags.bits(),
+        header.seq,
+        head,
+    )?;
+    let content_end = eth_len + LINK_HEADER_LEN + payload_len;
+    let body = len - FCS_LEN;
+    if let Some(pad) = frame.get_mut(content_end..body) {
+        pad.fill(0);
+    }
+    Ok(len)
+}
+
+/// Writes the FCS of `frame` (destination MAC through FCS) over its last four bytes, computed
+/// over the bytes before them. A frame shorter than the FCS is left as it is.
+pub fn write_fcs(frame: &mut [u8]) {
+    let Some(body) = frame.len().checked_sub(FCS_LEN) else {
+        return;
+    };
+    let (content, out) = frame.split_at_mut(body);
+    out.copy_from_slice(&fcs::fcs_bytes(content));
+}
+
 /// Writes the Ethernet header and the link header into `head`, which is exactly their length.
 pub(crate) fn emit_headers(
     eth: &EthernetRepr,
@@ -1572,9 +1622,20 @@ mod tests {
                     Ok(want.len())
                 );
                 assert_eq!(got, want, "vlan {vlan:?} payload {plen}");
+                // Without the FCS, then the FCS written apart: the same bytes.
+                let mut later = vec![0xa5u8; want.len()];
+                later[hdr..hdr + plen].copy_from_slice(&payload);
+                assert_eq!(
+                    emit_data_in_place_without_fcs(&eth, header, &mut later, plen),
+                    Ok(want.len())
+                );
+                assert_eq!(&later[..want.len() - 4], &want[..want.len() - 4]);
+                write_fcs(&mut later);
+                assert_eq!(later, want);
                 // A buffer of another length is refused.
                 let mut short = vec![0u8; want.len() - 1];
                 assert!(emit_data_in_place(&eth, header, &mut short, plen).is_err());
+                assert!(emit_data_in_place_without_fcs(&eth, header, &mut short, plen).is_err());
             }
         }
     }

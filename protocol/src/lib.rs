@@ -65,7 +65,8 @@ pub use frame::{
     CREDIT_BODY_LEN, CreditBody, CreditRepr, DataFlags, DataHeader, ETH_HEADER_LEN, ETHERTYPE,
     EthernetRepr, FLAG_ACK_REQ, FLAG_REPLAY, Frame, FrameKind, FrameRepr, INIT_BODY_LEN, InitBody,
     InitRepr, LINK_HEADER_LEN, LinkFrame, LinkHeader, MAX_FRAME_LEN, MIN_FRAME_LEN, MIN_MFS,
-    ShortGrant, TPID_8021Q, VLAN_TAG_LEN, VlanTag, WIRE_OVERHEAD, emit_data_in_place, frame_len,
+    ShortGrant, TPID_8021Q, VLAN_TAG_LEN, VlanTag, WIRE_OVERHEAD, emit_data_in_place,
+    emit_data_in_place_without_fcs, frame_len, write_fcs,
 };
 pub use txn::{
     AtomicKind, AtomicOp, AtomicValue, MAX_LOAD_STORE_LEN, MemTarget, PREFIX_LEN, TxnPrefix,

@@ -210,6 +210,14 @@ impl Switch {
         })
     }
 
+    /// Has every port's link defer the FCS of the DATA frames it hands out by reference
+    /// ([`Link::defer_fcs`]): for an embedder whose wires give receivers the FCS status.
+    pub fn defer_fcs(&mut self, on: bool) {
+        for x in &mut self.ports {
+            x.link.defer_fcs(on);
+        }
+    }
+
     /// The counters.
     pub fn counters(&self) -> &Counters {
         &self.counters
@@ -250,6 +258,10 @@ impl Switch {
             let Some(x) = self.ports.get(p) else { continue };
             let t = x.link.poll_timeout();
             let k = self.key(Timer::Link, p);
+            if self.timers.get(k) == t {
+                // Unchanged: the heap stays as it is.
+                continue;
+            }
             match t {
                 Some(t) => self.timers.set(k, t),
                 None => {
