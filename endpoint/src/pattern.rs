@@ -113,20 +113,6 @@ fn byte_at(seed: u64, pos: u64) -> u8 {
 /// Words in the 2^64 positions of a pattern.
 const WORDS: u64 = 1 << 61;
 
-/// The words of pattern `seed` from word `j` on (one block key per eight words); the word after
-/// the last is word 0.
-fn words(seed: u64, mut j: u64) -> impl Iterator<Item = u64> {
-    let mut key = block_key(seed, j / 8);
-    core::iter::from_fn(move || {
-        let w = block_word(key, j % 8);
-        j = j.wrapping_add(1) % WORDS;
-        if j.is_multiple_of(8) {
-            key = block_key(seed, j / 8);
-        }
-        Some(w)
-    })
-}
-
 /// Bytes of `len` from pattern position `offset` that come before the first word boundary.
 fn lead(offset: u64, len: usize) -> usize {
     usize::try_from(offset.wrapping_neg() % 8)
@@ -170,21 +156,40 @@ impl Pattern {
         for (i, b) in head.iter_mut().enumerate() {
             *b = self.byte(i as u64);
         }
-        let pos = self.offset.wrapping_add(lead as u64);
-        let mut chunks = body.chunks_exact_mut(8);
-        let mut ws = words(self.seed, pos / 8);
-        for (c, w) in (&mut chunks).zip(&mut ws) {
-            c.copy_from_slice(&w.to_le_bytes());
+        let mut j = self.offset.wrapping_add(lead as u64) / 8;
+        // Words up to the first block boundary.
+        let first = usize::try_from((8 - j % 8) % 8)
+            .unwrap_or(0)
+            .min(body.len() / 8);
+        let (first_words, body) = body.split_at_mut(first * 8);
+        for c in first_words.chunks_exact_mut(8) {
+            c.copy_from_slice(&word(self.seed, j).to_le_bytes());
+            j = (j + 1) % WORDS;
         }
-        let tail = chunks.into_remainder();
-        if let Some(w) = ws.next() {
-            for (b, v) in tail.iter_mut().zip(w.to_le_bytes()) {
+        // Whole blocks: one key, eight words.
+        let mut blocks = body.chunks_exact_mut(64);
+        for blk in &mut blocks {
+            let key = block_key(self.seed, j / 8);
+            for (k, c) in blk.chunks_exact_mut(8).enumerate() {
+                c.copy_from_slice(&block_word(key, k as u64).to_le_bytes());
+            }
+            j = (j + 8) % WORDS;
+        }
+        // The words and bytes after the last whole block.
+        let mut words = blocks.into_remainder().chunks_exact_mut(8);
+        for c in &mut words {
+            c.copy_from_slice(&word(self.seed, j).to_le_bytes());
+            j = (j + 1) % WORDS;
+        }
+        let tail = words.into_remainder();
+        if !tail.is_empty() {
+            for (b, v) in tail.iter_mut().zip(word(self.seed, j).to_le_bytes()) {
                 *b = v;
             }
         }
     }
 
-    /// Whether `data` is the first `data.len()` bytes described. Stops at the first word that
+    /// Whether `data` is the first `data.len()` bytes described. Stops at the first block that
     /// differs.
     pub fn matches(self, data: &[u8]) -> bool {
         let lead = lead(self.offset, data.len());
@@ -196,21 +201,45 @@ impl Pattern {
         {
             return false;
         }
-        let pos = self.offset.wrapping_add(lead as u64);
-        let mut chunks = body.chunks_exact(8);
-        let mut ws = words(self.seed, pos / 8);
-        for (c, w) in (&mut chunks).zip(&mut ws) {
+        let le = |c: &[u8]| {
             let mut b = [0u8; 8];
             b.copy_from_slice(c);
-            if u64::from_le_bytes(b) != w {
+            u64::from_le_bytes(b)
+        };
+        let mut j = self.offset.wrapping_add(lead as u64) / 8;
+        let first = usize::try_from((8 - j % 8) % 8)
+            .unwrap_or(0)
+            .min(body.len() / 8);
+        let (first_words, body) = body.split_at(first * 8);
+        for c in first_words.chunks_exact(8) {
+            if le(c) != word(self.seed, j) {
                 return false;
             }
+            j = (j + 1) % WORDS;
         }
-        let tail = chunks.remainder();
-        match ws.next() {
-            Some(w) => tail.iter().zip(w.to_le_bytes()).all(|(&a, b)| a == b),
-            None => tail.is_empty(),
+        let mut blocks = body.chunks_exact(64);
+        for blk in &mut blocks {
+            let key = block_key(self.seed, j / 8);
+            let mut diff = 0u64;
+            for (k, c) in blk.chunks_exact(8).enumerate() {
+                diff |= le(c) ^ block_word(key, k as u64);
+            }
+            if diff != 0 {
+                return false;
+            }
+            j = (j + 8) % WORDS;
         }
+        let mut words = blocks.remainder().chunks_exact(8);
+        for c in &mut words {
+            if le(c) != word(self.seed, j) {
+                return false;
+            }
+            j = (j + 1) % WORDS;
+        }
+        let tail = words.remainder();
+        tail.iter()
+            .zip(word(self.seed, j).to_le_bytes())
+            .all(|(&a, b)| a == b)
     }
 
     /// How many of the first `data.len()` bytes described differ from `data`, and the index of
@@ -295,6 +324,31 @@ mod tests {
         Pattern::new(3, u64::MAX - 7).fill(&mut wrap);
         assert_eq!(wrap[8], Pattern::new(3, 0).byte(0));
         assert_eq!(wrap[7], Pattern::new(3, u64::MAX).byte(0));
+    }
+
+    /// Block-at-a-time filling and matching give the bytes addressed one by one, for every
+    /// alignment of start and end against words and 64-byte blocks, across the wrap at 2^64.
+    #[test]
+    fn blocks_agree_with_single_bytes() {
+        for base in [0u64, 5, 64, 1000, u64::MAX - 300] {
+            for off in 0..72u64 {
+                for len in [0usize, 1, 8, 63, 64, 65, 127, 128, 129, 200, 333] {
+                    let p = Pattern::new(11, base.wrapping_add(off));
+                    let mut got = vec![0u8; len];
+                    p.fill(&mut got);
+                    let want: alloc::vec::Vec<u8> = (0..len as u64).map(|i| p.byte(i)).collect();
+                    assert_eq!(got, want, "base {base} off {off} len {len}");
+                    assert!(p.matches(&want));
+                    if len > 0 {
+                        for at in [0, len / 2, len - 1] {
+                            let mut bad = want.clone();
+                            bad[at] ^= 0x10;
+                            assert!(!p.matches(&bad), "base {base} off {off} len {len} at {at}");
+                        }
+                    }
+                }
+            }
+        }
     }
 
     /// Any single wrong byte is seen, and counted once.
