@@ -1513,6 +1513,16 @@ impl Link {
     /// which the caller calls whenever its wire can take a frame. `None` while the physical
     /// link is down.
     pub fn poll_timeout(&self) -> Option<Instant> {
+        self.earliest_deadline().map(|t| t.max(self.now))
+    }
+
+    /// The earliest deadline as the timers hold it, possibly already past: what
+    /// [`Link::poll_timeout`] gives before it rounds a past deadline up to the link's current
+    /// time. After [`Link::handle_timeout`] at `now`, a deadline at or before `now` that is
+    /// still there is work for the wire (an ACK, a CF, a CC or an INIT waiting to be sent),
+    /// which the next [`Link::poll_transmit`] does; calling `handle_timeout` again for it does
+    /// nothing.
+    pub fn earliest_deadline(&self) -> Option<Instant> {
         if !self.physical {
             return None;
         }
@@ -1521,7 +1531,7 @@ impl Link {
             if !self.init_timeout_reported {
                 t = t.min(self.init_since.saturating_add(self.cfg.init_timeout));
             }
-            return Some(t.max(self.now));
+            return Some(t);
         }
         let mut t = self.last_cf.saturating_add(self.cfg.cf_max_interval);
         if self.freed_since_cf >= self.cfg.cf_min_credits {
@@ -1536,7 +1546,7 @@ impl Link {
         if self.replay_frames() == 0 {
             t = t.min(self.cc_next);
         }
-        Some(t.max(self.now))
+        Some(t)
     }
 
     // ----- internals: bring-up -------------------------------------------------------------

@@ -58,6 +58,9 @@ struct Port {
     in_link: [VecDeque<InLink>; 8],
     /// Set while the switch takes aged frames back from this port's link.
     aging: bool,
+    /// When the link's timers last ran: a deadline at or before it that the link still
+    /// reports is work for its wire, which the next poll of the port does.
+    served: Option<Instant>,
 }
 
 /// An N-port EthLink switch.
@@ -76,7 +79,7 @@ pub struct Switch {
     /// Every deadline of the switch, one per key (see [`Timer`]): each port link's, each egress
     /// port's wake for a queue head that becomes ready, and each egress port's aging. A deadline
     /// that moves moves its entry, so no call scans every port and none meets a stale entry.
-    timers: Timers<Instant>,
+    timers: Timers,
     /// The keys of the deadlines due in [`Switch::handle_timeout`], reused.
     due: Vec<usize>,
     /// Inputs of one (egress, VC), reused by the scans over them.
@@ -151,6 +154,7 @@ impl Switch {
                 waiting: [0; 8],
                 in_link: Default::default(),
                 aging: false,
+                served: None,
             });
         }
         let voq = Voqs::new(n, vcs);
@@ -256,7 +260,12 @@ impl Switch {
                 *t = false;
             }
             let Some(x) = self.ports.get(p) else { continue };
-            let t = x.link.poll_timeout();
+            let t = match (x.link.earliest_deadline(), x.served) {
+                // Already served: it waits for the wire, not for a timer. The port was marked
+                // when its timers ran, and is polled as soon as its wire is free.
+                (Some(d), Some(s)) if d <= s => None,
+                _ => x.link.poll_timeout(),
+            };
             let k = self.key(Timer::Link, p);
             if self.timers.get(k) == t {
                 // Unchanged: the heap stays as it is.
@@ -296,6 +305,7 @@ impl Switch {
         self.now = self.now.max(now);
         if let Some(x) = self.ports.get_mut(p) {
             x.link.physical_up(self.now);
+            x.served = None;
         }
         self.drain(p);
         self.mark(p);
@@ -307,6 +317,7 @@ impl Switch {
         self.now = self.now.max(now);
         if let Some(x) = self.ports.get_mut(p) {
             x.link.physical_down(self.now);
+            x.served = None;
         }
         self.drain(p);
         self.mark(p);
@@ -365,6 +376,7 @@ impl Switch {
         for &p in due.iter().filter(|&&k| k < n) {
             if let Some(x) = self.ports.get_mut(p) {
                 x.link.handle_timeout(self.now);
+                x.served = Some(self.now);
             }
             self.drain(p);
             self.mark(p);

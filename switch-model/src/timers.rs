@@ -1,174 +1,142 @@
-//! Deadlines keyed by a small integer, in an indexed binary min-heap.
+//! Deadlines keyed by a small integer, in an indexed tournament tree.
 //!
-//! Each key has at most one deadline. Setting a key's deadline again moves its entry in place
-//! (up or down the heap), so a deadline that changes leaves no stale entry behind: the earliest
-//! deadline is read in O(1), and popping the due ones touches only those. Keys are dense small
-//! integers (a port number, or a port number offset by a kind); the index grows to the largest
+//! Each key has at most one deadline. The keys are the leaves of a complete binary tree whose
+//! every inner node holds the earliest (deadline, key) of the two below it, so the root is the
+//! earliest deadline of all, read in O(1). Setting, moving or removing a key's deadline rewrites
+//! its leaf and the nodes above it, stopping where a node does not change: a deadline that moves
+//! leaves no stale entry behind, and no position index has to be kept. Keys are dense small
+//! integers (a port number, or a port number offset by a kind); the tree grows to the largest
 //! key used. Equal deadlines come out in key order, so the order is fully determined.
 
+use alloc::vec;
 use alloc::vec::Vec;
 
-/// Position of a key that has no deadline.
-const ABSENT: u32 = u32::MAX;
+use ethlink_link::Instant;
 
-/// An indexed min-heap of deadlines of type `T`, one per key, earliest first, ties by key.
+/// A leaf without a deadline: later than every deadline (no real key is `u32::MAX`).
+const EMPTY: (u64, u32) = (u64::MAX, u32::MAX);
+
+/// Deadlines, one per key, earliest first, ties by key.
 #[derive(Debug, Clone)]
-pub(crate) struct Timers<T> {
-    /// The heap: (deadline, key), the earliest at the root.
-    heap: Vec<(T, u32)>,
-    /// Per key: its index in `heap`, or [`ABSENT`].
-    pos: Vec<u32>,
+pub(crate) struct Timers {
+    /// Node 1 is the root, node `i` has children `2i` and `2i + 1`; the leaves are nodes
+    /// `size..2 * size`, leaf `size + k` holding key `k`'s (deadline in ns, key).
+    tree: Vec<(u64, u32)>,
+    size: usize,
 }
 
-impl<T: Ord + Copy> Default for Timers<T> {
+impl Default for Timers {
     fn default() -> Self {
-        Timers {
-            heap: Vec::new(),
-            pos: Vec::new(),
-        }
+        Timers::with_keys(1)
     }
 }
 
-impl<T: Ord + Copy> Timers<T> {
+impl Timers {
     /// An empty set of deadlines with room for keys `0..keys` without growing.
     pub(crate) fn with_keys(keys: usize) -> Self {
+        let size = keys.max(1).next_power_of_two();
         Timers {
-            heap: Vec::new(),
-            pos: alloc::vec![ABSENT; keys],
+            tree: vec![EMPTY; 2 * size],
+            size,
         }
     }
 
     /// Number of keys with a deadline.
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
-        self.heap.len()
+        self.tree
+            .get(self.size..)
+            .map_or(0, |l| l.iter().filter(|e| e.1 != EMPTY.1).count())
     }
 
     /// The deadline of `key`, if it has one.
-    pub(crate) fn get(&self, key: usize) -> Option<T> {
-        let i = *self.pos.get(key)?;
-        self.heap.get(i as usize).map(|&(t, _)| t)
+    pub(crate) fn get(&self, key: usize) -> Option<Instant> {
+        let &(t, k) = self.tree.get(self.size.checked_add(key)?)?;
+        (k != EMPTY.1).then_some(Instant::from_nanos(t))
     }
 
     /// The earliest deadline and its key.
-    pub(crate) fn peek(&self) -> Option<(T, usize)> {
-        self.heap.first().map(|&(t, k)| (t, k as usize))
+    pub(crate) fn peek(&self) -> Option<(Instant, usize)> {
+        let &(t, k) = self.tree.get(1)?;
+        (k != EMPTY.1).then_some((Instant::from_nanos(t), k as usize))
     }
 
-    /// Gives `key` the deadline `t`, whether it had one (moved in place) or not. A key beyond
-    /// `u32::MAX - 1` is ignored.
-    pub(crate) fn set(&mut self, key: usize, t: T) {
-        let Ok(k) = u32::try_from(key) else { return };
-        if k == ABSENT {
-            return;
+    /// Writes leaf `key` and the nodes above it that change.
+    fn put(&mut self, key: usize, v: (u64, u32)) {
+        let mut i = self.size + key;
+        match self.tree.get_mut(i) {
+            Some(leaf) => *leaf = v,
+            None => return,
         }
-        if self.pos.len() <= key {
-            self.pos.resize(key + 1, ABSENT);
-        }
-        let Some(&p) = self.pos.get(key) else { return };
-        if p == ABSENT {
-            let i = self.heap.len();
-            self.heap.push((t, k));
-            self.place(i);
-            self.up(i);
-        } else if let Some(e) = self.heap.get_mut(p as usize) {
-            let old = e.0;
-            e.0 = t;
-            if t < old {
-                self.up(p as usize);
-            } else {
-                self.down(p as usize);
+        while i > 1 {
+            let sibling = self.tree.get(i ^ 1).copied().unwrap_or(EMPTY);
+            let here = self.tree.get(i).copied().unwrap_or(EMPTY);
+            let least = here.min(sibling);
+            i /= 2;
+            match self.tree.get_mut(i) {
+                Some(n) if *n != least => *n = least,
+                // Unchanged here, so unchanged above.
+                _ => return,
             }
         }
     }
 
+    /// Makes room for keys up to `key`.
+    fn grow(&mut self, key: usize) {
+        let size = (key + 1).next_power_of_two();
+        let mut tree = vec![EMPTY; 2 * size];
+        if let (Some(to), Some(from)) = (
+            tree.get_mut(size..size + self.size),
+            self.tree.get(self.size..),
+        ) {
+            to.copy_from_slice(from);
+        }
+        for i in (1..size).rev() {
+            let l = tree.get(2 * i).copied().unwrap_or(EMPTY);
+            let r = tree.get(2 * i + 1).copied().unwrap_or(EMPTY);
+            if let Some(n) = tree.get_mut(i) {
+                *n = l.min(r);
+            }
+        }
+        self.tree = tree;
+        self.size = size;
+    }
+
+    /// Gives `key` the deadline `t`, whether it had one (moved in place) or not. A key beyond
+    /// `u32::MAX - 1` is ignored.
+    pub(crate) fn set(&mut self, key: usize, t: Instant) {
+        let Ok(k) = u32::try_from(key) else { return };
+        if k == EMPTY.1 {
+            return;
+        }
+        if key >= self.size {
+            self.grow(key);
+        }
+        self.put(key, (t.as_nanos(), k));
+    }
+
     /// Gives `key` the deadline `t` unless it has one no later: the deadline only moves earlier.
-    pub(crate) fn lower(&mut self, key: usize, t: T) {
+    pub(crate) fn lower(&mut self, key: usize, t: Instant) {
         if self.get(key).is_none_or(|d| t < d) {
             self.set(key, t);
         }
     }
 
     /// Removes the deadline of `key` and returns it.
-    pub(crate) fn remove(&mut self, key: usize) -> Option<T> {
-        let p = *self.pos.get(key)?;
-        if p == ABSENT {
-            return None;
-        }
-        let p = p as usize;
-        let last = self.heap.len().checked_sub(1)?;
-        self.heap.swap(p, last);
-        let (t, _) = self.heap.pop()?;
-        if let Some(x) = self.pos.get_mut(key) {
-            *x = ABSENT;
-        }
-        if p < self.heap.len() {
-            self.place(p);
-            // The moved entry may belong above or below its new place.
-            self.up(p);
-            self.down(p);
-        }
+    pub(crate) fn remove(&mut self, key: usize) -> Option<Instant> {
+        let t = self.get(key)?;
+        self.put(key, EMPTY);
         Some(t)
     }
 
     /// Removes and returns the earliest deadline and its key if it is at or before `now`.
-    pub(crate) fn pop_due(&mut self, now: T) -> Option<(T, usize)> {
+    pub(crate) fn pop_due(&mut self, now: Instant) -> Option<(Instant, usize)> {
         let (t, k) = self.peek()?;
         if t > now {
             return None;
         }
         self.remove(k);
         Some((t, k))
-    }
-
-    /// Records in `pos` where the entry at heap index `i` is.
-    fn place(&mut self, i: usize) {
-        if let Some(&(_, k)) = self.heap.get(i)
-            && let Some(x) = self.pos.get_mut(k as usize)
-        {
-            *x = u32::try_from(i).unwrap_or(ABSENT);
-        }
-    }
-
-    fn less(&self, a: usize, b: usize) -> bool {
-        match (self.heap.get(a), self.heap.get(b)) {
-            (Some(x), Some(y)) => x < y,
-            _ => false,
-        }
-    }
-
-    fn up(&mut self, mut i: usize) {
-        while i > 0 {
-            let parent = (i - 1) / 2;
-            if !self.less(i, parent) {
-                break;
-            }
-            self.heap.swap(i, parent);
-            self.place(i);
-            self.place(parent);
-            i = parent;
-        }
-    }
-
-    fn down(&mut self, mut i: usize) {
-        loop {
-            let l = 2 * i + 1;
-            let r = l + 1;
-            let mut m = i;
-            if self.less(l, m) {
-                m = l;
-            }
-            if self.less(r, m) {
-                m = r;
-            }
-            if m == i {
-                break;
-            }
-            self.heap.swap(i, m);
-            self.place(i);
-            self.place(m);
-            i = m;
-        }
     }
 }
 
@@ -177,42 +145,53 @@ mod tests {
     use super::Timers;
     use alloc::collections::BTreeMap;
     use alloc::vec::Vec;
+    use ethlink_link::Instant;
+
+    fn at(ns: u64) -> Instant {
+        Instant::from_nanos(ns)
+    }
 
     #[test]
     fn earliest_first_ties_by_key() {
         let mut t = Timers::with_keys(4);
-        t.set(3, 10u64);
-        t.set(1, 10);
-        t.set(2, 5);
-        assert_eq!(t.peek(), Some((5, 2)));
-        assert_eq!(t.pop_due(4), None);
-        assert_eq!(t.pop_due(10), Some((5, 2)));
-        assert_eq!(t.pop_due(10), Some((10, 1)));
-        assert_eq!(t.pop_due(10), Some((10, 3)));
-        assert_eq!(t.pop_due(u64::MAX), None);
+        t.set(3, at(10));
+        t.set(1, at(10));
+        t.set(2, at(5));
+        assert_eq!(t.peek(), Some((at(5), 2)));
+        assert_eq!(t.pop_due(at(4)), None);
+        assert_eq!(t.pop_due(at(10)), Some((at(5), 2)));
+        assert_eq!(t.pop_due(at(10)), Some((at(10), 1)));
+        assert_eq!(t.pop_due(at(10)), Some((at(10), 3)));
+        assert_eq!(t.pop_due(at(u64::MAX)), None);
     }
 
     #[test]
     fn a_moved_deadline_leaves_no_stale_entry() {
         let mut t = Timers::default();
-        t.set(7, 100u64);
-        t.set(7, 50);
-        t.set(7, 200);
+        t.set(7, at(100));
+        t.set(7, at(50));
+        t.set(7, at(200));
         assert_eq!(t.len(), 1);
-        assert_eq!(t.get(7), Some(200));
-        assert_eq!(t.pop_due(199), None);
-        t.lower(7, 300);
-        assert_eq!(t.get(7), Some(200));
-        t.lower(7, 20);
-        assert_eq!(t.get(7), Some(20));
-        assert_eq!(t.remove(7), Some(20));
+        assert_eq!(t.get(7), Some(at(200)));
+        assert_eq!(t.pop_due(at(199)), None);
+        t.lower(7, at(300));
+        assert_eq!(t.get(7), Some(at(200)));
+        t.lower(7, at(20));
+        assert_eq!(t.get(7), Some(at(20)));
+        assert_eq!(t.remove(7), Some(at(20)));
         assert_eq!(t.remove(7), None);
         assert_eq!(t.peek(), None);
-        // A key past the index grows it; one that cannot be stored is ignored.
-        t.set(1000, 1);
-        assert_eq!(t.get(1000), Some(1));
-        t.set(u32::MAX as usize, 1);
-        assert_eq!(t.len(), 1);
+        // A key past the tree grows it, keeping what it holds; one that cannot be stored is
+        // ignored. The latest instant is a deadline like any other.
+        t.set(3, at(9));
+        t.set(1000, at(1));
+        assert_eq!((t.get(1000), t.get(3)), (Some(at(1)), Some(at(9))));
+        assert_eq!(t.peek(), Some((at(1), 1000)));
+        t.set(u32::MAX as usize, at(1));
+        assert_eq!(t.len(), 2);
+        t.set(5, at(u64::MAX));
+        assert_eq!(t.get(5), Some(at(u64::MAX)));
+        assert_eq!(t.len(), 3);
     }
 
     #[derive(Debug, Clone)]
@@ -234,7 +213,7 @@ mod tests {
     }
 
     proptest::proptest! {
-        /// The heap agrees with a plain map of key to deadline after any sequence of operations,
+        /// The tree agrees with a plain map of key to deadline after any sequence of operations,
         /// and pops due deadlines in (deadline, key) order.
         #[test]
         fn agrees_with_a_map(ops in proptest::collection::vec(op(), 0..200)) {
@@ -243,23 +222,29 @@ mod tests {
             for o in ops {
                 match o {
                     Op::Set(k, d) => {
-                        t.set(k, d);
+                        t.set(k, at(u64::from(d)));
                         m.insert(k, d);
                     }
                     Op::Lower(k, d) => {
-                        t.lower(k, d);
+                        t.lower(k, at(u64::from(d)));
                         let e = m.entry(k).or_insert(d);
                         *e = (*e).min(d);
                     }
                     Op::Remove(k) => {
-                        proptest::prop_assert_eq!(t.remove(k), m.remove(&k));
+                        proptest::prop_assert_eq!(
+                            t.remove(k),
+                            m.remove(&k).map(|d| at(u64::from(d)))
+                        );
                     }
                     Op::Pop(now) => {
-                        let mut want: Vec<(u16, usize)> =
-                            m.iter().filter(|&(_, &d)| d <= now).map(|(&k, &d)| (d, k)).collect();
+                        let mut want: Vec<(Instant, usize)> = m
+                            .iter()
+                            .filter(|&(_, &d)| d <= now)
+                            .map(|(&k, &d)| (at(u64::from(d)), k))
+                            .collect();
                         want.sort_unstable();
                         let mut got = Vec::new();
-                        while let Some(x) = t.pop_due(now) {
+                        while let Some(x) = t.pop_due(at(u64::from(now))) {
                             got.push(x);
                         }
                         for &(_, k) in &want {
@@ -269,10 +254,10 @@ mod tests {
                     }
                 }
                 proptest::prop_assert_eq!(t.len(), m.len());
-                let min = m.iter().map(|(&k, &d)| (d, k)).min();
+                let min = m.iter().map(|(&k, &d)| (at(u64::from(d)), k)).min();
                 proptest::prop_assert_eq!(t.peek(), min);
                 for k in 0..40 {
-                    proptest::prop_assert_eq!(t.get(k), m.get(&k).copied());
+                    proptest::prop_assert_eq!(t.get(k), m.get(&k).map(|&d| at(u64::from(d))));
                 }
             }
         }
