@@ -16,7 +16,7 @@
 //! the node is serviced is one the node meets by sending (an ACK, a credit update) once a wire
 //! is free: the wire-free event services it then.
 
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::VecDeque;
 use std::time::Instant as WallInstant;
 
 use ethlink_endpoint::{
@@ -30,6 +30,7 @@ use ethlink_switch::{Routes, Switch};
 
 use crate::build::{endpoint_config, key_of, switch_config};
 use crate::check::mix64;
+use crate::queue::EventQueue;
 use crate::report::{
     CollectiveRow, EndpointTotals, LinkTotals, Load, Operations, Overhead, PortStall, Report,
     Series, SimTotals, SwitchReport, SwitchTotals, Throughput, Wall, peak_rss_bytes,
@@ -122,29 +123,11 @@ enum Ev {
     Stop,
 }
 
+/// An event taken from the queue and the time it fired, ps.
 #[derive(Debug, Clone, Copy)]
-struct Entry {
+struct Fired {
     t: u64,
-    seq: u64,
     ev: Ev,
-}
-
-impl PartialEq for Entry {
-    fn eq(&self, o: &Self) -> bool {
-        (self.t, self.seq) == (o.t, o.seq)
-    }
-}
-impl Eq for Entry {}
-impl PartialOrd for Entry {
-    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for Entry {
-    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
-        // Earliest first in the max-heap.
-        (o.t, o.seq).cmp(&(self.t, self.seq))
-    }
 }
 
 #[derive(Debug)]
@@ -168,8 +151,8 @@ struct Cable {
 /// Nodes, cables and the event queue.
 pub(crate) struct Core {
     now: u64,
-    seq: u64,
-    heap: BinaryHeap<Entry>,
+    /// Events by time (ps), ties in the order they were queued.
+    heap: EventQueue<Ev>,
     gpus: Vec<Endpoint>,
     sws: Vec<Switch>,
     n_gpus: u32,
@@ -204,12 +187,7 @@ pub(crate) struct Core {
 
 impl Core {
     fn push(&mut self, t: u64, ev: Ev) {
-        self.seq += 1;
-        self.heap.push(Entry {
-            t,
-            seq: self.seq,
-            ev,
-        });
+        self.heap.push(t, ev);
     }
 
     fn inst(&self) -> Instant {
@@ -911,8 +889,7 @@ impl Fabric {
         }
         let mut core = Core {
             now: 0,
-            seq: 0,
-            heap: BinaryHeap::new(),
+            heap: EventQueue::default(),
             gpus,
             sws,
             n_gpus: gn,
@@ -1315,7 +1292,8 @@ impl Fabric {
         }
         self.core.push(BRING_UP_CHECK_NS * PS_PER_NS, Ev::BringUp);
         self.settle();
-        while let Some(e) = self.core.heap.pop() {
+        while let Some((t, ev)) = self.core.heap.pop() {
+            let e = Fired { t, ev };
             self.core.now = e.t;
             self.core.events += 1;
             match e.ev {

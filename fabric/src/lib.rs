@@ -33,6 +33,7 @@ mod check;
 mod credit;
 mod fabric;
 pub mod memory;
+mod queue;
 pub mod report;
 pub mod scenario;
 mod track;

@@ -1,7 +1,8 @@
 //! The virtual output queues (switch.md SW-4-3): one FIFO per input port, VC and egress port,
 //! kept only while it holds a frame.
 //!
-//! The non-empty queues live in a slab, found by (egress, VC, input) through a hash index, and
+//! The non-empty queues live in a slab, found by (egress, VC, input) through an index (a table for
+//! a switch of up to 2^16 such keys, a hash beyond), and
 //! each (egress, VC) keeps a bitmap of the inputs with a frame waiting, which its round-robin
 //! (SW-5-1) scans a word at a time. Memory follows the frames held, plus one bit per input for
 //! every (egress, VC): 512 KiB for 1024 ports and 4 VCs.
@@ -59,11 +60,69 @@ pub(crate) struct Voqs<T> {
     /// waiting for that egress port and VC.
     active: Vec<u64>,
     /// (egress, VC, input) packed by [`Voqs::key`] to the queue's slot in `slab`.
-    index: HashMap<u32, u32, BuildHasherDefault<KeyHasher>>,
+    index: Index,
     /// The queues; a slot whose queue emptied is reused.
     slab: Vec<VecDeque<T>>,
     free: Vec<u32>,
     len: usize,
+}
+
+/// Keys (at most [`DENSE_MAX`]) a switch indexes with a plain table instead of a hash: a
+/// 64-port switch of 4 VCs takes 64 KiB.
+const DENSE_MAX: usize = 1 << 16;
+
+/// No queue at this key, in a dense index.
+const NO_SLOT: u32 = u32::MAX;
+
+/// Where the queue of a key is: a table over every key for a switch of few ports, a hash of the
+/// keys in use for a large one.
+#[derive(Debug)]
+enum Index {
+    Dense(Vec<u32>),
+    Hashed(HashMap<u32, u32, BuildHasherDefault<KeyHasher>>),
+}
+
+impl Index {
+    fn new(keys: usize) -> Self {
+        if keys <= DENSE_MAX {
+            Index::Dense(vec![NO_SLOT; keys])
+        } else {
+            Index::Hashed(HashMap::default())
+        }
+    }
+
+    fn get(&self, key: u32) -> Option<u32> {
+        match self {
+            Index::Dense(t) => t.get(key as usize).copied().filter(|&s| s != NO_SLOT),
+            Index::Hashed(h) => h.get(&key).copied(),
+        }
+    }
+
+    fn insert(&mut self, key: u32, slot: u32) {
+        match self {
+            Index::Dense(t) => {
+                if let Some(x) = t.get_mut(key as usize) {
+                    *x = slot;
+                }
+            }
+            Index::Hashed(h) => {
+                h.insert(key, slot);
+            }
+        }
+    }
+
+    fn remove(&mut self, key: u32) {
+        match self {
+            Index::Dense(t) => {
+                if let Some(x) = t.get_mut(key as usize) {
+                    *x = NO_SLOT;
+                }
+            }
+            Index::Hashed(h) => {
+                h.remove(&key);
+            }
+        }
+    }
 }
 
 impl<T> Voqs<T> {
@@ -74,7 +133,7 @@ impl<T> Voqs<T> {
             vcs,
             words,
             active: vec![0; ports * vcs * words],
-            index: HashMap::default(),
+            index: Index::new(ports.saturating_mul(vcs).saturating_mul(ports)),
             slab: Vec::new(),
             free: Vec::new(),
             len: 0,
@@ -162,7 +221,7 @@ impl<T> Voqs<T> {
     }
 
     fn queue(&self, e: usize, v: usize, i: usize) -> Option<&VecDeque<T>> {
-        let s = *self.index.get(&self.key(e, v, i))?;
+        let s = self.index.get(self.key(e, v, i))?;
         self.slab.get(s as usize)
     }
 
@@ -187,8 +246,8 @@ impl<T> Voqs<T> {
             return false;
         }
         let key = self.key(e, v, i);
-        let slot = match self.index.get(&key) {
-            Some(&s) => s,
+        let slot = match self.index.get(key) {
+            Some(s) => s,
             None => {
                 let s = match self.free.pop() {
                     Some(s) => s,
@@ -218,12 +277,12 @@ impl<T> Voqs<T> {
     /// Takes the oldest frame of input `i` waiting for egress `e` on VC `v`.
     pub(crate) fn pop_front(&mut self, e: usize, v: usize, i: usize) -> Option<T> {
         let key = self.key(e, v, i);
-        let slot = *self.index.get(&key)?;
+        let slot = self.index.get(key)?;
         let queue = self.slab.get_mut(slot as usize)?;
         let f = queue.pop_front()?;
         self.len -= 1;
         if queue.is_empty() {
-            self.index.remove(&key);
+            self.index.remove(key);
             self.free.push(slot);
             self.set_bit(e, v, i, false);
         }
@@ -235,6 +294,32 @@ impl<T> Voqs<T> {
 mod tests {
     use super::Voqs;
     use alloc::vec::Vec;
+
+    /// The same operations give the same queues whichever index holds them.
+    #[test]
+    fn dense_and_hashed_indexes_agree() {
+        let mut dense: Voqs<u32> = Voqs::new(20, 2);
+        let mut hashed: Voqs<u32> = Voqs::new(20, 2);
+        hashed.index = super::Index::Hashed(Default::default());
+        assert!(matches!(dense.index, super::Index::Dense(_)));
+        let mut x = 7u32;
+        for n in 0..5000u32 {
+            x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+            let (e, v, i) = (
+                (x >> 8) as usize % 21,
+                (x >> 16) as usize % 2,
+                (x >> 20) as usize % 21,
+            );
+            if x % 3 == 0 {
+                assert_eq!(dense.pop_front(e, v, i), hashed.pop_front(e, v, i));
+            } else {
+                assert_eq!(dense.push_back(e, v, i, n), hashed.push_back(e, v, i, n));
+            }
+            assert_eq!(dense.front(e, v, i), hashed.front(e, v, i));
+            assert_eq!(dense.len(), hashed.len());
+        }
+        assert!(dense.len() > 100);
+    }
 
     fn frame(n: u8) -> u8 {
         n
