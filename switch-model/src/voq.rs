@@ -310,7 +310,7 @@ mod tests {
                 (x >> 16) as usize % 2,
                 (x >> 20) as usize % 21,
             );
-            if x % 3 == 0 {
+            if x.is_multiple_of(3) {
                 assert_eq!(dense.pop_front(e, v, i), hashed.pop_front(e, v, i));
             } else {
                 assert_eq!(dense.push_back(e, v, i, n), hashed.push_back(e, v, i, n));
