@@ -5,16 +5,19 @@ use alloc::vec;
 use alloc::vec::Vec;
 use core::cmp::Reverse;
 use core::fmt;
+use core::hash::{BuildHasherDefault, Hasher};
 
 use bitvec::vec::BitVec;
 use ethlink_link::{
-    BufferTooSmall, Duration, Event, Instant, Link, LostReason, Release, SubmitError, Transmit,
+    BufferTooSmall, Duration, Event, Instant, Link, LostReason, Release, SharedFrame, SubmitError,
+    Transmit,
 };
 use ethlink_protocol::fcs::FcsStatus;
 use ethlink_protocol::{
     AtomicKind, AtomicOp, Capabilities, DataRepr, ETH_HEADER_LEN, GpuId, MemTarget,
     NETWORK_HEADER_LEN, Opcode, PathId, Space, Status, TxnRepr, VLAN_TAG_LEN, Vc, frame_len,
 };
+use hashbrown::HashMap;
 
 use crate::config::{BLOCK, Config};
 use crate::counters::Counters;
@@ -73,6 +76,28 @@ struct Port {
     /// The requests of the frames submitted to the link that it may still report lost,
     /// per VC in submission order (EP-9-1).
     sent_meta: [VecDeque<Vec<TagEra>>; 4],
+}
+
+/// Hashes an operation id (ids are numbered from 1 up): a multiply and a fold. The table is only
+/// ever looked up by id, never walked, so its order plays no part in what the endpoint does.
+#[derive(Debug, Default, Clone, Copy)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        let h = self.0.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        h ^ (h >> 32)
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8 | u64::from(b)).wrapping_mul(0x100_0000_01B3);
+        }
+    }
+
+    fn write_u64(&mut self, k: u64) {
+        self.0 = k;
+    }
 }
 
 /// A deadline in the timer heap. Entries are hints: the owner's own deadline decides.
@@ -354,7 +379,7 @@ pub struct Endpoint {
     streams: BTreeMap<u32, (Option<usize>, u32)>,
     rdma_tags: Tags,
     rdma_owner: Vec<Option<(u64, u64)>>,
-    rdma: BTreeMap<u64, RdmaOp>,
+    rdma: HashMap<u64, RdmaOp, BuildHasherDefault<IdHasher>>,
     next_rdma: u64,
     active_writes: VecDeque<u64>,
     reads_waiting: VecDeque<u64>,
@@ -374,6 +399,9 @@ pub struct Endpoint {
     stream_delayed: BTreeMap<u32, u32>,
     /// Ports asked up during the quiet time after a reset (EP-12-2), and its end.
     quiet_until: Instant,
+    /// The ports' links defer the FCS of shared frames ([`Endpoint::defer_fcs`]); kept across
+    /// a reset.
+    defer_fcs: bool,
     want_up: Vec<bool>,
     // Target.
     reasm: BTreeMap<(u16, u16), Reasm>,
@@ -526,7 +554,7 @@ impl Endpoint {
             episode: 0,
             waiting: VecDeque::new(),
             streams: BTreeMap::new(),
-            rdma: BTreeMap::new(),
+            rdma: HashMap::default(),
             next_rdma: 0,
             active_writes: VecDeque::new(),
             reads_waiting: VecDeque::new(),
@@ -540,6 +568,7 @@ impl Endpoint {
             ls_delayed: VecDeque::new(),
             stream_delayed: BTreeMap::new(),
             quiet_until: Instant::ZERO,
+            defer_fcs: false,
             want_up: vec![false; n],
             reasm: BTreeMap::new(),
             read_jobs: VecDeque::new(),
@@ -673,6 +702,7 @@ impl Endpoint {
         //# in OFF.
         let mut fresh = Endpoint::new(self.cfg.clone())?;
         core::mem::swap(&mut fresh.mem, &mut self.mem);
+        fresh.defer_fcs(self.defer_fcs);
         fresh.now = now;
         // Ports whose physical link is up come up when the quiet time ends.
         for (w, p) in fresh.want_up.iter_mut().zip(&self.ports) {
@@ -715,12 +745,49 @@ impl Endpoint {
         i: usize,
         buf: &mut [u8],
     ) -> Result<Option<Transmit>, BufferTooSmall> {
+        self.transmit(now, i, buf, false).map(|t| t.map(|(t, _)| t))
+    }
+
+    /// As [`Endpoint::poll_transmit`], with a DATA frame handed out by reference, shared with
+    /// the port link's replay buffer, instead of written into `buf`
+    /// ([`Link::poll_transmit_shared`]); control frames are written into `buf`.
+    pub fn poll_transmit_shared(
+        &mut self,
+        now: Instant,
+        i: usize,
+        buf: &mut [u8],
+    ) -> Result<Option<(Transmit, Option<SharedFrame>)>, BufferTooSmall> {
+        self.transmit(now, i, buf, true)
+    }
+
+    /// Has every port's link defer the FCS of the DATA frames it hands out by reference
+    /// ([`Link::defer_fcs`]): for an embedder whose wires give receivers the FCS status.
+    pub fn defer_fcs(&mut self, on: bool) {
+        self.defer_fcs = on;
+        for p in &mut self.ports {
+            p.link.defer_fcs(on);
+        }
+    }
+
+    fn transmit(
+        &mut self,
+        now: Instant,
+        i: usize,
+        buf: &mut [u8],
+        shared: bool,
+    ) -> Result<Option<(Transmit, Option<SharedFrame>)>, BufferTooSmall> {
         self.now = self.now.max(now);
         self.pump(i);
         let Some(p) = self.ports.get_mut(i) else {
             return Ok(None);
         };
-        let t = p.link.poll_transmit(self.now, buf);
+        let t = if shared {
+            p.link.poll_transmit_shared(self.now, buf)
+        } else {
+            p.link
+                .poll_transmit(self.now, buf)
+                .map(|t| t.map(|t| (t, None)))
+        };
         self.drain_link(i);
         // A frame left: the link may take more, and the RDMA engine may have more to give.
         if matches!(t, Ok(Some(_)))

@@ -230,13 +230,11 @@ impl Core {
     fn transmit(&mut self, n: u32, p: u16) -> bool {
         let inst = self.inst();
         let gp = self.ports_of(n).start + u32::from(p);
-        // A switch hands its DATA frames out by reference, shared with its port's replay
-        // buffer: the wire carries the reference, not a copy.
+        // Nodes hand their DATA frames out by reference, shared with the port's replay buffer:
+        // the wire carries the reference, not a copy.
         let res = if n < self.n_gpus {
             match self.gpus.get_mut(n as usize) {
-                Some(ep) => ep
-                    .poll_transmit(inst, usize::from(p), &mut self.txbuf)
-                    .map(|t| t.map(|t| (t, None))),
+                Some(ep) => ep.poll_transmit_shared(inst, usize::from(p), &mut self.txbuf),
                 None => return false,
             }
         } else {
@@ -820,16 +818,17 @@ impl Fabric {
         let n_nodes = g_n + sws.len();
         let mut node_base = Vec::with_capacity(n_nodes + 1);
         let mut acc = 0u32;
-        for ep in &gpus {
+        // Every wire here tells the receiver what it did to a frame's FCS: the nodes leave the
+        // FCS of the frames they share with it unwritten, and a capture or a damaged copy
+        // computes it.
+        for ep in &mut gpus {
             node_base.push(acc);
             acc += ep.port_count() as u32;
+            ep.defer_fcs(true);
         }
         for sw in &mut sws {
             node_base.push(acc);
             acc += u32::from(sw.config().ports);
-            // Every wire here tells the receiver what it did to a frame's FCS: the switches
-            // leave the FCS of the frames they share with it unwritten, and a capture or a
-            // damaged copy computes it.
             sw.defer_fcs(true);
         }
         node_base.push(acc);
