@@ -1436,6 +1436,10 @@ impl Endpoint {
     /// Takes held request frames again while the backlog allows (EP-8-4).
     fn drain_inbound(&mut self) {
         for i in 0..self.ports.len() {
+            if self.ports.get(i).is_none_or(|p| p.inbound.is_empty()) {
+                // Nothing held on this port: the backlog need not be summed.
+                continue;
+            }
             while !self.backlog_full() {
                 let Some(p) = self.ports.get_mut(i) else {
                     break;
