@@ -1,7 +1,6 @@
 //! One end of one link: the state machine of link.md.
 
 use alloc::collections::VecDeque;
-use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::fmt;
 
@@ -14,7 +13,7 @@ use ethlink_protocol::{
 
 use crate::config::{Agreed, Config, ConfigError};
 use crate::counters::Counters;
-use crate::ring::{Ring, Shared};
+use crate::ring::{Data, Ring, Shared};
 use crate::time::{Duration, Instant};
 
 const SEQ_HALF: u32 = Seq::MAX_WINDOW;
@@ -242,7 +241,7 @@ pub type Deliver<'a> = &'a mut dyn FnMut(Vc, Seq, &[u8], Release);
 /// (a switch's queue) and queued by [`Link::submit_outgoing`] without another copy.
 #[derive(Debug)]
 pub struct Outgoing {
-    data: Shared,
+    data: Vec<u8>,
     at: usize,
     len: usize,
 }
@@ -253,9 +252,9 @@ impl Outgoing {
         self.data.get(self.at..self.at + self.len).unwrap_or(&[])
     }
 
-    /// Gives the buffer back for reuse, if nothing else shares it.
-    pub fn into_buffer(self) -> Option<Vec<u8>> {
-        Arc::try_unwrap(self.data).ok()
+    /// Gives the buffer back for reuse.
+    pub fn into_buffer(self) -> Vec<u8> {
+        self.data
     }
 }
 
@@ -284,7 +283,7 @@ impl Layout {
             slot.copy_from_slice(payload);
         }
         Outgoing {
-            data: Arc::new(buf),
+            data: buf,
             at: hdr,
             len: plen,
         }
@@ -803,7 +802,7 @@ impl Link {
         if let Some(slot) = data.get_mut(hdr..hdr + plen) {
             slot.copy_from_slice(payload);
         }
-        self.queue_push(v, Arc::new(data), plen).map_err(|(e, _)| e)
+        self.queue_push(v, data, plen).map_err(|(e, _)| e)
     }
 
     /// Lays `payload` out in a buffer of its own for this link's frames, ready for
@@ -930,22 +929,22 @@ impl Link {
     fn queue_push(
         &mut self,
         v: usize,
-        data: Shared,
+        data: Vec<u8>,
         plen: usize,
-    ) -> Result<(), (SubmitError, Shared)> {
+    ) -> Result<(), (SubmitError, Vec<u8>)> {
         let hdr = self.eth_len + LINK_HEADER_LEN;
         let vcs = self.cfg.vcs;
         let Some(q) = self.queues.get_mut(v) else {
             return Err((SubmitError::NoSuchVc { vc: v as u8, vcs }, data));
         };
-        q.push_shared(data, hdr, plen, ()).map_err(|data| {
+        q.push_data(Data::Own(data), hdr, plen, ()).map_err(|data| {
             (
                 SubmitError::QueueFull {
                     vc: v as u8,
                     frames: q.len(),
                     bytes: q.bytes(),
                 },
-                data,
+                data.into_vec().unwrap_or_default(),
             )
         })
     }
@@ -2174,17 +2173,12 @@ impl Link {
             payload_len: payload_len as u16,
             credits,
         };
-        if let Err(data) = self
-            .replay
-            .push_shared(Arc::clone(rec.data()), 0, len, meta)
-        {
-            drop(data);
+        if let Err(rec) = self.replay.push_from(rec, 0, len, meta) {
             if let Some(q) = self.queues.get_mut(v) {
                 q.restore_front(rec);
             }
             return Err(BufferTooSmall { needed: len });
         }
-        drop(rec);
         let last = self.replay.len() - 1;
         if self.share_out {
             self.shared_out = self.replay.shared(last).map(|(data, _, len)| SharedFrame {

@@ -4,19 +4,71 @@
 //! Where a record goes, and whether it fits, is decided as in a byte ring of the fixed capacity
 //! in which a record never wraps (when the tail has too little room the record starts again at
 //! offset 0): the ring's admission is that of contiguous storage, whatever holds the bytes. The
-//! bytes themselves are in [`Shared`] buffers, one per record, taken as records arrive and handed
-//! back to a small pool of spares when they leave; a record can be taken out whole (the replay
-//! buffer takes the transmit queue's frame, headers written around its payload in place) and a
-//! buffer can be shared with a reader (a simulated wire) without a copy. Nothing grows past the
-//! bounds given at construction: at most `max_recs` buffers, each of its record's length.
+//! bytes themselves are in buffers of their own, one per record, taken as records arrive and kept
+//! as spares when they leave (within the ring's capacity), so that a busy ring stops allocating.
+//! A record can be taken out whole (the replay buffer takes the transmit queue's frame, headers
+//! written around its payload in place), and its buffer can be shared with a reader (a simulated
+//! wire) by reference count, which it costs only when it is shared. Nothing grows past the
+//! bounds given at construction: at most `max_recs` buffers, each of its record's length, and
+//! spares only while records and spares together stay within the capacity.
 
 use alloc::collections::VecDeque;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 
-/// The bytes of one record, shared by reference count: a frame handed to a wire stays readable
+/// The bytes of a record shared by reference count: a frame handed to a wire stays readable
 /// while the replay buffer keeps it.
 pub(crate) type Shared = Arc<Vec<u8>>;
+
+/// A record's buffer: its own until something shares it.
+#[derive(Debug, Clone)]
+pub(crate) enum Data {
+    Own(Vec<u8>),
+    Shared(Shared),
+}
+
+impl Data {
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            Data::Own(v) => v.len(),
+            Data::Shared(a) => a.len(),
+        }
+    }
+
+    pub(crate) fn as_slice(&self) -> &[u8] {
+        match self {
+            Data::Own(v) => v,
+            Data::Shared(a) => a,
+        }
+    }
+
+    /// The buffer to change in place (copied first if a reader still shares it).
+    pub(crate) fn make_mut(&mut self) -> &mut Vec<u8> {
+        match self {
+            Data::Own(v) => v,
+            Data::Shared(a) => Arc::make_mut(a),
+        }
+    }
+
+    /// The buffer, if nothing else shares it.
+    pub(crate) fn into_vec(self) -> Option<Vec<u8>> {
+        match self {
+            Data::Own(v) => Some(v),
+            Data::Shared(a) => Arc::try_unwrap(a).ok(),
+        }
+    }
+
+    /// Shares the buffer (turning it into a shared one the first time).
+    fn share(&mut self) -> Shared {
+        if let Data::Own(v) = self {
+            *self = Data::Shared(Arc::new(core::mem::take(v)));
+        }
+        match self {
+            Data::Shared(a) => Arc::clone(a),
+            Data::Own(_) => Arc::new(Vec::new()),
+        }
+    }
+}
 
 /// One stored record: where it sits in the ring's placement, its bytes and what the owner keeps
 /// beside them.
@@ -26,7 +78,7 @@ pub(crate) struct Rec<M> {
     len: u32,
     /// Where the record's bytes begin in `data` (room before them for headers).
     at: u32,
-    data: Shared,
+    data: Data,
     pub(crate) meta: M,
 }
 
@@ -42,18 +94,18 @@ impl<M> Rec<M> {
     }
 
     /// Its buffer.
-    pub(crate) fn data(&self) -> &Shared {
+    pub(crate) fn data(&self) -> &Data {
         &self.data
     }
 
     /// Its buffer, to change in place (copied first if a reader still shares it).
     pub(crate) fn data_mut(&mut self) -> &mut Vec<u8> {
-        Arc::make_mut(&mut self.data)
+        self.data.make_mut()
     }
 
     /// Gives up the record for its buffer.
     #[cfg(test)]
-    pub(crate) fn into_data(self) -> Shared {
+    pub(crate) fn into_data(self) -> Data {
         self.data
     }
 }
@@ -66,12 +118,11 @@ pub(crate) struct Ring<M> {
     recs: VecDeque<Rec<M>>,
     max_recs: usize,
     bytes: usize,
-    /// Buffers of records that left, kept for the next ones (at most [`SPARES`]).
+    /// Buffers of records that left, kept for the next ones.
     spare: Vec<Vec<u8>>,
+    /// Bytes of storage in `spare`.
+    spare_bytes: usize,
 }
-
-/// Buffers a ring keeps for reuse once their records have left.
-const SPARES: usize = 8;
 
 impl<M: Copy> Ring<M> {
     /// A ring of `capacity` bytes holding at most `max_recs` records.
@@ -82,6 +133,7 @@ impl<M: Copy> Ring<M> {
             max_recs,
             bytes: 0,
             spare: Vec::new(),
+            spare_bytes: 0,
         }
     }
 
@@ -131,36 +183,38 @@ impl<M: Copy> Ring<M> {
         self.place(len).is_some()
     }
 
-    /// A buffer of `len` bytes: a spare one if there is, else a new one.
-    pub(crate) fn buffer(&mut self, len: usize) -> Vec<u8> {
-        let mut b = self.spare.pop().unwrap_or_default();
-        b.resize(len, 0);
-        b
-    }
-
     /// A spare buffer, if the ring keeps one.
     pub(crate) fn take_spare(&mut self) -> Option<Vec<u8>> {
-        self.spare.pop()
+        let b = self.spare.pop()?;
+        self.spare_bytes = self.spare_bytes.saturating_sub(b.capacity());
+        Some(b)
+    }
+
+    /// A buffer of `len` bytes: a spare one if there is, else a new one.
+    pub(crate) fn buffer(&mut self, len: usize) -> Vec<u8> {
+        let mut b = self.take_spare().unwrap_or_default();
+        b.resize(len, 0);
+        b
     }
 
     /// Appends a record of `len` bytes and returns its bytes to be filled, or `None` when full.
     pub(crate) fn push(&mut self, len: usize, meta: M) -> Option<&mut [u8]> {
         let start = self.place(len)?;
-        let data = Arc::new(self.buffer(len));
+        let data = Data::Own(self.buffer(len));
         self.push_at(start, data, 0, len, meta).ok()?;
         let rec = self.recs.back_mut()?;
-        Arc::get_mut(&mut rec.data)?.get_mut(..len)
+        rec.data.make_mut().get_mut(..len)
     }
 
     /// Appends a record whose bytes are `data[at..at + len]`, moved in, or gives `data` back when
     /// the record does not fit.
-    pub(crate) fn push_shared(
+    pub(crate) fn push_data(
         &mut self,
-        data: Shared,
+        data: Data,
         at: usize,
         len: usize,
         meta: M,
-    ) -> Result<(), Shared> {
+    ) -> Result<(), Data> {
         if data.len() < at.saturating_add(len) {
             return Err(data);
         }
@@ -170,14 +224,46 @@ impl<M: Copy> Ring<M> {
         }
     }
 
-    fn push_at(
+    /// Appends, as `data[at..at + len]` with `meta`, the buffer of a record taken whole from
+    /// another ring ([`Ring::take_front`]), or gives the record back unchanged when it does not
+    /// fit.
+    pub(crate) fn push_from<N>(
         &mut self,
-        start: usize,
-        data: Shared,
+        rec: Rec<N>,
         at: usize,
         len: usize,
         meta: M,
-    ) -> Result<(), Shared> {
+    ) -> Result<(), Rec<N>> {
+        if rec.data.len() < at.saturating_add(len) {
+            return Err(rec);
+        }
+        let Some(start) = self.place(len) else {
+            return Err(rec);
+        };
+        let (Ok(start), Ok(at), Ok(len32)) =
+            (u32::try_from(start), u32::try_from(at), u32::try_from(len))
+        else {
+            return Err(rec);
+        };
+        self.recs.push_back(Rec {
+            start,
+            len: len32,
+            at,
+            data: rec.data,
+            meta,
+        });
+        self.bytes += len;
+        Ok(())
+    }
+
+    fn push_at(
+        &mut self,
+        start: usize,
+        data: Data,
+        at: usize,
+        len: usize,
+        meta: M,
+    ) -> Result<(), Data> {
         let (Ok(start), Ok(at), Ok(len32)) =
             (u32::try_from(start), u32::try_from(at), u32::try_from(len))
         else {
@@ -194,12 +280,15 @@ impl<M: Copy> Ring<M> {
         Ok(())
     }
 
-    /// Keeps a buffer for reuse if it is no longer shared and there is room among the spares.
-    fn recycle(&mut self, data: Shared) {
-        if self.spare.len() < SPARES
-            && let Ok(v) = Arc::try_unwrap(data)
-        {
-            self.spare.push(v);
+    /// Keeps a buffer for reuse if nothing else shares it and records and spares together stay
+    /// within the capacity.
+    fn recycle(&mut self, data: Data) {
+        if let Some(v) = data.into_vec() {
+            let cap = v.capacity();
+            if self.bytes + self.spare_bytes + cap <= self.capacity {
+                self.spare_bytes += cap;
+                self.spare.push(v);
+            }
         }
     }
 
@@ -237,7 +326,7 @@ impl<M: Copy> Ring<M> {
     pub(crate) fn get(&self, index: usize) -> Option<(&M, &[u8])> {
         let rec = self.recs.get(index)?;
         let at = rec.at as usize;
-        let bytes = rec.data.get(at..at + rec.len as usize)?;
+        let bytes = rec.data.as_slice().get(at..at + rec.len as usize)?;
         Some((&rec.meta, bytes))
     }
 
@@ -246,13 +335,13 @@ impl<M: Copy> Ring<M> {
     pub(crate) fn get_mut(&mut self, index: usize) -> Option<&mut [u8]> {
         let rec = self.recs.get_mut(index)?;
         let at = rec.at as usize;
-        Arc::make_mut(&mut rec.data).get_mut(at..at + rec.len as usize)
+        rec.data.make_mut().get_mut(at..at + rec.len as usize)
     }
 
     /// The buffer of the record at `index`, shared, and where its bytes begin.
-    pub(crate) fn shared(&self, index: usize) -> Option<(Shared, usize, usize)> {
-        let rec = self.recs.get(index)?;
-        Some((Arc::clone(&rec.data), rec.at as usize, rec.len as usize))
+    pub(crate) fn shared(&mut self, index: usize) -> Option<(Shared, usize, usize)> {
+        let rec = self.recs.get_mut(index)?;
+        Some((rec.data.share(), rec.at as usize, rec.len as usize))
     }
 
     /// The oldest record.
@@ -302,7 +391,7 @@ mod tests {
         // A record with 4 bytes of room before it, as a queued payload waits for its headers.
         let mut v = q.buffer(10);
         v[4..].fill(7);
-        q.push_shared(Arc::new(v), 4, 6, 1).unwrap();
+        q.push_data(Data::Own(v), 4, 6, 1).unwrap();
         assert_eq!(q.front().unwrap().1, &[7u8; 6][..]);
         let rec = q.take_front().unwrap();
         assert_eq!(
@@ -312,8 +401,8 @@ mod tests {
         q.restore_front(rec);
         assert_eq!((q.len(), q.bytes()), (1, 6));
         let data = q.take_front().unwrap().into_data();
-        let ptr = data.as_ptr();
-        replay.push_shared(data, 0, 10, 2).unwrap();
+        let ptr = data.as_slice().as_ptr();
+        replay.push_data(data, 0, 10, 2).unwrap();
         assert_eq!(replay.get(0).unwrap().1.as_ptr(), ptr, "the same buffer");
         // A reader shares it; a change then goes to a copy and the reader keeps what it had.
         let (seen, at, len) = replay.shared(0).unwrap();
@@ -322,10 +411,10 @@ mod tests {
         assert_eq!(replay.get(0).unwrap().1[0], 9);
         // A record that does not fit, or claims more bytes than its buffer has, is refused
         // with its buffer given back.
-        let big = Arc::new(alloc::vec![0u8; 2000]);
-        assert!(replay.push_shared(big, 0, 2000, 3).is_err());
-        let short = Arc::new(alloc::vec![0u8; 5]);
-        assert!(replay.push_shared(short, 2, 4, 3).is_err());
+        let big = Data::Own(alloc::vec![0u8; 2000]);
+        assert!(replay.push_data(big, 0, 2000, 3).is_err());
+        let short = Data::Own(alloc::vec![0u8; 5]);
+        assert!(replay.push_data(short, 2, 4, 3).is_err());
         assert_eq!(replay.len(), 1);
     }
 
@@ -339,7 +428,16 @@ mod tests {
         assert_eq!(r.storage(), 200 * 400);
         assert_eq!(r.get(5).unwrap().1, &[5u8; 400][..]);
         while r.pop_front().is_some() {}
-        assert_eq!(r.storage(), SPARES * 400, "only the spares are kept");
+        assert_eq!(r.storage(), 200 * 400, "the spares, within the capacity");
+        // A ring near its capacity keeps no spare beyond it.
+        let mut small: Ring<u32> = Ring::new(1000, 10);
+        for i in 0..2 {
+            small.push(400, i).unwrap();
+        }
+        small.pop_front();
+        small.push(400, 2).unwrap();
+        small.pop_front();
+        assert!(small.storage() <= 1000, "{}", small.storage());
         // Placement is that of contiguous storage: a record never wraps.
         let mut a: Ring<u32> = Ring::new(1000, 100);
         for i in 0..500u32 {

@@ -284,8 +284,8 @@ fn a_payload_laid_out_for_another_layout_is_laid_out_again() {
     let (err, back) = plain.submit_outgoing(Vc::new(0).unwrap(), bad).unwrap_err();
     assert_eq!(back.payload(), &p[..7]);
     assert!(format!("{err:?}").contains("BadPayload"));
-    // The buffer of a payload nobody shares can be reused.
-    assert!(back.into_buffer().is_some());
+    // Its buffer can be reused.
+    assert!(back.into_buffer().capacity() >= 7);
 }
 
 #[test]

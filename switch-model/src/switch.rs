@@ -32,10 +32,8 @@ const POOL: usize = 64;
 
 /// Keeps the buffer of a payload that left for reuse, within [`POOL`].
 fn recycle(pool: &mut Vec<Vec<u8>>, payload: Outgoing) {
-    if pool.len() < POOL
-        && let Some(b) = payload.into_buffer()
-    {
-        pool.push(b);
+    if pool.len() < POOL {
+        pool.push(payload.into_buffer());
     }
 }
 
