@@ -15,6 +15,11 @@
 //!   DATA frame (a fresh one or a replay) with probability 1e-3 from a fixed-seed xorshift, so
 //!   B sees a bad FCS and recovery goes through NACK and go-back-N. One iteration is 10 000
 //!   frames delivered at B; the link pair lives across iterations.
+//! - `shared`: as `direct`, through the calls a simulator whose wire knows each frame's fate
+//!   uses (the fabric's): A hands its DATA frames out by reference with the FCS deferred
+//!   (`Link::defer_fcs`, `Link::poll_transmit_shared`), the bench's wire reads them in place (a
+//!   damaged frame is an exact copy with one byte flipped), and B hands accepted payloads
+//!   straight to the bench (`Link::handle_frame_deliver`) instead of queueing them as events.
 //! - `harness`: [`Pair::run`] of a [`Scenario`] carrying 10 000 frames from A to B (one VC,
 //!   drain at line rate, 5 m of cable, `faults.loss` 0 or 1e-3): the cost per frame of the full
 //!   discrete-event simulation with its bookkeeping and report. Building and freeing the pair
@@ -85,10 +90,16 @@ struct Direct {
     damaged: u64,
     /// Steps in which neither end sent anything.
     idle_steps: u64,
+    /// Frames by reference (the `shared` group).
+    by_ref: bool,
+    /// Releases of the frames B delivered straight to the bench, given back after the call.
+    releases: Vec<ethlink_link::Release>,
+    /// An exact copy of a shared frame, to damage.
+    exact: Vec<u8>,
 }
 
 impl Direct {
-    fn new(frame_size: usize, loss: f64) -> Self {
+    fn new(frame_size: usize, loss: f64, by_ref: bool) -> Self {
         let (ca, cb) = configs();
         let low_water = ca.tx_queue_frames as usize / 2;
         let mut payload = vec![0u8; MAX_FRAME_LEN];
@@ -110,7 +121,11 @@ impl Direct {
             rng: 0x9E37_79B9_7F4A_7C15,
             damaged: 0,
             idle_steps: 0,
+            by_ref,
+            releases: Vec::new(),
+            exact: Vec::new(),
         };
+        d.a.defer_fcs(by_ref);
         d.bring_up();
         d
     }
@@ -177,7 +192,57 @@ impl Direct {
         }
         let mut sent = false;
         let mut sink = 0u64;
-        if let Some(t) = self
+        if self.by_ref {
+            if let Some((t, shared)) = self
+                .a
+                .poll_transmit_shared(now, &mut self.buf_a)
+                .expect("buffer A")
+            {
+                sent = true;
+                self.now_ps += (t.len + WIRE_OVERHEAD) as u64 * PS_PER_BYTE;
+                if CHECK && t.kind == FrameKind::Data {
+                    assert_eq!(t.len, self.frame_size);
+                }
+                let mut fcs = FcsStatus::Good;
+                let damage = self.loss_below > 0
+                    && t.kind == FrameKind::Data
+                    && self.xorshift() < self.loss_below;
+                let bytes: &[u8] = match &shared {
+                    Some(f) if damage => {
+                        // The wire's own copy, exact, with one byte flipped.
+                        f.write_exact(&mut self.exact);
+                        let at = (self.xorshift() % t.len as u64) as usize;
+                        self.exact[at] ^= 0x10;
+                        self.damaged += 1;
+                        fcs = FcsStatus::Bad;
+                        &self.exact
+                    }
+                    Some(f) => f.as_bytes(),
+                    None => &self.buf_a[..t.len],
+                };
+                let (template, delivered, releases) =
+                    (&self.payload, &mut self.delivered, &mut self.releases);
+                self.b.handle_frame_deliver(
+                    Instant::from_nanos(self.now_ps / 1000),
+                    bytes,
+                    Some(fcs),
+                    &mut |_, seq, payload, release| {
+                        if CHECK {
+                            check_delivery(template, *delivered, seq, payload);
+                        }
+                        sink = sink.wrapping_add(payload.len() as u64);
+                        *delivered += 1;
+                        releases.push(release);
+                    },
+                );
+                for r in self.releases.drain(..) {
+                    self.b.release(r).expect("release");
+                }
+                if let Some(ev) = self.b.poll_event() {
+                    panic!("unexpected event at B: {ev:?}");
+                }
+            }
+        } else if let Some(t) = self
             .a
             .poll_transmit(now, &mut self.buf_a)
             .expect("buffer A")
@@ -274,9 +339,9 @@ fn check_delivery(template: &[u8], index: u64, seq: Seq, payload: &[u8]) {
 }
 
 /// One checked run per case before anything is timed.
-fn check_direct(frame_size: usize, loss: f64) {
+fn check_direct(frame_size: usize, loss: f64, by_ref: bool) {
     let frames = 200_000;
-    let mut d = Direct::new(frame_size, loss);
+    let mut d = Direct::new(frame_size, loss, by_ref);
     d.run::<true>(frames);
     assert_eq!(d.delivered, frames);
     assert!(d.idle_steps < frames / 100, "{} idle steps", d.idle_steps);
@@ -339,14 +404,16 @@ fn cases() -> impl Iterator<Item = (usize, f64, String)> {
 }
 
 fn direct(c: &mut Criterion) {
-    let mut g = c.benchmark_group("direct");
-    g.throughput(Throughput::Elements(BATCH));
-    for (size, loss, name) in cases() {
-        check_direct(size, loss);
-        let mut d = Direct::new(size, loss);
-        g.bench_function(name, |b| b.iter(|| black_box(d.run::<false>(BATCH))));
+    for (group, by_ref) in [("direct", false), ("shared", true)] {
+        let mut g = c.benchmark_group(group);
+        g.throughput(Throughput::Elements(BATCH));
+        for (size, loss, name) in cases() {
+            check_direct(size, loss, by_ref);
+            let mut d = Direct::new(size, loss, by_ref);
+            g.bench_function(name, |b| b.iter(|| black_box(d.run::<false>(BATCH))));
+        }
+        g.finish();
     }
-    g.finish();
 }
 
 fn harness(c: &mut Criterion) {
