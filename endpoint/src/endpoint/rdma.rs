@@ -653,6 +653,15 @@ impl Endpoint {
         let chosen = match pinned.filter(|&p| !spray && self.is_port_usable(p)) {
             Some(p) => Some(p),
             None => {
+                // A policy whose choice changes nothing (hash, least-loaded) need not choose
+                // when no port has room: the write waits either way.
+                let pure = matches!(
+                    self.cfg.policy,
+                    crate::Policy::Hash | crate::Policy::LeastLoaded
+                );
+                if pure && !self.usable.iter().any(|&u| self.room(u, VC_RDMA)) {
+                    return Segment::Blocked;
+                }
                 // Pick only among ports with room, so a full port does not stall the write.
                 let p = self.choose(desc.remote.gpu, u64::from(tag), None);
                 p.filter(|&p| self.room(p, VC_RDMA))
