@@ -252,6 +252,13 @@ impl Outgoing {
         self.data.get(self.at..self.at + self.len).unwrap_or(&[])
     }
 
+    /// The payload, to write in place.
+    pub fn payload_mut(&mut self) -> &mut [u8] {
+        self.data
+            .get_mut(self.at..self.at + self.len)
+            .unwrap_or(&mut [])
+    }
+
     /// Gives the buffer back for reuse.
     pub fn into_buffer(self) -> Vec<u8> {
         self.data
@@ -270,6 +277,20 @@ impl Layout {
     pub fn of(cfg: &Config) -> Layout {
         Layout {
             eth_len: ETH_HEADER_LEN + if cfg.vlan.is_some() { VLAN_TAG_LEN } else { 0 },
+        }
+    }
+
+    /// Room for a payload of `len` bytes laid out in `buf` (its storage reused) for the frames
+    /// of a link of this layout, to be written in place ([`Outgoing::payload_mut`]) by a caller
+    /// that writes all of it: a payload made where it will be sent from, with no copy. Its bytes
+    /// are whatever `buf` held until then (zero where `buf` was shorter).
+    pub fn outgoing_room(self, mut buf: Vec<u8>, len: usize) -> Outgoing {
+        let hdr = self.eth_len + LINK_HEADER_LEN;
+        buf.resize(frame_len(self.eth_len, len), 0);
+        Outgoing {
+            data: buf,
+            at: hdr,
+            len,
         }
     }
 

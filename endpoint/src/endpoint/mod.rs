@@ -9,8 +9,8 @@ use core::hash::{BuildHasherDefault, Hasher};
 
 use bitvec::vec::BitVec;
 use ethlink_link::{
-    BufferTooSmall, Duration, Event, Instant, Link, LostReason, Release, SharedFrame, SubmitError,
-    Transmit,
+    BufferTooSmall, Duration, Event, Instant, Link, LostReason, Outgoing, Release, SharedFrame,
+    SubmitError, Transmit,
 };
 use ethlink_protocol::fcs::FcsStatus;
 use ethlink_protocol::{
@@ -41,6 +41,8 @@ const VC_RDMA: usize = 1;
 const VC_RESP: usize = 2;
 /// VC of RDMA read data.
 const VC_READ: usize = 3;
+/// Frame buffers an endpoint keeps for reuse.
+const POOL: usize = 64;
 /// Largest RDMA length (the wire's 32-bit total length).
 const MAX_RDMA_LEN: u64 = u32::MAX as u64;
 
@@ -51,7 +53,8 @@ type TagEra = (u16, u32);
 /// A frame waiting in the endpoint's queue of a port and VC.
 #[derive(Debug)]
 struct OutFrame {
-    payload: Vec<u8>,
+    /// The payload, laid out for the port's link: handed to it without a copy.
+    payload: Outgoing,
     meta: Vec<TagEra>,
     txns: u16,
     /// Bytes of response transactions in it (the target's backlog, EP-8-4).
@@ -1023,7 +1026,7 @@ impl Endpoint {
                     self.backlog = self.backlog.saturating_sub(f.resp_bytes);
                     lost.push(LostFrame {
                         vc: v,
-                        payload: f.payload,
+                        payload: f.payload.payload().to_vec(),
                         unknown_fate: false,
                         meta: Some(f.meta),
                     });

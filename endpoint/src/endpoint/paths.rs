@@ -274,11 +274,15 @@ impl Endpoint {
         //# carries more than one transaction.
         let pack = pack && self.cfg.caps.contains(Capabilities::PACKING);
         if !pack {
-            let mut payload = self.pool.pop().unwrap_or_default();
-            payload.clear();
-            payload.resize(NETWORK_HEADER_LEN, 0);
-            payload.extend_from_slice(txn);
-            self.finish_header(&mut payload, dst, i, 1);
+            let Some(layout) = self.ports.get(i).map(|p| p.link.layout()) else {
+                return;
+            };
+            let buf = self.pool.pop().unwrap_or_default();
+            let mut payload = layout.outgoing_room(buf, NETWORK_HEADER_LEN + txn.len());
+            if let Some(t) = payload.payload_mut().get_mut(NETWORK_HEADER_LEN..) {
+                t.copy_from_slice(txn);
+            }
+            self.finish_header(payload.payload_mut(), dst, i, 1);
             self.push_out(
                 i,
                 v,
@@ -348,6 +352,47 @@ impl Endpoint {
         }
     }
 
+    /// As [`Endpoint::enqueue`] for a transaction sent alone in its frame, never packed and
+    /// adding nothing to the backlog: emitted straight into the payload laid out for port `i`'s
+    /// link, which takes it without a copy.
+    pub(super) fn enqueue_txn(
+        &mut self,
+        i: usize,
+        v: usize,
+        dst: GpuId,
+        txn: &TxnRepr<'_>,
+        meta: Option<TagEra>,
+    ) {
+        let Some(layout) = self.ports.get(i).map(|p| p.link.layout()) else {
+            return;
+        };
+        let n = txn.buffer_len();
+        let buf = self.pool.pop().unwrap_or_default();
+        let mut payload = layout.outgoing_room(buf, NETWORK_HEADER_LEN + n);
+        let written = payload
+            .payload_mut()
+            .get_mut(NETWORK_HEADER_LEN..)
+            .map(|t| txn.emit(t));
+        if written != Some(Ok(n)) {
+            // A transaction that does not emit is sent as an empty one, as `enqueue` would.
+            self.pool.push(payload.into_buffer());
+            self.enqueue(i, v, dst, &[], meta, false, 0);
+            return;
+        }
+        self.finish_header(payload.payload_mut(), dst, i, 1);
+        self.push_out(
+            i,
+            v,
+            OutFrame {
+                payload,
+                meta: meta.into_iter().collect(),
+                txns: 1,
+                resp_bytes: 0,
+            },
+        );
+        self.pump(i);
+    }
+
     pub(super) fn finish_header(&self, payload: &mut [u8], dst: GpuId, i: usize, count: u16) {
         let path = self.ports.get(i).map_or(PathId(0), |p| p.path);
         let len = u16::try_from(payload.len().saturating_sub(NETWORK_HEADER_LEN)).unwrap_or(0);
@@ -377,13 +422,14 @@ impl Endpoint {
             self.pool.push(pk.buf);
             return;
         }
-        let mut payload = pk.buf;
-        self.finish_header(
-            &mut payload,
-            GpuId::new(dst).unwrap_or_default(),
-            i,
-            pk.count,
-        );
+        let mut buf = pk.buf;
+        self.finish_header(&mut buf, GpuId::new(dst).unwrap_or_default(), i, pk.count);
+        let Some(layout) = self.ports.get(i).map(|p| p.link.layout()) else {
+            return;
+        };
+        let spare = self.pool.pop().unwrap_or_default();
+        let payload = layout.outgoing(spare, &buf);
+        self.pool.push(buf);
         if pk.count > 1 {
             self.counters.packed_frames = self.counters.packed_frames.wrapping_add(1);
             self.counters.packed_txns = self.counters.packed_txns.wrapping_add(u64::from(pk.count));
@@ -407,7 +453,7 @@ impl Endpoint {
             return;
         };
         if let Some(b) = p.out_bytes.get_mut(v) {
-            *b += f.payload.len();
+            *b += f.payload.payload().len();
         }
         if let Some(q) = p.out.get_mut(v) {
             q.push_back(f);
@@ -438,52 +484,79 @@ impl Endpoint {
                 let Some(p) = self.ports.get_mut(i) else {
                     return;
                 };
-                let Some(f) = p.out.get(v).and_then(VecDeque::front) else {
+                let Some(OutFrame {
+                    payload,
+                    meta,
+                    txns,
+                    resp_bytes,
+                }) = p.out.get_mut(v).and_then(VecDeque::pop_front)
+                else {
                     break;
                 };
-                match p.link.submit(vc(v), &f.payload) {
+                let len = payload.payload().len();
+                match p.link.submit_outgoing(vc(v), payload) {
                     Ok(()) => {}
-                    Err(SubmitError::QueueFull { .. }) => break,
-                    Err(_) => {
-                        // Cannot be sent on this link (never the case on a usable port): move it.
-                        if let Some(f) = p.out.get_mut(v).and_then(VecDeque::pop_front) {
-                            if let Some(b) = p.out_bytes.get_mut(v) {
-                                *b = b.saturating_sub(f.payload.len());
-                            }
-                            refused.push((v, f));
+                    Err((SubmitError::QueueFull { .. }, payload)) => {
+                        // It stays first in the endpoint's queue.
+                        if let Some(q) = p.out.get_mut(v) {
+                            q.push_front(OutFrame {
+                                payload,
+                                meta,
+                                txns,
+                                resp_bytes,
+                            });
                         }
+                        break;
+                    }
+                    Err((_, payload)) => {
+                        // Cannot be sent on this link (never the case on a usable port): move it.
+                        if let Some(b) = p.out_bytes.get_mut(v) {
+                            *b = b.saturating_sub(len);
+                        }
+                        refused.push((
+                            v,
+                            OutFrame {
+                                payload,
+                                meta,
+                                txns,
+                                resp_bytes,
+                            },
+                        ));
                         continue;
                     }
                 }
-                let Some(f) = p.out.get_mut(v).and_then(VecDeque::pop_front) else {
-                    break;
-                };
                 if let Some(b) = p.out_bytes.get_mut(v) {
-                    *b = b.saturating_sub(f.payload.len());
+                    *b = b.saturating_sub(len);
                 }
                 if let Some(m) = p.sent_meta.get_mut(v) {
-                    m.push_back(f.meta);
+                    m.push_back(meta);
                     while m.len() > keep {
                         m.pop_front();
                     }
                 }
+                // Buffers of frames the link is done with serve the next payloads.
+                if self.pool.len() < POOL
+                    && let Some(b) = p.link.spare_buffer()
+                {
+                    self.pool.push(b);
+                }
                 if let Some(c) = self.counters.ports.get_mut(i) {
                     c.frames_sent = c.frames_sent.wrapping_add(1);
-                    c.bytes_sent = c.bytes_sent.wrapping_add(f.payload.len() as u64);
-                    c.txns_sent = c.txns_sent.wrapping_add(u64::from(f.txns));
+                    c.bytes_sent = c.bytes_sent.wrapping_add(len as u64);
+                    c.txns_sent = c.txns_sent.wrapping_add(u64::from(txns));
                 }
-                self.backlog = self.backlog.saturating_sub(f.resp_bytes);
-                self.pool.push(f.payload);
+                self.backlog = self.backlog.saturating_sub(resp_bytes);
             }
         }
         for (v, f) in refused {
             self.backlog = self.backlog.saturating_sub(f.resp_bytes);
             let l = LostFrame {
                 vc: v,
-                payload: f.payload,
+                payload: f.payload.payload().to_vec(),
                 unknown_fate: false,
                 meta: Some(f.meta),
             };
+            self.pool.push(f.payload.into_buffer());
             self.reroute(i, &l);
             self.pool.push(l.payload);
         }

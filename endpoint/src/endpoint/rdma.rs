@@ -720,22 +720,9 @@ impl Endpoint {
             total: u32::try_from(desc.len).unwrap_or(u32::MAX),
             data: chunk,
         };
-        let mut buf = self.pool.pop().unwrap_or_default();
-        buf.clear();
-        buf.resize(txn.buffer_len(), 0);
-        let w = txn.emit(&mut buf).unwrap_or(0);
-        buf.truncate(w);
+        // Written straight into the frame's payload, laid out for the port's link.
+        self.enqueue_txn(p, VC_RDMA, desc.remote.gpu, &txn, Some((tag, era)));
         self.seg = data;
-        self.enqueue(
-            p,
-            VC_RDMA,
-            desc.remote.gpu,
-            &buf,
-            Some((tag, era)),
-            false,
-            0,
-        );
-        self.pool.push(buf);
         Segment::Sent
     }
 }
