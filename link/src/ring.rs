@@ -58,10 +58,22 @@ impl Data {
         }
     }
 
-    /// Shares the buffer (turning it into a shared one the first time).
-    fn share(&mut self) -> Shared {
+    /// Shares the buffer, turning it into a shared one the first time, in `shell` if one is
+    /// given (an emptied shared buffer nobody else holds, reused for its reference count).
+    fn share(&mut self, shell: Option<Shared>) -> Shared {
         if let Data::Own(v) = self {
-            *self = Data::Shared(Arc::new(core::mem::take(v)));
+            let v = core::mem::take(v);
+            let a = match shell {
+                Some(mut a) => match Arc::get_mut(&mut a) {
+                    Some(inner) => {
+                        *inner = v;
+                        a
+                    }
+                    None => Arc::new(v),
+                },
+                None => Arc::new(v),
+            };
+            *self = Data::Shared(a);
         }
         match self {
             Data::Shared(a) => Arc::clone(a),
@@ -122,7 +134,13 @@ pub(crate) struct Ring<M> {
     spare: Vec<Vec<u8>>,
     /// Bytes of storage in `spare`.
     spare_bytes: usize,
+    /// Emptied shared buffers nobody else holds, kept for their reference counts (at most
+    /// [`SHELLS`]).
+    shells: Vec<Shared>,
 }
+
+/// Emptied shared buffers a ring keeps.
+const SHELLS: usize = 64;
 
 impl<M: Copy> Ring<M> {
     /// A ring of `capacity` bytes holding at most `max_recs` records.
@@ -134,6 +152,7 @@ impl<M: Copy> Ring<M> {
             bytes: 0,
             spare: Vec::new(),
             spare_bytes: 0,
+            shells: Vec::new(),
         }
     }
 
@@ -283,7 +302,21 @@ impl<M: Copy> Ring<M> {
     /// Keeps a buffer for reuse if nothing else shares it and records and spares together stay
     /// within the capacity.
     fn recycle(&mut self, data: Data) {
-        if let Some(v) = data.into_vec() {
+        let v = match data {
+            Data::Own(v) => Some(v),
+            Data::Shared(mut a) => match Arc::get_mut(&mut a) {
+                // Nobody else holds it: the buffer goes to the spares, its shell is kept.
+                Some(inner) => {
+                    let v = core::mem::take(inner);
+                    if self.shells.len() < SHELLS {
+                        self.shells.push(a);
+                    }
+                    Some(v)
+                }
+                None => None,
+            },
+        };
+        if let Some(v) = v {
             let cap = v.capacity();
             if self.bytes + self.spare_bytes + cap <= self.capacity {
                 self.spare_bytes += cap;
@@ -340,8 +373,12 @@ impl<M: Copy> Ring<M> {
 
     /// The buffer of the record at `index`, shared, and where its bytes begin.
     pub(crate) fn shared(&mut self, index: usize) -> Option<(Shared, usize, usize)> {
+        let shell = match self.recs.get(index)?.data {
+            Data::Own(_) => self.shells.pop(),
+            Data::Shared(_) => None,
+        };
         let rec = self.recs.get_mut(index)?;
-        Some((rec.data.share(), rec.at as usize, rec.len as usize))
+        Some((rec.data.share(shell), rec.at as usize, rec.len as usize))
     }
 
     /// The oldest record.
@@ -416,6 +453,35 @@ mod tests {
         let short = Data::Own(alloc::vec![0u8; 5]);
         assert!(replay.push_data(short, 2, 4, 3).is_err());
         assert_eq!(replay.len(), 1);
+    }
+
+    #[test]
+    fn a_shared_buffer_left_by_its_readers_is_reused_shell_and_all() {
+        let mut r: Ring<u8> = Ring::new(10_000, 10);
+        r.push(100, 0).unwrap().fill(1);
+        let (seen, _, _) = r.shared(0).unwrap();
+        // Still read: popping it keeps nothing.
+        r.pop_front();
+        assert_eq!((r.shells.len(), r.spare.len()), (0, 0));
+        assert_eq!(seen[0], 1);
+        drop(seen);
+        // Left by its reader: the buffer and its shell are both kept and serve the next one.
+        r.push(100, 1).unwrap().fill(2);
+        let (seen, _, _) = r.shared(0).unwrap();
+        let shell = Arc::as_ptr(&seen);
+        drop(seen);
+        r.pop_front();
+        assert_eq!((r.shells.len(), r.spare.len()), (1, 1));
+        r.push(100, 2).unwrap().fill(3);
+        assert!(r.spare.is_empty());
+        let (again, _, _) = r.shared(0).unwrap();
+        assert!(r.shells.is_empty());
+        assert_eq!(again[0], 3);
+        assert_eq!(
+            Arc::as_ptr(&again),
+            shell,
+            "the same reference count, reused"
+        );
     }
 
     #[test]
