@@ -601,8 +601,38 @@ impl Endpoint {
         if !self.usable.iter().any(|&p| self.room(p, VC_RDMA)) {
             return;
         }
+        // A round in which no port has room only drops the writes that are done and brings the
+        // others back to the order they had; under spray each of those others also takes the
+        // next port of the cycle, and finds it full. With a policy whose choice changes nothing
+        // (hash, least-loaded), or spray, that round is done at once, without trying each write.
+        let (pure, spray) = (
+            matches!(
+                self.cfg.policy,
+                crate::Policy::Hash | crate::Policy::LeastLoaded
+            ),
+            self.cfg.policy == crate::Policy::Spray,
+        );
         let mut idle_rounds = 0;
         while idle_rounds < self.active_writes.len() {
+            if (pure || spray)
+                && idle_rounds == 0
+                && !self.usable.iter().any(|&p| self.room(p, VC_RDMA))
+            {
+                let mut writes = core::mem::take(&mut self.active_writes);
+                let mut waiting = 0usize;
+                writes.retain(|&id| {
+                    let done = self.write_done(id);
+                    waiting += usize::from(!done);
+                    !done
+                });
+                self.active_writes = writes;
+                if spray {
+                    for _ in 0..waiting {
+                        self.choose(GpuId::default(), 0, None);
+                    }
+                }
+                break;
+            }
             let Some(id) = self.active_writes.pop_front() else {
                 break;
             };
@@ -618,6 +648,21 @@ impl Endpoint {
                 Segment::Done => {}
             }
         }
+    }
+
+    /// Whether write `id` has nothing to send for now and leaves the round robin: gone, held
+    /// back, or every segment sent ([`Endpoint::write_one_segment`]'s `Done`).
+    fn write_done(&self, id: u64) -> bool {
+        let Some(op) = self.rdma.get(&id) else {
+            return true;
+        };
+        if op.hold_until.is_some() {
+            return true;
+        }
+        let RdmaState::Write { next, resend, .. } = &op.state else {
+            return true;
+        };
+        resend.front().is_none() && *next >= op.desc.len
     }
 
     //= docs/spec/transaction.md#4-ordering
