@@ -389,7 +389,7 @@ pub struct Endpoint {
     rdma_owner: Vec<Option<(u64, u64)>>,
     rdma: HashMap<u64, RdmaOp, BuildHasherDefault<IdHasher>>,
     next_rdma: u64,
-    active_writes: VecDeque<u64>,
+    active_writes: rdma::WriteQueue,
     reads_waiting: VecDeque<u64>,
     chunks_unsent: VecDeque<(u64, u64)>,
     outstanding: BTreeSet<u64>,
@@ -564,7 +564,7 @@ impl Endpoint {
             streams: BTreeMap::new(),
             rdma: HashMap::default(),
             next_rdma: 0,
-            active_writes: VecDeque::new(),
+            active_writes: rdma::WriteQueue::default(),
             reads_waiting: VecDeque::new(),
             chunks_unsent: VecDeque::new(),
             outstanding: BTreeSet::new(),
@@ -1140,13 +1140,12 @@ impl Endpoint {
                 }
                 op.hold_until = None;
                 if let RdmaState::Write { has_tag, .. } = op.state {
-                    let q = if has_tag {
-                        &mut self.active_writes
-                    } else {
-                        &mut self.reads_waiting
-                    };
-                    if !q.contains(&id) {
-                        q.push_back(id);
+                    if has_tag {
+                        if !self.active_writes.contains(id) {
+                            self.active_writes.push_back(id);
+                        }
+                    } else if !self.reads_waiting.contains(&id) {
+                        self.reads_waiting.push_back(id);
                     }
                 }
             }

@@ -147,9 +147,9 @@ impl Endpoint {
                     let until = op.hold_until.map_or(not_before, |h| h.max(not_before));
                     op.hold_until = Some(until);
                     op.deadline = op.deadline.max(until.saturating_add(timeout));
-                    self.active_writes.retain(|&w| w != id);
+                    self.active_writes.remove(id);
                     self.timers.push(Reverse((until, Key::RdmaResume(id))));
-                } else if op.hold_until.is_none() && !self.active_writes.contains(&id) {
+                } else if op.hold_until.is_none() && !self.active_writes.contains(id) {
                     self.active_writes.push_back(id);
                 }
             }

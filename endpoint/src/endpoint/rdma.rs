@@ -281,7 +281,7 @@ impl Endpoint {
         if let Some(t) = old {
             self.free_rdma_tag(t, true);
         }
-        self.active_writes.retain(|&w| w != id);
+        self.active_writes.remove(id);
         self.reads_waiting.retain(|&w| w != id);
         self.counters.retries = self.counters.retries.wrapping_add(1);
         self.counters.busy_retries = self.counters.busy_retries.wrapping_add(1);
@@ -342,7 +342,7 @@ impl Endpoint {
                 }
             }
         }
-        self.active_writes.retain(|&w| w != id);
+        self.active_writes.remove(id);
         self.reads_waiting.retain(|&w| w != id);
         let kind = match op.desc.dir {
             RdmaDir::Write => OpKind::RdmaWrite,
@@ -410,7 +410,7 @@ impl Endpoint {
                 *next = 0;
                 resend.clear();
                 *port = None;
-                if !self.active_writes.contains(&id) {
+                if !self.active_writes.contains(id) {
                     self.active_writes.push_back(id);
                 }
             }
@@ -618,14 +618,22 @@ impl Endpoint {
                 && idle_rounds == 0
                 && !self.usable.iter().any(|&p| self.room(p, VC_RDMA))
             {
-                let mut writes = core::mem::take(&mut self.active_writes);
-                let mut waiting = 0usize;
-                writes.retain(|&id| {
-                    let done = self.write_done(id);
-                    waiting += usize::from(!done);
-                    !done
-                });
-                self.active_writes = writes;
+                // Writes found with a segment to send and unchanged since are not done: only a
+                // queue that changed needs looking at.
+                let waiting = if self.active_writes.clean {
+                    self.active_writes.len()
+                } else {
+                    let mut writes = core::mem::take(&mut self.active_writes.ids);
+                    let mut waiting = 0usize;
+                    writes.retain(|&id| {
+                        let done = self.write_done(id);
+                        waiting += usize::from(!done);
+                        !done
+                    });
+                    self.active_writes.ids = writes;
+                    self.active_writes.clean = true;
+                    waiting
+                };
                 if spray {
                     for _ in 0..waiting {
                         self.choose(GpuId::default(), 0, None);
@@ -633,20 +641,31 @@ impl Endpoint {
                 }
                 break;
             }
-            let Some(id) = self.active_writes.pop_front() else {
+            let Some(id) = self.active_writes.ids.pop_front() else {
                 break;
             };
             match self.write_one_segment(id) {
                 Segment::Sent => {
                     idle_rounds = 0;
-                    self.active_writes.push_back(id);
+                    // Its last segment may have gone: only then is the queue no longer clean.
+                    if self.write_done(id) {
+                        self.active_writes.push_back(id);
+                    } else {
+                        self.active_writes.ids.push_back(id);
+                    }
                 }
                 Segment::Blocked => {
                     idle_rounds += 1;
-                    self.active_writes.push_back(id);
+                    // Blocked with a segment to send: not done, the queue stays as clean as
+                    // it was.
+                    self.active_writes.ids.push_back(id);
                 }
                 Segment::Done => {}
             }
+        }
+        // A whole round found every write blocked with a segment to send.
+        if idle_rounds > 0 && idle_rounds >= self.active_writes.len() {
+            self.active_writes.clean = true;
         }
     }
 
@@ -769,6 +788,44 @@ impl Endpoint {
         self.enqueue_txn(p, VC_RDMA, desc.remote.gpu, &txn, Some((tag, era)));
         self.seg = data;
         Segment::Sent
+    }
+}
+
+/// The writes that take turns for segments, in round-robin order.
+///
+/// It knows when no write in it is done: every one was last found with a segment to send, and
+/// none has sent its last segment or joined since. A round in which no port has room then need
+/// not look at each. Only sending a segment can finish a write that stays queued; holding,
+/// ending or failing a write takes it out.
+#[derive(Debug, Default)]
+pub(super) struct WriteQueue {
+    ids: VecDeque<u64>,
+    /// No queued write is done ([`Endpoint::write_done`]).
+    clean: bool,
+}
+
+impl WriteQueue {
+    /// Queues write `id` at the back.
+    pub(super) fn push_back(&mut self, id: u64) {
+        self.ids.push_back(id);
+        self.clean = false;
+    }
+
+    /// Takes write `id` out of the turns.
+    pub(super) fn remove(&mut self, id: u64) {
+        self.ids.retain(|&w| w != id);
+    }
+
+    pub(super) fn contains(&self, id: u64) -> bool {
+        self.ids.contains(&id)
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.ids.len()
     }
 }
 
