@@ -510,6 +510,25 @@ impl<'a> TxnRepr<'a> {
     /// Writes the transaction into the start of `buf` and returns its length,
     /// [`TxnRepr::buffer_len`].
     pub fn emit(&self, buf: &mut [u8]) -> Result<usize, EmitError> {
+        self.emit_with(buf, true)
+    }
+
+    /// As [`TxnRepr::emit`], except the data bytes a transaction carries as given (STORE,
+    /// RDMA_WRITE, LOAD_RESP, RDMA_READ_RESP): those bytes, at [`TxnRepr::data_range`], are left
+    /// as they are, for a caller that writes them there itself (an RDMA segment read from memory
+    /// straight into its frame), and the data of `self` gives only their length. Everything
+    /// else, atomic operands and the padding included, is written as `emit` writes it.
+    pub fn emit_data_in_place(&self, buf: &mut [u8]) -> Result<usize, EmitError> {
+        self.emit_with(buf, false)
+    }
+
+    /// The place in a buffer, from the transaction's first byte, of its data bytes.
+    pub fn data_range(&self) -> core::ops::Range<usize> {
+        let h = self.header_len();
+        h..h + self.data_len()
+    }
+
+    fn emit_with(&self, buf: &mut [u8], copy_data: bool) -> Result<usize, EmitError> {
         self.validate()?;
         let len = self.buffer_len();
         let available = buf.len();
@@ -567,7 +586,9 @@ impl<'a> TxnRepr<'a> {
                 target, data: src, ..
             } => {
                 write_mem_ext(ext, target)?;
-                data.copy_from_slice(src);
+                if copy_data {
+                    data.copy_from_slice(src);
+                }
             }
             TxnRepr::Atomic {
                 target, width, op, ..
@@ -603,7 +624,9 @@ impl<'a> TxnRepr<'a> {
                     offset: U32::new(*offset),
                     total: U32::new(*total),
                 };
-                data.copy_from_slice(src);
+                if copy_data {
+                    data.copy_from_slice(src);
+                }
             }
             TxnRepr::RdmaRead { target, total, .. } => {
                 let (e, _) = RdmaReadExt::mut_from_prefix(ext).map_err(|_| ext_err)?;
@@ -613,7 +636,11 @@ impl<'a> TxnRepr<'a> {
                     total: U32::new(*total),
                 };
             }
-            TxnRepr::LoadResp { data: src, .. } => data.copy_from_slice(src),
+            TxnRepr::LoadResp { data: src, .. } => {
+                if copy_data {
+                    data.copy_from_slice(src);
+                }
+            }
             TxnRepr::AtomicResp { old, .. } => {
                 if let Some(v) = old {
                     put_le(data, v.get(), v.width().bytes());
@@ -637,7 +664,9 @@ impl<'a> TxnRepr<'a> {
                     offset: U32::new(*offset),
                     total: U32::new(*total),
                 };
-                data.copy_from_slice(src);
+                if copy_data {
+                    data.copy_from_slice(src);
+                }
             }
             TxnRepr::Unknown {
                 header: h,
@@ -645,7 +674,9 @@ impl<'a> TxnRepr<'a> {
                 ..
             } => {
                 ext.copy_from_slice(h);
-                data.copy_from_slice(src);
+                if copy_data {
+                    data.copy_from_slice(src);
+                }
             }
         }
         Ok(len)
@@ -1975,6 +2006,45 @@ pub(crate) mod tests {
             ok.emit(&mut [0u8; 24]),
             Err(EmitError::Invalid(Field::RdmaTotal))
         );
+    }
+
+    #[test]
+    fn data_in_place_gives_the_bytes_of_emit() {
+        // Every vector with data: the data written into its range first, then the rest in
+        // place, gives emit's bytes; the data range is where emit puts the data.
+        let mut with_data = 0;
+        for (name, bytes, repr) in vectors() {
+            let n = repr.buffer_len();
+            let range = repr.data_range();
+            if range.is_empty() {
+                continue;
+            }
+            with_data += 1;
+            let mut expect = vec![0xEEu8; n + 3];
+            assert_eq!(repr.emit(&mut expect), Ok(n), "{name}");
+            assert_eq!(&expect[..n], bytes, "{name}");
+            // Stale bytes everywhere, the data itself in its place.
+            let mut got = vec![0x5Au8; n + 3];
+            got[range.clone()].copy_from_slice(&expect[range.clone()]);
+            assert_eq!(repr.emit_data_in_place(&mut got), Ok(n), "{name}");
+            assert_eq!(&got[..n], &expect[..n], "{name}");
+            // The data range of a transaction carrying bytes as given is left alone: with other
+            // bytes there, only they differ. (An atomic's operands are written from its fields.)
+            if matches!(repr, TxnRepr::Atomic { .. } | TxnRepr::AtomicResp { .. }) {
+                continue;
+            }
+            let mut other = vec![0u8; n];
+            other[range.clone()].fill(0xC3);
+            assert_eq!(repr.emit_data_in_place(&mut other), Ok(n), "{name}");
+            for (i, (a, b)) in other.iter().zip(&expect[..n]).enumerate() {
+                if range.contains(&i) {
+                    assert_eq!(*a, 0xC3, "{name} byte {i}");
+                } else {
+                    assert_eq!(a, b, "{name} byte {i}");
+                }
+            }
+        }
+        assert!(with_data >= 4, "{with_data} vectors with data");
     }
 
     #[test]

@@ -353,15 +353,18 @@ impl Endpoint {
     }
 
     /// As [`Endpoint::enqueue`] for a transaction sent alone in its frame, never packed and
-    /// adding nothing to the backlog: emitted straight into the payload laid out for port `i`'s
-    /// link, which takes it without a copy.
-    pub(super) fn enqueue_txn(
+    /// adding nothing to the backlog, whose data is read from local memory at `src` (space,
+    /// address): emitted straight into the payload laid out for port `i`'s link, which takes it
+    /// without a copy, with the data read straight into it (`txn`'s own data gives only its
+    /// length).
+    pub(super) fn enqueue_txn_from_memory(
         &mut self,
         i: usize,
         v: usize,
         dst: GpuId,
         txn: &TxnRepr<'_>,
         meta: Option<TagEra>,
+        src: (Space, u64),
     ) {
         let Some(layout) = self.ports.get(i).map(|p| p.link.layout()) else {
             return;
@@ -369,10 +372,18 @@ impl Endpoint {
         let n = txn.buffer_len();
         let buf = self.pool.pop().unwrap_or_default();
         let mut payload = layout.outgoing_room(buf, NETWORK_HEADER_LEN + n);
-        let written = payload
-            .payload_mut()
-            .get_mut(NETWORK_HEADER_LEN..)
-            .map(|t| txn.emit(t));
+        let range = txn.data_range();
+        let body = payload.payload_mut().get_mut(NETWORK_HEADER_LEN..);
+        let written = body.map(|t| {
+            if let Some(data) = t.get_mut(range) {
+                // A range outside the space (never one a posted descriptor names) reads as
+                // zeros.
+                if self.mem.read(src.0, src.1, data).is_err() {
+                    data.fill(0);
+                }
+            }
+            txn.emit_data_in_place(t)
+        });
         if written != Some(Ok(n)) {
             // A transaction that does not emit is sent as an empty one, as `enqueue` would.
             self.pool.push(payload.into_buffer());

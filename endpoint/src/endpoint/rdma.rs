@@ -762,17 +762,14 @@ impl Endpoint {
         //# and `dlen` = min(`segment`, L - `offset`), together covering the write exactly once per
         //# attempt.
         //# EP-6-19 The data of a segment MUST be read from local memory when the segment is built.
-        let mut data = core::mem::take(&mut self.seg);
         let n = usize::try_from(len).unwrap_or(0);
-        let Some(chunk) = data.get_mut(..n) else {
-            self.seg = data;
+        let seg = core::mem::take(&mut self.seg);
+        let Some(placeholder) = seg.get(..n) else {
+            self.seg = seg;
             return Segment::Done;
         };
-        let _ = self.mem.read(
-            desc.local_space,
-            desc.local_addr.saturating_add(offset),
-            chunk,
-        );
+        // The transaction's data only gives its length: the bytes are read from memory straight
+        // into the frame.
         let txn = TxnRepr::RdmaWrite {
             tag,
             target: MemTarget {
@@ -782,11 +779,11 @@ impl Endpoint {
             },
             offset: u32::try_from(offset).unwrap_or(u32::MAX),
             total: u32::try_from(desc.len).unwrap_or(u32::MAX),
-            data: chunk,
+            data: placeholder,
         };
-        // Written straight into the frame's payload, laid out for the port's link.
-        self.enqueue_txn(p, VC_RDMA, desc.remote.gpu, &txn, Some((tag, era)));
-        self.seg = data;
+        let src = (desc.local_space, desc.local_addr.saturating_add(offset));
+        self.enqueue_txn_from_memory(p, VC_RDMA, desc.remote.gpu, &txn, Some((tag, era)), src);
+        self.seg = seg;
         Segment::Sent
     }
 }
