@@ -9,14 +9,19 @@
 /// One queued event.
 #[derive(Debug, Clone, Copy)]
 struct Slot<E> {
-    t: u64,
-    seq: u64,
+    /// Time and sequence number as one number: the time in the high 64 bits, so that one
+    /// comparison orders by time, then push order.
+    key: u128,
     ev: E,
 }
 
 impl<E> Slot<E> {
-    fn key(&self) -> (u64, u64) {
-        (self.t, self.seq)
+    fn key(&self) -> u128 {
+        self.key
+    }
+
+    fn t(&self) -> u64 {
+        (self.key >> 64) as u64
     }
 }
 
@@ -44,8 +49,7 @@ impl<E: Copy> EventQueue<E> {
     pub(crate) fn push(&mut self, t: u64, ev: E) {
         self.seq += 1;
         let new = Slot {
-            t,
-            seq: self.seq,
+            key: u128::from(t) << 64 | u128::from(self.seq),
             ev,
         };
         // Sift up from the end with a hole.
@@ -73,7 +77,7 @@ impl<E: Copy> EventQueue<E> {
     pub(crate) fn pop(&mut self) -> Option<(u64, E)> {
         let last = self.heap.pop()?;
         let Some(&root) = self.heap.first() else {
-            return Some((last.t, last.ev));
+            return Some((last.t(), last.ev));
         };
         // The last entry goes down from the root's place with a hole.
         let n = self.heap.len();
@@ -85,7 +89,7 @@ impl<E: Copy> EventQueue<E> {
             }
             let end = (first + ARITY).min(n);
             let mut best = first;
-            let mut best_key = self.heap.get(first).map_or((u64::MAX, u64::MAX), Slot::key);
+            let mut best_key = self.heap.get(first).map_or(u128::MAX, Slot::key);
             for c in first + 1..end {
                 if let Some(k) = self.heap.get(c).map(Slot::key)
                     && k < best_key
@@ -107,7 +111,7 @@ impl<E: Copy> EventQueue<E> {
         if let Some(x) = self.heap.get_mut(i) {
             *x = last;
         }
-        Some((root.t, root.ev))
+        Some((root.t(), root.ev))
     }
 
     /// Events queued.
