@@ -801,6 +801,13 @@ impl Switch {
                 //# SW-5-1 For each egress port and VC, a switch MUST take ready frames from the
                 //# input ports round-robin: after taking from input *i* it next considers input
                 //# *i*+1.
+                // Heads unchanged since a look found none ready before a time still to come:
+                // the same look would find the same, and ask for the same wake.
+                let quiet = self.voq.quiet_until(e, v);
+                if now < quiet {
+                    self.wake(e, quiet);
+                    break;
+                }
                 let first = usize::from(x.rr.get(v).copied().unwrap_or(0));
                 let mut pick = None;
                 let mut later: Option<Instant> = None;
@@ -818,6 +825,7 @@ impl Switch {
                 });
                 let Some(i) = pick else {
                     if let Some(t) = later {
+                        self.voq.set_quiet(e, v, t);
                         self.wake(e, t);
                     }
                     break;

@@ -65,6 +65,10 @@ pub(crate) struct Voqs<T> {
     slab: Vec<VecDeque<T>>,
     free: Vec<u32>,
     len: usize,
+    /// Per `egress * vcs + vc`: a time before which none of its queue heads is ready, as the
+    /// caller last found them ([`Voqs::set_quiet`]); back to `Instant::ZERO`, unknown, whenever
+    /// a head of that egress and VC changes.
+    quiet: Vec<Instant>,
 }
 
 /// Keys (at most [`DENSE_MAX`]) a switch indexes with a plain table instead of a hash: a
@@ -137,6 +141,31 @@ impl<T> Voqs<T> {
             slab: Vec::new(),
             free: Vec::new(),
             len: 0,
+            quiet: vec![Instant::ZERO; ports * vcs],
+        }
+    }
+
+    /// The time before which no queue head of egress `e` and VC `v` is ready, as last set by
+    /// [`Voqs::set_quiet`] with the heads unchanged since; `Instant::ZERO` when unknown.
+    pub(crate) fn quiet_until(&self, e: usize, v: usize) -> Instant {
+        self.quiet
+            .get(e * self.vcs + v)
+            .copied()
+            .unwrap_or(Instant::ZERO)
+    }
+
+    /// Records that no queue head of egress `e` and VC `v` is ready before `t`: the earliest
+    /// time at which one is, found by looking at every head.
+    pub(crate) fn set_quiet(&mut self, e: usize, v: usize, t: Instant) {
+        if let Some(q) = self.quiet.get_mut(e * self.vcs + v) {
+            *q = t;
+        }
+    }
+
+    /// A queue head of egress `e` and VC `v` changed: what was known of them no longer holds.
+    fn head_changed(&mut self, e: usize, v: usize) {
+        if let Some(q) = self.quiet.get_mut(e * self.vcs + v) {
+            *q = Instant::ZERO;
         }
     }
 
@@ -271,6 +300,9 @@ impl<T> Voqs<T> {
             queue.push_back(q);
         }
         self.len += 1;
+        if head || front {
+            self.head_changed(e, v);
+        }
         head
     }
 
@@ -281,7 +313,9 @@ impl<T> Voqs<T> {
         let queue = self.slab.get_mut(slot as usize)?;
         let f = queue.pop_front()?;
         self.len -= 1;
-        if queue.is_empty() {
+        let emptied = queue.is_empty();
+        self.head_changed(e, v);
+        if emptied {
             self.index.remove(key);
             self.free.push(slot);
             self.set_bit(e, v, i, false);
@@ -319,6 +353,34 @@ mod tests {
             assert_eq!(dense.len(), hashed.len());
         }
         assert!(dense.len() > 100);
+    }
+
+    /// What is known of an egress and VC's heads is forgotten whenever one of them changes,
+    /// and only then.
+    #[test]
+    fn quiet_time_holds_until_a_head_changes() {
+        use ethlink_link::Instant;
+        let t = Instant::from_nanos(500);
+        let mut q: Voqs<u8> = Voqs::new(4, 2);
+        assert_eq!(q.quiet_until(1, 0), Instant::ZERO);
+        q.push_back(1, 0, 2, 0);
+        q.set_quiet(1, 0, t);
+        // Behind a head, another VC, another egress: the heads of (1, 0) are as they were.
+        q.push_back(1, 0, 2, 1);
+        q.push_back(1, 1, 2, 0);
+        q.push_back(3, 0, 2, 0);
+        assert_eq!(q.quiet_until(1, 0), t);
+        // A new head on another input.
+        q.push_back(1, 0, 3, 0);
+        assert_eq!(q.quiet_until(1, 0), Instant::ZERO);
+        // A head taken, and one put back.
+        q.set_quiet(1, 0, t);
+        assert_eq!(q.pop_front(1, 0, 2), Some(0));
+        assert_eq!(q.quiet_until(1, 0), Instant::ZERO);
+        q.set_quiet(1, 0, t);
+        q.push_front(1, 0, 2, 9);
+        assert_eq!(q.quiet_until(1, 0), Instant::ZERO);
+        assert_eq!(q.quiet_until(1, 1), Instant::ZERO);
     }
 
     fn frame(n: u8) -> u8 {
