@@ -1,9 +1,10 @@
 //! The data pattern: a deterministic stream of bytes named by a 64-bit seed, which the memory
 //! keeps as a description instead of bytes, and which the fabric's workloads write and check.
 //!
-//! Byte `i` of pattern `seed` is byte `i % 8` (little-endian) of word `i / 8`; word `j` is a
-//! multiplicative hash of `j % 8` and of the SplitMix64 mix of the seed and the 64-byte block
-//! `j / 8`. Any byte can be computed alone, so any range can be produced or checked without its
+//! Byte `i` of pattern `seed` is byte `i % 8` (little-endian) of word `i / 8`; word `j` is the
+//! SplitMix64 mix of the seed and the 64-byte block `j / 8` (the block's key), exclusive-or a
+//! constant of `j % 8`: one mix per 64 bytes, so that making or checking the bytes costs little
+//! beside copying them. Any byte can be computed alone, so any range can be produced or checked without its
 //! neighbours. Every step of a word is a bijection of 64-bit values, so one whole word at a known
 //! position names its seed: [`Pattern::recover`] finds the pattern a run of bytes continues
 //! without being told its seed.
@@ -23,7 +24,7 @@
 
 /// The SplitMix64 increment, also the per-word constant of [`block_word`].
 const GAMMA: u64 = 0x9E37_79B9_7F4A_7C15;
-/// The first multiplier of the SplitMix64 finaliser, also the multiplier of [`block_word`].
+/// The first multiplier of the SplitMix64 finaliser.
 const M1: u64 = 0xBF58_476D_1CE4_E5B9;
 /// The second multiplier of the SplitMix64 finaliser.
 const M2: u64 = 0x94D0_49BB_1331_11EB;
@@ -77,10 +78,10 @@ const fn block_key(seed: u64, block: u64) -> u64 {
     mix64(seed ^ block.wrapping_mul(BLOCK_MUL))
 }
 
-/// Word `k` (0..8) of the block whose key is `key`.
+/// Word `k` (0..8) of the block whose key is `key`: the key with a constant of its own per
+/// word, so that the eight words of a block differ and none can stand for another.
 const fn block_word(key: u64, k: u64) -> u64 {
-    let z = (key ^ (k + 1).wrapping_mul(GAMMA)).wrapping_mul(M1);
-    z ^ (z >> 29)
+    key ^ (k + 1).wrapping_mul(GAMMA)
 }
 
 /// Word `j` of pattern `seed`.
@@ -90,8 +91,7 @@ const fn word(seed: u64, j: u64) -> u64 {
 
 /// The seed whose word `j` is `w`.
 const fn seed_of_word(j: u64, w: u64) -> u64 {
-    let z = unshift(w, 29).wrapping_mul(M1_INV);
-    let key = z ^ (j % 8 + 1).wrapping_mul(GAMMA);
+    let key = w ^ (j % 8 + 1).wrapping_mul(GAMMA);
     unmix64(key) ^ (j / 8).wrapping_mul(BLOCK_MUL)
 }
 
