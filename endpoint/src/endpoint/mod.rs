@@ -256,9 +256,14 @@ impl Blocks {
         bits.fill(true);
         let before = self.beyond();
         self.received += new;
-        while self.bits.get(self.inorder as usize).is_some_and(|b| *b) {
-            self.inorder += 1;
-        }
+        // The in-order point moves to the first block still missing, a word at a time.
+        let from = self.inorder as usize;
+        let to = self
+            .bits
+            .get(from..)
+            .and_then(|rest| rest.first_zero())
+            .map_or(self.bits.len(), |z| from + z);
+        self.inorder = u32::try_from(to).unwrap_or(u32::MAX);
         Marked::New(self.beyond() - before)
     }
 
