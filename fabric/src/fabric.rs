@@ -24,7 +24,7 @@ use ethlink_endpoint::{
     Region, Remote,
 };
 use ethlink_link::Instant;
-use ethlink_link::harness::{Channel, Faults, Verdict, Wire};
+use ethlink_link::harness::{Channel, Faults, Verdict, Wire, WireBytes};
 use ethlink_protocol::{FrameKind, GpuId, Space};
 use ethlink_switch::{Routes, Switch};
 
@@ -346,7 +346,12 @@ impl Core {
                     ep.handle_frame_fcs(inst, p, bytes.as_bytes(), fcs);
                 }
             } else if let Some(sw) = self.sws.get_mut((n - self.n_gpus) as usize) {
-                sw.handle_frame_fcs(inst, p, bytes.as_bytes(), fcs);
+                // A frame carried by reference stays one: the switch takes its buffer over at
+                // the egress once the sender has let it go, instead of copying the payload.
+                match &bytes {
+                    WireBytes::Shared(f) => sw.handle_frame_by_ref(inst, p, f, fcs),
+                    WireBytes::Owned(b) => sw.handle_frame_fcs(inst, p, b, fcs),
+                }
             }
             chan.ch.recycle(bytes);
         }

@@ -224,6 +224,15 @@ impl SharedFrame {
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
+
+    /// The buffer holding the frame (its first [`SharedFrame::len`] bytes), if this is the last
+    /// reference to it: its sender's replay buffer has let it go, as on the frame's
+    /// acknowledgement, and no other copy of the reference is left. Otherwise the reference
+    /// itself comes back.
+    pub fn into_buffer(self) -> Result<Vec<u8>, SharedFrame> {
+        let SharedFrame { data, len, fcs } = self;
+        alloc::sync::Arc::try_unwrap(data).map_err(|data| SharedFrame { data, len, fcs })
+    }
 }
 
 impl AsRef<[u8]> for SharedFrame {
@@ -292,6 +301,23 @@ impl Layout {
             at: hdr,
             len,
         }
+    }
+
+    /// Takes `buf`, which holds a payload of `len` bytes at `at` (a frame received from a link
+    /// of the same layout), as that payload laid out for the frames of a link of this layout,
+    /// without moving it: possible when `at` is where this layout puts a payload. Otherwise
+    /// `buf` comes back.
+    pub fn in_place(self, mut buf: Vec<u8>, at: usize, len: usize) -> Result<Outgoing, Vec<u8>> {
+        let hdr = self.eth_len + LINK_HEADER_LEN;
+        if at != hdr || buf.len() < at + len {
+            return Err(buf);
+        }
+        buf.resize(frame_len(self.eth_len, len), 0);
+        Ok(Outgoing {
+            data: buf,
+            at: hdr,
+            len,
+        })
     }
 
     /// Lays `payload` out in `buf` (its contents are overwritten, its storage reused) for the

@@ -354,3 +354,71 @@ fn a_shared_frame_stays_intact_on_the_wire_and_a_damaged_one_is_a_copy() {
         "the sender's frame is untouched"
     );
 }
+
+#[test]
+fn the_last_holder_of_a_shared_frame_takes_its_buffer_and_its_payload_in_place() {
+    let mut a = Link::new(Config::default()).unwrap();
+    let mut b = Link::new(Config {
+        mac: MacAddr([2, 0, 0, 0, 0, 9]),
+        nonce_seed: 3,
+        ..Config::default()
+    })
+    .unwrap();
+    let mut buf = vec![0u8; 9216];
+    let mut ns = 0;
+    a.physical_up(Instant::from_nanos(0));
+    b.physical_up(Instant::from_nanos(0));
+    while !(a.is_up() && b.is_up()) {
+        ns += 100;
+        let now = Instant::from_nanos(ns);
+        while let Some(t) = a.poll_transmit(now, &mut buf).unwrap() {
+            b.handle_frame(now, &buf[..t.len]);
+        }
+        while let Some(t) = b.poll_transmit(now, &mut buf).unwrap() {
+            a.handle_frame(now, &buf[..t.len]);
+        }
+        while a.poll_event().is_some() {}
+        while b.poll_event().is_some() {}
+        assert!(ns < 1_000_000);
+    }
+    let p = payload(40);
+    a.submit(Vc::new(0).unwrap(), &p).unwrap();
+    let (_, f) = a
+        .poll_transmit_shared(Instant::from_nanos(ns), &mut buf)
+        .unwrap()
+        .unwrap();
+    let f = f.unwrap();
+    let original = f.as_bytes().to_vec();
+    let at = original.windows(p.len()).position(|w| w == p).unwrap();
+    // Held by the replay buffer and by another reference: it comes back as it was.
+    let other = f.clone();
+    let f = f.into_buffer().unwrap_err();
+    assert_eq!(f.as_bytes(), &original[..]);
+    // The frame is acknowledged and the link lets it go: one reference is left besides this
+    // one, then none.
+    b.handle_frame(Instant::from_nanos(ns), f.as_bytes());
+    while b.poll_event().is_some() {}
+    while a.replay_frames() > 0 {
+        ns += 100;
+        let now = Instant::from_nanos(ns);
+        b.handle_timeout(now);
+        while let Some(t) = b.poll_transmit(now, &mut buf).unwrap() {
+            a.handle_frame(now, &buf[..t.len]);
+        }
+        assert!(ns < 1_000_000);
+    }
+    let f = f.into_buffer().unwrap_err();
+    drop(other);
+    let owned = f.into_buffer().unwrap();
+    assert_eq!(&owned[..original.len()], &original[..]);
+    // Its payload is where a link of the same layout puts one: taken as it lies.
+    let layout = a.layout();
+    let out = layout.in_place(owned, at, p.len()).unwrap();
+    assert_eq!(out.payload(), &p[..]);
+    // Anywhere else, or beyond the buffer, the buffer comes back.
+    let back = layout
+        .in_place(out.into_buffer(), at + 1, p.len())
+        .unwrap_err();
+    let back = layout.in_place(back, at, 1 << 20).unwrap_err();
+    assert!(back.len() >= at + p.len());
+}

@@ -16,7 +16,7 @@ use crate::config::{Config, Mode};
 use crate::counters::{Counters, PortCounters, bump};
 use crate::routes::{RouteError, Routes, check_entry, path_hash, select};
 use crate::timers::Timers;
-use crate::voq::{Queued, Voqs};
+use crate::voq::{Payload, Queued, Voqs};
 
 mod aging;
 
@@ -324,12 +324,19 @@ impl Switch {
 
     /// A frame arrived on port `p`'s wire.
     pub fn handle_frame(&mut self, now: Instant, p: usize, bytes: &[u8]) {
-        self.input(now, p, bytes, None);
+        self.input(now, p, bytes, None, None);
     }
 
     /// A frame from port `p`'s wire into its link: a DATA frame the link accepts comes straight
     /// out laid out for the egress links, the one copy of its payload in this switch.
-    fn input(&mut self, now: Instant, p: usize, bytes: &[u8], fcs: Option<FcsStatus>) {
+    fn input(
+        &mut self,
+        now: Instant,
+        p: usize,
+        bytes: &[u8],
+        fcs: Option<FcsStatus>,
+        shared: Option<&SharedFrame>,
+    ) {
         self.now = self.now.max(now);
         let layout = self.layout;
         let mut got = None;
@@ -337,8 +344,20 @@ impl Switch {
             let pool = &mut self.pool;
             x.link
                 .handle_frame_deliver(self.now, bytes, fcs, &mut |vc, _, payload, release| {
-                    let buf = pool.pop().unwrap_or_default();
-                    got = Some((vc, layout.outgoing(buf, payload), release));
+                    // A payload handed straight from a frame held by reference stays in it.
+                    let held = shared.and_then(|frame| {
+                        let at = (payload.as_ptr() as usize).checked_sub(bytes.as_ptr() as usize)?;
+                        (at + payload.len() <= bytes.len()).then(|| Payload::Held {
+                            frame: frame.clone(),
+                            at,
+                            len: payload.len(),
+                        })
+                    });
+                    let payload = held.unwrap_or_else(|| {
+                        let buf = pool.pop().unwrap_or_default();
+                        Payload::Laid(layout.outgoing(buf, payload))
+                    });
+                    got = Some((vc, payload, release));
                 });
         }
         if let Some((vc, payload, release)) = got {
@@ -352,7 +371,22 @@ impl Switch {
     /// As [`Switch::handle_frame`] for a frame whose FCS the port's MAC has already judged
     /// ([`Link::handle_frame_fcs`]).
     pub fn handle_frame_fcs(&mut self, now: Instant, p: usize, bytes: &[u8], fcs: FcsStatus) {
-        self.input(now, p, bytes, Some(fcs));
+        self.input(now, p, bytes, Some(fcs), None);
+    }
+
+    /// As [`Switch::handle_frame_fcs`] for a frame held by reference (a simulated wire's,
+    /// [`SharedFrame`]): the switch keeps a reference to the frame instead of copying its
+    /// payload, and at the egress takes the buffer over once nobody else holds it (its sender
+    /// lets it go when the frame is acknowledged), copying the payload only if someone still
+    /// does. The bytes sent are the same.
+    pub fn handle_frame_by_ref(
+        &mut self,
+        now: Instant,
+        p: usize,
+        frame: &SharedFrame,
+        fcs: FcsStatus,
+    ) {
+        self.input(now, p, frame.as_bytes(), Some(fcs), Some(frame));
     }
 
     /// When [`Switch::handle_timeout`] must be called next.
@@ -551,7 +585,7 @@ impl Switch {
                     ..
                 } => {
                     let buf = self.pool.pop().unwrap_or_default();
-                    let payload = self.layout.outgoing(buf, payload);
+                    let payload = Payload::Laid(self.layout.outgoing(buf, payload));
                     self.receive(p, vc, payload, release);
                 }
             }
@@ -565,7 +599,7 @@ impl Switch {
             self.voq.inputs(e, v, &mut inputs);
             for i in inputs.iter().copied().map(usize::from) {
                 while let Some(f) = self.voq.pop_front(e, v, i) {
-                    self.leave(i, v, f.payload.payload().len());
+                    self.leave(i, v, f.payload.len());
                     //= docs/spec/switch.md#7-frames-a-switch-cannot-forward
                     //# SW-7-4 Every discarded frame's credits MUST be returned at once.
                     if let Some(x) = self.ports.get_mut(i) {
@@ -575,7 +609,7 @@ impl Switch {
                     if let Some(c) = self.counters.ports.get_mut(e) {
                         bump(&mut c.discard_port_down, v, 1);
                     }
-                    recycle(&mut self.pool, f.payload);
+                    f.payload.recycle(&mut self.pool, POOL);
                 }
             }
             if let Some(x) = self.ports.get_mut(e)
@@ -615,14 +649,14 @@ impl Switch {
     // damaged one, and discards a stomped one, WIRE-2.5-3, WIRE-2.5-5), and a frame is sent only
     // from here: this switch never begins a frame before its FCS is known, so it never has a
     // frame to stomp, and announces no CUT_THROUGH (Config::port_link).
-    fn receive(&mut self, i: usize, vc: Vc, payload: Outgoing, release: Release) {
+    fn receive(&mut self, i: usize, vc: Vc, payload: Payload, release: Release) {
         let v = vc.index();
-        let len = payload.payload().len();
+        let len = payload.len();
         if let Some(c) = self.counters.ports.get_mut(i) {
             bump(&mut c.rx_frames, v, 1);
             bump(&mut c.rx_bytes, v, len as u64);
         }
-        let repr = match DataRepr::parse(payload.payload()) {
+        let repr = match DataRepr::parse(payload.bytes()) {
             Ok(r) => r,
             Err(_) => {
                 //= docs/spec/switch.md#7-frames-a-switch-cannot-forward
@@ -741,13 +775,13 @@ impl Switch {
     //= docs/spec/switch.md#7-frames-a-switch-cannot-forward
     //# SW-7-6 A switch MUST count every frame it discards in exactly one of the discard counters
     //# of Table SW-T3.
-    fn discard(&mut self, i: usize, payload: Outgoing, release: Release) {
+    fn discard(&mut self, i: usize, payload: Payload, release: Release) {
         //= docs/spec/switch.md#7-frames-a-switch-cannot-forward
         //# SW-7-4 Every discarded frame's credits MUST be returned at once.
         if let Some(x) = self.ports.get_mut(i) {
             let _ = x.link.release(release);
         }
-        recycle(&mut self.pool, payload);
+        payload.recycle(&mut self.pool, POOL);
         self.mark(i);
     }
 
@@ -833,16 +867,17 @@ impl Switch {
                 let Some(f) = self.voq.pop_front(e, v, i) else {
                     break;
                 };
-                let Some(x) = self.ports.get_mut(e) else {
-                    return;
-                };
                 let Queued {
                     payload,
                     release,
                     ready,
                     arrived,
                 } = f;
-                let len = payload.payload().len();
+                let len = payload.len();
+                let payload = payload.into_outgoing(self.layout, &mut self.pool);
+                let Some(x) = self.ports.get_mut(e) else {
+                    return;
+                };
                 //= docs/spec/switch.md#2-forwarding
                 //# SW-2-2 A switch MUST NOT change the network header or the transactions of a
                 //# frame it forwards; it sends them behind its own Ethernet and link headers.
@@ -854,7 +889,7 @@ impl Switch {
                             v,
                             i,
                             Queued {
-                                payload,
+                                payload: Payload::Laid(payload),
                                 release,
                                 ready,
                                 arrived,
@@ -875,7 +910,7 @@ impl Switch {
                             bump(&mut c.discard_egress_refused, v, 1);
                         }
                         self.leave(i, v, len);
-                        self.discard(i, payload, release);
+                        self.discard(i, Payload::Laid(payload), release);
                         continue;
                     }
                 }

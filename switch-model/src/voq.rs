@@ -12,14 +12,82 @@ use alloc::vec;
 use alloc::vec::Vec;
 use core::hash::{BuildHasherDefault, Hasher};
 
-use ethlink_link::{Instant, Outgoing, Release};
+use ethlink_link::{Instant, Layout, Outgoing, Release, SharedFrame};
 use hashbrown::HashMap;
+
+/// The payload of a queued frame: network header and transactions.
+#[derive(Debug)]
+pub(crate) enum Payload {
+    /// Laid out for the egress links' frames in a buffer of the switch's own: the one copy from
+    /// the input link.
+    Laid(Outgoing),
+    /// Still in the frame it arrived in, `len` bytes at `at`, shared with whoever else holds
+    /// that frame (its sender's replay buffer, until acknowledged): at the egress the switch
+    /// takes the buffer over if it is the last holder and the payload sits where the egress
+    /// link's frames put theirs, and copies the payload otherwise.
+    Held {
+        frame: SharedFrame,
+        at: usize,
+        len: usize,
+    },
+}
+
+impl Payload {
+    /// The payload's bytes.
+    pub(crate) fn bytes(&self) -> &[u8] {
+        match self {
+            Payload::Laid(o) => o.payload(),
+            Payload::Held { frame, at, len } => {
+                frame.as_bytes().get(*at..*at + *len).unwrap_or(&[])
+            }
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            Payload::Laid(o) => o.payload().len(),
+            Payload::Held { len, .. } => *len,
+        }
+    }
+
+    /// The payload laid out for a link of `layout`: in place when it can be, else copied into a
+    /// buffer from `pool`.
+    pub(crate) fn into_outgoing(self, layout: Layout, pool: &mut Vec<Vec<u8>>) -> Outgoing {
+        match self {
+            Payload::Laid(o) => o,
+            Payload::Held { frame, at, len } => match frame.into_buffer() {
+                Ok(buf) => match layout.in_place(buf, at, len) {
+                    Ok(o) => o,
+                    Err(buf) => {
+                        let b = pool.pop().unwrap_or_default();
+                        let o = layout.outgoing(b, buf.get(at..at + len).unwrap_or(&[]));
+                        pool.push(buf);
+                        o
+                    }
+                },
+                Err(frame) => {
+                    let b = pool.pop().unwrap_or_default();
+                    layout.outgoing(b, frame.as_bytes().get(at..at + len).unwrap_or(&[]))
+                }
+            },
+        }
+    }
+
+    /// Gives the payload's buffer to `pool` (of at most `max` buffers) if it is the switch's.
+    pub(crate) fn recycle(self, pool: &mut Vec<Vec<u8>>, max: usize) {
+        if let Payload::Laid(o) = self
+            && pool.len() < max
+        {
+            pool.push(o.into_buffer());
+        }
+    }
+}
 
 /// A frame waiting in a queue.
 #[derive(Debug)]
 pub(crate) struct Queued {
-    /// The payload, laid out for the egress link's frames (one copy from the input link).
-    pub(crate) payload: Outgoing,
+    /// The payload.
+    pub(crate) payload: Payload,
     pub(crate) release: Release,
     /// When it may be handed to its egress link (SW-6-1).
     pub(crate) ready: Instant,

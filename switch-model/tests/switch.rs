@@ -27,6 +27,12 @@ struct Bench {
     data_sent_by_peers: u64,
     /// Frames the switch sent with a stomped FCS.
     stomped_by_switch: u64,
+    /// The peers hand their DATA frames out by reference and the switch takes them so
+    /// (`Switch::handle_frame_by_ref`), as the fabric's wire does.
+    by_ref: bool,
+    /// With `by_ref`, references to the frames kept here, as a slow reader would: the switch
+    /// never finds itself their last holder.
+    kept: Option<Vec<ethlink_link::SharedFrame>>,
 }
 
 fn gpu(v: u16) -> GpuId {
@@ -68,6 +74,8 @@ impl Bench {
             corrupt_every: 0,
             data_sent_by_peers: 0,
             stomped_by_switch: 0,
+            by_ref: false,
+            kept: None,
         };
         b.run(20_000);
         for r in &mut b.rx {
@@ -86,17 +94,46 @@ impl Bench {
                 if self.peers[p].poll_timeout().is_some_and(|t| t <= now) {
                     self.peers[p].handle_timeout(now);
                 }
-                while let Ok(Some(t)) = self.peers[p].poll_transmit(now, &mut self.buf) {
+                loop {
+                    let (t, shared) = if self.by_ref {
+                        match self.peers[p].poll_transmit_shared(now, &mut self.buf) {
+                            Ok(Some(x)) => x,
+                            _ => break,
+                        }
+                    } else {
+                        match self.peers[p].poll_transmit(now, &mut self.buf) {
+                            Ok(Some(t)) => (t, None),
+                            _ => break,
+                        }
+                    };
                     // First transmissions only, so that every replay gets through.
+                    let mut damage = false;
                     if t.data.is_some_and(|(_, _, replay)| !replay) {
                         self.data_sent_by_peers += 1;
-                        if self.corrupt_every > 0
-                            && self.data_sent_by_peers.is_multiple_of(self.corrupt_every)
-                        {
-                            self.buf[40] ^= 0x10;
+                        damage = self.corrupt_every > 0
+                            && self.data_sent_by_peers.is_multiple_of(self.corrupt_every);
+                    }
+                    match shared {
+                        // A damaged frame is the wire's own copy.
+                        Some(f) if !damage => {
+                            self.sw
+                                .handle_frame_by_ref(now, p, &f, fcs::FcsStatus::Good);
+                            if let Some(k) = self.kept.as_mut() {
+                                k.push(f);
+                            }
+                        }
+                        Some(f) => {
+                            let mut copy = f.as_bytes().to_vec();
+                            copy[40] ^= 0x10;
+                            self.sw.handle_frame(now, p, &copy);
+                        }
+                        None => {
+                            if damage {
+                                self.buf[40] ^= 0x10;
+                            }
+                            self.sw.handle_frame(now, p, &self.buf[..t.len]);
                         }
                     }
-                    self.sw.handle_frame(now, p, &self.buf[..t.len]);
                 }
             }
             self.ports_ready.clear();
@@ -1041,4 +1078,44 @@ fn young_frames_taken_back_from_the_egress_link_with_aged_ones_keep_their_order(
     assert_eq!(got1, (1000..1000 + got1.len() as u16).collect::<Vec<_>>());
     assert_eq!(got0, (0..got0.len() as u16).collect::<Vec<_>>());
     assert!(b.sw.counters().residence_max_ns() <= 5_000);
+}
+
+/// A switch that takes frames by reference (`Switch::handle_frame_by_ref`) and one that copies
+/// them send the same bytes at the same times, with the same counters, through queueing,
+/// held credits and damaged frames: whether it takes each frame's buffer over at the egress
+/// (its sender has let it go) or copies the payload there (someone still holds it).
+#[test]
+fn frames_taken_by_reference_leave_as_copied_ones_do() {
+    let run = |by_ref: bool, keep: bool| {
+        let mut b = Bench::new(cfg(4), routes(4));
+        b.by_ref = by_ref;
+        b.kept = keep.then(Vec::new);
+        b.corrupt_every = 37;
+        // Peer 3 holds its credits for a while: frames wait in the switch for it.
+        b.hold[3] = true;
+        for k in 0..300u16 {
+            b.send(0, 0, 2, 0x10, 0, k, 64 + usize::from(k % 7) * 300);
+            b.send(1, 1, 3, 0x11, 0, 1000 + k, 2000);
+            b.send(2, 2, 3, 0x12, 1, 2000 + k, 100);
+        }
+        b.run(30_000);
+        b.resume(3);
+        b.run(200_000);
+        let c = b.sw.counters();
+        let damaged: u64 = (0..4)
+            .map(|p| b.sw.link(p).unwrap().counters().rx_fcs_errors)
+            .sum();
+        (b.rx, format!("{:?}", c.ports), damaged)
+    };
+    let (copied, copied_counters, damaged) = run(false, false);
+    let (by_ref, by_ref_counters, _) = run(true, false);
+    // Every buffer still shared at the egress: each payload copied there instead.
+    let (kept, kept_counters, _) = run(true, true);
+    assert_eq!(kept, copied);
+    assert_eq!(kept_counters, copied_counters);
+    assert_eq!(copied[2].len(), 300);
+    assert_eq!(copied[3].len(), 600);
+    assert_eq!(damaged, 900 / 37, "damaged frames replayed");
+    assert_eq!(by_ref, copied);
+    assert_eq!(by_ref_counters, copied_counters);
 }

@@ -66,7 +66,7 @@ impl Switch {
                     if let Some(c) = self.counters.ports.get_mut(i) {
                         bump(&mut c.discard_aged, v, 1);
                     }
-                    self.leave(i, v, f.payload.payload().len());
+                    self.leave(i, v, f.payload.len());
                     self.discard(i, f.payload, f.release);
                 }
             }
