@@ -14,7 +14,7 @@ use ethlink_protocol::{
 use crate::config::{Agreed, Config, ConfigError};
 use crate::counters::Counters;
 use crate::ring::{Data, Ring, Shared};
-use crate::time::{Duration, Instant};
+use crate::time::{Duration, Instant, nanos};
 
 const SEQ_HALF: u32 = Seq::MAX_WINDOW;
 
@@ -459,6 +459,16 @@ enum Pop {
     Withdrawn(Vc),
 }
 
+/// The timers of a [`Config`] the link runs per frame, in nanoseconds ([`nanos`]).
+#[derive(Debug, Clone, Copy)]
+struct TimerNanos {
+    ack_timer: u64,
+    replay_timer: u64,
+    cf_min_interval: u64,
+    cf_max_interval: u64,
+    cc_interval: u64,
+}
+
 /// Status events (up/down) that may wait unpolled before older transitions are merged.
 const STATUS_EVENTS_MAX: usize = 64;
 
@@ -473,6 +483,8 @@ const STATUS_EVENTS_MAX: usize = 64;
 #[derive(Debug)]
 pub struct Link {
     cfg: Config,
+    /// The configuration's timers in nanoseconds, for the per-frame deadline arithmetic.
+    ns: TimerNanos,
     eth_len: usize,
     now: Instant,
     physical: bool,
@@ -589,7 +601,15 @@ impl Link {
         let events_max =
             rx_recs + replay_frames + queued_frames + usize::from(cfg.vcs) + STATUS_EVENTS_MAX + 1;
         let events = VecDeque::new();
+        let ns = TimerNanos {
+            ack_timer: nanos(cfg.ack_timer),
+            replay_timer: nanos(cfg.replay_timer),
+            cf_min_interval: nanos(cfg.cf_min_interval),
+            cf_max_interval: nanos(cfg.cf_max_interval),
+            cc_interval: nanos(cfg.cc_interval),
+        };
         let mut link = Link {
+            ns,
             eth_len,
             now: Instant::ZERO,
             physical: false,
@@ -1408,7 +1428,7 @@ impl Link {
             let repr = credit_repr(agreed.vcs, &self.consumed);
             let t = self.emit_control(buf, LinkFrame::CreditResync(repr))?;
             self.counters.cc_sent = self.counters.cc_sent.wrapping_add(1);
-            self.cc_next = now.saturating_add(self.cfg.cc_interval);
+            self.cc_next = now.saturating_add_nanos(self.ns.cc_interval);
             return Ok(Some(t));
         }
         if !self.peer_up {
@@ -1553,9 +1573,9 @@ impl Link {
             }
             return Some(t);
         }
-        let mut t = self.last_cf.saturating_add(self.cfg.cf_max_interval);
+        let mut t = self.last_cf.saturating_add_nanos(self.ns.cf_max_interval);
         if self.freed_since_cf >= self.cfg.cf_min_credits {
-            t = t.min(self.last_cf.saturating_add(self.cfg.cf_min_interval));
+            t = t.min(self.last_cf.saturating_add_nanos(self.ns.cf_min_interval));
         }
         for d in [self.ack_deadline, self.replay_deadline]
             .into_iter()
@@ -1761,7 +1781,7 @@ impl Link {
         self.freed_since_cf = 0;
         self.cf_forced = false;
         self.last_cf = now;
-        self.cc_next = now.saturating_add(self.cfg.cc_interval);
+        self.cc_next = now.saturating_add_nanos(self.ns.cc_interval);
         self.unacked_bytes = 0;
         self.ack_deadline = None;
         self.ack_due = false;
@@ -1886,7 +1906,7 @@ impl Link {
             //# towards `replay_count_max`: the pending replay already begins with the oldest
             //# frame. The replay timer is restarted.
             self.replay_cursor = Some(0);
-            self.replay_deadline = Some(now.saturating_add(self.cfg.replay_timer));
+            self.replay_deadline = Some(now.saturating_add_nanos(self.ns.replay_timer));
             return;
         }
         //= docs/spec/link.md#3-link-level-retry-transmit-side
@@ -1912,7 +1932,7 @@ impl Link {
         self.replay_count += 1;
         self.replay_cursor = Some(0);
         self.replay_sent_any = false;
-        self.replay_deadline = Some(now.saturating_add(self.cfg.replay_timer));
+        self.replay_deadline = Some(now.saturating_add_nanos(self.ns.replay_timer));
     }
 
     fn on_ack(&mut self, now: Instant, s: Seq, nack: bool) {
@@ -1945,7 +1965,7 @@ impl Link {
             self.replay_deadline = if self.replay.is_empty() {
                 None
             } else {
-                Some(now.saturating_add(self.cfg.replay_timer))
+                Some(now.saturating_add_nanos(self.ns.replay_timer))
             };
             //= docs/spec/link.md#3-link-level-retry-transmit-side
             //# LINK-3-10 An ACK or NACK that acknowledges frames during a replay MUST remove them
@@ -2060,17 +2080,14 @@ impl Link {
             let this = v;
             v = if v + 1 == vcs { 0 } else { v + 1 };
             let v = this;
+            let Some(plen) = self.queues.get(v).and_then(Ring::front_len) else {
+                continue;
+            };
             if self.queue_blocked[v] || self.withdrawn[v] > 0 {
                 // Its front is reported lost, not sent (LINK-6-5 for a withdrawn one).
                 continue;
             }
-            let Some(q) = self.queues.get(v) else {
-                continue;
-            };
-            let Some((_, payload)) = q.front() else {
-                continue;
-            };
-            let len = frame_len(self.eth_len, payload.len());
+            let len = frame_len(self.eth_len, plen);
             if len > usize::from(agreed.mfs) {
                 self.counters.oversize_for_peer = self.counters.oversize_for_peer.wrapping_add(1);
                 self.queue_blocked[v] = true;
@@ -2120,7 +2137,9 @@ impl Link {
         Ok(None)
     }
 
-    #[inline]
+    // Inlined: its result then stays in registers (read back from memory, its fields written
+    // one by one, it stalled the caller's load of it).
+    #[inline(always)]
     fn send_new(
         &mut self,
         now: Instant,
@@ -2156,10 +2175,8 @@ impl Link {
             seq,
         };
         // The queued payload sits in a buffer laid out for its frame: the headers, padding and
-        // FCS are written around it and the buffer moves into the replay buffer, uncopied.
-        if !self.replay.fits(len) {
-            return Err(BufferTooSmall { needed: len });
-        }
+        // FCS are written around it and the buffer moves into the replay buffer, uncopied (the
+        // caller has found room for it there).
         let Some(mut rec) = self.queues.get_mut(v).and_then(Ring::take_front) else {
             return Err(BufferTooSmall { needed: len });
         };
@@ -2213,7 +2230,7 @@ impl Link {
         self.next_seq = seq.next();
         self.stompable = true;
         if self.replay_deadline.is_none() {
-            self.replay_deadline = Some(now.saturating_add(self.cfg.replay_timer));
+            self.replay_deadline = Some(now.saturating_add_nanos(self.ns.replay_timer));
         }
         self.counters.tx_frames[v] = self.counters.tx_frames[v].wrapping_add(1);
         self.counters.tx_bytes[v] = self.counters.tx_bytes[v].wrapping_add(len as u64);
@@ -2456,7 +2473,7 @@ impl Link {
         //# LINK-4-14 The RX MUST send an ACK when an accepted frame has waited `ack_timer` for
         //# one.
         if self.ack_deadline.is_none() {
-            self.ack_deadline = Some(now.saturating_add(self.cfg.ack_timer));
+            self.ack_deadline = Some(now.saturating_add_nanos(self.ns.ack_timer));
         }
         //= docs/spec/link.md#4-link-level-retry-receive-side
         //# LINK-4-15 The RX MUST send an ACK as soon as it has accepted a DATA frame with the
@@ -2534,8 +2551,8 @@ impl Link {
     fn cf_due(&self, now: Instant) -> bool {
         self.cf_forced
             || (self.freed_since_cf >= self.cfg.cf_min_credits
-                && now >= self.last_cf.saturating_add(self.cfg.cf_min_interval))
-            || now >= self.last_cf.saturating_add(self.cfg.cf_max_interval)
+                && now >= self.last_cf.saturating_add_nanos(self.ns.cf_min_interval))
+            || now >= self.last_cf.saturating_add_nanos(self.ns.cf_max_interval)
     }
 
     // ----- internals: frames and events ----------------------------------------------------
@@ -2585,20 +2602,28 @@ impl Link {
     }
 
     /// Completes the removal of the record the last event lent out, and records the time.
+    #[inline]
     fn settle(&mut self, now: Instant) {
         if now > self.now {
             self.now = now;
         }
-        match self.pending_pop.take() {
-            None => {}
-            Some(Pop::Rx) => {
+        if let Some(pop) = self.pending_pop.take() {
+            self.settle_pop(pop);
+        }
+    }
+
+    /// The removal [`Link::settle`] completes.
+    #[inline(never)]
+    fn settle_pop(&mut self, pop: Pop) {
+        match pop {
+            Pop::Rx => {
                 self.rx.pop_front();
             }
-            Some(Pop::Replay) => {
+            Pop::Replay => {
                 self.replay.pop_front();
                 self.flushed = self.flushed.saturating_sub(1);
             }
-            Some(Pop::Queue(vc)) => {
+            Pop::Queue(vc) => {
                 if let Some(q) = self.queues.get_mut(vc.index()) {
                     q.pop_front();
                 }
@@ -2609,7 +2634,7 @@ impl Link {
                     self.reject_not_agreed(vc.index());
                 }
             }
-            Some(Pop::Withdrawn(vc)) => {
+            Pop::Withdrawn(vc) => {
                 let v = vc.index();
                 if let Some(q) = self.queues.get_mut(v) {
                     let len = q.front().map_or(0, |(_, p)| p.len());
@@ -2637,7 +2662,13 @@ fn cost_of(len: usize, overhead: u8, credit_size: u16) -> u32 {
     //# the credit overhead the peer announced, the RX its own.
     let total = len + usize::from(overhead);
     let cs = usize::from(credit_size.max(1));
-    u32::try_from(total.div_ceil(cs)).unwrap_or(u32::MAX)
+    // Credit sizes are mostly powers of two: a shift instead of a division.
+    let credits = if cs.is_power_of_two() {
+        (total >> cs.trailing_zeros()) + usize::from(total & (cs - 1) != 0)
+    } else {
+        total.div_ceil(cs)
+    };
+    u32::try_from(credits).unwrap_or(u32::MAX)
 }
 
 fn credit_repr(vcs: u8, values: &[u32; 8]) -> CreditRepr {
@@ -3684,5 +3715,18 @@ mod tests {
                 .iter()
                 .any(|x| kind(x) == FrameKind::Data)
         );
+    }
+
+    #[test]
+    fn cost_is_the_rounded_up_quotient_for_every_credit_size() {
+        for cs in 0..=2048u16 {
+            for overhead in [0u8, 7, 255] {
+                for len in (0..10_000usize).step_by(7).chain([63, 64, 65, 9216]) {
+                    let total = len + usize::from(overhead);
+                    let want = total.div_ceil(usize::from(cs.max(1))) as u32;
+                    assert_eq!(cost_of(len, overhead, cs), want, "{len} {overhead} {cs}");
+                }
+            }
+        }
     }
 }

@@ -157,21 +157,25 @@ impl<M: Copy> Ring<M> {
     }
 
     /// Number of records.
+    #[inline]
     pub(crate) fn len(&self) -> usize {
         self.recs.len()
     }
 
     /// True when no record is stored.
+    #[inline]
     pub(crate) fn is_empty(&self) -> bool {
         self.recs.is_empty()
     }
 
     /// Sum of the lengths of the stored records.
+    #[inline]
     pub(crate) fn bytes(&self) -> usize {
         self.bytes
     }
 
     /// Where a record of `len` bytes would start, if it fits.
+    #[inline]
     fn place(&self, len: usize) -> Option<usize> {
         if self.recs.len() >= self.max_recs || len > self.capacity {
             return None;
@@ -198,6 +202,7 @@ impl<M: Copy> Ring<M> {
     }
 
     /// True when a record of `len` bytes fits now.
+    #[inline]
     pub(crate) fn fits(&self, len: usize) -> bool {
         self.place(len).is_some()
     }
@@ -246,6 +251,7 @@ impl<M: Copy> Ring<M> {
     /// Appends, as `data[at..at + len]` with `meta`, the buffer of a record taken whole from
     /// another ring ([`Ring::take_front`]), or gives the record back unchanged when it does not
     /// fit.
+    #[inline(always)]
     pub(crate) fn push_from<N>(
         &mut self,
         rec: Rec<N>,
@@ -343,6 +349,7 @@ impl<M: Copy> Ring<M> {
 
     /// Removes the oldest record whole, to move its buffer elsewhere or put it back with
     /// [`Ring::restore_front`].
+    #[inline(always)]
     pub(crate) fn take_front(&mut self) -> Option<Rec<M>> {
         let rec = self.recs.pop_front()?;
         self.bytes -= rec.len as usize;
@@ -350,12 +357,14 @@ impl<M: Copy> Ring<M> {
     }
 
     /// Puts back, unchanged, the record [`Ring::take_front`] took.
+    #[inline]
     pub(crate) fn restore_front(&mut self, rec: Rec<M>) {
         self.bytes += rec.len as usize;
         self.recs.push_front(rec);
     }
 
     /// The record at `index` from the front: metadata and bytes.
+    #[inline]
     pub(crate) fn get(&self, index: usize) -> Option<(&M, &[u8])> {
         let rec = self.recs.get(index)?;
         let at = rec.at as usize;
@@ -381,7 +390,14 @@ impl<M: Copy> Ring<M> {
         Some((rec.data.share(shell), rec.at as usize, rec.len as usize))
     }
 
+    /// The length of the oldest record.
+    #[inline]
+    pub(crate) fn front_len(&self) -> Option<usize> {
+        self.recs.front().map(Rec::len)
+    }
+
     /// The oldest record.
+    #[inline]
     pub(crate) fn front(&self) -> Option<(&M, &[u8])> {
         self.get(0)
     }
