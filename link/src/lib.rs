@@ -44,6 +44,7 @@ mod counters;
 pub mod harness;
 mod link;
 mod ring;
+mod slots;
 mod time;
 
 pub use config::{Agreed, Config, ConfigError};

@@ -1,6 +1,5 @@
 //! One end of one link: the state machine of link.md.
 
-use alloc::collections::VecDeque;
 use alloc::vec::Vec;
 use core::fmt;
 
@@ -14,6 +13,7 @@ use ethlink_protocol::{
 use crate::config::{Agreed, Config, ConfigError};
 use crate::counters::Counters;
 use crate::ring::{Data, Ring, Shared};
+use crate::slots::Slots;
 use crate::time::{Duration, Instant, nanos};
 
 const SEQ_HALF: u32 = Seq::MAX_WINDOW;
@@ -553,7 +553,7 @@ pub struct Link {
     epoch: u32,
     rx: Ring<RxMeta>,
     // Upper layer.
-    events: VecDeque<EvRec>,
+    events: Slots<EvRec>,
     /// The most records `events` may hold (see `Link::new`): storage is taken as it fills.
     events_max: usize,
     status_events: usize,
@@ -600,7 +600,7 @@ impl Link {
         let queued_frames = usize::from(cfg.vcs).saturating_mul(cfg.tx_queue_frames as usize);
         let events_max =
             rx_recs + replay_frames + queued_frames + usize::from(cfg.vcs) + STATUS_EVENTS_MAX + 1;
-        let events = VecDeque::new();
+        let events = Slots::new();
         let ns = TimerNanos {
             ack_timer: nanos(cfg.ack_timer),
             replay_timer: nanos(cfg.replay_timer),
@@ -1475,8 +1475,34 @@ impl Link {
 
     /// The next event for the upper layer. A `Delivered` or `Lost` payload borrows the link's
     /// buffer until the next call that takes `&mut self`.
+    #[inline]
     pub fn poll_event(&mut self) -> Option<Event<'_>> {
         self.settle(self.now);
+        // The common cases inline, so that the caller gets the event in registers: nothing, or
+        // a delivered frame.
+        match self.events.front()? {
+            EvRec::Delivered => {
+                self.events.pop_front();
+                self.pending_pop = Some(Pop::Rx);
+                let (m, bytes) = self.rx.front()?;
+                Some(Event::Delivered {
+                    vc: m.vc,
+                    seq: m.seq,
+                    payload: bytes,
+                    release: Release {
+                        vc: m.vc,
+                        credits: m.credits,
+                        epoch: m.epoch,
+                    },
+                })
+            }
+            _ => self.poll_event_record(),
+        }
+    }
+
+    /// [`Link::poll_event`] for the record at the front of the queue.
+    #[inline(never)]
+    fn poll_event_record(&mut self) -> Option<Event<'_>> {
         let rec = self.events.pop_front()?;
         match rec {
             EvRec::Up(a) => {

@@ -12,9 +12,10 @@
 //! bounds given at construction: at most `max_recs` buffers, each of its record's length, and
 //! spares only while records and spares together stay within the capacity.
 
-use alloc::collections::VecDeque;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
+
+use crate::slots::Slots;
 
 /// The bytes of a record shared by reference count: a frame handed to a wire stays readable
 /// while the replay buffer keeps it.
@@ -127,7 +128,7 @@ impl<M> Rec<M> {
 pub(crate) struct Ring<M> {
     /// The ring's size in bytes, against which records are placed.
     capacity: usize,
-    recs: VecDeque<Rec<M>>,
+    recs: Slots<Rec<M>>,
     max_recs: usize,
     bytes: usize,
     /// Buffers of records that left, kept for the next ones.
@@ -147,7 +148,7 @@ impl<M: Copy> Ring<M> {
     pub(crate) fn new(capacity: usize, max_recs: usize) -> Self {
         Ring {
             capacity,
-            recs: VecDeque::new(),
+            recs: Slots::new(),
             max_recs,
             bytes: 0,
             spare: Vec::new(),
