@@ -183,20 +183,41 @@ pub struct Stomped {
     pub len: usize,
 }
 
-/// A DATA frame a link sent, held by reference: the bytes in its replay buffer, shared with
-/// whoever carries them (a simulated wire) instead of copied. Cloning it shares the bytes again.
+/// A DATA frame a link sent, for whoever carries it (a simulated wire): a long frame is held by
+/// reference, its bytes in the replay buffer shared instead of copied (cloning it shares them
+/// again); a short one, up to [`SharedFrame::INLINE_MAX`] bytes, is carried as a copy of its own,
+/// which costs less than counting references to the buffer. The bytes are the same either way.
 #[derive(Debug, Clone)]
 pub struct SharedFrame {
-    data: Shared,
+    data: FrameBytes,
     len: usize,
     fcs: bool,
 }
 
+/// The bytes of a [`SharedFrame`].
+#[derive(Debug, Clone)]
+enum FrameBytes {
+    Shared(Shared),
+    Inline(Inline),
+}
+
+/// A short frame's copy, aligned so that it moves in whole words.
+#[derive(Debug, Clone, Copy)]
+#[repr(C, align(16))]
+struct Inline([u8; SharedFrame::INLINE_MAX]);
+
 impl SharedFrame {
+    /// The longest frame carried as a copy rather than by reference: a frame of the minimum
+    /// size (wire.md §2.4), which every frame that carries a few bytes is.
+    pub const INLINE_MAX: usize = 64;
+
     /// The frame, destination MAC through FCS; the last four bytes are the FCS only if
     /// [`SharedFrame::has_fcs`] (see [`Link::defer_fcs`]).
     pub fn as_bytes(&self) -> &[u8] {
-        self.data.get(..self.len).unwrap_or(&[])
+        match &self.data {
+            FrameBytes::Shared(d) => d.get(..self.len).unwrap_or(&[]),
+            FrameBytes::Inline(b) => b.0.get(..self.len).unwrap_or(&[]),
+        }
     }
 
     /// Whether the FCS is written: false for a frame of a link that defers it
@@ -559,9 +580,10 @@ pub struct Link {
     status_events: usize,
     pending_pop: Option<Pop>,
     /// Set by [`Link::poll_transmit_shared`] for its call: a DATA frame is handed out by
-    /// reference (into `shared_out`) instead of written into the caller's buffer.
+    /// reference instead of written into the caller's buffer: the index in the replay buffer of
+    /// the frame to hand out and whether its FCS is written go into `shared_out`.
     share_out: bool,
-    shared_out: Option<SharedFrame>,
+    shared_out: Option<(usize, bool)>,
     /// DATA frames are framed without their FCS until something needs the bytes whole
     /// ([`Link::defer_fcs`]).
     defer_fcs: bool,
@@ -1325,6 +1347,17 @@ impl Link {
         now: Instant,
         buf: &mut [u8],
     ) -> Result<Option<Transmit>, BufferTooSmall> {
+        self.transmit(now, buf)
+    }
+
+    /// [`Link::poll_transmit`], inlined into it and into [`Link::poll_transmit_shared`] so that
+    /// neither reads its result back from memory.
+    #[inline(always)]
+    fn transmit(
+        &mut self,
+        now: Instant,
+        buf: &mut [u8],
+    ) -> Result<Option<Transmit>, BufferTooSmall> {
         self.settle(now);
         if !self.physical {
             return Ok(None);
@@ -1456,7 +1489,8 @@ impl Link {
     }
 
     /// As [`Link::poll_transmit`], but a DATA frame (new or retransmitted) is handed out by
-    /// reference, shared with the replay buffer that keeps it, instead of written into `buf`;
+    /// reference, shared with the replay buffer that keeps it (a short one as a copy of its own,
+    /// see [`SharedFrame`]), instead of written into `buf`;
     /// control frames are written into `buf` as by `poll_transmit`. The bytes are those
     /// `poll_transmit` would have written. A retransmission marks the stored frame itself with
     /// the REPLAY flag and its FCS, which is what every retransmission of it carries.
@@ -1467,10 +1501,19 @@ impl Link {
     ) -> Result<Option<(Transmit, Option<SharedFrame>)>, BufferTooSmall> {
         self.share_out = true;
         self.shared_out = None;
-        let r = self.poll_transmit(now, buf);
+        let r = self.transmit(now, buf);
         self.share_out = false;
-        let shared = self.shared_out.take();
-        r.map(|t| t.map(|t| (t, shared)))
+        match r {
+            Ok(Some(t)) => {
+                let shared = match self.shared_out.take() {
+                    Some((index, fcs)) => self.share_replay(index, fcs),
+                    None => None,
+                };
+                Ok(Some((t, shared)))
+            }
+            Ok(None) => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 
     /// The next event for the upper layer. A `Delivered` or `Lost` payload borrows the link's
@@ -2054,11 +2097,7 @@ impl Link {
                     *b |= FLAG_REPLAY;
                 }
             }
-            self.shared_out = self.replay.shared(i).map(|(data, _, len)| SharedFrame {
-                data,
-                len,
-                fcs: fcs_now,
-            });
+            self.shared_out = Some((i, fcs_now));
         } else {
             let out = buf.get_mut(..len).ok_or(BufferTooSmall { needed: len })?;
             out.copy_from_slice(frame);
@@ -2082,6 +2121,25 @@ impl Link {
         }))
     }
 
+    /// The frame at `index` of the replay buffer for the wire, with its FCS written or not: a
+    /// copy if it is short, else a reference to the stored frame.
+    fn share_replay(&mut self, index: usize, fcs: bool) -> Option<SharedFrame> {
+        if let Some((_, bytes)) = self.replay.get(index)
+            && let Ok(inline) = <[u8; SharedFrame::INLINE_MAX]>::try_from(bytes)
+        {
+            return Some(SharedFrame {
+                data: FrameBytes::Inline(Inline(inline)),
+                len: SharedFrame::INLINE_MAX,
+                fcs,
+            });
+        }
+        self.replay.shared(index).map(|(data, _, len)| SharedFrame {
+            data: FrameBytes::Shared(data),
+            len,
+            fcs,
+        })
+    }
+
     fn replay_has_room(&self, agreed: &Agreed, len: usize) -> bool {
         //= docs/spec/link.md#3-link-level-retry-transmit-side
         //# LINK-3-3 The TX MUST NOT send a new DATA frame when the replay buffer already holds
@@ -2093,6 +2151,7 @@ impl Link {
             && self.replay.fits(len)
     }
 
+    #[inline(always)]
     fn transmit_new(
         &mut self,
         now: Instant,
@@ -2245,11 +2304,7 @@ impl Link {
         }
         let last = self.replay.len() - 1;
         if self.share_out {
-            self.shared_out = self.replay.shared(last).map(|(data, _, len)| SharedFrame {
-                data,
-                len,
-                fcs: fcs_now,
-            });
+            self.shared_out = Some((last, fcs_now));
         } else if let (Some(out), Some((_, stored))) = (buf.get_mut(..len), self.replay.get(last)) {
             out.copy_from_slice(stored);
         }
