@@ -858,14 +858,14 @@ impl Link {
         let plen = payload.len();
         let hdr = self.eth_len + LINK_HEADER_LEN;
         let flen = frame_len(self.eth_len, plen);
-        self.queue_room(v, plen)?;
+        let start = self.queue_room(v, plen)?;
         // The payload goes straight into a buffer laid out for its frame: sending it writes the
         // headers around it and moves the buffer into the replay buffer.
         let mut data = self.replay.buffer(flen);
         if let Some(slot) = data.get_mut(hdr..hdr + plen) {
             slot.copy_from_slice(payload);
         }
-        self.queue_push(v, data, plen).map_err(|(e, _)| e)
+        self.queue_push(v, start, data, plen).map_err(|(e, _)| e)
     }
 
     /// Lays `payload` out in a buffer of its own for this link's frames, ready for
@@ -910,9 +910,10 @@ impl Link {
             Err(e) => return Err((e, out)),
         };
         let plen = out.len;
-        if let Err(e) = self.queue_room(v, plen) {
-            return Err((e, out));
-        }
+        let start = match self.queue_room(v, plen) {
+            Ok(start) => start,
+            Err(e) => return Err((e, out)),
+        };
         let hdr = self.eth_len + LINK_HEADER_LEN;
         let data = if out.at == hdr && out.data.len() == frame_len(self.eth_len, plen) {
             out.data
@@ -920,7 +921,7 @@ impl Link {
             // Laid out for a link with other headers (an 802.1Q tag): lay it out again.
             self.outgoing(out.payload()).data
         };
-        self.queue_push(v, data, plen).map_err(|(e, data)| {
+        self.queue_push(v, start, data, plen).map_err(|(e, data)| {
             (
                 e,
                 Outgoing {
@@ -970,28 +971,31 @@ impl Link {
         Ok(v)
     }
 
-    /// Whether VC `v`'s queue has room for a payload of `plen` bytes.
-    fn queue_room(&self, v: usize, plen: usize) -> Result<(), SubmitError> {
+    /// Whether VC `v`'s queue has room for a payload of `plen` bytes, and where in its ring.
+    fn queue_room(&self, v: usize, plen: usize) -> Result<usize, SubmitError> {
         let Some(q) = self.queues.get(v) else {
             return Err(SubmitError::NoSuchVc {
                 vc: v as u8,
                 vcs: self.cfg.vcs,
             });
         };
-        if q.bytes() + plen > self.cfg.tx_queue_bytes as usize || !q.fits(plen) {
-            return Err(SubmitError::QueueFull {
-                vc: v as u8,
-                frames: q.len(),
-                bytes: q.bytes(),
-            });
+        let full = || SubmitError::QueueFull {
+            vc: v as u8,
+            frames: q.len(),
+            bytes: q.bytes(),
+        };
+        if q.bytes() + plen > self.cfg.tx_queue_bytes as usize {
+            return Err(full());
         }
-        Ok(())
+        q.place(plen).ok_or_else(full)
     }
 
-    /// Queues a payload laid out for this link (checked by [`Link::queue_room`]).
+    /// Queues a payload laid out for this link at `start` (given by [`Link::queue_room`], the
+    /// queue unchanged since).
     fn queue_push(
         &mut self,
         v: usize,
+        start: usize,
         data: Vec<u8>,
         plen: usize,
     ) -> Result<(), (SubmitError, Vec<u8>)> {
@@ -1000,16 +1004,17 @@ impl Link {
         let Some(q) = self.queues.get_mut(v) else {
             return Err((SubmitError::NoSuchVc { vc: v as u8, vcs }, data));
         };
-        q.push_data(Data::Own(data), hdr, plen, ()).map_err(|data| {
-            (
-                SubmitError::QueueFull {
-                    vc: v as u8,
-                    frames: q.len(),
-                    bytes: q.bytes(),
-                },
-                data.into_vec().unwrap_or_default(),
-            )
-        })
+        q.push_data_placed(start, Data::Own(data), hdr, plen, ())
+            .map_err(|data| {
+                (
+                    SubmitError::QueueFull {
+                        vc: v as u8,
+                        frames: q.len(),
+                        bytes: q.bytes(),
+                    },
+                    data.into_vec().unwrap_or_default(),
+                )
+            })
     }
 
     /// Takes back every frame queued by [`Link::submit`] that has not been sent yet, on every VC,
@@ -2476,12 +2481,11 @@ impl Link {
                     );
                 }
                 _ => {
-                    let Some(slot) = self.rx.push(payload.len(), meta) else {
+                    if !self.rx.push_copy(payload, meta) {
                         self.counters.credit_overruns[v] =
                             self.counters.credit_overruns[v].wrapping_add(1);
                         return;
-                    };
-                    slot.copy_from_slice(payload);
+                    }
                     self.events.push_back(EvRec::Delivered);
                 }
             }

@@ -177,7 +177,7 @@ impl<M: Copy> Ring<M> {
 
     /// Where a record of `len` bytes would start, if it fits.
     #[inline]
-    fn place(&self, len: usize) -> Option<usize> {
+    pub(crate) fn place(&self, len: usize) -> Option<usize> {
         if self.recs.len() >= self.max_recs || len > self.capacity {
             return None;
         }
@@ -223,6 +223,7 @@ impl<M: Copy> Ring<M> {
     }
 
     /// Appends a record of `len` bytes and returns its bytes to be filled, or `None` when full.
+    #[cfg(test)]
     pub(crate) fn push(&mut self, len: usize, meta: M) -> Option<&mut [u8]> {
         let start = self.place(len)?;
         let data = Data::Own(self.buffer(len));
@@ -231,8 +232,22 @@ impl<M: Copy> Ring<M> {
         rec.data.make_mut().get_mut(..len)
     }
 
+    /// Appends a record holding a copy of `bytes`; false when full.
+    #[inline]
+    pub(crate) fn push_copy(&mut self, bytes: &[u8], meta: M) -> bool {
+        let len = bytes.len();
+        let Some(start) = self.place(len) else {
+            return false;
+        };
+        let mut b = self.take_spare().unwrap_or_default();
+        b.clear();
+        b.extend_from_slice(bytes);
+        self.push_at(start, Data::Own(b), 0, len, meta).is_ok()
+    }
+
     /// Appends a record whose bytes are `data[at..at + len]`, moved in, or gives `data` back when
     /// the record does not fit.
+    #[cfg(test)]
     pub(crate) fn push_data(
         &mut self,
         data: Data,
@@ -247,6 +262,23 @@ impl<M: Copy> Ring<M> {
             Some(start) => self.push_at(start, data, at, len, meta),
             None => Err(data),
         }
+    }
+
+    /// As [`Ring::push_data`] at `start`, where [`Ring::place`] placed the record since the last
+    /// change to the ring.
+    #[inline]
+    pub(crate) fn push_data_placed(
+        &mut self,
+        start: usize,
+        data: Data,
+        at: usize,
+        len: usize,
+        meta: M,
+    ) -> Result<(), Data> {
+        if data.len() < at.saturating_add(len) {
+            return Err(data);
+        }
+        self.push_at(start, data, at, len, meta)
     }
 
     /// Appends, as `data[at..at + len]` with `meta`, the buffer of a record taken whole from
