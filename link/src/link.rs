@@ -547,6 +547,8 @@ pub struct Link {
     cc_next: Instant,
     rr: usize,
     queues: Vec<Ring<()>>,
+    /// Frames in all the transmit queues together (withdrawn and blocked ones included).
+    queued_total: usize,
     /// A VC's queue front is reported by a pending `Oversize` or `NotAgreed` record.
     queue_blocked: [bool; 8],
     /// Frames of each VC's queue withdrawn (LINK-6-5) whose events are still pending, and their
@@ -661,6 +663,7 @@ impl Link {
             cc_next: Instant::ZERO,
             rr: 0,
             queues,
+            queued_total: 0,
             queue_blocked: [false; 8],
             withdrawn: [0; 8],
             withdrawn_bytes: [0; 8],
@@ -1004,7 +1007,8 @@ impl Link {
         let Some(q) = self.queues.get_mut(v) else {
             return Err((SubmitError::NoSuchVc { vc: v as u8, vcs }, data));
         };
-        q.push_data_placed(start, Data::Own(data), hdr, plen, ())
+        let pushed = q
+            .push_data_placed(start, Data::Own(data), hdr, plen, ())
             .map_err(|data| {
                 (
                     SubmitError::QueueFull {
@@ -1014,7 +1018,11 @@ impl Link {
                     },
                     data.into_vec().unwrap_or_default(),
                 )
-            })
+            });
+        if pushed.is_ok() {
+            self.queued_total += 1;
+        }
+        pushed
     }
 
     /// Takes back every frame queued by [`Link::submit`] that has not been sent yet, on every VC,
@@ -2163,6 +2171,14 @@ impl Link {
         agreed: &Agreed,
         buf: &mut [u8],
     ) -> Result<Option<Transmit>, BufferTooSmall> {
+        debug_assert_eq!(
+            self.queued_total,
+            self.queues.iter().map(Ring::len).sum::<usize>()
+        );
+        if self.queued_total == 0 {
+            // Nothing to send on any VC.
+            return Ok(None);
+        }
         let vcs = usize::from(agreed.vcs);
         let mut replay_full = false;
         let mut v = self.rr.min(vcs.saturating_sub(1));
@@ -2270,12 +2286,14 @@ impl Link {
         let Some(mut rec) = self.queues.get_mut(v).and_then(Ring::take_front) else {
             return Err(BufferTooSmall { needed: len });
         };
+        self.queued_total -= 1;
         let payload_len = rec.len();
         if rec.at() != self.eth_len + LINK_HEADER_LEN || rec.data().len() != len {
             // Every queued payload is laid out for this link's frames (`submit`,
             // `submit_outgoing`); one that is not is not sent.
             if let Some(q) = self.queues.get_mut(v) {
                 q.restore_front(rec);
+                self.queued_total += 1;
             }
             return Err(BufferTooSmall { needed: len });
         }
@@ -2288,6 +2306,7 @@ impl Link {
         if framed.is_err() {
             if let Some(q) = self.queues.get_mut(v) {
                 q.restore_front(rec);
+                self.queued_total += 1;
             }
             return Err(BufferTooSmall { needed: len });
         }
@@ -2304,6 +2323,7 @@ impl Link {
         if let Err(rec) = self.replay.push_from(rec, 0, len, meta) {
             if let Some(q) = self.queues.get_mut(v) {
                 q.restore_front(rec);
+                self.queued_total += 1;
             }
             return Err(BufferTooSmall { needed: len });
         }
@@ -2709,8 +2729,10 @@ impl Link {
                 self.flushed = self.flushed.saturating_sub(1);
             }
             Pop::Queue(vc) => {
-                if let Some(q) = self.queues.get_mut(vc.index()) {
-                    q.pop_front();
+                if let Some(q) = self.queues.get_mut(vc.index())
+                    && q.pop_front().is_some()
+                {
+                    self.queued_total -= 1;
                 }
                 if let Some(b) = self.queue_blocked.get_mut(vc.index()) {
                     *b = false;
@@ -2723,12 +2745,14 @@ impl Link {
                 let v = vc.index();
                 if let Some(q) = self.queues.get_mut(v) {
                     let len = q.front().map_or(0, |(_, p)| p.len());
-                    if q.pop_front().is_some()
-                        && let (Some(w), Some(b)) =
+                    if q.pop_front().is_some() {
+                        self.queued_total -= 1;
+                        if let (Some(w), Some(b)) =
                             (self.withdrawn.get_mut(v), self.withdrawn_bytes.get_mut(v))
-                    {
-                        *w = w.saturating_sub(1);
-                        *b = b.saturating_sub(len);
+                        {
+                            *w = w.saturating_sub(1);
+                            *b = b.saturating_sub(len);
+                        }
                     }
                 }
                 if self.agreed.is_some_and(|a| vc.value() >= a.vcs) {
