@@ -21,9 +21,10 @@
 //! carries frames on a simulated wire: [`Link::outgoing`] (or [`Layout::outgoing`]) lays a
 //! payload out once with room for its headers and [`Link::submit_outgoing`] queues it without a
 //! copy; [`Link::poll_transmit_shared`] hands a DATA frame out as a [`SharedFrame`] shared with
-//! the replay buffer, its FCS deferred if [`Link::defer_fcs`] asks (the exact bytes are then
-//! made by [`SharedFrame::write_exact`]); [`Link::handle_frame_deliver`] hands an accepted
-//! payload straight to the caller. The bytes and behaviour are those of the copying calls.
+//! the replay buffer (a short frame as a copy, which costs less than sharing it), its FCS
+//! deferred if [`Link::defer_fcs`] asks (the exact bytes are then made by
+//! [`SharedFrame::write_exact`]); [`Link::handle_frame_deliver`] hands an accepted payload
+//! straight to the caller. The bytes and behaviour are those of the copying calls.
 //!
 //! [`harness`] joins two ends by a simulated wire with a seeded fault injector; tests, benches,
 //! the `ethlink link` experiment and later layers use it. Its [`harness::Channel`] (one
@@ -44,6 +45,7 @@ mod counters;
 pub mod harness;
 mod link;
 mod ring;
+mod slots;
 mod time;
 
 pub use config::{Agreed, Config, ConfigError};

@@ -1,6 +1,5 @@
 //! One end of one link: the state machine of link.md.
 
-use alloc::collections::VecDeque;
 use alloc::vec::Vec;
 use core::fmt;
 
@@ -14,7 +13,8 @@ use ethlink_protocol::{
 use crate::config::{Agreed, Config, ConfigError};
 use crate::counters::Counters;
 use crate::ring::{Data, Ring, Shared};
-use crate::time::{Duration, Instant};
+use crate::slots::Slots;
+use crate::time::{Duration, Instant, nanos};
 
 const SEQ_HALF: u32 = Seq::MAX_WINDOW;
 
@@ -183,20 +183,41 @@ pub struct Stomped {
     pub len: usize,
 }
 
-/// A DATA frame a link sent, held by reference: the bytes in its replay buffer, shared with
-/// whoever carries them (a simulated wire) instead of copied. Cloning it shares the bytes again.
+/// A DATA frame a link sent, for whoever carries it (a simulated wire): a long frame is held by
+/// reference, its bytes in the replay buffer shared instead of copied (cloning it shares them
+/// again); a short one, up to [`SharedFrame::INLINE_MAX`] bytes, is carried as a copy of its own,
+/// which costs less than counting references to the buffer. The bytes are the same either way.
 #[derive(Debug, Clone)]
 pub struct SharedFrame {
-    data: Shared,
+    data: FrameBytes,
     len: usize,
     fcs: bool,
 }
 
+/// The bytes of a [`SharedFrame`].
+#[derive(Debug, Clone)]
+enum FrameBytes {
+    Shared(Shared),
+    Inline(Inline),
+}
+
+/// A short frame's copy, aligned so that it moves in whole words.
+#[derive(Debug, Clone, Copy)]
+#[repr(C, align(16))]
+struct Inline([u8; SharedFrame::INLINE_MAX]);
+
 impl SharedFrame {
+    /// The longest frame carried as a copy rather than by reference: a frame of the minimum
+    /// size (wire.md §2.4), which every frame that carries a few bytes is.
+    pub const INLINE_MAX: usize = 64;
+
     /// The frame, destination MAC through FCS; the last four bytes are the FCS only if
     /// [`SharedFrame::has_fcs`] (see [`Link::defer_fcs`]).
     pub fn as_bytes(&self) -> &[u8] {
-        self.data.get(..self.len).unwrap_or(&[])
+        match &self.data {
+            FrameBytes::Shared(d) => d.get(..self.len).unwrap_or(&[]),
+            FrameBytes::Inline(b) => b.0.get(..self.len).unwrap_or(&[]),
+        }
     }
 
     /// Whether the FCS is written: false for a frame of a link that defers it
@@ -485,6 +506,16 @@ enum Pop {
     Withdrawn(Vc),
 }
 
+/// The timers of a [`Config`] the link runs per frame, in nanoseconds ([`nanos`]).
+#[derive(Debug, Clone, Copy)]
+struct TimerNanos {
+    ack_timer: u64,
+    replay_timer: u64,
+    cf_min_interval: u64,
+    cf_max_interval: u64,
+    cc_interval: u64,
+}
+
 /// Status events (up/down) that may wait unpolled before older transitions are merged.
 const STATUS_EVENTS_MAX: usize = 64;
 
@@ -499,6 +530,8 @@ const STATUS_EVENTS_MAX: usize = 64;
 #[derive(Debug)]
 pub struct Link {
     cfg: Config,
+    /// The configuration's timers in nanoseconds, for the per-frame deadline arithmetic.
+    ns: TimerNanos,
     eth_len: usize,
     now: Instant,
     physical: bool,
@@ -540,6 +573,8 @@ pub struct Link {
     cc_next: Instant,
     rr: usize,
     queues: Vec<Ring<()>>,
+    /// Frames in all the transmit queues together (withdrawn and blocked ones included).
+    queued_total: usize,
     /// A VC's queue front is reported by a pending `Oversize` or `NotAgreed` record.
     queue_blocked: [bool; 8],
     /// Frames of each VC's queue withdrawn (LINK-6-5) whose events are still pending, and their
@@ -567,15 +602,16 @@ pub struct Link {
     epoch: u32,
     rx: Ring<RxMeta>,
     // Upper layer.
-    events: VecDeque<EvRec>,
+    events: Slots<EvRec>,
     /// The most records `events` may hold (see `Link::new`): storage is taken as it fills.
     events_max: usize,
     status_events: usize,
     pending_pop: Option<Pop>,
     /// Set by [`Link::poll_transmit_shared`] for its call: a DATA frame is handed out by
-    /// reference (into `shared_out`) instead of written into the caller's buffer.
+    /// reference instead of written into the caller's buffer: the index in the replay buffer of
+    /// the frame to hand out and whether its FCS is written go into `shared_out`.
     share_out: bool,
-    shared_out: Option<SharedFrame>,
+    shared_out: Option<(usize, bool)>,
     /// DATA frames are framed without their FCS until something needs the bytes whole
     /// ([`Link::defer_fcs`]).
     defer_fcs: bool,
@@ -614,8 +650,16 @@ impl Link {
         let queued_frames = usize::from(cfg.vcs).saturating_mul(cfg.tx_queue_frames as usize);
         let events_max =
             rx_recs + replay_frames + queued_frames + usize::from(cfg.vcs) + STATUS_EVENTS_MAX + 1;
-        let events = VecDeque::new();
+        let events = Slots::new();
+        let ns = TimerNanos {
+            ack_timer: nanos(cfg.ack_timer),
+            replay_timer: nanos(cfg.replay_timer),
+            cf_min_interval: nanos(cfg.cf_min_interval),
+            cf_max_interval: nanos(cfg.cf_max_interval),
+            cc_interval: nanos(cfg.cc_interval),
+        };
         let mut link = Link {
+            ns,
             eth_len,
             now: Instant::ZERO,
             physical: false,
@@ -645,6 +689,7 @@ impl Link {
             cc_next: Instant::ZERO,
             rr: 0,
             queues,
+            queued_total: 0,
             queue_blocked: [false; 8],
             withdrawn: [0; 8],
             withdrawn_bytes: [0; 8],
@@ -842,14 +887,14 @@ impl Link {
         let plen = payload.len();
         let hdr = self.eth_len + LINK_HEADER_LEN;
         let flen = frame_len(self.eth_len, plen);
-        self.queue_room(v, plen)?;
+        let start = self.queue_room(v, plen)?;
         // The payload goes straight into a buffer laid out for its frame: sending it writes the
         // headers around it and moves the buffer into the replay buffer.
         let mut data = self.replay.buffer(flen);
         if let Some(slot) = data.get_mut(hdr..hdr + plen) {
             slot.copy_from_slice(payload);
         }
-        self.queue_push(v, data, plen).map_err(|(e, _)| e)
+        self.queue_push(v, start, data, plen).map_err(|(e, _)| e)
     }
 
     /// Lays `payload` out in a buffer of its own for this link's frames, ready for
@@ -894,9 +939,10 @@ impl Link {
             Err(e) => return Err((e, out)),
         };
         let plen = out.len;
-        if let Err(e) = self.queue_room(v, plen) {
-            return Err((e, out));
-        }
+        let start = match self.queue_room(v, plen) {
+            Ok(start) => start,
+            Err(e) => return Err((e, out)),
+        };
         let hdr = self.eth_len + LINK_HEADER_LEN;
         let data = if out.at == hdr && out.data.len() == frame_len(self.eth_len, plen) {
             out.data
@@ -904,7 +950,7 @@ impl Link {
             // Laid out for a link with other headers (an 802.1Q tag): lay it out again.
             self.outgoing(out.payload()).data
         };
-        self.queue_push(v, data, plen).map_err(|(e, data)| {
+        self.queue_push(v, start, data, plen).map_err(|(e, data)| {
             (
                 e,
                 Outgoing {
@@ -954,28 +1000,31 @@ impl Link {
         Ok(v)
     }
 
-    /// Whether VC `v`'s queue has room for a payload of `plen` bytes.
-    fn queue_room(&self, v: usize, plen: usize) -> Result<(), SubmitError> {
+    /// Whether VC `v`'s queue has room for a payload of `plen` bytes, and where in its ring.
+    fn queue_room(&self, v: usize, plen: usize) -> Result<usize, SubmitError> {
         let Some(q) = self.queues.get(v) else {
             return Err(SubmitError::NoSuchVc {
                 vc: v as u8,
                 vcs: self.cfg.vcs,
             });
         };
-        if q.bytes() + plen > self.cfg.tx_queue_bytes as usize || !q.fits(plen) {
-            return Err(SubmitError::QueueFull {
-                vc: v as u8,
-                frames: q.len(),
-                bytes: q.bytes(),
-            });
+        let full = || SubmitError::QueueFull {
+            vc: v as u8,
+            frames: q.len(),
+            bytes: q.bytes(),
+        };
+        if q.bytes() + plen > self.cfg.tx_queue_bytes as usize {
+            return Err(full());
         }
-        Ok(())
+        q.place(plen).ok_or_else(full)
     }
 
-    /// Queues a payload laid out for this link (checked by [`Link::queue_room`]).
+    /// Queues a payload laid out for this link at `start` (given by [`Link::queue_room`], the
+    /// queue unchanged since).
     fn queue_push(
         &mut self,
         v: usize,
+        start: usize,
         data: Vec<u8>,
         plen: usize,
     ) -> Result<(), (SubmitError, Vec<u8>)> {
@@ -984,16 +1033,22 @@ impl Link {
         let Some(q) = self.queues.get_mut(v) else {
             return Err((SubmitError::NoSuchVc { vc: v as u8, vcs }, data));
         };
-        q.push_data(Data::Own(data), hdr, plen, ()).map_err(|data| {
-            (
-                SubmitError::QueueFull {
-                    vc: v as u8,
-                    frames: q.len(),
-                    bytes: q.bytes(),
-                },
-                data.into_vec().unwrap_or_default(),
-            )
-        })
+        let pushed = q
+            .push_data_placed(start, Data::Own(data), hdr, plen, ())
+            .map_err(|data| {
+                (
+                    SubmitError::QueueFull {
+                        vc: v as u8,
+                        frames: q.len(),
+                        bytes: q.bytes(),
+                    },
+                    data.into_vec().unwrap_or_default(),
+                )
+            });
+        if pushed.is_ok() {
+            self.queued_total += 1;
+        }
+        pushed
     }
 
     /// Takes back every frame queued by [`Link::submit`] that has not been sent yet, on every VC,
@@ -1331,6 +1386,17 @@ impl Link {
         now: Instant,
         buf: &mut [u8],
     ) -> Result<Option<Transmit>, BufferTooSmall> {
+        self.transmit(now, buf)
+    }
+
+    /// [`Link::poll_transmit`], inlined into it and into [`Link::poll_transmit_shared`] so that
+    /// neither reads its result back from memory.
+    #[inline(always)]
+    fn transmit(
+        &mut self,
+        now: Instant,
+        buf: &mut [u8],
+    ) -> Result<Option<Transmit>, BufferTooSmall> {
         self.settle(now);
         if !self.physical {
             return Ok(None);
@@ -1434,7 +1500,7 @@ impl Link {
             let repr = credit_repr(agreed.vcs, &self.consumed);
             let t = self.emit_control(buf, LinkFrame::CreditResync(repr))?;
             self.counters.cc_sent = self.counters.cc_sent.wrapping_add(1);
-            self.cc_next = now.saturating_add(self.cfg.cc_interval);
+            self.cc_next = now.saturating_add_nanos(self.ns.cc_interval);
             return Ok(Some(t));
         }
         if !self.peer_up {
@@ -1462,7 +1528,8 @@ impl Link {
     }
 
     /// As [`Link::poll_transmit`], but a DATA frame (new or retransmitted) is handed out by
-    /// reference, shared with the replay buffer that keeps it, instead of written into `buf`;
+    /// reference, shared with the replay buffer that keeps it (a short one as a copy of its own,
+    /// see [`SharedFrame`]), instead of written into `buf`;
     /// control frames are written into `buf` as by `poll_transmit`. The bytes are those
     /// `poll_transmit` would have written. A retransmission marks the stored frame itself with
     /// the REPLAY flag and its FCS, which is what every retransmission of it carries.
@@ -1473,16 +1540,51 @@ impl Link {
     ) -> Result<Option<(Transmit, Option<SharedFrame>)>, BufferTooSmall> {
         self.share_out = true;
         self.shared_out = None;
-        let r = self.poll_transmit(now, buf);
+        let r = self.transmit(now, buf);
         self.share_out = false;
-        let shared = self.shared_out.take();
-        r.map(|t| t.map(|t| (t, shared)))
+        match r {
+            Ok(Some(t)) => {
+                let shared = match self.shared_out.take() {
+                    Some((index, fcs)) => self.share_replay(index, fcs),
+                    None => None,
+                };
+                Ok(Some((t, shared)))
+            }
+            Ok(None) => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 
     /// The next event for the upper layer. A `Delivered` or `Lost` payload borrows the link's
     /// buffer until the next call that takes `&mut self`.
+    #[inline]
     pub fn poll_event(&mut self) -> Option<Event<'_>> {
         self.settle(self.now);
+        // The common cases inline, so that the caller gets the event in registers: nothing, or
+        // a delivered frame.
+        match self.events.front()? {
+            EvRec::Delivered => {
+                self.events.pop_front();
+                self.pending_pop = Some(Pop::Rx);
+                let (m, bytes) = self.rx.front()?;
+                Some(Event::Delivered {
+                    vc: m.vc,
+                    seq: m.seq,
+                    payload: bytes,
+                    release: Release {
+                        vc: m.vc,
+                        credits: m.credits,
+                        epoch: m.epoch,
+                    },
+                })
+            }
+            _ => self.poll_event_record(),
+        }
+    }
+
+    /// [`Link::poll_event`] for the record at the front of the queue.
+    #[inline(never)]
+    fn poll_event_record(&mut self) -> Option<Event<'_>> {
         let rec = self.events.pop_front()?;
         match rec {
             EvRec::Up(a) => {
@@ -1579,9 +1681,9 @@ impl Link {
             }
             return Some(t);
         }
-        let mut t = self.last_cf.saturating_add(self.cfg.cf_max_interval);
+        let mut t = self.last_cf.saturating_add_nanos(self.ns.cf_max_interval);
         if self.freed_since_cf >= self.cfg.cf_min_credits {
-            t = t.min(self.last_cf.saturating_add(self.cfg.cf_min_interval));
+            t = t.min(self.last_cf.saturating_add_nanos(self.ns.cf_min_interval));
         }
         for d in [self.ack_deadline, self.replay_deadline]
             .into_iter()
@@ -1787,7 +1889,7 @@ impl Link {
         self.freed_since_cf = 0;
         self.cf_forced = false;
         self.last_cf = now;
-        self.cc_next = now.saturating_add(self.cfg.cc_interval);
+        self.cc_next = now.saturating_add_nanos(self.ns.cc_interval);
         self.unacked_bytes = 0;
         self.ack_deadline = None;
         self.ack_due = false;
@@ -1912,7 +2014,7 @@ impl Link {
             //# towards `replay_count_max`: the pending replay already begins with the oldest
             //# frame. The replay timer is restarted.
             self.replay_cursor = Some(0);
-            self.replay_deadline = Some(now.saturating_add(self.cfg.replay_timer));
+            self.replay_deadline = Some(now.saturating_add_nanos(self.ns.replay_timer));
             return;
         }
         //= docs/spec/link.md#3-link-level-retry-transmit-side
@@ -1938,7 +2040,7 @@ impl Link {
         self.replay_count += 1;
         self.replay_cursor = Some(0);
         self.replay_sent_any = false;
-        self.replay_deadline = Some(now.saturating_add(self.cfg.replay_timer));
+        self.replay_deadline = Some(now.saturating_add_nanos(self.ns.replay_timer));
     }
 
     fn on_ack(&mut self, now: Instant, s: Seq, nack: bool) {
@@ -1971,7 +2073,7 @@ impl Link {
             self.replay_deadline = if self.replay.is_empty() {
                 None
             } else {
-                Some(now.saturating_add(self.cfg.replay_timer))
+                Some(now.saturating_add_nanos(self.ns.replay_timer))
             };
             //= docs/spec/link.md#3-link-level-retry-transmit-side
             //# LINK-3-10 An ACK or NACK that acknowledges frames during a replay MUST remove them
@@ -2034,11 +2136,7 @@ impl Link {
                     *b |= FLAG_REPLAY;
                 }
             }
-            self.shared_out = self.replay.shared(i).map(|(data, _, len)| SharedFrame {
-                data,
-                len,
-                fcs: fcs_now,
-            });
+            self.shared_out = Some((i, fcs_now));
         } else {
             let out = buf.get_mut(..len).ok_or(BufferTooSmall { needed: len })?;
             out.copy_from_slice(frame);
@@ -2062,6 +2160,25 @@ impl Link {
         }))
     }
 
+    /// The frame at `index` of the replay buffer for the wire, with its FCS written or not: a
+    /// copy if it is short, else a reference to the stored frame.
+    fn share_replay(&mut self, index: usize, fcs: bool) -> Option<SharedFrame> {
+        if let Some((_, bytes)) = self.replay.get(index)
+            && let Ok(inline) = <[u8; SharedFrame::INLINE_MAX]>::try_from(bytes)
+        {
+            return Some(SharedFrame {
+                data: FrameBytes::Inline(Inline(inline)),
+                len: SharedFrame::INLINE_MAX,
+                fcs,
+            });
+        }
+        self.replay.shared(index).map(|(data, _, len)| SharedFrame {
+            data: FrameBytes::Shared(data),
+            len,
+            fcs,
+        })
+    }
+
     fn replay_has_room(&self, agreed: &Agreed, len: usize) -> bool {
         //= docs/spec/link.md#3-link-level-retry-transmit-side
         //# LINK-3-3 The TX MUST NOT send a new DATA frame when the replay buffer already holds
@@ -2073,12 +2190,21 @@ impl Link {
             && self.replay.fits(len)
     }
 
+    #[inline(always)]
     fn transmit_new(
         &mut self,
         now: Instant,
         agreed: &Agreed,
         buf: &mut [u8],
     ) -> Result<Option<Transmit>, BufferTooSmall> {
+        debug_assert_eq!(
+            self.queued_total,
+            self.queues.iter().map(Ring::len).sum::<usize>()
+        );
+        if self.queued_total == 0 {
+            // Nothing to send on any VC.
+            return Ok(None);
+        }
         let vcs = usize::from(agreed.vcs);
         let mut replay_full = false;
         let mut v = self.rr.min(vcs.saturating_sub(1));
@@ -2086,17 +2212,14 @@ impl Link {
             let this = v;
             v = if v + 1 == vcs { 0 } else { v + 1 };
             let v = this;
+            let Some(plen) = self.queues.get(v).and_then(Ring::front_len) else {
+                continue;
+            };
             if self.queue_blocked[v] || self.withdrawn[v] > 0 {
                 // Its front is reported lost, not sent (LINK-6-5 for a withdrawn one).
                 continue;
             }
-            let Some(q) = self.queues.get(v) else {
-                continue;
-            };
-            let Some((_, payload)) = q.front() else {
-                continue;
-            };
-            let len = frame_len(self.eth_len, payload.len());
+            let len = frame_len(self.eth_len, plen);
             if len > usize::from(agreed.mfs) {
                 self.counters.oversize_for_peer = self.counters.oversize_for_peer.wrapping_add(1);
                 self.queue_blocked[v] = true;
@@ -2146,7 +2269,9 @@ impl Link {
         Ok(None)
     }
 
-    #[inline]
+    // Inlined: its result then stays in registers (read back from memory, its fields written
+    // one by one, it stalled the caller's load of it).
+    #[inline(always)]
     fn send_new(
         &mut self,
         now: Instant,
@@ -2182,19 +2307,19 @@ impl Link {
             seq,
         };
         // The queued payload sits in a buffer laid out for its frame: the headers, padding and
-        // FCS are written around it and the buffer moves into the replay buffer, uncopied.
-        if !self.replay.fits(len) {
-            return Err(BufferTooSmall { needed: len });
-        }
+        // FCS are written around it and the buffer moves into the replay buffer, uncopied (the
+        // caller has found room for it there).
         let Some(mut rec) = self.queues.get_mut(v).and_then(Ring::take_front) else {
             return Err(BufferTooSmall { needed: len });
         };
+        self.queued_total -= 1;
         let payload_len = rec.len();
         if rec.at() != self.eth_len + LINK_HEADER_LEN || rec.data().len() != len {
             // Every queued payload is laid out for this link's frames (`submit`,
             // `submit_outgoing`); one that is not is not sent.
             if let Some(q) = self.queues.get_mut(v) {
                 q.restore_front(rec);
+                self.queued_total += 1;
             }
             return Err(BufferTooSmall { needed: len });
         }
@@ -2207,6 +2332,7 @@ impl Link {
         if framed.is_err() {
             if let Some(q) = self.queues.get_mut(v) {
                 q.restore_front(rec);
+                self.queued_total += 1;
             }
             return Err(BufferTooSmall { needed: len });
         }
@@ -2223,23 +2349,20 @@ impl Link {
         if let Err(rec) = self.replay.push_from(rec, 0, len, meta) {
             if let Some(q) = self.queues.get_mut(v) {
                 q.restore_front(rec);
+                self.queued_total += 1;
             }
             return Err(BufferTooSmall { needed: len });
         }
         let last = self.replay.len() - 1;
         if self.share_out {
-            self.shared_out = self.replay.shared(last).map(|(data, _, len)| SharedFrame {
-                data,
-                len,
-                fcs: fcs_now,
-            });
+            self.shared_out = Some((last, fcs_now));
         } else if let (Some(out), Some((_, stored))) = (buf.get_mut(..len), self.replay.get(last)) {
             out.copy_from_slice(stored);
         }
         self.next_seq = seq.next();
         self.stompable = true;
         if self.replay_deadline.is_none() {
-            self.replay_deadline = Some(now.saturating_add(self.cfg.replay_timer));
+            self.replay_deadline = Some(now.saturating_add_nanos(self.ns.replay_timer));
         }
         self.counters.tx_frames[v] = self.counters.tx_frames[v].wrapping_add(1);
         self.counters.tx_bytes[v] = self.counters.tx_bytes[v].wrapping_add(len as u64);
@@ -2404,12 +2527,11 @@ impl Link {
                     );
                 }
                 _ => {
-                    let Some(slot) = self.rx.push(payload.len(), meta) else {
+                    if !self.rx.push_copy(payload, meta) {
                         self.counters.credit_overruns[v] =
                             self.counters.credit_overruns[v].wrapping_add(1);
                         return;
-                    };
-                    slot.copy_from_slice(payload);
+                    }
                     self.events.push_back(EvRec::Delivered);
                 }
             }
@@ -2482,7 +2604,7 @@ impl Link {
         //# LINK-4-14 The RX MUST send an ACK when an accepted frame has waited `ack_timer` for
         //# one.
         if self.ack_deadline.is_none() {
-            self.ack_deadline = Some(now.saturating_add(self.cfg.ack_timer));
+            self.ack_deadline = Some(now.saturating_add_nanos(self.ns.ack_timer));
         }
         //= docs/spec/link.md#4-link-level-retry-receive-side
         //# LINK-4-15 The RX MUST send an ACK as soon as it has accepted a DATA frame with the
@@ -2560,8 +2682,8 @@ impl Link {
     fn cf_due(&self, now: Instant) -> bool {
         self.cf_forced
             || (self.freed_since_cf >= self.cfg.cf_min_credits
-                && now >= self.last_cf.saturating_add(self.cfg.cf_min_interval))
-            || now >= self.last_cf.saturating_add(self.cfg.cf_max_interval)
+                && now >= self.last_cf.saturating_add_nanos(self.ns.cf_min_interval))
+            || now >= self.last_cf.saturating_add_nanos(self.ns.cf_max_interval)
     }
 
     // ----- internals: frames and events ----------------------------------------------------
@@ -2611,22 +2733,32 @@ impl Link {
     }
 
     /// Completes the removal of the record the last event lent out, and records the time.
+    #[inline]
     fn settle(&mut self, now: Instant) {
         if now > self.now {
             self.now = now;
         }
-        match self.pending_pop.take() {
-            None => {}
-            Some(Pop::Rx) => {
+        if let Some(pop) = self.pending_pop.take() {
+            self.settle_pop(pop);
+        }
+    }
+
+    /// The removal [`Link::settle`] completes.
+    #[inline(never)]
+    fn settle_pop(&mut self, pop: Pop) {
+        match pop {
+            Pop::Rx => {
                 self.rx.pop_front();
             }
-            Some(Pop::Replay) => {
+            Pop::Replay => {
                 self.replay.pop_front();
                 self.flushed = self.flushed.saturating_sub(1);
             }
-            Some(Pop::Queue(vc)) => {
-                if let Some(q) = self.queues.get_mut(vc.index()) {
-                    q.pop_front();
+            Pop::Queue(vc) => {
+                if let Some(q) = self.queues.get_mut(vc.index())
+                    && q.pop_front().is_some()
+                {
+                    self.queued_total -= 1;
                 }
                 if let Some(b) = self.queue_blocked.get_mut(vc.index()) {
                     *b = false;
@@ -2635,16 +2767,18 @@ impl Link {
                     self.reject_not_agreed(vc.index());
                 }
             }
-            Some(Pop::Withdrawn(vc)) => {
+            Pop::Withdrawn(vc) => {
                 let v = vc.index();
                 if let Some(q) = self.queues.get_mut(v) {
                     let len = q.front().map_or(0, |(_, p)| p.len());
-                    if q.pop_front().is_some()
-                        && let (Some(w), Some(b)) =
+                    if q.pop_front().is_some() {
+                        self.queued_total -= 1;
+                        if let (Some(w), Some(b)) =
                             (self.withdrawn.get_mut(v), self.withdrawn_bytes.get_mut(v))
-                    {
-                        *w = w.saturating_sub(1);
-                        *b = b.saturating_sub(len);
+                        {
+                            *w = w.saturating_sub(1);
+                            *b = b.saturating_sub(len);
+                        }
                     }
                 }
                 if self.agreed.is_some_and(|a| vc.value() >= a.vcs) {
@@ -2663,7 +2797,13 @@ fn cost_of(len: usize, overhead: u8, credit_size: u16) -> u32 {
     //# the credit overhead the peer announced, the RX its own.
     let total = len + usize::from(overhead);
     let cs = usize::from(credit_size.max(1));
-    u32::try_from(total.div_ceil(cs)).unwrap_or(u32::MAX)
+    // Credit sizes are mostly powers of two: a shift instead of a division.
+    let credits = if cs.is_power_of_two() {
+        (total >> cs.trailing_zeros()) + usize::from(total & (cs - 1) != 0)
+    } else {
+        total.div_ceil(cs)
+    };
+    u32::try_from(credits).unwrap_or(u32::MAX)
 }
 
 fn credit_repr(vcs: u8, values: &[u32; 8]) -> CreditRepr {
@@ -3710,5 +3850,18 @@ mod tests {
                 .iter()
                 .any(|x| kind(x) == FrameKind::Data)
         );
+    }
+
+    #[test]
+    fn cost_is_the_rounded_up_quotient_for_every_credit_size() {
+        for cs in 0..=2048u16 {
+            for overhead in [0u8, 7, 255] {
+                for len in (0..10_000usize).step_by(7).chain([63, 64, 65, 9216]) {
+                    let total = len + usize::from(overhead);
+                    let want = total.div_ceil(usize::from(cs.max(1))) as u32;
+                    assert_eq!(cost_of(len, overhead, cs), want, "{len} {overhead} {cs}");
+                }
+            }
+        }
     }
 }

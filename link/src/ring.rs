@@ -12,9 +12,10 @@
 //! bounds given at construction: at most `max_recs` buffers, each of its record's length, and
 //! spares only while records and spares together stay within the capacity.
 
-use alloc::collections::VecDeque;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
+
+use crate::slots::Slots;
 
 /// The bytes of a record shared by reference count: a frame handed to a wire stays readable
 /// while the replay buffer keeps it.
@@ -127,7 +128,7 @@ impl<M> Rec<M> {
 pub(crate) struct Ring<M> {
     /// The ring's size in bytes, against which records are placed.
     capacity: usize,
-    recs: VecDeque<Rec<M>>,
+    recs: Slots<Rec<M>>,
     max_recs: usize,
     bytes: usize,
     /// Buffers of records that left, kept for the next ones.
@@ -147,7 +148,7 @@ impl<M: Copy> Ring<M> {
     pub(crate) fn new(capacity: usize, max_recs: usize) -> Self {
         Ring {
             capacity,
-            recs: VecDeque::new(),
+            recs: Slots::new(),
             max_recs,
             bytes: 0,
             spare: Vec::new(),
@@ -157,22 +158,26 @@ impl<M: Copy> Ring<M> {
     }
 
     /// Number of records.
+    #[inline]
     pub(crate) fn len(&self) -> usize {
         self.recs.len()
     }
 
     /// True when no record is stored.
+    #[inline]
     pub(crate) fn is_empty(&self) -> bool {
         self.recs.is_empty()
     }
 
     /// Sum of the lengths of the stored records.
+    #[inline]
     pub(crate) fn bytes(&self) -> usize {
         self.bytes
     }
 
     /// Where a record of `len` bytes would start, if it fits.
-    fn place(&self, len: usize) -> Option<usize> {
+    #[inline]
+    pub(crate) fn place(&self, len: usize) -> Option<usize> {
         if self.recs.len() >= self.max_recs || len > self.capacity {
             return None;
         }
@@ -198,6 +203,7 @@ impl<M: Copy> Ring<M> {
     }
 
     /// True when a record of `len` bytes fits now.
+    #[inline]
     pub(crate) fn fits(&self, len: usize) -> bool {
         self.place(len).is_some()
     }
@@ -217,6 +223,7 @@ impl<M: Copy> Ring<M> {
     }
 
     /// Appends a record of `len` bytes and returns its bytes to be filled, or `None` when full.
+    #[cfg(test)]
     pub(crate) fn push(&mut self, len: usize, meta: M) -> Option<&mut [u8]> {
         let start = self.place(len)?;
         let data = Data::Own(self.buffer(len));
@@ -225,8 +232,22 @@ impl<M: Copy> Ring<M> {
         rec.data.make_mut().get_mut(..len)
     }
 
+    /// Appends a record holding a copy of `bytes`; false when full.
+    #[inline]
+    pub(crate) fn push_copy(&mut self, bytes: &[u8], meta: M) -> bool {
+        let len = bytes.len();
+        let Some(start) = self.place(len) else {
+            return false;
+        };
+        let mut b = self.take_spare().unwrap_or_default();
+        b.clear();
+        b.extend_from_slice(bytes);
+        self.push_at(start, Data::Own(b), 0, len, meta).is_ok()
+    }
+
     /// Appends a record whose bytes are `data[at..at + len]`, moved in, or gives `data` back when
     /// the record does not fit.
+    #[cfg(test)]
     pub(crate) fn push_data(
         &mut self,
         data: Data,
@@ -243,9 +264,27 @@ impl<M: Copy> Ring<M> {
         }
     }
 
+    /// As [`Ring::push_data`] at `start`, where [`Ring::place`] placed the record since the last
+    /// change to the ring.
+    #[inline]
+    pub(crate) fn push_data_placed(
+        &mut self,
+        start: usize,
+        data: Data,
+        at: usize,
+        len: usize,
+        meta: M,
+    ) -> Result<(), Data> {
+        if data.len() < at.saturating_add(len) {
+            return Err(data);
+        }
+        self.push_at(start, data, at, len, meta)
+    }
+
     /// Appends, as `data[at..at + len]` with `meta`, the buffer of a record taken whole from
     /// another ring ([`Ring::take_front`]), or gives the record back unchanged when it does not
     /// fit.
+    #[inline(always)]
     pub(crate) fn push_from<N>(
         &mut self,
         rec: Rec<N>,
@@ -343,6 +382,7 @@ impl<M: Copy> Ring<M> {
 
     /// Removes the oldest record whole, to move its buffer elsewhere or put it back with
     /// [`Ring::restore_front`].
+    #[inline(always)]
     pub(crate) fn take_front(&mut self) -> Option<Rec<M>> {
         let rec = self.recs.pop_front()?;
         self.bytes -= rec.len as usize;
@@ -350,12 +390,14 @@ impl<M: Copy> Ring<M> {
     }
 
     /// Puts back, unchanged, the record [`Ring::take_front`] took.
+    #[inline]
     pub(crate) fn restore_front(&mut self, rec: Rec<M>) {
         self.bytes += rec.len as usize;
         self.recs.push_front(rec);
     }
 
     /// The record at `index` from the front: metadata and bytes.
+    #[inline]
     pub(crate) fn get(&self, index: usize) -> Option<(&M, &[u8])> {
         let rec = self.recs.get(index)?;
         let at = rec.at as usize;
@@ -381,7 +423,14 @@ impl<M: Copy> Ring<M> {
         Some((rec.data.share(shell), rec.at as usize, rec.len as usize))
     }
 
+    /// The length of the oldest record.
+    #[inline]
+    pub(crate) fn front_len(&self) -> Option<usize> {
+        self.recs.front().map(Rec::len)
+    }
+
     /// The oldest record.
+    #[inline]
     pub(crate) fn front(&self) -> Option<(&M, &[u8])> {
         self.get(0)
     }

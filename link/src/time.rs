@@ -30,6 +30,12 @@ impl Instant {
         Instant(self.0.saturating_add(nanos(d)))
     }
 
+    /// `self + nanos` nanoseconds, saturating at the largest instant.
+    #[inline]
+    pub(crate) fn saturating_add_nanos(self, nanos: u64) -> Instant {
+        Instant(self.0.saturating_add(nanos))
+    }
+
     /// Time from `earlier` to `self`, zero if `earlier` is later.
     pub fn since(self, earlier: Instant) -> Duration {
         Duration::from_nanos(self.0.saturating_sub(earlier.0))
