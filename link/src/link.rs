@@ -248,11 +248,19 @@ impl SharedFrame {
 
     /// The buffer holding the frame (its first [`SharedFrame::len`] bytes), if this is the last
     /// reference to it: its sender's replay buffer has let it go, as on the frame's
-    /// acknowledgement, and no other copy of the reference is left. Otherwise the reference
-    /// itself comes back.
+    /// acknowledgement, and no other copy of the reference is left (a short frame carried as a
+    /// copy is always its own). Otherwise the reference itself comes back.
     pub fn into_buffer(self) -> Result<Vec<u8>, SharedFrame> {
         let SharedFrame { data, len, fcs } = self;
-        alloc::sync::Arc::try_unwrap(data).map_err(|data| SharedFrame { data, len, fcs })
+        match data {
+            FrameBytes::Shared(a) => alloc::sync::Arc::try_unwrap(a).map_err(|a| SharedFrame {
+                data: FrameBytes::Shared(a),
+                len,
+                fcs,
+            }),
+            // A short frame's copy is this reference's alone.
+            FrameBytes::Inline(b) => Ok(b.0.get(..len).unwrap_or(&b.0).to_vec()),
+        }
     }
 }
 
