@@ -126,6 +126,14 @@ enum Key {
     Quiet,
 }
 
+/// Where a payload handed over by the link during a call waits for the call to return.
+enum Staged {
+    /// At this place and length in the frame's bytes.
+    In(usize, usize),
+    /// Copied (a payload that is not in the frame's bytes).
+    Copied(Vec<u8>),
+}
+
 #[derive(Debug)]
 struct LsSlot {
     era: u32,
@@ -734,21 +742,88 @@ impl Endpoint {
 
     /// A frame arrived on port `i`'s wire.
     pub fn handle_frame(&mut self, now: Instant, i: usize, bytes: &[u8]) {
-        self.now = self.now.max(now);
-        if let Some(p) = self.ports.get_mut(i) {
-            p.link.handle_frame(self.now, bytes);
-        }
-        self.after(i);
+        self.input(now, i, bytes, None);
     }
 
     /// As [`Endpoint::handle_frame`] for a frame whose FCS the port's MAC has already judged
     /// ([`Link::handle_frame_fcs`]).
     pub fn handle_frame_fcs(&mut self, now: Instant, i: usize, bytes: &[u8], fcs: FcsStatus) {
+        self.input(now, i, bytes, Some(fcs));
+    }
+
+    /// A frame on port `i`, its FCS judged by the MAC (`fcs`) or to be checked.
+    fn input(&mut self, now: Instant, i: usize, bytes: &[u8], fcs: Option<FcsStatus>) {
         self.now = self.now.max(now);
+        // A payload the link hands over at once ([`Link::handle_frame_deliver`]: no event
+        // waits before it) is read where it lies in `bytes`, not copied; it is taken before the
+        // events the frame caused after it, as the event would have been.
+        let mut staged = None;
         if let Some(p) = self.ports.get_mut(i) {
-            p.link.handle_frame_fcs(self.now, bytes, fcs);
+            let pool = &mut self.pool;
+            p.link
+                .handle_frame_deliver(self.now, bytes, fcs, &mut |vc, _, payload, release| {
+                    let at = (payload.as_ptr() as usize).checked_sub(bytes.as_ptr() as usize);
+                    let place = match at {
+                        Some(at) if at + payload.len() <= bytes.len() => {
+                            Staged::In(at, payload.len())
+                        }
+                        _ => {
+                            let mut buf = pool.pop().unwrap_or_default();
+                            buf.clear();
+                            buf.extend_from_slice(payload);
+                            Staged::Copied(buf)
+                        }
+                    };
+                    staged = Some((vc, place, release));
+                });
+        }
+        match staged {
+            Some((vc, Staged::In(at, len), release)) => {
+                let payload = bytes.get(at..at + len).unwrap_or(&[]);
+                self.take_payload(i, vc, payload, release);
+            }
+            Some((vc, Staged::Copied(buf), release)) => {
+                self.take_payload(i, vc, &buf, release);
+                self.pool.push(buf);
+            }
+            None => {}
         }
         self.after(i);
+    }
+
+    /// A DATA frame's payload accepted on port `i`: counted, then served, or kept with its
+    /// credits while the response backlog is full (EP-8-4).
+    fn take_payload(&mut self, i: usize, v: Vc, payload: &[u8], release: Release) {
+        if let Some(c) = self.counters.ports.get_mut(i) {
+            c.frames_received = c.frames_received.wrapping_add(1);
+            c.bytes_received = c.bytes_received.wrapping_add(payload.len() as u64);
+        }
+        let request_vc = matches!(v.index(), VC_LS | VC_RDMA);
+        let stalled = request_vc
+            && (self.backlog_full() || self.ports.get(i).is_some_and(|p| !p.inbound.is_empty()));
+        if stalled {
+            //= docs/spec/endpoint.md#8-target
+            //# EP-8-4 When its response backlog reaches `response_backlog` bytes a
+            //# target MUST stop taking request frames from its ports, keeping them in
+            //# the link's receive buffer (their credits unreturned), until the backlog
+            //# drains.
+            let mut buf = self.pool.pop().unwrap_or_default();
+            buf.clear();
+            buf.extend_from_slice(payload);
+            let Some(p) = self.ports.get_mut(i) else {
+                return;
+            };
+            if p.inbound.is_empty() {
+                self.counters.backlog_stalls = self.counters.backlog_stalls.wrapping_add(1);
+            }
+            p.inbound.push_back((buf, release));
+        } else {
+            let Some(p) = self.ports.get_mut(i) else {
+                return;
+            };
+            let _ = p.link.release(release);
+            self.on_payload(i, payload);
+        }
     }
 
     /// The next frame for port `i`'s wire, written into `buf`, if there is one.
@@ -946,33 +1021,8 @@ impl Endpoint {
                     let mut buf = self.pool.pop().unwrap_or_default();
                     buf.clear();
                     buf.extend_from_slice(payload);
-                    if let Some(c) = self.counters.ports.get_mut(i) {
-                        c.frames_received = c.frames_received.wrapping_add(1);
-                        c.bytes_received = c.bytes_received.wrapping_add(buf.len() as u64);
-                    }
-                    let request_vc = matches!(v.index(), VC_LS | VC_RDMA);
-                    let stalled = request_vc
-                        && (self.backlog_full()
-                            || self.ports.get(i).is_some_and(|p| !p.inbound.is_empty()));
-                    let Some(p) = self.ports.get_mut(i) else {
-                        return;
-                    };
-                    if stalled {
-                        //= docs/spec/endpoint.md#8-target
-                        //# EP-8-4 When its response backlog reaches `response_backlog` bytes a
-                        //# target MUST stop taking request frames from its ports, keeping them in
-                        //# the link's receive buffer (their credits unreturned), until the backlog
-                        //# drains.
-                        if p.inbound.is_empty() {
-                            self.counters.backlog_stalls =
-                                self.counters.backlog_stalls.wrapping_add(1);
-                        }
-                        p.inbound.push_back((buf, release));
-                    } else {
-                        let _ = p.link.release(release);
-                        self.on_payload(i, &buf);
-                        self.pool.push(buf);
-                    }
+                    self.take_payload(i, v, &buf, release);
+                    self.pool.push(buf);
                 }
                 Event::Lost {
                     vc: v,
