@@ -274,6 +274,14 @@ impl AsRef<[u8]> for SharedFrame {
 /// payload and the release that gives its buffer back.
 pub type Deliver<'a> = &'a mut dyn FnMut(Vc, Seq, &[u8], Release);
 
+/// Where `payload`, a payload handed to a [`Deliver`], lies in `frame`, the bytes given to
+/// [`Link::handle_frame_deliver`]: its offset, so that a caller can take it from the frame after
+/// the call (or keep the frame instead of a copy), or `None` if it is not within them.
+pub fn payload_offset(frame: &[u8], payload: &[u8]) -> Option<usize> {
+    let at = (payload.as_ptr() as usize).checked_sub(frame.as_ptr() as usize)?;
+    (at.checked_add(payload.len())? <= frame.len()).then_some(at)
+}
+
 /// A payload laid out in a buffer of its own for one link, with room for the headers, padding and
 /// FCS of its frame: made by [`Link::outgoing`] (the one copy of the payload), held by the caller
 /// (a switch's queue) and queued by [`Link::submit_outgoing`] without another copy.
@@ -1573,21 +1581,28 @@ impl Link {
         match self.events.front()? {
             EvRec::Delivered => {
                 self.events.pop_front();
-                self.pending_pop = Some(Pop::Rx);
-                let (m, bytes) = self.rx.front()?;
-                Some(Event::Delivered {
-                    vc: m.vc,
-                    seq: m.seq,
-                    payload: bytes,
-                    release: Release {
-                        vc: m.vc,
-                        credits: m.credits,
-                        epoch: m.epoch,
-                    },
-                })
+                self.delivered_event()
             }
             _ => self.poll_event_record(),
         }
+    }
+
+    /// The `Delivered` event of the oldest frame of the receive ring, whose record was just
+    /// taken from the event queue.
+    #[inline(always)]
+    fn delivered_event(&mut self) -> Option<Event<'_>> {
+        self.pending_pop = Some(Pop::Rx);
+        let (m, bytes) = self.rx.front()?;
+        Some(Event::Delivered {
+            vc: m.vc,
+            seq: m.seq,
+            payload: bytes,
+            release: Release {
+                vc: m.vc,
+                credits: m.credits,
+                epoch: m.epoch,
+            },
+        })
     }
 
     /// [`Link::poll_event`] for the record at the front of the queue.
@@ -1607,20 +1622,7 @@ impl Link {
                 self.status_events = self.status_events.saturating_sub(1);
                 Some(Event::Notice(n))
             }
-            EvRec::Delivered => {
-                self.pending_pop = Some(Pop::Rx);
-                let (m, bytes) = self.rx.front()?;
-                Some(Event::Delivered {
-                    vc: m.vc,
-                    seq: m.seq,
-                    payload: bytes,
-                    release: Release {
-                        vc: m.vc,
-                        credits: m.credits,
-                        epoch: m.epoch,
-                    },
-                })
-            }
+            EvRec::Delivered => self.delivered_event(),
             EvRec::Flushed => {
                 self.pending_pop = Some(Pop::Replay);
                 let (m, bytes) = self.replay.front()?;

@@ -21,6 +21,16 @@ use crate::slots::Slots;
 /// while the replay buffer keeps it.
 pub(crate) type Shared = Arc<Vec<u8>>;
 
+/// A record's start, payload offset and length as stored, or `None` when one does not fit.
+#[inline(always)]
+fn packed(start: usize, at: usize, len: usize) -> Option<(u32, u32, u32)> {
+    Some((
+        u32::try_from(start).ok()?,
+        u32::try_from(at).ok()?,
+        u32::try_from(len).ok()?,
+    ))
+}
+
 /// A record's buffer: its own until something shares it.
 #[derive(Debug, Clone)]
 pub(crate) enum Data {
@@ -255,11 +265,8 @@ impl<M: Copy> Ring<M> {
         len: usize,
         meta: M,
     ) -> Result<(), Data> {
-        if data.len() < at.saturating_add(len) {
-            return Err(data);
-        }
         match self.place(len) {
-            Some(start) => self.push_at(start, data, at, len, meta),
+            Some(start) => self.push_data_placed(start, data, at, len, meta),
             None => Err(data),
         }
     }
@@ -298,9 +305,7 @@ impl<M: Copy> Ring<M> {
         let Some(start) = self.place(len) else {
             return Err(rec);
         };
-        let (Ok(start), Ok(at), Ok(len32)) =
-            (u32::try_from(start), u32::try_from(at), u32::try_from(len))
-        else {
+        let Some((start, at, len32)) = packed(start, at, len) else {
             return Err(rec);
         };
         self.recs.push_back(Rec {
@@ -322,9 +327,7 @@ impl<M: Copy> Ring<M> {
         len: usize,
         meta: M,
     ) -> Result<(), Data> {
-        let (Ok(start), Ok(at), Ok(len32)) =
-            (u32::try_from(start), u32::try_from(at), u32::try_from(len))
-        else {
+        let Some((start, at, len32)) = packed(start, at, len) else {
             return Err(data);
         };
         self.recs.push_back(Rec {

@@ -37,6 +37,14 @@ fn recycle(pool: &mut Vec<Vec<u8>>, payload: Outgoing) {
     }
 }
 
+/// As [`recycle`] for a queued payload: only a buffer of the switch's own is kept; a frame still
+/// held by reference is let go.
+fn recycle_queued(pool: &mut Vec<Vec<u8>>, payload: Payload) {
+    if let Payload::Laid(o) = payload {
+        recycle(pool, o);
+    }
+}
+
 /// A frame handed to an egress link and not yet sent: when it arrived and on which input.
 #[derive(Debug, Clone, Copy)]
 struct InLink {
@@ -346,8 +354,8 @@ impl Switch {
                 .handle_frame_deliver(self.now, bytes, fcs, &mut |vc, _, payload, release| {
                     // A payload handed straight from a frame held by reference stays in it.
                     let held = shared.and_then(|frame| {
-                        let at = (payload.as_ptr() as usize).checked_sub(bytes.as_ptr() as usize)?;
-                        (at + payload.len() <= bytes.len()).then(|| Payload::Held {
+                        let at = ethlink_link::payload_offset(bytes, payload)?;
+                        Some(Payload::Held {
                             frame: frame.clone(),
                             at,
                             len: payload.len(),
@@ -609,7 +617,7 @@ impl Switch {
                     if let Some(c) = self.counters.ports.get_mut(e) {
                         bump(&mut c.discard_port_down, v, 1);
                     }
-                    f.payload.recycle(&mut self.pool, POOL);
+                    recycle_queued(&mut self.pool, f.payload);
                 }
             }
             if let Some(x) = self.ports.get_mut(e)
@@ -781,7 +789,7 @@ impl Switch {
         if let Some(x) = self.ports.get_mut(i) {
             let _ = x.link.release(release);
         }
-        payload.recycle(&mut self.pool, POOL);
+        recycle_queued(&mut self.pool, payload);
         self.mark(i);
     }
 

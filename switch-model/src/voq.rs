@@ -72,15 +72,6 @@ impl Payload {
             },
         }
     }
-
-    /// Gives the payload's buffer to `pool` (of at most `max` buffers) if it is the switch's.
-    pub(crate) fn recycle(self, pool: &mut Vec<Vec<u8>>, max: usize) {
-        if let Payload::Laid(o) = self
-            && pool.len() < max
-        {
-            pool.push(o.into_buffer());
-        }
-    }
 }
 
 /// A frame waiting in a queue.

@@ -762,12 +762,9 @@ impl Endpoint {
             let pool = &mut self.pool;
             p.link
                 .handle_frame_deliver(self.now, bytes, fcs, &mut |vc, _, payload, release| {
-                    let at = (payload.as_ptr() as usize).checked_sub(bytes.as_ptr() as usize);
-                    let place = match at {
-                        Some(at) if at + payload.len() <= bytes.len() => {
-                            Staged::In(at, payload.len())
-                        }
-                        _ => {
+                    let place = match ethlink_link::payload_offset(bytes, payload) {
+                        Some(at) => Staged::In(at, payload.len()),
+                        None => {
                             let mut buf = pool.pop().unwrap_or_default();
                             buf.clear();
                             buf.extend_from_slice(payload);

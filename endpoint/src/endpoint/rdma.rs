@@ -620,20 +620,13 @@ impl Endpoint {
             {
                 // Writes found with a segment to send and unchanged since are not done: only a
                 // queue that changed needs looking at.
-                let waiting = if self.active_writes.clean {
-                    self.active_writes.len()
-                } else {
-                    let mut writes = core::mem::take(&mut self.active_writes.ids);
-                    let mut waiting = 0usize;
-                    writes.retain(|&id| {
-                        let done = self.write_done(id);
-                        waiting += usize::from(!done);
-                        !done
-                    });
-                    self.active_writes.ids = writes;
-                    self.active_writes.clean = true;
-                    waiting
-                };
+                if !self.active_writes.clean {
+                    let mut writes = core::mem::take(&mut self.active_writes);
+                    writes.ids.retain(|&id| !self.write_done(id));
+                    writes.clean = true;
+                    self.active_writes = writes;
+                }
+                let waiting = self.active_writes.len();
                 if spray {
                     for _ in 0..waiting {
                         self.choose(GpuId::default(), 0, None);
@@ -641,24 +634,20 @@ impl Endpoint {
                 }
                 break;
             }
-            let Some(id) = self.active_writes.ids.pop_front() else {
+            let Some(id) = self.active_writes.pop_front() else {
                 break;
             };
             match self.write_one_segment(id) {
                 Segment::Sent => {
                     idle_rounds = 0;
-                    // Its last segment may have gone: only then is the queue no longer clean.
-                    if self.write_done(id) {
-                        self.active_writes.push_back(id);
-                    } else {
-                        self.active_writes.ids.push_back(id);
-                    }
+                    // Its last segment may have gone.
+                    let done = self.write_done(id);
+                    self.active_writes.requeue(id, done);
                 }
                 Segment::Blocked => {
                     idle_rounds += 1;
-                    // Blocked with a segment to send: not done, the queue stays as clean as
-                    // it was.
-                    self.active_writes.ids.push_back(id);
+                    // Blocked with a segment to send: not done.
+                    self.active_writes.requeue(id, false);
                 }
                 Segment::Done => {}
             }
@@ -806,6 +795,18 @@ impl WriteQueue {
     pub(super) fn push_back(&mut self, id: u64) {
         self.ids.push_back(id);
         self.clean = false;
+    }
+
+    /// Takes the write whose turn it is.
+    fn pop_front(&mut self) -> Option<u64> {
+        self.ids.pop_front()
+    }
+
+    /// Puts write `id`, just taken, back at the end of the turns; `done`: it may have nothing
+    /// left to send, so the queue is no longer known clean.
+    fn requeue(&mut self, id: u64, done: bool) {
+        self.ids.push_back(id);
+        self.clean &= !done;
     }
 
     /// Takes write `id` out of the turns.
