@@ -35,7 +35,9 @@ use crate::report::{
     CollectiveRow, EndpointTotals, LinkTotals, Load, Operations, Overhead, PortStall, Report,
     Series, SimTotals, SwitchReport, SwitchTotals, Throughput, Wall, peak_rss_bytes,
 };
-use crate::scenario::{ErrorsExpected, OutageTarget, Scenario, ScenarioError, TopologyKind};
+use crate::scenario::{
+    ErrorsExpected, LeafUplinks, OutageTarget, Scenario, ScenarioError, TopologyKind,
+};
 use crate::track::{Effect, OpRec, Tracker};
 use crate::workload::{self, Wl};
 
@@ -788,9 +790,33 @@ impl Fabric {
                             if g / gpl == l {
                                 routes.add(id, (g % gpl) as u16);
                             } else {
-                                for s in 0..spines {
-                                    routes.add(id, (gpl + s) as u16);
-                                }
+                                let up = |s: usize| (gpl + s) as u16;
+                                let (list, sizes): (Vec<u16>, Vec<u16>) = match t.leaf_uplinks {
+                                    LeafUplinks::ByPath => {
+                                        ((0..spines).map(up).collect(), Vec::new())
+                                    }
+                                    // The preferred up-port alone, then the others in order
+                                    // (switch.md §2.3).
+                                    LeafUplinks::ByDestination => {
+                                        let first = g % spines;
+                                        let list = std::iter::once(first)
+                                            .chain((0..spines).filter(|&s| s != first))
+                                            .map(up)
+                                            .collect();
+                                        let sizes = if spines > 1 {
+                                            vec![1, (spines - 1) as u16]
+                                        } else {
+                                            Vec::new()
+                                        };
+                                        (list, sizes)
+                                    }
+                                };
+                                routes.set_groups(id, &list, &sizes).map_err(|e| {
+                                    ScenarioError {
+                                        key: "topology.spines".into(),
+                                        reason: e.to_string(),
+                                    }
+                                })?;
                             }
                         }
                         let id = (base + l) as u16;

@@ -51,8 +51,11 @@
 //! - `two_tier`: per plane `p`, `leaves` leaf switches and `spines` spine switches. GPU `g`
 //!   hangs on leaf `g / ceil(gpus / leaves)` of its plane, at down-port `g % ceil(gpus /
 //!   leaves)`; leaf port `ceil(gpus / leaves) + s` goes to spine `s`, whose port `l` goes back to
-//!   leaf `l`. Leaves reach remote GPUs over every up-port; the switch picks one per path by its
-//!   fixed hash (switch.md §2). Switch numbers: plane `p`'s leaves are `p * (leaves +
+//!   leaf `l`. Leaves reach remote GPUs over every up-port. With `leaf_uplinks =
+//!   "by_destination"` (the default) a leaf's entry for remote GPU `g` has up-port `g mod spines`
+//!   as its first group and the other up-ports as its second (switch.md §2.3), so each spine
+//!   carries its own destinations; with `"by_path"` all up-ports form one group and the switch
+//!   picks one per path by its fixed hash (switch.md §2.1). Switch numbers: plane `p`'s leaves are `p * (leaves +
 //!   spines) + l`, its spines `p * (leaves + spines) + leaves + s`.
 //!
 //! # Workloads ([`Workload`], the `traffic` list)
@@ -221,6 +224,20 @@ pub enum TopologyKind {
     TwoTier,
 }
 
+/// How a leaf of a `two_tier` topology spreads the traffic for remote GPUs over its up-ports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum LeafUplinks {
+    /// Remote GPU `g` has up-port `g mod spines` as the first group of its entry and every
+    /// other up-port as the second (switch.md §2.3): each spine carries the traffic of its own
+    /// destinations, and a path falls back to the other spines, by its hash, while that port is
+    /// not UP. Destination-mod-k routing.
+    #[default]
+    ByDestination,
+    /// Every up-port in one group: each path takes the one its hash gives (switch.md §2.1).
+    ByPath,
+}
+
 /// GPUs, switches and how they are cabled.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -237,6 +254,8 @@ pub struct Topology {
     pub leaves: u16,
     /// `two_tier`: spine switches per plane.
     pub spines: u16,
+    /// `two_tier`: how a leaf spreads traffic for remote GPUs over its up-ports.
+    pub leaf_uplinks: LeafUplinks,
 }
 
 impl Default for Topology {
@@ -248,6 +267,7 @@ impl Default for Topology {
             ports_per_stack: 2,
             leaves: 2,
             spines: 2,
+            leaf_uplinks: LeafUplinks::ByDestination,
         }
     }
 }

@@ -17,6 +17,7 @@ fn fast_loop() -> Scenario {
             ports_per_stack: 1,
             leaves: 2,
             spines: 2,
+            ..Topology::default()
         },
         traffic: vec![Workload::AllToAll(AllToAll {
             bytes_per_pair: 65_536,

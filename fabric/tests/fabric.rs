@@ -19,6 +19,7 @@ fn small(kind: TopologyKind, gpus: u16, ports: u8) -> Scenario {
             ports_per_stack: ports,
             leaves: 2,
             spines: 2,
+            ..Topology::default()
         },
         traffic: Vec::new(),
         ..Scenario::default()

@@ -20,6 +20,7 @@ fn small() -> Scenario {
             ports_per_stack: 2,
             leaves: 2,
             spines: 2,
+            ..Topology::default()
         },
         traffic: vec![
             Workload::LoadStore(LoadStore {

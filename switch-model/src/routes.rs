@@ -21,6 +21,13 @@ pub enum RouteError {
         /// The port.
         port: u16,
     },
+    /// Group sizes that are zero or do not add up to the ports listed (switch.md §2.3).
+    BadGroups {
+        /// Ports listed.
+        ports: usize,
+        /// Sum of the group sizes given.
+        sum: usize,
+    },
     /// A port the switch does not have.
     NoSuchPort {
         /// The port.
@@ -37,6 +44,11 @@ impl fmt::Display for RouteError {
                 write!(f, "{ports} ports in one entry; at most {ROUTE_PORTS_MAX}")
             }
             RouteError::Duplicate { port } => write!(f, "port {port} listed twice"),
+            RouteError::BadGroups { ports, sum } => write!(
+                f,
+                "group sizes must each be at least 1 and add up to the {ports} ports listed; \
+                 they add up to {sum}"
+            ),
             RouteError::NoSuchPort { port, ports } => {
                 write!(
                     f,
@@ -49,11 +61,19 @@ impl fmt::Display for RouteError {
 
 impl core::error::Error for RouteError {}
 
+/// One entry of the forwarding table: its ports in table order and where each group after the
+/// first begins (switch.md §2.2, §2.3). No split: one group.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct Entry {
+    ports: Vec<u16>,
+    splits: Vec<u8>,
+}
+
 /// The forwarding table: for each destination GPU, the ordered list of egress ports that lead
-/// to it (switch.md §2.2).
+/// to it, in one or more groups of preference (switch.md §2.2, §2.3).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Routes {
-    by_dst: Vec<Vec<u16>>,
+    by_dst: Vec<Entry>,
 }
 
 impl Routes {
@@ -62,52 +82,141 @@ impl Routes {
         Routes::default()
     }
 
-    /// Appends `port` to the entry of `dst` unless it is listed already (order kept). The
-    /// entry's length is checked when the table is given to a switch.
-    pub fn add(&mut self, dst: GpuId, port: u16) {
+    fn entry_mut(&mut self, dst: GpuId) -> Option<&mut Entry> {
         let i = usize::from(dst.value());
         if self.by_dst.len() <= i {
-            self.by_dst.resize(i + 1, Vec::new());
+            self.by_dst.resize(i + 1, Entry::default());
         }
-        if let Some(v) = self.by_dst.get_mut(i)
-            && !v.contains(&port)
+        self.by_dst.get_mut(i)
+    }
+
+    /// Appends `port` to the last group of the entry of `dst` unless it is listed already
+    /// (order kept). The entry's length is checked when the table is given to a switch.
+    pub fn add(&mut self, dst: GpuId, port: u16) {
+        if let Some(e) = self.entry_mut(dst)
+            && !e.ports.contains(&port)
         {
-            v.push(port);
+            e.ports.push(port);
         }
     }
 
-    /// Replaces the entry of `dst` with `ports`, in that order; an empty list removes it.
+    /// Replaces the entry of `dst` with `ports`, in that order, as one group; an empty list
+    /// removes it.
     pub fn set(&mut self, dst: GpuId, ports: &[u16]) -> Result<(), RouteError> {
+        self.set_groups(dst, ports, &[])
+    }
+
+    /// Replaces the entry of `dst` with `ports`, in that order, divided into groups of the
+    /// sizes `groups` gives, most preferred first (switch.md §2.3); no sizes make one group.
+    /// A refused entry leaves the table unchanged.
+    pub fn set_groups(
+        &mut self,
+        dst: GpuId,
+        ports: &[u16],
+        groups: &[u16],
+    ) -> Result<(), RouteError> {
         check_entry(ports, None)?;
-        let i = usize::from(dst.value());
-        if self.by_dst.len() <= i {
-            self.by_dst.resize(i + 1, Vec::new());
-        }
-        if let Some(v) = self.by_dst.get_mut(i) {
-            v.clear();
-            v.extend_from_slice(ports);
+        let splits = splits_of(ports.len(), groups)?;
+        if let Some(e) = self.entry_mut(dst) {
+            e.ports.clear();
+            e.ports.extend_from_slice(ports);
+            e.splits = splits;
         }
         Ok(())
     }
 
-    /// The egress ports toward `dst`, in table order.
+    /// The egress ports toward `dst`, in table order, every group.
     pub fn ports(&self, dst: GpuId) -> &[u16] {
         self.by_dst
             .get(usize::from(dst.value()))
-            .map_or(&[], Vec::as_slice)
+            .map_or(&[], |e| e.ports.as_slice())
+    }
+
+    /// The sizes of the groups of the entry of `dst`, most preferred first: one size for an
+    /// entry of one group, none for an empty entry.
+    pub fn group_sizes(&self, dst: GpuId) -> Vec<u16> {
+        let Some(e) = self.by_dst.get(usize::from(dst.value())) else {
+            return Vec::new();
+        };
+        if e.ports.is_empty() {
+            return Vec::new();
+        }
+        let mut out = Vec::with_capacity(e.splits.len() + 1);
+        let mut at = 0usize;
+        for end in e
+            .splits
+            .iter()
+            .map(|&s| usize::from(s))
+            .chain([e.ports.len()])
+        {
+            out.push(u16::try_from(end - at).unwrap_or(u16::MAX));
+            at = end;
+        }
+        out
+    }
+
+    /// The egress port of a path whose mix is `h` toward `dst` (switch.md §2.1, §2.3): the
+    /// choice of [`select`] within the first group of the entry that lists a port whose link
+    /// is UP; `None` when no listed port is UP.
+    pub fn choose(&self, dst: GpuId, h: u64, up: impl Fn(u16) -> bool) -> Option<u16> {
+        let e = self.by_dst.get(usize::from(dst.value()))?;
+        if e.splits.is_empty() {
+            return select(&e.ports, h, up);
+        }
+        //= docs/spec/switch.md#23-groups-of-preference
+        //# SW-2-9 When an entry lists its ports in more than one group, the egress port MUST be
+        //# the one the function of §2.1 gives over the first group, in table order, that holds a
+        //# port whose link is UP, as if the entry were that group alone.
+        let mut at = 0usize;
+        for end in e
+            .splits
+            .iter()
+            .map(|&s| usize::from(s))
+            .chain([e.ports.len()])
+        {
+            let group = e.ports.get(at..end)?;
+            if group.iter().any(|&p| up(p)) {
+                return select(group, h, up);
+            }
+            at = end;
+        }
+        None
     }
 
     /// Destinations with at least one port.
     pub fn destinations(&self) -> usize {
-        self.by_dst.iter().filter(|v| !v.is_empty()).count()
+        self.by_dst.iter().filter(|e| !e.ports.is_empty()).count()
     }
 
     /// Checks every entry against a switch of `ports` ports.
     pub fn check(&self, ports: u16) -> Result<(), RouteError> {
         self.by_dst
             .iter()
-            .try_for_each(|v| check_entry(v, Some(ports)))
+            .try_for_each(|e| check_entry(&e.ports, Some(ports)))
     }
+}
+
+/// Where each group after the first begins, from the group sizes of an entry of `n` ports;
+/// refused unless every size is at least 1 and they add up to `n`. No sizes, or one: no split.
+fn splits_of(n: usize, groups: &[u16]) -> Result<Vec<u8>, RouteError> {
+    //= docs/spec/switch.md#23-groups-of-preference
+    //# SW-2-10 A switch MUST refuse an entry whose group sizes are not each at least 1 or do
+    //# not add up to the number of ports it lists, and leave its table unchanged.
+    let sum: usize = groups.iter().map(|&g| usize::from(g)).sum();
+    if groups.is_empty() {
+        return Ok(Vec::new());
+    }
+    if sum != n || groups.contains(&0) {
+        return Err(RouteError::BadGroups { ports: n, sum });
+    }
+    let mut splits = Vec::with_capacity(groups.len().saturating_sub(1));
+    let mut at = 0usize;
+    for &g in groups.get(..groups.len() - 1).unwrap_or(&[]) {
+        at += usize::from(g);
+        // at < n <= ROUTE_PORTS_MAX, checked by the caller before.
+        splits.push(u8::try_from(at).map_err(|_| RouteError::BadGroups { ports: n, sum })?);
+    }
+    Ok(splits)
 }
 
 /// Checks one entry: at most [`ROUTE_PORTS_MAX`] distinct ports, each below `ports` if given.
@@ -138,9 +247,10 @@ pub(crate) fn check_entry(list: &[u16], ports: Option<u16>) -> Result<(), RouteE
 /// through the SplitMix64 finaliser.
 pub fn path_hash(src: GpuId, dst: GpuId, path: PathId, vc: Vc) -> u64 {
     //= docs/spec/switch.md#21-the-choice-among-equal-ports
-    //# SW-2-4 When the entry lists more than one port, the egress port MUST be the one the
-    //# function of this section gives for the frame's source GPU, destination GPU, path id and
-    //# VC and the link states of the listed ports.
+    //# SW-2-4 When an entry of one group lists more than one port, the egress port MUST be the
+    //# one the function of this section gives for the frame's source GPU, destination GPU, path
+    //# id and VC and the link states of the listed ports. (1.2: "of one group"; an entry of
+    //# several groups is SW-2-9.)
     let key = u64::from(src.value()) << 32
         | u64::from(dst.value()) << 16
         | u64::from(path.0) << 8

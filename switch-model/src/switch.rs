@@ -14,7 +14,7 @@ use ethlink_protocol::{DataRepr, GpuId, PathId, Vc, WIRE_OVERHEAD, frame_len};
 
 use crate::config::{Config, Mode};
 use crate::counters::{Counters, PortCounters, bump};
-use crate::routes::{RouteError, Routes, check_entry, path_hash, select};
+use crate::routes::{RouteError, Routes, check_entry, path_hash};
 use crate::timers::Timers;
 use crate::voq::{Payload, Queued, Voqs};
 
@@ -138,6 +138,7 @@ impl Switch {
             field: "routes",
             value: match e {
                 RouteError::TooManyPorts { ports } => ports as u64,
+                RouteError::BadGroups { sum, .. } => sum as u64,
                 RouteError::Duplicate { port } | RouteError::NoSuchPort { port, .. } => {
                     u64::from(port)
                 }
@@ -146,6 +147,7 @@ impl Switch {
                 RouteError::TooManyPorts { .. } => "an entry lists at most 64 ports",
                 RouteError::Duplicate { .. } => "an entry lists a port once",
                 RouteError::NoSuchPort { .. } => "a port of the switch",
+                RouteError::BadGroups { .. } => "group sizes of at least 1 adding up to the ports",
             },
         })?;
         let n = usize::from(cfg.ports);
@@ -204,18 +206,30 @@ impl Switch {
     /// now on are forwarded by the new entry; frames already received keep the egress port
     /// they were given. A refused entry leaves the table unchanged.
     pub fn set_route(&mut self, dst: GpuId, ports: &[u16]) -> Result<(), RouteError> {
+        self.set_route_groups(dst, ports, &[])
+    }
+
+    /// Writes the entry of `dst` while the switch runs, as [`Switch::set_route`] does, with
+    /// its ports divided into groups of preference of the sizes `groups` gives, most preferred
+    /// first (switch.md §2.3); no sizes make one group.
+    pub fn set_route_groups(
+        &mut self,
+        dst: GpuId,
+        ports: &[u16],
+        groups: &[u16],
+    ) -> Result<(), RouteError> {
         check_entry(ports, Some(self.cfg.ports))?;
         //= docs/spec/switch.md#22-the-forwarding-table
         //# SW-2-7 A switch MUST let its forwarding table be written while it runs, one entry at
         //# a time, each write replacing the whole entry at once.
-        self.routes.set(dst, ports)
+        self.routes.set_groups(dst, ports, groups)
     }
 
     /// The egress port the switch would choose now for a frame of this path (switch.md §2.1),
     /// if any.
     pub fn route(&self, src: GpuId, dst: GpuId, path: PathId, vc: Vc) -> Option<u16> {
         let h = path_hash(src, dst, path, vc);
-        select(self.routes.ports(dst), h, |e| {
+        self.routes.choose(dst, h, |e| {
             self.ports.get(usize::from(e)).is_some_and(|x| x.up)
         })
     }

@@ -627,9 +627,10 @@ const VECTORS: [(u16, u16, u8, u8, u64, u16, u16); 8] = [
 fn the_choice_among_equal_ports_matches_the_vectors() {
     //= docs/spec/switch.md#21-the-choice-among-equal-ports
     //= type=test
-    //# SW-2-4 When the entry lists more than one port, the egress port MUST be the one the
-    //# function of this section gives for the frame's source GPU, destination GPU, path id and
-    //# VC and the link states of the listed ports.
+    //# SW-2-4 When an entry of one group lists more than one port, the egress port MUST be the
+    //# one the function of this section gives for the frame's source GPU, destination GPU, path
+    //# id and VC and the link states of the listed ports. (1.2: "of one group"; an entry of
+    //# several groups is SW-2-9.)
     let listed = [8u16, 9, 10, 11];
     for (src, dst, path, vc, h, all_up, nine_down) in VECTORS {
         let got = path_hash(gpu(src), gpu(dst), PathId(path), Vc::new(vc).unwrap());
@@ -666,6 +667,106 @@ fn the_choice_among_equal_ports_matches_the_vectors() {
     b.send(0, 1023, 0, 0x10, 0, 77, 64);
     b.run(5_000);
     assert_eq!(b.tags(11), vec![77]);
+}
+
+/// Table SW-T3: the paths of Table SW-T2 over the entry [8 | 9, 10, 11] (group sizes 1 and 3),
+/// with every port UP, port 8 down, and ports 8 and 10 down.
+const GROUPED: [(u16, u16, u8, u8, u16, u16, u16); 8] = [
+    (0, 1, 0x00, 0, 8, 9, 9),
+    (1, 0, 0x00, 0, 8, 10, 9),
+    (5, 9, 0x23, 2, 8, 10, 9),
+    (1023, 0, 0x10, 0, 8, 11, 11),
+    (0, 1023, 0x31, 1, 8, 9, 9),
+    (0x1234, 0x0567, 0xff, 7, 8, 9, 9),
+    (12, 34, 0x05, 3, 8, 9, 9),
+    (100, 200, 0x12, 0, 8, 9, 9),
+];
+
+#[test]
+fn an_entry_in_groups_takes_its_first_group_with_a_port_up() {
+    let listed = [8u16, 9, 10, 11];
+    let mut r = Routes::new();
+    for (_, dst, ..) in GROUPED {
+        r.set_groups(gpu(dst), &listed, &[1, 3]).unwrap();
+        assert_eq!(r.group_sizes(gpu(dst)), vec![1, 3]);
+    }
+    //= docs/spec/switch.md#23-groups-of-preference
+    //= type=test
+    //# SW-2-9 When an entry lists its ports in more than one group, the egress port MUST be
+    //# the one the function of §2.1 gives over the first group, in table order, that holds a
+    //# port whose link is UP, as if the entry were that group alone.
+    for (src, dst, path, vc, all_up, eight_down, eight_ten_down) in GROUPED {
+        let h = path_hash(gpu(src), gpu(dst), PathId(path), Vc::new(vc).unwrap());
+        assert_eq!(r.choose(gpu(dst), h, |_| true), Some(all_up));
+        assert_eq!(r.choose(gpu(dst), h, |p| p != 8), Some(eight_down));
+        assert_eq!(select(&listed[1..], h, |p| p != 8), Some(eight_down));
+        assert_eq!(
+            r.choose(gpu(dst), h, |p| p != 8 && p != 10),
+            Some(eight_ten_down)
+        );
+        assert_eq!(r.choose(gpu(dst), h, |_| false), None);
+        // A port of a later group being down changes nothing while the first has one UP.
+        assert_eq!(r.choose(gpu(dst), h, |p| p != 9 && p != 11), Some(8));
+    }
+    // Through a switch, and on the wire: all UP, then port 8 down, then back.
+    let mut b = Bench::new(cfg(12), r);
+    for (src, dst, path, vc, all_up, ..) in GROUPED {
+        let vc = Vc::new(vc).unwrap();
+        let got = b.sw.route(gpu(src), gpu(dst), PathId(path), vc);
+        assert_eq!(got, Some(all_up));
+    }
+    b.send(0, 1023, 0, 0x10, 0, 70, 64);
+    b.run(5_000);
+    assert_eq!(b.tags(8), vec![70]);
+    let now = Instant::from_nanos(b.now);
+    b.sw.port_down(now, 8);
+    b.peers[8].physical_down(now);
+    b.run(1_000);
+    for (src, dst, path, vc, _, eight_down, _) in GROUPED {
+        let vc = Vc::new(vc).unwrap();
+        let got = b.sw.route(gpu(src), gpu(dst), PathId(path), vc);
+        assert_eq!(got, Some(eight_down));
+    }
+    // The fourth path, with port 8 down, leaves on port 11.
+    b.send(0, 1023, 0, 0x10, 0, 71, 64);
+    b.run(5_000);
+    assert_eq!(b.tags(11), vec![71]);
+    assert_eq!(b.tags(8), vec![70]);
+}
+
+#[test]
+fn group_sizes_are_checked() {
+    //= docs/spec/switch.md#23-groups-of-preference
+    //= type=test
+    //# SW-2-10 A switch MUST refuse an entry whose group sizes are not each at least 1 or do
+    //# not add up to the number of ports it lists, and leave its table unchanged.
+    let mut s = Switch::new(cfg(4), routes(4)).unwrap();
+    s.set_route_groups(gpu(1), &[1, 2, 3], &[1, 2]).unwrap();
+    assert_eq!(s.routes().group_sizes(gpu(1)), vec![1, 2]);
+    for bad in [&[1u16, 1][..], &[1, 3], &[0, 3], &[3, 0], &[4]] {
+        assert_eq!(
+            s.set_route_groups(gpu(1), &[0, 2, 3], bad),
+            Err(RouteError::BadGroups {
+                ports: 3,
+                sum: bad.iter().map(|&g| usize::from(g)).sum()
+            }),
+            "{bad:?}"
+        );
+        assert_eq!(s.routes().ports(gpu(1)), &[1, 2, 3]);
+        assert_eq!(s.routes().group_sizes(gpu(1)), vec![1, 2]);
+    }
+    // One size, or none, is one group; a port the switch lacks is refused before the sizes.
+    s.set_route_groups(gpu(1), &[0, 2], &[2]).unwrap();
+    assert_eq!(s.routes().group_sizes(gpu(1)), vec![2]);
+    s.set_route(gpu(1), &[3, 2]).unwrap();
+    assert_eq!(s.routes().group_sizes(gpu(1)), vec![2]);
+    assert_eq!(
+        s.set_route_groups(gpu(1), &[4, 2], &[1, 1]),
+        Err(RouteError::NoSuchPort { port: 4, ports: 4 })
+    );
+    // An empty entry has no group.
+    s.set_route(gpu(1), &[]).unwrap();
+    assert_eq!(s.routes().group_sizes(gpu(1)), Vec::<u16>::new());
 }
 
 #[test]
