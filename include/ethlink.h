@@ -768,6 +768,23 @@ int32_t ethlink_switch_set_route(ethlink_ctx *ctx,
                                  const uint16_t *ports,
                                  size_t count);
 
+// Switch: writes the forwarding-table entry of GPU `dst` as `ethlink_switch_set_route` does,
+// with its `count` ports divided into `group_count` groups of preference whose sizes are at
+// `groups`, most preferred first (switch.md §2.3): frames for `dst` leave by a port of the
+// first group that has one UP, chosen there by the path hash. No sizes (`groups` may then be
+// NULL) make the list one group.
+//
+// Errors: NULL_POINTER (`ports` or `groups` NULL with a count > 0), HANDLE, WRONG_ROLE,
+// ARGUMENT (as `ethlink_switch_set_route`, and a group size of 0 or sizes that do not add up
+// to `count`).
+int32_t ethlink_switch_set_route_groups(ethlink_ctx *ctx,
+                                        uint32_t h,
+                                        uint16_t dst,
+                                        const uint16_t *ports,
+                                        size_t count,
+                                        const uint16_t *groups,
+                                        size_t group_count);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif  // __cplusplus

@@ -131,7 +131,7 @@ pub struct LinkParams {
 }
 
 /// A forwarding-table entry for a switch: frames for `dst` leave by one of `ports`
-/// (switch.md §2.2).
+/// (switch.md §2.2), chosen within the first of its `groups` that has a port UP (§2.3).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Route {
@@ -139,6 +139,21 @@ pub struct Route {
     pub dst: u16,
     /// The egress ports listed for it, in table order.
     pub ports: Vec<u16>,
+    /// The sizes of its groups of preference, most preferred first (switch.md §2.3); none: the
+    /// whole list is one group.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<u16>,
+}
+
+impl Route {
+    /// An entry of one group.
+    pub fn new(dst: u16, ports: Vec<u16>) -> Self {
+        Route {
+            dst,
+            ports,
+            groups: Vec::new(),
+        }
+    }
 }
 
 /// What `reset` asks of the device: a fresh start with these settings (docs/conformance.md §3.2).
@@ -297,6 +312,9 @@ pub enum Request {
         dst: u16,
         /// The egress ports listed for it, in table order.
         ports: Vec<u16>,
+        /// The sizes of its groups of preference (switch.md §2.3); none: one group.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        groups: Vec<u16>,
     },
     /// Endpoint: register a region of one of its memory spaces (endpoint.md §2).
     Register {

@@ -117,6 +117,8 @@ abi! {
         ethlink_switch_config_default: fn(*mut SwitchConfig) -> i32;
         ethlink_switch_new: fn(*mut Ctx, *const SwitchConfig, *mut u32) -> i32;
         ethlink_switch_set_route: fn(*mut Ctx, u32, u16, *const u16, usize) -> i32;
+        ethlink_switch_set_route_groups:
+            fn(*mut Ctx, u32, u16, *const u16, usize, *const u16, usize) -> i32;
     }
 }
 
@@ -418,8 +420,29 @@ impl DylibDevice {
                 }
                 self.check(new(ctx, &cfg, &mut h), "ethlink_switch_new", Blame::Request)?;
                 for r in &setup.routes {
-                    let code = set_route(ctx, h, r.dst, r.ports.as_ptr(), r.ports.len());
-                    if let Err(e) = self.check(code, "ethlink_switch_set_route", Blame::Request) {
+                    let (code, name) = if r.groups.is_empty() {
+                        let code = set_route(ctx, h, r.dst, r.ports.as_ptr(), r.ports.len());
+                        (code, "ethlink_switch_set_route")
+                    } else if let Some(f) = self.api.ethlink_switch_set_route_groups {
+                        let code = f(
+                            ctx,
+                            h,
+                            r.dst,
+                            r.ports.as_ptr(),
+                            r.ports.len(),
+                            r.groups.as_ptr(),
+                            r.groups.len(),
+                        );
+                        (code, "ethlink_switch_set_route_groups")
+                    } else {
+                        (self.api.ethlink_destroy)(ctx, h);
+                        return Err(DeviceError::Refused(
+                            "an entry in groups of preference: the library does not export \
+                             ethlink_switch_set_route_groups"
+                                .into(),
+                        ));
+                    };
+                    if let Err(e) = self.check(code, name, Blame::Request) {
                         (self.api.ethlink_destroy)(ctx, h);
                         return Err(e);
                     }
@@ -956,7 +979,7 @@ impl Device for DylibDevice {
                 let mut n = 0usize;
                 (f(ctx, h, &mut n), "ethlink_link_withdraw")
             }
-            Request::SetRoute { dst, ports } => {
+            Request::SetRoute { dst, ports, groups } if groups.is_empty() => {
                 let f = need(
                     api.ethlink_switch_set_route,
                     path,
@@ -966,6 +989,23 @@ impl Device for DylibDevice {
                     f(ctx, h, *dst, ports.as_ptr(), ports.len()),
                     "ethlink_switch_set_route",
                 )
+            }
+            Request::SetRoute { dst, ports, groups } => {
+                let f = need(
+                    api.ethlink_switch_set_route_groups,
+                    path,
+                    "ethlink_switch_set_route_groups",
+                )?;
+                let code = f(
+                    ctx,
+                    h,
+                    *dst,
+                    ports.as_ptr(),
+                    ports.len(),
+                    groups.as_ptr(),
+                    groups.len(),
+                );
+                (code, "ethlink_switch_set_route_groups")
             }
             Request::Register {
                 space,

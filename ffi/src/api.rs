@@ -701,7 +701,34 @@ pub extern "C" fn ethlink_switch_set_route(
 ) -> i32 {
     call(ctx, "ethlink_switch_set_route", |c| {
         let list = ptr::u16s(ports, count, "ports")?;
-        c.switch(h)?.set_route(dst, &list)?;
+        c.switch(h)?.set_route(dst, &list, &[])?;
+        Ok(ETHLINK_OK)
+    })
+}
+
+/// Switch: writes the forwarding-table entry of GPU `dst` as `ethlink_switch_set_route` does,
+/// with its `count` ports divided into `group_count` groups of preference whose sizes are at
+/// `groups`, most preferred first (switch.md §2.3): frames for `dst` leave by a port of the
+/// first group that has one UP, chosen there by the path hash. No sizes (`groups` may then be
+/// NULL) make the list one group.
+///
+/// Errors: NULL_POINTER (`ports` or `groups` NULL with a count > 0), HANDLE, WRONG_ROLE,
+/// ARGUMENT (as `ethlink_switch_set_route`, and a group size of 0 or sizes that do not add up
+/// to `count`).
+#[unsafe(no_mangle)]
+pub extern "C" fn ethlink_switch_set_route_groups(
+    ctx: *mut Ctx,
+    h: u32,
+    dst: u16,
+    ports: *const u16,
+    count: usize,
+    groups: *const u16,
+    group_count: usize,
+) -> i32 {
+    call(ctx, "ethlink_switch_set_route_groups", |c| {
+        let list = ptr::u16s(ports, count, "ports")?;
+        let sizes = ptr::u16s(groups, group_count, "groups")?;
+        c.switch(h)?.set_route(dst, &list, &sizes)?;
         Ok(ETHLINK_OK)
     })
 }

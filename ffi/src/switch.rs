@@ -304,11 +304,11 @@ impl SwitchDev {
         }
     }
 
-    pub(crate) fn set_route(&mut self, dst: u16, ports: &[u16]) -> Result<()> {
+    pub(crate) fn set_route(&mut self, dst: u16, ports: &[u16], groups: &[u16]) -> Result<()> {
         let g = gpu(dst, "dst")?;
         self.in_pass = false;
         self.sw
-            .set_route(g, ports)
+            .set_route_groups(g, ports, groups)
             .map_err(|e| Error::argument(format!("route to {dst}: {e}")))
     }
 }

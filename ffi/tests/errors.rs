@@ -1335,6 +1335,37 @@ fn the_switch_call_checks_pointers_values_and_role() {
         ETHLINK_OK
     );
     assert_eq!(ethlink_switch_set_route(ctx, sw, 1, null(), 0), ETHLINK_OK);
+    // In groups of preference (switch.md §2.3).
+    let three = [0u16, 1, 2];
+    let sizes = [1u16, 2];
+    expect(
+        ctx,
+        ethlink_switch_set_route_groups(ctx, sw, 1, three.as_ptr(), 3, null(), 2),
+        ETHLINK_ERR_NULL_POINTER,
+        &["groups"],
+    );
+    for bad in [[1u16, 1], [0, 3], [2, 2]] {
+        expect(
+            ctx,
+            ethlink_switch_set_route_groups(ctx, sw, 1, three.as_ptr(), 3, bad.as_ptr(), 2),
+            ETHLINK_ERR_ARGUMENT,
+            &["route to 1", "group sizes"],
+        );
+    }
+    expect(
+        ctx,
+        ethlink_switch_set_route_groups(ctx, le, 1, three.as_ptr(), 3, sizes.as_ptr(), 2),
+        ETHLINK_ERR_WRONG_ROLE,
+        &["switch"],
+    );
+    assert_eq!(
+        ethlink_switch_set_route_groups(ctx, sw, 1, three.as_ptr(), 3, sizes.as_ptr(), 2),
+        ETHLINK_OK
+    );
+    assert_eq!(
+        ethlink_switch_set_route_groups(ctx, sw, 1, three.as_ptr(), 3, null(), 0),
+        ETHLINK_OK
+    );
     ethlink_ctx_free(ctx);
 }
 

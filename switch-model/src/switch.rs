@@ -698,9 +698,10 @@ impl Switch {
         //# SW-2-3 An egress port whose link is not UP MUST NOT be chosen while the table lists
         //# another port for the destination whose link is UP.
         //= docs/spec/switch.md#21-the-choice-among-equal-ports
-        //# SW-2-4 When the entry lists more than one port, the egress port MUST be the one the
-        //# function of this section gives for the frame's source GPU, destination GPU, path id
-        //# and VC and the link states of the listed ports.
+        //# SW-2-4 When an entry of one group lists more than one port, the egress port MUST be
+        //# the one the function of this section gives for the frame's source GPU, destination
+        //# GPU, path id and VC and the link states of the listed ports. (1.2: "of one group"; an
+        //# entry of several groups is SW-2-9.)
         //= docs/spec/wire.md#5-data-frames-the-network-header
         //# WIRE-5-4 A switch MUST forward a DATA frame on its destination GPU id: to one of the
         //# egress ports its forwarding table lists for that destination, and when it lists several,

@@ -24,3 +24,20 @@ pub fn all() -> Vec<Case> {
     v.extend(switch::cases());
     v
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn case_ids_are_unique() {
+        let all = super::all();
+        let mut ids: Vec<&str> = all.iter().map(|c| c.id).collect();
+        ids.sort_unstable();
+        let twice: Vec<&str> = ids
+            .windows(2)
+            .filter(|w| w[0] == w[1])
+            .map(|w| w[0])
+            .collect();
+        assert!(twice.is_empty(), "case ids used twice: {twice:?}");
+        assert!(ids.len() > 300, "{} cases", ids.len());
+    }
+}

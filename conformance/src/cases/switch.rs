@@ -74,6 +74,21 @@ pub fn cases() -> Vec<Case> {
             equal_ports_one_down,
         ),
         c(
+            "SWT-FWD-4",
+            "an entry in groups of preference [8 | 9, 10, 11] sends every path by its first group \
+             while that port is UP, and by Table SW-T3 over the second group when it is down, \
+             also with a port of the second group down",
+            &["SW-2-9", "SW-2-3", "SW-2-4"],
+            grouped_entry,
+        ),
+        c(
+            "SWT-TBL-4",
+            "the table refuses an entry whose group sizes include 0 or do not add up to its \
+             ports, and takes one whose sizes do",
+            &["SW-2-10", "SW-2-9"],
+            group_sizes_checked,
+        ),
+        c(
             "SWT-TBL-1",
             "the table takes entries for GPUs 0 and 0xFFFE, one listing every port and an empty \
              one, and refuses an entry with a port twice, a port the switch lacks or more than \
@@ -222,12 +237,7 @@ fn gpu_of(p: u16) -> u16 {
 
 /// One entry per port: GPU `100 + p` behind port `p`.
 fn one_per_port(ports: u16) -> Vec<Route> {
-    (0..ports)
-        .map(|p| Route {
-            dst: gpu_of(p),
-            ports: vec![p],
-        })
-        .collect()
+    (0..ports).map(|p| Route::new(gpu_of(p), vec![p])).collect()
 }
 
 /// A DATA payload from `src` to `dst` on path `path`: one RDMA_WRITE segment of `len` bytes
@@ -493,10 +503,7 @@ fn vector_setup(ctx: &Ctx<'_>) -> (Setup, [u16; 4]) {
     let mut routes: Vec<Route> = Vec::new();
     for v in SW_T2 {
         if !routes.iter().any(|r| r.dst == v.1) {
-            routes.push(Route {
-                dst: v.1,
-                ports: list.to_vec(),
-            });
+            routes.push(Route::new(v.1, list.to_vec()));
         }
     }
     let link = LinkParams {
@@ -506,9 +513,40 @@ fn vector_setup(ctx: &Ctx<'_>) -> (Setup, [u16; 4]) {
     (sw_setup(routes, link, None), list)
 }
 
+/// Table SW-T3: src, dst, path, vc of Table SW-T2's rows, and the egress from the entry
+/// `[8 | 9, 10, 11]` (group sizes 1 and 3) with all UP, port 8 down, ports 8 and 10 down.
+const SW_T3: [(u16, u16, u8, u8, u16, u16, u16); 8] = [
+    (0, 1, 0x00, 0, 8, 9, 9),
+    (1, 0, 0x00, 0, 8, 10, 9),
+    (5, 9, 0x23, 2, 8, 10, 9),
+    (1023, 0, 0x10, 0, 8, 11, 11),
+    (0, 1023, 0x31, 1, 8, 9, 9),
+    (0x1234, 0x0567, 0xff, 7, 8, 9, 9),
+    (12, 34, 0x05, 3, 8, 9, 9),
+    (100, 200, 0x12, 0, 8, 9, 9),
+];
+
 /// Sends four frames of every vector the links carry from port 0 and checks the port each left
 /// by against column `col` of Table SW-T2 (0: all UP, 1: the second listed port down).
 fn run_vectors(ctx: &mut Ctx<'_>, list: [u16; 4], col: usize) -> Result<(), Stop> {
+    let want = |k: usize| if col == 0 { SW_T2[k].5 } else { SW_T2[k].6 };
+    let what = if col == 0 {
+        "Table SW-T2, all UP"
+    } else {
+        "Table SW-T2, the second listed port down"
+    };
+    send_vectors(ctx, list, "SW-2-4", what, &want)
+}
+
+/// Sends four frames of every vector of Table SW-T2 the links carry from port 0 and checks that
+/// each leaves once, by the port of `list` that stands for the table's port `want(k)` (8..=11).
+fn send_vectors(
+    ctx: &mut Ctx<'_>,
+    list: [u16; 4],
+    rule: &'static str,
+    what: &str,
+    want: &dyn Fn(usize) -> u16,
+) -> Result<(), Stop> {
     let vcs = ctx.params.vcs.unwrap_or(4);
     for (k, v) in SW_T2.iter().enumerate() {
         let h = mix(v.0, v.1, v.2, v.3);
@@ -545,16 +583,15 @@ fn run_vectors(ctx: &mut Ctx<'_>, list: [u16; 4], col: usize) -> Result<(), Stop
     }
     for &k in &used {
         let v = SW_T2[k];
-        let want = if col == 0 { v.5 } else { v.6 };
-        let want = list[usize::from(want - 8)];
+        let want = list[usize::from(want(k) - 8)];
         for round in 0..4u32 {
             let t = (k as u32) << 8 | round;
             let got = seen.get(&t).cloned().unwrap_or_default();
             check(
                 got == vec![want],
-                "SW-2-4",
+                rule,
                 format!(
-                    "vector {k} of Table SW-T2 (src {}, dst {}, path {:#x}, vc {}), frame {round}: \
+                    "vector {k} (src {}, dst {}, path {:#x}, vc {}) by {what}, frame {round}: \
                      leaves once, by port {want}",
                     v.0, v.1, v.2, v.3
                 ),
@@ -941,6 +978,116 @@ fn equal_ports_one_down(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         "SW-2-3",
         format!("nothing sent toward port {}, which is down", list[1]),
         || format!("its peer received {got:?}"),
+    )
+}
+
+/// The setup of Table SW-T3: every destination of the vectors has the entry `[8 | 9, 10, 11]`
+/// over the ports of `vector_ports`.
+fn grouped_setup(ctx: &Ctx<'_>) -> (Setup, [u16; 4]) {
+    let (mut s, list) = vector_setup(ctx);
+    for r in &mut s.routes {
+        r.groups = vec![1, 3];
+    }
+    (s, list)
+}
+
+fn grouped_entry(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    need_ports(ctx, 5)?;
+    let (s, list) = grouped_setup(ctx);
+    for (k, v) in SW_T3.iter().enumerate() {
+        let t2 = SW_T2[k];
+        if (v.0, v.1, v.2, v.3) != (t2.0, t2.1, t2.2, t2.3) {
+            return Err(Stop::Harness(format!(
+                "row {k} of Table SW-T3 is not the path of Table SW-T2's"
+            )));
+        }
+    }
+    let mut ports = vec![0u16];
+    ports.extend(list);
+    match up_ports(ctx, &s, &ports, |_, c| c) {
+        Err(Stop::Unsupported(why)) => {
+            return Err(Stop::fail(
+                "SW-2-9",
+                "the table takes entries of two groups of preference",
+                format!("the device refused: {why}"),
+            ));
+        }
+        other => other?,
+    }
+    send_vectors(ctx, list, "SW-2-9", "Table SW-T3, all UP", &|k| SW_T3[k].4)?;
+    for (down, col, what) in [
+        (list[0], 5, "Table SW-T3, port 8 down"),
+        (list[2], 6, "Table SW-T3, ports 8 and 10 down"),
+    ] {
+        ctx.request(&Request::PhysicalDown { port: down })?;
+        ctx.run_for(2_000)?;
+        ctx.take_outputs();
+        for p in list {
+            ctx.peer_events(p)?;
+        }
+        send_vectors(ctx, list, "SW-2-9", what, &|k| {
+            if col == 5 { SW_T3[k].5 } else { SW_T3[k].6 }
+        })?;
+    }
+    Ok(())
+}
+
+fn group_sizes_checked(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    need_ports(ctx, 4)?;
+    let n = ctx.desc.ports;
+    for (what, groups) in [
+        ("sizes 1 and 1 for 3 ports", vec![1u16, 1]),
+        ("sizes 2 and 2 for 3 ports", vec![2, 2]),
+        ("sizes 0 and 3", vec![0, 3]),
+        ("sizes 3 and 0", vec![3, 0]),
+    ] {
+        let mut routes = one_per_port(n);
+        routes.push(Route {
+            groups,
+            ..Route::new(50, vec![1, 2, 3])
+        });
+        match ctx.reset(&sw_setup(routes, LinkParams::default(), None)) {
+            Err(Stop::Unsupported(_)) => {}
+            Ok(_) => {
+                return Err(Stop::fail(
+                    "SW-2-10",
+                    format!("the table refused: an entry of 3 ports with group {what}"),
+                    "the device took it",
+                ));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    // Taken: [1 | 2, 3]; the frame for GPU 50 leaves by port 1, the first group.
+    let mut routes = one_per_port(n);
+    routes.push(Route {
+        groups: vec![1, 2],
+        ..Route::new(50, vec![1, 2, 3])
+    });
+    let s = sw_setup(routes, LinkParams::default(), None);
+    match ctx.reset(&s) {
+        Ok(_) => {}
+        Err(Stop::Unsupported(why)) => {
+            return Err(Stop::fail(
+                "SW-2-9",
+                "the table takes the entry [1 | 2, 3] for GPU 50",
+                format!("the device refused: {why}"),
+            ));
+        }
+        Err(e) => return Err(e),
+    }
+    up_all(ctx, &s)?;
+    for t in 0..8u32 {
+        ctx.peer_submit(0, 0, &data(50, gpu_of(0), t as u8, t, 64))?;
+    }
+    ctx.run_for(10_000)?;
+    let seen = received(ctx, &(1..n).collect::<Vec<_>>())?;
+    let want: Vec<(u16, u32)> = (0..8).map(|t| (1, t)).collect();
+    check(
+        seen == want,
+        "SW-2-9",
+        "the frames of 8 paths to GPU 50, entry [1 | 2, 3], all leave by port 1",
+        || format!("(port, tag) received: {seen:?}"),
     )
 }
 
@@ -1757,7 +1904,7 @@ fn table_entries(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
     bad.push(("65 ports", (0..65).collect()));
     for (what, ports) in bad {
         let mut routes = one_per_port(n);
-        routes.push(Route { dst: 50, ports });
+        routes.push(Route::new(50, ports));
         match ctx.reset(&sw_setup(routes, LinkParams::default(), None)) {
             Err(Stop::Unsupported(_)) => {}
             Ok(_) => {
@@ -1773,18 +1920,9 @@ fn table_entries(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
     // Accepted: GPUs 0 and 0xFFFE, an entry of every port (64 at most), an empty entry.
     let every: Vec<u16> = (0..n.min(64)).collect();
     let mut routes = one_per_port(n);
-    routes.push(Route {
-        dst: 0,
-        ports: vec![1],
-    });
-    routes.push(Route {
-        dst: 0xFFFE,
-        ports: every.clone(),
-    });
-    routes.push(Route {
-        dst: 50,
-        ports: Vec::new(),
-    });
+    routes.push(Route::new(0, vec![1]));
+    routes.push(Route::new(0xFFFE, every.clone()));
+    routes.push(Route::new(50, Vec::new()));
     let s = sw_setup(routes, LinkParams::default(), None);
     match ctx.reset(&s) {
         Ok(_) => {}
@@ -2052,7 +2190,11 @@ fn unknown_fate_counted(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
 // The table written while running, a configured latency, tagging.
 
 fn set_route(ctx: &mut Ctx<'_>, dst: u16, ports: Vec<u16>) -> Result<(), Stop> {
-    ctx.request(&Request::SetRoute { dst, ports })?;
+    ctx.request(&Request::SetRoute {
+        dst,
+        ports,
+        groups: Vec::new(),
+    })?;
     Ok(())
 }
 
@@ -2072,10 +2214,7 @@ fn table_written_while_running(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
     need_ports(ctx, 3)?;
     let n = ctx.desc.ports;
     let mut routes = one_per_port(n);
-    routes.push(Route {
-        dst: 50,
-        ports: vec![1],
-    });
+    routes.push(Route::new(50, vec![1]));
     up_ports(
         ctx,
         &sw_setup(routes, LinkParams::default(), None),
@@ -2131,10 +2270,7 @@ fn egress_kept_on_arrival(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
     need_ports(ctx, 3)?;
     let n = ctx.desc.ports;
     let mut routes = one_per_port(n);
-    routes.push(Route {
-        dst: 50,
-        ports: vec![1],
-    });
+    routes.push(Route::new(50, vec![1]));
     with_latency(ctx, routes, 5_000, &[0, 1, 2])?;
     ctx.peer_submit(0, 0, &data(50, gpu_of(0), 0, 1, 64))?;
     let arrived = ctx.run_until(10_000, |c| data_log(c, 0, false).contains_key(&1))?;

@@ -28,6 +28,9 @@ pub fn mutants() -> Vec<(&'static str, Make)> {
         ("switch_reverses_equal_port_lists", || {
             Box::new(Wrapped::new(Break::ReversedLists))
         }),
+        ("switch_ignores_groups_of_preference", || {
+            Box::new(Wrapped::new(Break::IgnoresGroups))
+        }),
         ("switch_swaps_pairs_of_frames", || {
             Box::new(Wrapped::new(Break::Reorder))
         }),
@@ -65,6 +68,8 @@ enum Break {
     /// Every entry's list is reversed, so that the choice among equal ports indexes it from the
     /// wrong end (SW-2-4).
     ReversedLists,
+    /// An entry's groups of preference are ignored: its ports are one group (SW-2-9).
+    IgnoresGroups,
     /// Of two DATA frames of one VC and one length sent one after the other on a port, the
     /// payloads are swapped (SW-3-1).
     Reorder,
@@ -254,6 +259,11 @@ impl Device for Wrapped {
             Break::ReversedLists => {
                 for r in &mut s.routes {
                     r.ports.reverse();
+                }
+            }
+            Break::IgnoresGroups => {
+                for r in &mut s.routes {
+                    r.groups.clear();
                 }
             }
             Break::IgnoresMaxResidence => s.max_residence_ns = None,

@@ -234,7 +234,7 @@ impl Device for RefSwitch {
             let dst = GpuId::new(r.dst)
                 .ok_or_else(|| DeviceError::Refused(format!("GPU id {:#x}", r.dst)))?;
             routes
-                .set(dst, &r.ports)
+                .set_groups(dst, &r.ports, &r.groups)
                 .map_err(|e| DeviceError::Refused(format!("route to {}: {e}", r.dst)))?;
         }
         let sw =
@@ -273,11 +273,11 @@ impl Device for RefSwitch {
                 self.phys_down[p] = true;
                 self.sw()?.port_down(now, p);
             }
-            Request::SetRoute { dst, ports } => {
+            Request::SetRoute { dst, ports, groups } => {
                 let gpu = GpuId::new(*dst)
                     .ok_or_else(|| DeviceError::Refused(format!("GPU id {dst:#x}")))?;
                 self.sw()?
-                    .set_route(gpu, ports)
+                    .set_route_groups(gpu, ports, groups)
                     .map_err(|e| DeviceError::Refused(format!("route to {dst}: {e}")))?;
             }
             other => {
