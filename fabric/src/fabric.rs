@@ -11,8 +11,8 @@
 //! timers; every port that may have something to send and whose wire is free is polled for one
 //! frame (a GPU: all its ports; a switch: the ports it reports ready); completions go to the
 //! workloads, which may issue more; and the node's next deadline is armed. A node has at most
-//! one armed deadline that counts: an event for an earlier deadline supersedes it, and an event
-//! whose time no longer matches the node's armed time is ignored. A deadline already due when
+//! one armed deadline: arming an earlier one moves it in the queue (`EventQueue::arm`), and it
+//! comes out after every event already queued for its new time. A deadline already due when
 //! the node is serviced is one the node meets by sending (an ACK, a credit update) once a wire
 //! is free: the wire-free event services it then.
 
@@ -30,7 +30,7 @@ use ethlink_switch::{Routes, Switch};
 
 use crate::build::{endpoint_config, key_of, switch_config};
 use crate::check::mix64;
-use crate::queue::EventQueue;
+use crate::queue::{EventQueue, Next};
 use crate::report::{
     CollectiveRow, EndpointTotals, LinkTotals, Load, Operations, Overhead, PortStall, Report,
     Series, SimTotals, SwitchReport, SwitchTotals, Throughput, Wall, peak_rss_bytes,
@@ -449,7 +449,7 @@ impl Core {
         };
         if ps < *a {
             *a = ps;
-            self.push(ps, Ev::Timer(n));
+            self.heap.arm(n, ps);
         }
     }
 
@@ -1322,7 +1322,11 @@ impl Fabric {
         }
         self.core.push(BRING_UP_CHECK_NS * PS_PER_NS, Ev::BringUp);
         self.settle();
-        while let Some((t, ev)) = self.core.heap.pop() {
+        while let Some((t, next)) = self.core.heap.next() {
+            let ev = match next {
+                Next::Event(ev) => ev,
+                Next::Deadline(n) => Ev::Timer(n),
+            };
             let e = Fired { t, ev };
             self.core.now = e.t;
             self.core.events += 1;

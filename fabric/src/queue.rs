@@ -5,6 +5,12 @@
 //! path is moved once, not swapped). Sequence numbers are given by the queue, so two events of
 //! the same time come out in the order they were pushed, whatever the heap's shape: the order is
 //! fully determined.
+//!
+//! Beside it, each node's one deadline lives in a small indexed heap of its own
+//! ([`EventQueue::arm`]): a deadline that moves is moved in place, where a queue of events
+//! would keep the superseded one until its time, most of the heap's entries in a busy fabric.
+//! Both heaps draw sequence numbers from one counter, and [`EventQueue::next`] takes the
+//! earlier head of the two: events and deadlines come out in one order of (time, push order).
 
 /// One queued event.
 #[derive(Debug, Clone, Copy)]
@@ -25,11 +31,12 @@ impl<E> Slot<E> {
     }
 }
 
-/// Events `E` by time, earliest first, ties in push order.
+/// Events `E` and node deadlines by time, earliest first, ties in push order.
 #[derive(Debug, Clone)]
 pub(crate) struct EventQueue<E> {
     heap: Vec<Slot<E>>,
     seq: u64,
+    timers: Timers,
 }
 
 impl<E: Copy> Default for EventQueue<E> {
@@ -37,7 +44,114 @@ impl<E: Copy> Default for EventQueue<E> {
         EventQueue {
             heap: Vec::new(),
             seq: 0,
+            timers: Timers::default(),
         }
+    }
+}
+
+/// What [`EventQueue::next`] took: an event, or the deadline of a node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Next<E> {
+    /// An event pushed with [`EventQueue::push`].
+    Event(E),
+    /// The deadline of the node, armed with [`EventQueue::arm`].
+    Deadline(u32),
+}
+
+/// At most one deadline per node, in a binary min-heap that knows where each node's entry is,
+/// so that a deadline moves in place.
+#[derive(Debug, Clone, Default)]
+struct Timers {
+    /// (key as in [`Slot`], node).
+    heap: Vec<(u128, u32)>,
+    /// Per node: its entry's index in `heap` plus one; 0 when it has none.
+    pos: Vec<u32>,
+}
+
+impl Timers {
+    fn place(&mut self, i: usize, e: (u128, u32)) {
+        if let Some(x) = self.heap.get_mut(i) {
+            *x = e;
+        }
+        if let Some(p) = self.pos.get_mut(e.1 as usize) {
+            *p = i as u32 + 1;
+        }
+    }
+
+    /// Moves the entry at `i` up or down to its place.
+    fn sift(&mut self, mut i: usize) {
+        let Some(&e) = self.heap.get(i) else {
+            return;
+        };
+        while i > 0 {
+            let parent = (i - 1) / 2;
+            let Some(&p) = self.heap.get(parent) else {
+                break;
+            };
+            if p.0 <= e.0 {
+                break;
+            }
+            self.place(i, p);
+            i = parent;
+        }
+        loop {
+            let l = 2 * i + 1;
+            let Some(&a) = self.heap.get(l) else {
+                break;
+            };
+            let (c, ce) = match self.heap.get(l + 1) {
+                Some(&b) if b.0 < a.0 => (l + 1, b),
+                _ => (l, a),
+            };
+            if e.0 <= ce.0 {
+                break;
+            }
+            self.place(i, ce);
+            i = c;
+        }
+        self.place(i, e);
+    }
+
+    /// Sets `node`'s deadline key, replacing the one it had.
+    fn set(&mut self, node: u32, key: u128) {
+        let n = node as usize;
+        if self.pos.len() <= n {
+            self.pos.resize(n + 1, 0);
+        }
+        let i = match self.pos.get(n).copied().unwrap_or(0) {
+            0 => {
+                self.heap.push((key, node));
+                self.heap.len() - 1
+            }
+            p => {
+                let i = p as usize - 1;
+                if let Some(x) = self.heap.get_mut(i) {
+                    x.0 = key;
+                }
+                i
+            }
+        };
+        self.sift(i);
+    }
+
+    fn first_key(&self) -> Option<u128> {
+        self.heap.first().map(|e| e.0)
+    }
+
+    fn pop(&mut self) -> Option<(u128, u32)> {
+        let last = self.heap.pop()?;
+        if let Some(p) = self.pos.get_mut(last.1 as usize) {
+            *p = 0;
+        }
+        let Some(&root) = self.heap.first() else {
+            return Some(last);
+        };
+        if let Some(p) = self.pos.get_mut(root.1 as usize) {
+            *p = 0;
+        }
+        self.place(0, last);
+        self.sift(0);
+        Some(root)
     }
 }
 
@@ -87,17 +201,36 @@ impl<E: Copy> EventQueue<E> {
             if first >= n {
                 break;
             }
-            let end = (first + ARITY).min(n);
-            let mut best = first;
-            let mut best_key = self.heap.get(first).map_or(u128::MAX, Slot::key);
-            for c in first + 1..end {
-                if let Some(k) = self.heap.get(c).map(Slot::key)
-                    && k < best_key
-                {
-                    best = c;
-                    best_key = k;
+            let (best, best_key) = match self.heap.get(first..first + ARITY) {
+                // Four children: the least of them by a tournament of selects rather than
+                // branches, which the ever-changing order of the keys would mispredict.
+                Some([a, b, c, d]) => {
+                    let (ka, kb, kc, kd) = (a.key(), b.key(), c.key(), d.key());
+                    let ab = usize::from(kb < ka);
+                    let kab = if kb < ka { kb } else { ka };
+                    let cd = 2 + usize::from(kd < kc);
+                    let kcd = if kd < kc { kd } else { kc };
+                    if kcd < kab {
+                        (first + cd, kcd)
+                    } else {
+                        (first + ab, kab)
+                    }
                 }
-            }
+                _ => {
+                    let end = (first + ARITY).min(n);
+                    let mut best = first;
+                    let mut best_key = self.heap.get(first).map_or(u128::MAX, Slot::key);
+                    for c in first + 1..end {
+                        if let Some(k) = self.heap.get(c).map(Slot::key)
+                            && k < best_key
+                        {
+                            best = c;
+                            best_key = k;
+                        }
+                    }
+                    (best, best_key)
+                }
+            };
             if last.key() <= best_key {
                 break;
             }
@@ -114,16 +247,39 @@ impl<E: Copy> EventQueue<E> {
         Some((root.t(), root.ev))
     }
 
-    /// Events queued.
+    /// Sets node `node`'s deadline to time `t`, replacing the one it had: it comes out of
+    /// [`EventQueue::next`] after every event and deadline already queued for `t`.
+    pub(crate) fn arm(&mut self, node: u32, t: u64) {
+        self.seq += 1;
+        self.timers
+            .set(node, u128::from(t) << 64 | u128::from(self.seq));
+    }
+
+    /// Takes the earliest event or deadline and its time.
+    pub(crate) fn next(&mut self) -> Option<(u64, Next<E>)> {
+        match (self.heap.first().map(Slot::key), self.timers.first_key()) {
+            (Some(e), Some(d)) if d < e => self.next_deadline(),
+            (None, Some(_)) => self.next_deadline(),
+            _ => self.pop().map(|(t, ev)| (t, Next::Event(ev))),
+        }
+    }
+
+    fn next_deadline(&mut self) -> Option<(u64, Next<E>)> {
+        self.timers
+            .pop()
+            .map(|(key, node)| ((key >> 64) as u64, Next::Deadline(node)))
+    }
+
+    /// Events and deadlines queued.
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
-        self.heap.len()
+        self.heap.len() + self.timers.heap.len()
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::EventQueue;
+    use super::{EventQueue, Next};
     use std::cmp::Reverse;
     use std::collections::BinaryHeap;
 
@@ -150,6 +306,59 @@ mod tests {
             }
             proptest::prop_assert_eq!(q.pop(), None);
         }
+    }
+
+    proptest::proptest! {
+        /// Events and deadlines come out in (time, push order) as from a list searched for its
+        /// least, a node's deadline replaced by each `arm`, through any interleaving.
+        #[test]
+        fn deadlines_move_in_place(ops in proptest::collection::vec((0u8..4, 0u32..6, 0u64..40), 0..400)) {
+            let mut q: EventQueue<u32> = EventQueue::default();
+            // The model: (time, push order, what), what = event id or 1000 + node.
+            let mut m: Vec<(u64, u64, u32)> = Vec::new();
+            let mut seq = 0u64;
+            for (op, x, t) in ops {
+                match op {
+                    0 => {
+                        seq += 1;
+                        q.push(t, seq as u32);
+                        m.push((t, seq, seq as u32));
+                    }
+                    1 | 2 => {
+                        seq += 1;
+                        q.arm(x, t);
+                        m.retain(|e| e.2 != 1000 + x);
+                        m.push((t, seq, 1000 + x));
+                    }
+                    _ => {
+                        let want = m.iter().copied().min();
+                        if let Some(w) = want {
+                            m.retain(|e| *e != w);
+                        }
+                        let got = q.next().map(|(t, n)| match n {
+                            Next::Event(e) => (t, e),
+                            Next::Deadline(node) => (t, 1000 + node),
+                        });
+                        proptest::prop_assert_eq!(got, want.map(|(t, _, w)| (t, w)));
+                    }
+                }
+                proptest::prop_assert_eq!(q.len(), m.len());
+            }
+        }
+    }
+
+    #[test]
+    fn a_moved_deadline_leaves_nothing_behind() {
+        let mut q: EventQueue<u32> = EventQueue::default();
+        q.arm(3, 50);
+        q.arm(3, 20);
+        q.push(20, 7);
+        q.arm(4, 20);
+        q.arm(3, 30);
+        assert_eq!(q.next(), Some((20, Next::Event(7))));
+        assert_eq!(q.next(), Some((20, Next::Deadline(4))));
+        assert_eq!(q.next(), Some((30, Next::Deadline(3))));
+        assert_eq!(q.next(), None);
     }
 
     #[test]
