@@ -175,8 +175,12 @@ impl Routes {
             .chain([e.ports.len()])
         {
             let group = e.ports.get(at..end)?;
-            if group.iter().any(|&p| up(p)) {
-                return select(group, h, up);
+            match group {
+                // A group of one port: that port if UP, with no hash to reduce.
+                [p] if up(*p) => return Some(*p),
+                [_] => {}
+                _ if group.iter().any(|&p| up(p)) => return select(group, h, up),
+                _ => {}
             }
             at = end;
         }

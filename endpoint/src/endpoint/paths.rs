@@ -191,6 +191,17 @@ impl Endpoint {
         //# EP-9-2 A request to be sent again MUST go to a usable port other than the one it was
         //# lost on, chosen by §4, and MUST count a retry when its frame had unknown fate.
         let avoid = avoid.filter(|_| self.usable.len() > 1);
+        if let ([only], None) = (self.usable.as_slice(), avoid) {
+            // One usable port: every policy picks it (a cycle of one for round robin).
+            let only = *only;
+            if matches!(
+                self.cfg.policy,
+                crate::Policy::RoundRobin | crate::Policy::Spray
+            ) {
+                self.rr_last = Some(only);
+            }
+            return Some(only);
+        }
         let n = self.usable.len() - usize::from(avoid.is_some_and(|a| self.usable.contains(&a)));
         if n == 0 {
             return None;
