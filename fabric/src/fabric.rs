@@ -263,26 +263,23 @@ impl Core {
         } else {
             Verdict::Pass
         };
-        let out = match &shared {
-            Some(f) => chan
-                .ch
-                .transmit_shared(self.now, f.clone(), t.kind, verdict),
-            None => {
-                let frame = self.txbuf.get(..t.len).unwrap_or(&[]);
-                chan.ch.transmit(self.now, frame, t.kind, verdict)
-            }
-        };
         let captured = self
             .capture
             .as_ref()
             .is_some_and(|(cc, _)| *cc == chan.cable);
-        let frame = match &shared {
-            Some(f) if captured && !f.has_fcs() => {
-                f.write_exact(&mut self.capbuf);
-                &self.capbuf[..]
+        // The wire takes the reference over; a copy of it stays here only for a capture.
+        let (out, shared) = match shared {
+            Some(f) if captured => {
+                let out = chan
+                    .ch
+                    .transmit_shared(self.now, f.clone(), t.kind, verdict);
+                (out, Some(f))
             }
-            Some(f) => f.as_bytes(),
-            None => self.txbuf.get(..t.len).unwrap_or(&[]),
+            Some(f) => (chan.ch.transmit_shared(self.now, f, t.kind, verdict), None),
+            None => {
+                let frame = self.txbuf.get(..t.len).unwrap_or(&[]);
+                (chan.ch.transmit(self.now, frame, t.kind, verdict), None)
+            }
         };
         self.frame_hops += 1;
         let on_wire = (t.len + ethlink_protocol::WIRE_OVERHEAD) as u64;
@@ -302,6 +299,14 @@ impl Core {
         if let Some((cc, sink)) = self.capture.as_mut()
             && *cc == cable
         {
+            let frame = match &shared {
+                Some(f) if !f.has_fcs() => {
+                    f.write_exact(&mut self.capbuf);
+                    &self.capbuf[..]
+                }
+                Some(f) => f.as_bytes(),
+                None => self.txbuf.get(..t.len).unwrap_or(&[]),
+            };
             let from = end_of(self.n_gpus, n, p);
             let to = end_of(self.n_gpus, to.0, to.1);
             sink(&CapturedFrame {
