@@ -595,23 +595,30 @@ impl SpaceMem {
                 break;
             }
         }
-        let mut start = addr;
-        let mut x = Extent { end, pattern };
-        if let Some((&s, &left)) = self.extents.range(..addr).next_back()
+        // A range that continues the one to its left, as the segments of a transfer do, extends
+        // that one where it lies.
+        let right = self
+            .extents
+            .get(&end)
+            .filter(|r| r.pattern == pattern.advance(end - addr))
+            .map(|r| r.end);
+        if let Some((&s, left)) = self.extents.range_mut(..addr).next_back()
             && left.end == addr
             && left.pattern.advance(addr - s) == pattern
         {
-            self.extents.remove(&s);
-            start = s;
-            x.pattern = left.pattern;
+            left.end = right.unwrap_or(end);
+        } else {
+            self.extents.insert(
+                addr,
+                Extent {
+                    end: right.unwrap_or(end),
+                    pattern,
+                },
+            );
         }
-        if let Some(&right) = self.extents.get(&end)
-            && right.pattern == pattern.advance(end - addr)
-        {
+        if right.is_some() {
             self.extents.remove(&end);
-            x.end = right.end;
         }
-        self.extents.insert(start, x);
         //= docs/spec/endpoint.md#2-memory-model
         //# EP-2-6 [...] Writing a byte clears its poison.
         self.clear_poison(addr, end);

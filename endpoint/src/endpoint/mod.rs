@@ -7,7 +7,6 @@ use core::cmp::Reverse;
 use core::fmt;
 use core::hash::{BuildHasherDefault, Hasher};
 
-use bitvec::vec::BitVec;
 use ethlink_link::{
     BufferTooSmall, Duration, Event, Instant, Link, LostReason, Outgoing, Release, SharedFrame,
     SubmitError, Transmit,
@@ -226,7 +225,10 @@ impl Tags {
 /// in-order point: the blocks before it have all arrived.
 #[derive(Debug)]
 struct Blocks {
-    bits: BitVec,
+    /// One bit per block, 64 to a word, block `k` at bit `k % 64` of word `k / 64`.
+    words: Vec<u64>,
+    /// Blocks of the transfer.
+    len: u32,
     received: u32,
     inorder: u32,
 }
@@ -241,37 +243,65 @@ enum Marked {
     New(i64),
 }
 
+/// The mask of bits `lo..hi` (0 <= lo < hi <= 64) of a word.
+fn bit_span(lo: u32, hi: u32) -> u64 {
+    let top = if hi >= 64 { u64::MAX } else { (1u64 << hi) - 1 };
+    top & !((1u64 << lo) - 1)
+}
+
 impl Blocks {
     fn new(len: u32) -> Self {
+        let n = len.div_ceil(BLOCK);
         Blocks {
-            bits: BitVec::repeat(false, len.div_ceil(BLOCK) as usize),
+            words: vec![0; n.div_ceil(64) as usize],
+            len: n,
             received: 0,
             inorder: 0,
         }
     }
 
+    /// The words that blocks `first..end` touch, each with the mask of those blocks in it.
+    fn spans(first: u32, end: u32) -> impl Iterator<Item = (usize, u64)> {
+        (first / 64..end.div_ceil(64)).map(move |w| {
+            let lo = first.max(w * 64) - w * 64;
+            let hi = end.min(w * 64 + 64) - w * 64;
+            (w as usize, bit_span(lo, hi))
+        })
+    }
+
     /// Records the segment at `offset`, `dlen` bytes long.
     fn mark(&mut self, offset: u32, dlen: u32) -> Marked {
-        let first = (offset / BLOCK) as usize;
-        let n = dlen.div_ceil(BLOCK) as usize;
-        let Some(bits) = self.bits.get_mut(first..first + n) else {
+        let first = offset / BLOCK;
+        let Some(end) = first
+            .checked_add(dlen.div_ceil(BLOCK))
+            .filter(|&e| e <= self.len)
+        else {
             return Marked::Outside;
         };
-        if bits.all() {
+        let mut new = 0u32;
+        for (w, mask) in Self::spans(first, end) {
+            if let Some(word) = self.words.get_mut(w) {
+                new += (mask & !*word).count_ones();
+                *word |= mask;
+            }
+        }
+        if new == 0 {
             return Marked::Duplicate;
         }
-        let new = bits.count_zeros() as u32;
-        bits.fill(true);
         let before = self.beyond();
         self.received += new;
         // The in-order point moves to the first block still missing, a word at a time.
-        let from = self.inorder as usize;
-        let to = self
-            .bits
-            .get(from..)
-            .and_then(|rest| rest.first_zero())
-            .map_or(self.bits.len(), |z| from + z);
-        self.inorder = u32::try_from(to).unwrap_or(u32::MAX);
+        let mut at = self.inorder;
+        while at < self.len {
+            let w = (at / 64) as usize;
+            let free = !self.words.get(w).copied().unwrap_or(u64::MAX) & !((1u64 << (at % 64)) - 1);
+            if free != 0 {
+                at = (w as u32 * 64 + free.trailing_zeros()).min(self.len);
+                break;
+            }
+            at = (w as u32 + 1) * 64;
+        }
+        self.inorder = at.min(self.len);
         Marked::New(self.beyond() - before)
     }
 
@@ -281,7 +311,7 @@ impl Blocks {
     }
 
     fn complete(&self) -> bool {
-        self.received as usize == self.bits.len()
+        self.received == self.len
     }
 }
 
@@ -1310,6 +1340,45 @@ impl Endpoint {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        /// The block map agrees with a list of flags, one per block: new blocks, duplicates,
+        /// segments past the end, the in-order point and completion.
+        #[test]
+        fn blocks_agree_with_a_list_of_flags(
+            len in 0u32..70_000,
+            segs in proptest::collection::vec((0u32..300, 0u32..40), 0..80),
+        ) {
+            let mut b = Blocks::new(len);
+            let n = len.div_ceil(BLOCK) as usize;
+            let mut flags = vec![false; n];
+            for (first, count) in segs {
+                let (offset, dlen) = (first * BLOCK, count * BLOCK);
+                let end = (first + count) as usize;
+                let got = b.mark(offset, dlen);
+                if end > n {
+                    proptest::prop_assert!(matches!(got, Marked::Outside));
+                    continue;
+                }
+                let before = flags.iter().filter(|&&f| f).count() as i64
+                    - flags.iter().take_while(|&&f| f).count() as i64;
+                let new = flags[first as usize..end].iter().filter(|&&f| !f).count();
+                flags[first as usize..end].iter_mut().for_each(|f| *f = true);
+                let inorder = flags.iter().take_while(|&&f| f).count();
+                let after = flags.iter().filter(|&&f| f).count() as i64 - inorder as i64;
+                match got {
+                    Marked::Duplicate => proptest::prop_assert_eq!(new, 0),
+                    Marked::New(d) => {
+                        proptest::prop_assert!(new > 0);
+                        proptest::prop_assert_eq!(d, (after - before) * i64::from(BLOCK));
+                    }
+                    Marked::Outside => proptest::prop_assert!(false, "inside, refused"),
+                }
+                proptest::prop_assert_eq!(b.inorder as usize, inorder);
+                proptest::prop_assert_eq!(b.complete(), flags.iter().all(|&f| f));
+            }
+        }
+    }
 
     #[test]
     fn hash_mix_spreads_and_is_fixed() {
