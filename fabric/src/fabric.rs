@@ -1347,16 +1347,16 @@ impl Fabric {
                     }
                     self.core.mark(n);
                 }
+                // A node's one deadline, moved in place whenever it was armed again: always
+                // the current one.
                 Ev::Timer(n) => {
-                    if self.core.armed.get(n as usize) == Some(&e.t) {
-                        if let Some(a) = self.core.armed.get_mut(n as usize) {
-                            *a = NONE;
-                        }
-                        if let Some(d) = self.core.due.get_mut(n as usize) {
-                            *d = true;
-                        }
-                        self.core.mark(n);
+                    if let Some(a) = self.core.armed.get_mut(n as usize) {
+                        *a = NONE;
                     }
+                    if let Some(d) = self.core.due.get_mut(n as usize) {
+                        *d = true;
+                    }
+                    self.core.mark(n);
                 }
                 Ev::OutageOn(k) => self.outage(k as usize, true),
                 Ev::OutageOff(k) => self.outage(k as usize, false),

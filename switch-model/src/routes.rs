@@ -69,6 +69,19 @@ struct Entry {
     splits: Vec<u8>,
 }
 
+impl Entry {
+    /// Its groups, most preferred first (one, empty, for an empty entry).
+    fn groups(&self) -> impl Iterator<Item = &[u16]> {
+        let ends = self.splits.iter().map(|&s| usize::from(s));
+        let mut at = 0usize;
+        ends.chain([self.ports.len()]).map(move |end| {
+            let group = self.ports.get(at..end).unwrap_or(&[]);
+            at = end;
+            group
+        })
+    }
+}
+
 /// The forwarding table: for each destination GPU, the ordered list of egress ports that lead
 /// to it, in one or more groups of preference (switch.md §2.2, §2.3).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -141,18 +154,9 @@ impl Routes {
         if e.ports.is_empty() {
             return Vec::new();
         }
-        let mut out = Vec::with_capacity(e.splits.len() + 1);
-        let mut at = 0usize;
-        for end in e
-            .splits
-            .iter()
-            .map(|&s| usize::from(s))
-            .chain([e.ports.len()])
-        {
-            out.push(u16::try_from(end - at).unwrap_or(u16::MAX));
-            at = end;
-        }
-        out
+        e.groups()
+            .map(|g| u16::try_from(g.len()).unwrap_or(u16::MAX))
+            .collect()
     }
 
     /// The egress port of a path whose mix is `h` toward `dst` (switch.md §2.1, §2.3): the
@@ -167,14 +171,7 @@ impl Routes {
         //# SW-2-9 When an entry lists its ports in more than one group, the egress port MUST be
         //# the one the function of §2.1 gives over the first group, in table order, that holds a
         //# port whose link is UP, as if the entry were that group alone.
-        let mut at = 0usize;
-        for end in e
-            .splits
-            .iter()
-            .map(|&s| usize::from(s))
-            .chain([e.ports.len()])
-        {
-            let group = e.ports.get(at..end)?;
+        for group in e.groups() {
             match group {
                 // A group of one port: that port if UP, with no hash to reduce.
                 [p] if up(*p) => return Some(*p),
@@ -182,7 +179,6 @@ impl Routes {
                 _ if group.iter().any(|&p| up(p)) => return select(group, h, up),
                 _ => {}
             }
-            at = end;
         }
         None
     }
