@@ -795,27 +795,7 @@ impl Fabric {
                             if g / gpl == l {
                                 routes.add(id, (g % gpl) as u16);
                             } else {
-                                let up = |s: usize| (gpl + s) as u16;
-                                let (list, sizes): (Vec<u16>, Vec<u16>) = match t.leaf_uplinks {
-                                    LeafUplinks::ByPath => {
-                                        ((0..spines).map(up).collect(), Vec::new())
-                                    }
-                                    // The preferred up-port alone, then the others in order
-                                    // (switch.md §2.3).
-                                    LeafUplinks::ByDestination => {
-                                        let first = g % spines;
-                                        let list = std::iter::once(first)
-                                            .chain((0..spines).filter(|&s| s != first))
-                                            .map(up)
-                                            .collect();
-                                        let sizes = if spines > 1 {
-                                            vec![1, (spines - 1) as u16]
-                                        } else {
-                                            Vec::new()
-                                        };
-                                        (list, sizes)
-                                    }
-                                };
+                                let (list, sizes) = leaf_entry(t.leaf_uplinks, g, gpl, spines);
                                 routes.set_groups(id, &list, &sizes).map_err(|e| {
                                     ScenarioError {
                                         key: "topology.spines".into(),
@@ -1734,6 +1714,28 @@ fn verdict(
 
 fn share(a: u64, b: u64) -> f64 {
     if b == 0 { 0.0 } else { a as f64 / b as f64 }
+}
+
+/// A leaf's forwarding entry for remote GPU `g`: its up-ports (`gpl + s` for spine `s`) and
+/// their group sizes (switch.md §2.3). By destination: spine `g mod spines` alone, then the
+/// others in order; by path: every up-port in one group.
+fn leaf_entry(how: LeafUplinks, g: usize, gpl: usize, spines: usize) -> (Vec<u16>, Vec<u16>) {
+    let up = |s: usize| (gpl + s) as u16;
+    match how {
+        LeafUplinks::ByPath => ((0..spines).map(up).collect(), Vec::new()),
+        LeafUplinks::ByDestination => {
+            let first = g % spines.max(1);
+            let list = std::iter::once(first)
+                .chain((0..spines).filter(|&s| s != first))
+                .map(up)
+                .collect();
+            let sizes = [1, spines.saturating_sub(1) as u16]
+                .into_iter()
+                .filter(|&n| n > 0)
+                .collect();
+            (list, sizes)
+        }
+    }
 }
 
 /// The cables an outage of `target` takes out.
