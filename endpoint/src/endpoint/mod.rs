@@ -26,9 +26,11 @@ use crate::ops::{
     Ordering, PostError, RdmaDesc, RdmaDir,
 };
 use ethlink_link::ConfigError;
+use port_link::PortLink;
 
 mod lsu;
 mod paths;
+mod port_link;
 mod rdma;
 mod target;
 
@@ -72,7 +74,7 @@ struct Packer {
 
 #[derive(Debug)]
 struct Port {
-    link: Link,
+    link: PortLink,
     path: PathId,
     usable: bool,
     out: [VecDeque<OutFrame>; 4],
@@ -580,7 +582,7 @@ impl Endpoint {
             for p in 0..cfg.ports {
                 let link = Link::new(cfg.port_link(s, p))?;
                 ports.push(Port {
-                    link,
+                    link: PortLink::new(link),
                     path: PathId::from_parts(s, p),
                     usable: false,
                     out: Default::default(),
@@ -669,7 +671,7 @@ impl Endpoint {
 
     /// The link of port `i`, to read its state and counters.
     pub fn link(&self, i: usize) -> Option<&Link> {
-        self.ports.get(i).map(|p| &p.link)
+        self.ports.get(i).map(|p| p.link.get())
     }
 
     /// Whether port `i` is usable (EP-3-2).
@@ -701,7 +703,7 @@ impl Endpoint {
             && self.reasm.is_empty()
             && self.held.is_empty()
             && self.ports.iter().all(|p| {
-                p.link.is_idle()
+                p.link.get().is_idle()
                     && p.out.iter().all(VecDeque::is_empty)
                     && p.packers.is_empty()
                     && p.inbound.is_empty()
@@ -723,7 +725,7 @@ impl Endpoint {
             return;
         }
         if let Some(p) = self.ports.get_mut(i) {
-            p.link.physical_up(self.now);
+            p.link.get_mut().physical_up(self.now);
         }
         self.after(i);
     }
@@ -735,7 +737,7 @@ impl Endpoint {
             *w = false;
         }
         if let Some(p) = self.ports.get_mut(i) {
-            p.link.physical_down(self.now);
+            p.link.get_mut().physical_down(self.now);
         }
         self.after(i);
     }
@@ -757,7 +759,7 @@ impl Endpoint {
         fresh.now = now;
         // Ports whose physical link is up come up when the quiet time ends.
         for (w, p) in fresh.want_up.iter_mut().zip(&self.ports) {
-            *w = p.link.tx_state() != ethlink_link::TxState::Off;
+            *w = p.link.get().tx_state() != ethlink_link::TxState::Off;
         }
         //= docs/spec/endpoint.md#12-reset-and-identity
         //# EP-12-2 After a reset an endpoint MUST NOT bring a port's link up (send INIT) before
@@ -790,8 +792,11 @@ impl Endpoint {
         let mut staged = None;
         if let Some(p) = self.ports.get_mut(i) {
             let pool = &mut self.pool;
-            p.link
-                .handle_frame_deliver(self.now, bytes, fcs, &mut |vc, _, payload, release| {
+            p.link.get_mut().handle_frame_deliver(
+                self.now,
+                bytes,
+                fcs,
+                &mut |vc, _, payload, release| {
                     let place = match ethlink_link::payload_offset(bytes, payload) {
                         Some(at) => Staged::In(at, payload.len()),
                         None => {
@@ -802,7 +807,8 @@ impl Endpoint {
                         }
                     };
                     staged = Some((vc, place, release));
-                });
+                },
+            );
         }
         match staged {
             Some((vc, Staged::In(at, len), release)) => {
@@ -848,7 +854,7 @@ impl Endpoint {
             let Some(p) = self.ports.get_mut(i) else {
                 return;
             };
-            let _ = p.link.release(release);
+            let _ = p.link.get_mut().release(release);
             self.on_payload(i, payload);
         }
     }
@@ -880,7 +886,7 @@ impl Endpoint {
     pub fn defer_fcs(&mut self, on: bool) {
         self.defer_fcs = on;
         for p in &mut self.ports {
-            p.link.defer_fcs(on);
+            p.link.get_mut().defer_fcs(on);
         }
     }
 
@@ -897,9 +903,10 @@ impl Endpoint {
             return Ok(None);
         };
         let t = if shared {
-            p.link.poll_transmit_shared(self.now, buf)
+            p.link.get_mut().poll_transmit_shared(self.now, buf)
         } else {
             p.link
+                .get_mut()
                 .poll_transmit(self.now, buf)
                 .map(|t| t.map(|t| (t, None)))
         };
@@ -953,7 +960,7 @@ impl Endpoint {
                 .is_some_and(|t| t <= self.now);
             if due {
                 if let Some(p) = self.ports.get_mut(i) {
-                    p.link.handle_timeout(self.now);
+                    p.link.get_mut().handle_timeout(self.now);
                 }
                 self.drain_link(i);
             }
@@ -1003,7 +1010,7 @@ impl Endpoint {
             let Some(p) = self.ports.get_mut(i) else {
                 return;
             };
-            let Some(ev) = p.link.poll_event() else {
+            let Some(ev) = p.link.get_mut().poll_event() else {
                 break;
             };
             match ev {
@@ -1034,7 +1041,7 @@ impl Endpoint {
                     //# and the link's, LINK-6-5), and handle every transaction of those frames and
                     //# of the frames the link reports of unknown fate, in their order, by TXN-5-2,
                     //# TXN-5-3, TXN-3-5, TXN-5-5 and TXN-5-8.
-                    p.link.withdraw();
+                    p.link.get_mut().withdraw();
                     if let Some(c) = self.counters.ports.get_mut(i) {
                         c.downs = c.downs.wrapping_add(1);
                     }
@@ -1242,7 +1249,7 @@ impl Endpoint {
                             *w = false;
                         }
                         if let Some(p) = self.ports.get_mut(i) {
-                            p.link.physical_up(now);
+                            p.link.get_mut().physical_up(now);
                         }
                         self.drain_link(i);
                     }

@@ -181,7 +181,7 @@ impl Endpoint {
         self.ports.get(i).map_or(usize::MAX, |p| {
             p.packers.values().map(|pk| pk.buf.len()).sum::<usize>()
                 + p.out_bytes.iter().sum::<usize>()
-                + (0..4).map(|v| p.link.queued(vc(v)).1).sum::<usize>()
+                + (0..4).map(|v| p.link.get().queued(vc(v)).1).sum::<usize>()
         })
     }
 
@@ -250,9 +250,13 @@ impl Endpoint {
     /// Largest payload (network header and transactions) a frame on port `i` can carry.
     fn max_payload(&self, i: usize) -> usize {
         let Some(p) = self.ports.get(i) else { return 0 };
-        let mfs = p.link.agreed().map_or(p.link.config().mfs, |a| a.mfs);
+        let mfs = p
+            .link
+            .get()
+            .agreed()
+            .map_or(p.link.get().config().mfs, |a| a.mfs);
         let eth = ETH_HEADER_LEN
-            + if p.link.config().vlan.is_some() {
+            + if p.link.get().config().vlan.is_some() {
                 VLAN_TAG_LEN
             } else {
                 0
@@ -285,7 +289,7 @@ impl Endpoint {
         //# carries more than one transaction.
         let pack = pack && self.cfg.caps.contains(Capabilities::PACKING);
         if !pack {
-            let Some(layout) = self.ports.get(i).map(|p| p.link.layout()) else {
+            let Some(layout) = self.ports.get(i).map(|p| p.link.get().layout()) else {
                 return;
             };
             let buf = self.pool.pop().unwrap_or_default();
@@ -377,7 +381,7 @@ impl Endpoint {
         meta: Option<TagEra>,
         src: (Space, u64),
     ) {
-        let Some(layout) = self.ports.get(i).map(|p| p.link.layout()) else {
+        let Some(layout) = self.ports.get(i).map(|p| p.link.get().layout()) else {
             return;
         };
         let n = txn.buffer_len();
@@ -446,7 +450,7 @@ impl Endpoint {
         }
         let mut buf = pk.buf;
         self.finish_header(&mut buf, GpuId::new(dst).unwrap_or_default(), i, pk.count);
-        let Some(layout) = self.ports.get(i).map(|p| p.link.layout()) else {
+        let Some(layout) = self.ports.get(i).map(|p| p.link.get().layout()) else {
             return;
         };
         let spare = self.pool.pop().unwrap_or_default();
@@ -497,7 +501,7 @@ impl Endpoint {
             if !p.usable {
                 return;
             }
-            let c = p.link.config();
+            let c = p.link.get().config();
             c.replay_max_frames as usize + c.tx_queue_frames as usize + 1
         };
         let mut refused: Vec<(usize, OutFrame)> = Vec::new();
@@ -516,7 +520,7 @@ impl Endpoint {
                     break;
                 };
                 let len = payload.payload().len();
-                match p.link.submit_outgoing(vc(v), payload) {
+                match p.link.get_mut().submit_outgoing(vc(v), payload) {
                     Ok(()) => {}
                     Err((SubmitError::QueueFull { .. }, payload)) => {
                         // It stays first in the endpoint's queue.
@@ -558,7 +562,7 @@ impl Endpoint {
                 }
                 // Buffers of frames the link is done with serve the next payloads.
                 if self.pool.len() < POOL
-                    && let Some(b) = p.link.spare_buffer()
+                    && let Some(b) = p.link.get_mut().spare_buffer()
                 {
                     self.pool.push(b);
                 }

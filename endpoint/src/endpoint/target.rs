@@ -19,7 +19,7 @@ impl Endpoint {
             .map(|p| {
                 [VC_RESP, VC_READ]
                     .iter()
-                    .map(|&v| p.link.queued(vc(v)).1)
+                    .map(|&v| p.link.get().queued(vc(v)).1)
                     .sum::<usize>()
             })
             .sum();
@@ -40,7 +40,7 @@ impl Endpoint {
                 let Some((buf, release)) = p.inbound.pop_front() else {
                     break;
                 };
-                let _ = p.link.release(release);
+                let _ = p.link.get_mut().release(release);
                 self.on_payload(i, &buf);
                 self.pool.push(buf);
             }
