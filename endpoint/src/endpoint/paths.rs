@@ -250,13 +250,10 @@ impl Endpoint {
     /// Largest payload (network header and transactions) a frame on port `i` can carry.
     fn max_payload(&self, i: usize) -> usize {
         let Some(p) = self.ports.get(i) else { return 0 };
-        let mfs = p
-            .link
-            .get()
-            .agreed()
-            .map_or(p.link.get().config().mfs, |a| a.mfs);
+        let link = p.link.get();
+        let mfs = link.agreed().map_or(link.config().mfs, |a| a.mfs);
         let eth = ETH_HEADER_LEN
-            + if p.link.get().config().vlan.is_some() {
+            + if link.config().vlan.is_some() {
                 VLAN_TAG_LEN
             } else {
                 0
