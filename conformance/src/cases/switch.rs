@@ -469,6 +469,15 @@ fn run_until_delivered(ctx: &mut Ctx<'_>, port: u16, n: usize, ns: u64) -> Resul
 // ---------------------------------------------------------------------------------------------
 // The choice among equal ports (switch.md §2.1).
 
+/// `r`, with a device's refusal of the setup (Unsupported) turned into a failure of `req`: for a
+/// setup the requirement says a switch MUST take.
+fn refused_fails<T>(r: Result<T, Stop>, req: &'static str, expected: &str) -> Result<T, Stop> {
+    r.map_err(|e| match e {
+        Stop::Unsupported(why) => Stop::fail(req, expected, format!("the device refused: {why}")),
+        other => other,
+    })
+}
+
 /// The mix of switch.md §2.1, written from the spec.
 fn mix(src: u16, dst: u16, path: u8, vc: u8) -> u64 {
     let key = u64::from(src) << 32 | u64::from(dst) << 16 | u64::from(path) << 8 | u64::from(vc);
@@ -1004,16 +1013,11 @@ fn grouped_entry(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
     }
     let mut ports = vec![0u16];
     ports.extend(list);
-    match up_ports(ctx, &s, &ports, |_, c| c) {
-        Err(Stop::Unsupported(why)) => {
-            return Err(Stop::fail(
-                "SW-2-9",
-                "the table takes entries of two groups of preference",
-                format!("the device refused: {why}"),
-            ));
-        }
-        other => other?,
-    }
+    refused_fails(
+        up_ports(ctx, &s, &ports, |_, c| c),
+        "SW-2-9",
+        "the table takes entries of two groups of preference",
+    )?;
     send_vectors(ctx, list, "SW-2-9", "Table SW-T3, all UP", &|k| SW_T3[k].4)?;
     for (down, col, what) in [
         (list[0], 5, "Table SW-T3, port 8 down"),
@@ -1065,17 +1069,11 @@ fn group_sizes_checked(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         ..Route::new(50, vec![1, 2, 3])
     });
     let s = sw_setup(routes, LinkParams::default(), None);
-    match ctx.reset(&s) {
-        Ok(_) => {}
-        Err(Stop::Unsupported(why)) => {
-            return Err(Stop::fail(
-                "SW-2-9",
-                "the table takes the entry [1 | 2, 3] for GPU 50",
-                format!("the device refused: {why}"),
-            ));
-        }
-        Err(e) => return Err(e),
-    }
+    refused_fails(
+        ctx.reset(&s),
+        "SW-2-9",
+        "the table takes the entry [1 | 2, 3] for GPU 50",
+    )?;
     up_all(ctx, &s)?;
     for t in 0..8u32 {
         ctx.peer_submit(0, 0, &data(50, gpu_of(0), t as u8, t, 64))?;
@@ -1924,17 +1922,11 @@ fn table_entries(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
     routes.push(Route::new(0xFFFE, every.clone()));
     routes.push(Route::new(50, Vec::new()));
     let s = sw_setup(routes, LinkParams::default(), None);
-    match ctx.reset(&s) {
-        Ok(_) => {}
-        Err(Stop::Unsupported(why)) => {
-            return Err(Stop::fail(
-                "SW-2-5",
-                "the table takes entries for GPUs 0 and 0xFFFE, of 0 ports and of every port",
-                format!("the device refused: {why}"),
-            ));
-        }
-        Err(e) => return Err(e),
-    }
+    refused_fails(
+        ctx.reset(&s),
+        "SW-2-5",
+        "the table takes entries for GPUs 0 and 0xFFFE, of 0 ports and of every port",
+    )?;
     up_all(ctx, &s)?;
     ctx.peer_submit(0, 0, &data(0, gpu_of(0), 0, 1, 64))?;
     ctx.peer_submit(0, 0, &data(0xFFFE, gpu_of(0), 0x42, 2, 64))?;
