@@ -16,7 +16,7 @@ use alloc::vec;
 use alloc::vec::Vec;
 use core::fmt;
 
-use ethlink_link::harness::{Channel, Verdict, Wire};
+use ethlink_link::harness::{Channel, Verdict, Wire, WireBytes};
 use ethlink_link::{Instant, Transmit};
 
 use crate::{Completion, Config, ConfigError, Endpoint};
@@ -51,6 +51,8 @@ pub struct BackToBack {
     txbuf: Vec<u8>,
     rxbuf: Vec<u8>,
     steps: u64,
+    /// DATA frames carried by reference ([`BackToBack::set_by_reference`]).
+    by_ref: bool,
 }
 
 impl fmt::Debug for BackToBack {
@@ -101,7 +103,19 @@ impl BackToBack {
             txbuf: vec![0; 9216],
             rxbuf: Vec::with_capacity(9216),
             steps: 0,
+            by_ref: false,
         })
+    }
+
+    /// With `on`, the wires carry DATA frames as a fabric's do: by reference, shared with the
+    /// sender's replay buffer, their FCS deferred and its status told to the receiver
+    /// ([`Endpoint::poll_transmit_shared`], [`Endpoint::handle_frame_by_ref`]); a damaged frame
+    /// is a copy of its own. Off by default: every frame is copied as bytes.
+    pub fn set_by_reference(&mut self, on: bool) {
+        self.by_ref = on;
+        for g in &mut self.gpus {
+            g.defer_fcs(on);
+        }
     }
 
     /// Schedules port faults (any order).
@@ -222,9 +236,22 @@ impl BackToBack {
         self.faults_due(now);
         for i in 0..self.chans.len() {
             for d in 0..2 {
+                let rx = 1 - d;
+                if self.by_ref {
+                    while let Some((bytes, fcs)) = self.chans[i][d].pop_arrival_wire(self.now) {
+                        match &bytes {
+                            WireBytes::Shared(f) => {
+                                self.gpus[rx].handle_frame_by_ref(now, i, f, fcs)
+                            }
+                            WireBytes::Owned(b) => self.gpus[rx].handle_frame_fcs(now, i, b, fcs),
+                        }
+                        self.chans[i][d].recycle(bytes);
+                        self.mark(rx);
+                    }
+                    continue;
+                }
                 let mut buf = core::mem::take(&mut self.rxbuf);
                 while self.chans[i][d].pop_arrival(self.now, &mut buf) {
-                    let rx = 1 - d;
                     self.gpus[rx].handle_frame(now, i, &buf);
                     self.mark(rx);
                 }
@@ -243,16 +270,27 @@ impl BackToBack {
                     continue;
                 }
                 let mut buf = core::mem::take(&mut self.txbuf);
-                let sent = self.gpus[e].poll_transmit(now, i, &mut buf);
+                let sent = if self.by_ref {
+                    self.gpus[e].poll_transmit_shared(now, i, &mut buf)
+                } else {
+                    self.gpus[e]
+                        .poll_transmit(now, i, &mut buf)
+                        .map(|t| t.map(|t| (t, None)))
+                };
                 match sent {
-                    Ok(Some(Transmit { len, kind, .. })) => {
+                    Ok(Some((Transmit { len, kind, .. }, shared))) => {
                         let verdict = if self.blacked_out(i) {
                             Verdict::Drop
                         } else {
                             Verdict::Pass
                         };
-                        let frame = buf.get(..len).unwrap_or(&[]);
-                        self.chans[i][e].transmit(self.now, frame, kind, verdict);
+                        match shared {
+                            Some(f) => self.chans[i][e].transmit_shared(self.now, f, kind, verdict),
+                            None => {
+                                let frame = buf.get(..len).unwrap_or(&[]);
+                                self.chans[i][e].transmit(self.now, frame, kind, verdict)
+                            }
+                        };
                         self.mark(e);
                     }
                     _ => self.poll[i][e] = false,

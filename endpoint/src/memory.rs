@@ -501,16 +501,18 @@ impl SpaceMem {
             .filter(move |(_, x)| x.end > start)
     }
 
-    /// Copies `[addr, addr + buf.len())`, which the caller has checked lies in the space.
-    fn read_bytes(&self, addr: u64, buf: &mut [u8]) {
+    /// Copies `[addr, addr + buf.len())`, which the caller has checked lies in the space; when
+    /// one described range holds all of it, the pattern its bytes are.
+    fn read_bytes(&self, addr: u64, buf: &mut [u8]) -> Option<Pattern> {
         let end = addr.saturating_add(to_u64(buf.len()));
         // The common case of a described transfer: one range holds all of it.
         if let Some((s, x)) = self.extents_in(addr, end).next()
             && s <= addr
             && x.end >= end
         {
-            x.pattern.advance(addr - s).fill(buf);
-            return;
+            let p = x.pattern.advance(addr - s);
+            p.fill(buf);
+            return Some(p);
         }
         let mut pos = 0usize;
         for (page, offset, len) in chunks(addr, end) {
@@ -536,6 +538,7 @@ impl SpaceMem {
                 x.pattern.advance(lo - s).fill(dst);
             }
         }
+        None
     }
 
     /// Removes the descriptions of `[start, end)`, cutting the ranges that stick out of it. The
@@ -1201,9 +1204,20 @@ impl Memory {
     /// they are held. Refused when the bytes reach past the end of the space; a read of 0 bytes
     /// at any address up to the size does nothing.
     pub fn read(&self, space: Space, addr: u64, buf: &mut [u8]) -> Result<(), OutOfSpace> {
+        self.read_described(space, addr, buf).map(|_| ())
+    }
+
+    /// As [`Memory::read`], and the pattern the bytes read are when one described range holds
+    /// all of them (see [`Memory::write_pattern`]): what their reader can tell whoever receives
+    /// them, instead of the bytes.
+    pub fn read_described(
+        &self,
+        space: Space,
+        addr: u64,
+        buf: &mut [u8],
+    ) -> Result<Option<Pattern>, OutOfSpace> {
         self.local_end(space, addr, to_u64(buf.len()))?;
-        self.space(space).read_bytes(addr, buf);
-        Ok(())
+        Ok(self.space(space).read_bytes(addr, buf))
     }
 
     /// A local write (the GPU's own access): writes `data` at `addr` of `space`, whatever the

@@ -136,6 +136,17 @@ impl Pattern {
         Pattern { seed, offset }
     }
 
+    /// The pattern as two words, seed then offset: the name an endpoint gives the bytes of a
+    /// payload it vouches for (`ethlink_link::Provenance`).
+    pub const fn name(self) -> [u64; 2] {
+        [self.seed, self.offset]
+    }
+
+    /// The pattern [`Pattern::name`] names.
+    pub const fn named(name: [u64; 2]) -> Self {
+        Pattern::new(name[0], name[1])
+    }
+
     /// The same pattern `n` bytes further on.
     pub const fn advance(self, n: u64) -> Self {
         Pattern {

@@ -350,7 +350,12 @@ impl Core {
         while let Some((bytes, fcs)) = chan.ch.pop_arrival_wire(now) {
             if n < self.n_gpus {
                 if let Some(ep) = self.gpus.get_mut(n as usize) {
-                    ep.handle_frame_fcs(inst, p, bytes.as_bytes(), fcs);
+                    // A frame carried by reference brings what its sender vouched for of its
+                    // data: the endpoint keeps that description instead of reading the bytes.
+                    match &bytes {
+                        WireBytes::Shared(f) => ep.handle_frame_by_ref(inst, p, f, fcs),
+                        WireBytes::Owned(b) => ep.handle_frame_fcs(inst, p, b, fcs),
+                    }
                 }
             } else if let Some(sw) = self.sws.get_mut((n - self.n_gpus) as usize) {
                 // A frame carried by reference stays one: the switch takes its buffer over at

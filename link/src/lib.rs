@@ -52,7 +52,7 @@ pub use config::{Agreed, Config, ConfigError};
 pub use counters::Counters;
 pub use link::{
     BufferTooSmall, Deliver, DownReason, Event, Layout, Link, LostReason, Notice, Outgoing,
-    Release, ReleaseError, RxState, SharedFrame, Stomped, SubmitError, Transmit, TxState,
-    payload_offset,
+    Provenance, Release, ReleaseError, RxState, SharedFrame, Stomped, SubmitError, Transmit,
+    TxState, payload_offset,
 };
 pub use time::{Duration, Instant};

@@ -197,7 +197,8 @@ pub struct SharedFrame {
 /// The bytes of a [`SharedFrame`].
 #[derive(Debug, Clone)]
 enum FrameBytes {
-    Shared(Shared),
+    /// A long frame's buffer, with what its payload's writer vouched for.
+    Shared(Shared, Option<Provenance>),
     Inline(Inline),
 }
 
@@ -215,7 +216,7 @@ impl SharedFrame {
     /// [`SharedFrame::has_fcs`] (see [`Link::defer_fcs`]).
     pub fn as_bytes(&self) -> &[u8] {
         match &self.data {
-            FrameBytes::Shared(d) => d.get(..self.len).unwrap_or(&[]),
+            FrameBytes::Shared(d, _) => d.get(..self.len).unwrap_or(&[]),
             FrameBytes::Inline(b) => b.0.get(..self.len).unwrap_or(&[]),
         }
     }
@@ -241,6 +242,15 @@ impl SharedFrame {
         self.len
     }
 
+    /// What the writer of its payload vouched for ([`Outgoing::vouch`]), carried with the frame
+    /// unread. A short frame carried as a copy has none.
+    pub fn provenance(&self) -> Option<Provenance> {
+        match &self.data {
+            FrameBytes::Shared(_, p) => *p,
+            FrameBytes::Inline(_) => None,
+        }
+    }
+
     /// True for a frame of no bytes (never one a link sent).
     pub fn is_empty(&self) -> bool {
         self.len == 0
@@ -253,8 +263,8 @@ impl SharedFrame {
     pub fn into_buffer(self) -> Result<Vec<u8>, SharedFrame> {
         let SharedFrame { data, len, fcs } = self;
         match data {
-            FrameBytes::Shared(a) => alloc::sync::Arc::try_unwrap(a).map_err(|a| SharedFrame {
-                data: FrameBytes::Shared(a),
+            FrameBytes::Shared(a, p) => alloc::sync::Arc::try_unwrap(a).map_err(|a| SharedFrame {
+                data: FrameBytes::Shared(a, p),
                 len,
                 fcs,
             }),
@@ -282,6 +292,35 @@ pub fn payload_offset(frame: &[u8], payload: &[u8]) -> Option<usize> {
     (at.checked_add(payload.len())? <= frame.len()).then_some(at)
 }
 
+/// What the writer of a payload knows of some of its bytes without reading them back: the `len`
+/// bytes from `at` (counted from the payload's first byte) are the bytes its writer names `name`
+/// (an endpoint names a run of its data pattern by seed and position). A link carries it with
+/// the payload, unread, from [`Outgoing::vouch`] to [`SharedFrame::provenance`], and a switch
+/// from frame to frame, so that the receiver of a frame handed on by reference can take the name
+/// instead of reading the bytes again. Nothing that changes a payload's bytes keeps it
+/// ([`Outgoing::payload_mut`] forgets it; a damaged frame is a copy of its own), and a frame
+/// carried as bytes has none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Provenance {
+    /// Where the bytes begin in the payload.
+    pub at: u32,
+    /// How many bytes.
+    pub len: u32,
+    /// Their writer's name for them.
+    pub name: [u64; 2],
+}
+
+impl Provenance {
+    /// The name of `data`, if `data` is exactly the bytes this speaks of in `payload` (a slice
+    /// of it).
+    pub fn of(self, payload: &[u8], data: &[u8]) -> Option<[u64; 2]> {
+        let at = payload_offset(payload, data)?;
+        (u32::try_from(at).ok() == Some(self.at)
+            && u32::try_from(data.len()).ok() == Some(self.len))
+        .then_some(self.name)
+    }
+}
+
 /// A payload laid out in a buffer of its own for one link, with room for the headers, padding and
 /// FCS of its frame: made by [`Link::outgoing`] (the one copy of the payload), held by the caller
 /// (a switch's queue) and queued by [`Link::submit_outgoing`] without another copy.
@@ -290,6 +329,7 @@ pub struct Outgoing {
     data: Vec<u8>,
     at: usize,
     len: usize,
+    provenance: Option<Provenance>,
 }
 
 impl Outgoing {
@@ -298,11 +338,30 @@ impl Outgoing {
         self.data.get(self.at..self.at + self.len).unwrap_or(&[])
     }
 
-    /// The payload, to write in place.
+    /// The payload, to write in place. Forgets the payload's [`Provenance`]: the bytes it
+    /// vouched for may change.
     pub fn payload_mut(&mut self) -> &mut [u8] {
+        self.provenance = None;
         self.data
             .get_mut(self.at..self.at + self.len)
             .unwrap_or(&mut [])
+    }
+
+    /// Records what the payload's writer knows of some of its bytes, for the receiver of its
+    /// frame ([`Provenance`]); refused (nothing recorded) unless the bytes lie within the
+    /// payload. The writer answers for it: the bytes must be those it names.
+    pub fn vouch(&mut self, provenance: Provenance) -> bool {
+        let end = u64::from(provenance.at) + u64::from(provenance.len);
+        let fits = end <= self.len as u64;
+        if fits {
+            self.provenance = Some(provenance);
+        }
+        fits
+    }
+
+    /// What the payload's writer vouched for, if nothing changed the payload since.
+    pub fn provenance(&self) -> Option<Provenance> {
+        self.provenance
     }
 
     /// Gives the buffer back for reuse.
@@ -337,6 +396,7 @@ impl Layout {
             data: buf,
             at: hdr,
             len,
+            provenance: None,
         }
     }
 
@@ -354,6 +414,7 @@ impl Layout {
             data: buf,
             at: hdr,
             len,
+            provenance: None,
         })
     }
 
@@ -370,6 +431,7 @@ impl Layout {
             data: buf,
             at: hdr,
             len: plen,
+            provenance: None,
         }
     }
 }
@@ -486,6 +548,8 @@ struct ReplayMeta {
     payload_len: u16,
     /// Credits it cost (refunded by a stomp, LINK-3-12).
     credits: u32,
+    /// What its payload's writer vouched for, handed on with the frame when it is shared.
+    provenance: Option<Provenance>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -588,7 +652,7 @@ pub struct Link {
     stalled_since: [Option<Instant>; 8],
     cc_next: Instant,
     rr: usize,
-    queues: Vec<Ring<()>>,
+    queues: Vec<Ring<Option<Provenance>>>,
     /// Frames in all the transmit queues together (withdrawn and blocked ones included).
     queued_total: usize,
     /// A VC's queue front is reported by a pending `Oversize` or `NotAgreed` record.
@@ -910,7 +974,8 @@ impl Link {
         if let Some(slot) = data.get_mut(hdr..hdr + plen) {
             slot.copy_from_slice(payload);
         }
-        self.queue_push(v, start, data, plen).map_err(|(e, _)| e)
+        self.queue_push(v, start, data, plen, None)
+            .map_err(|(e, _)| e)
     }
 
     /// Lays `payload` out in a buffer of its own for this link's frames, ready for
@@ -960,22 +1025,26 @@ impl Link {
             Err(e) => return Err((e, out)),
         };
         let hdr = self.eth_len + LINK_HEADER_LEN;
+        let provenance = out.provenance;
         let data = if out.at == hdr && out.data.len() == frame_len(self.eth_len, plen) {
             out.data
         } else {
-            // Laid out for a link with other headers (an 802.1Q tag): lay it out again.
+            // Laid out for a link with other headers (an 802.1Q tag): lay it out again, the
+            // same bytes.
             self.outgoing(out.payload()).data
         };
-        self.queue_push(v, start, data, plen).map_err(|(e, data)| {
-            (
-                e,
-                Outgoing {
-                    data,
-                    at: hdr,
-                    len: plen,
-                },
-            )
-        })
+        self.queue_push(v, start, data, plen, provenance)
+            .map_err(|(e, data)| {
+                (
+                    e,
+                    Outgoing {
+                        data,
+                        at: hdr,
+                        len: plen,
+                        provenance,
+                    },
+                )
+            })
     }
 
     /// The checks of [`Link::submit`] on the VC and the payload; returns the VC's index.
@@ -1043,6 +1112,7 @@ impl Link {
         start: usize,
         data: Vec<u8>,
         plen: usize,
+        provenance: Option<Provenance>,
     ) -> Result<(), (SubmitError, Vec<u8>)> {
         let hdr = self.eth_len + LINK_HEADER_LEN;
         let vcs = self.cfg.vcs;
@@ -1050,7 +1120,7 @@ impl Link {
             return Err((SubmitError::NoSuchVc { vc: v as u8, vcs }, data));
         };
         let pushed = q
-            .push_data_placed(start, Data::Own(data), hdr, plen, ())
+            .push_data_placed(start, Data::Own(data), hdr, plen, provenance)
             .map_err(|data| {
                 (
                     SubmitError::QueueFull {
@@ -2182,8 +2252,9 @@ impl Link {
                 fcs,
             });
         }
+        let provenance = self.replay.get(index).and_then(|(m, _)| m.provenance);
         self.replay.shared(index).map(|(data, _, len)| SharedFrame {
-            data: FrameBytes::Shared(data),
+            data: FrameBytes::Shared(data, provenance),
             len,
             fcs,
         })
@@ -2355,6 +2426,7 @@ impl Link {
             payload_at: (self.eth_len + LINK_HEADER_LEN) as u16,
             payload_len: payload_len as u16,
             credits,
+            provenance: rec.meta,
         };
         if let Err(rec) = self.replay.push_from(rec, 0, len, meta) {
             if let Some(q) = self.queues.get_mut(v) {
@@ -3282,6 +3354,62 @@ mod tests {
         assert_eq!(b.rx_state(), RxState::SendAcks);
         assert_eq!(a.counters().frames_replayed, 3);
         assert_eq!(a.counters().replays_by_nack, 1);
+    }
+
+    /// What a payload's writer vouched for goes out with its frame, when first sent and when
+    /// replayed, and not past a change to the payload; a short frame carried as a copy has none.
+    #[test]
+    fn provenance_goes_with_the_frame_and_not_past_a_change() {
+        let (mut a, _b) = up_pair(cfg(1, 1), cfg(2, 2));
+        let p = Provenance {
+            at: 8,
+            len: 1000,
+            name: [5, 3],
+        };
+        let mut vouched = a.outgoing(&payload(1008, 1));
+        assert!(
+            !vouched.vouch(Provenance { at: 9, ..p }),
+            "past the payload's end"
+        );
+        assert_eq!(vouched.provenance(), None);
+        assert!(vouched.vouch(p));
+        assert_eq!(vouched.provenance(), Some(p));
+        a.submit_outgoing(vc(0), vouched).unwrap();
+        let mut changed = a.outgoing(&payload(1008, 2));
+        assert!(changed.vouch(p));
+        changed.payload_mut()[100] ^= 1;
+        assert_eq!(changed.provenance(), None);
+        a.submit_outgoing(vc(0), changed).unwrap();
+        // 20 bytes of payload make a frame of the minimum size, carried as a copy.
+        let mut short = a.outgoing(&payload(20, 3));
+        assert!(short.vouch(Provenance {
+            at: 8,
+            len: 12,
+            name: [1, 2],
+        }));
+        a.submit_outgoing(vc(0), short).unwrap();
+        let shared = |a: &mut Link, now| {
+            let mut buf = vec![0u8; BUF];
+            let mut out = Vec::new();
+            while let Ok(Some((tx, f))) = a.poll_transmit_shared(now, &mut buf) {
+                if tx.kind == FrameKind::Data {
+                    let f = f.expect("a DATA frame is handed out by reference");
+                    out.push((f.len(), f.provenance()));
+                }
+            }
+            out
+        };
+        let first = shared(&mut a, t(1));
+        assert_eq!(
+            first.iter().map(|&(_, p)| p).collect::<Vec<_>>(),
+            [Some(p), None, None]
+        );
+        assert_eq!(first[2].0, SharedFrame::INLINE_MAX);
+        // No ACK comes back: the timer replays all three, the first still vouched for.
+        let rt = crate::time::nanos(a.config().replay_timer);
+        a.handle_timeout(t(1 + rt));
+        assert_eq!(a.tx_state(), TxState::Replay);
+        assert_eq!(shared(&mut a, t(1 + rt)), first);
     }
 
     //= type=test

@@ -55,21 +55,30 @@ impl Payload {
     pub(crate) fn into_outgoing(self, layout: Layout, pool: &mut Vec<Vec<u8>>) -> Outgoing {
         match self {
             Payload::Laid(o) => o,
-            Payload::Held { frame, at, len } => match frame.into_buffer() {
-                Ok(buf) => match layout.in_place(buf, at, len) {
-                    Ok(o) => o,
-                    Err(buf) => {
+            Payload::Held { frame, at, len } => {
+                // The same bytes, in the frame's buffer or a copy: what their writer vouched for
+                // goes on with them.
+                let provenance = frame.provenance();
+                let mut o = match frame.into_buffer() {
+                    Ok(buf) => match layout.in_place(buf, at, len) {
+                        Ok(o) => o,
+                        Err(buf) => {
+                            let b = pool.pop().unwrap_or_default();
+                            let o = layout.outgoing(b, buf.get(at..at + len).unwrap_or(&[]));
+                            pool.push(buf);
+                            o
+                        }
+                    },
+                    Err(frame) => {
                         let b = pool.pop().unwrap_or_default();
-                        let o = layout.outgoing(b, buf.get(at..at + len).unwrap_or(&[]));
-                        pool.push(buf);
-                        o
+                        layout.outgoing(b, frame.as_bytes().get(at..at + len).unwrap_or(&[]))
                     }
-                },
-                Err(frame) => {
-                    let b = pool.pop().unwrap_or_default();
-                    layout.outgoing(b, frame.as_bytes().get(at..at + len).unwrap_or(&[]))
+                };
+                if let Some(p) = provenance {
+                    o.vouch(p);
                 }
-            },
+                o
+            }
         }
     }
 }

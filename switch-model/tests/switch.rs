@@ -2,7 +2,7 @@
 //! latency and the frames it cannot forward.
 
 use ethlink_link::TxState;
-use ethlink_link::{Config as LinkConfig, Duration, Event, Instant, Link, Release};
+use ethlink_link::{Config as LinkConfig, Duration, Event, Instant, Link, Provenance, Release};
 use ethlink_protocol::{
     Capabilities, DataRepr, FrameRepr, GpuId, LinkFrame, MacAddr, MemTarget, PathId, Role, Space,
     TxnRepr, Txns, Vc, fcs,
@@ -33,10 +33,32 @@ struct Bench {
     /// With `by_ref`, references to the frames kept here, as a slow reader would: the switch
     /// never finds itself their last holder.
     kept: Option<Vec<ethlink_link::SharedFrame>>,
+    /// Peers vouch for the data of the writes with even tags they send ([`Bench::send`]) as
+    /// named `[tag, length]`.
+    vouch: bool,
+    /// When set, the switch hands its DATA frames out by reference and each one's port and
+    /// provenance is kept here, in the order sent.
+    egress: Option<Vec<(usize, Option<Provenance>)>>,
 }
 
 fn gpu(v: u16) -> GpuId {
     GpuId::new(v).unwrap()
+}
+
+/// The data of a payload's one write: where it begins in the payload, and the bytes.
+fn write_data(payload: &[u8]) -> (u32, Vec<u8>) {
+    let repr = DataRepr::parse(payload).unwrap();
+    match repr.txns.iter().next().unwrap().unwrap() {
+        TxnRepr::RdmaWrite { data, .. } => (
+            ethlink_link::payload_offset(payload, data).unwrap() as u32,
+            data.to_vec(),
+        ),
+        other => panic!("not a write: {other:?}"),
+    }
+}
+
+fn data_at(payload: &[u8]) -> u32 {
+    write_data(payload).0
 }
 
 impl Bench {
@@ -76,6 +98,8 @@ impl Bench {
             stomped_by_switch: 0,
             by_ref: false,
             kept: None,
+            vouch: false,
+            egress: None,
         };
         b.run(20_000);
         for r in &mut b.rx {
@@ -139,11 +163,26 @@ impl Bench {
             self.ports_ready.clear();
             self.sw.take_ready_ports(&mut self.ports_ready);
             for p in 0..self.peers.len() {
-                while let Ok(Some(t)) = self.sw.poll_transmit(now, p, &mut self.buf) {
-                    if fcs::is_stomped(&self.buf[..t.len]) {
+                loop {
+                    let frame = if let Some(egress) = self.egress.as_mut() {
+                        match self.sw.poll_transmit_shared(now, p, &mut self.buf) {
+                            Ok(Some((_, Some(f)))) => {
+                                egress.push((p, f.provenance()));
+                                f.as_bytes().to_vec()
+                            }
+                            Ok(Some((t, None))) => self.buf[..t.len].to_vec(),
+                            _ => break,
+                        }
+                    } else {
+                        match self.sw.poll_transmit(now, p, &mut self.buf) {
+                            Ok(Some(t)) => self.buf[..t.len].to_vec(),
+                            _ => break,
+                        }
+                    };
+                    if fcs::is_stomped(&frame) {
                         self.stomped_by_switch += 1;
                     }
-                    self.peers[p].handle_frame(now, &self.buf[..t.len]);
+                    self.peers[p].handle_frame(now, &frame);
                 }
                 while let Some(ev) = self.peers[p].poll_event() {
                     if let Event::Delivered {
@@ -197,12 +236,21 @@ impl Bench {
         };
         let mut buf = vec![0u8; repr.buffer_len()];
         repr.emit(&mut buf).unwrap();
+        let mut out = self.peers[p].outgoing(&buf);
+        if self.vouch && tag.is_multiple_of(2) {
+            assert!(out.vouch(Provenance {
+                at: data_at(&buf),
+                len: len as u32,
+                name: [u64::from(tag), len as u64],
+            }));
+        }
         self.peers[p]
-            .submit(Vc::new(vc).unwrap(), &buf)
+            .submit_outgoing(Vc::new(vc).unwrap(), out)
+            .map_err(|(e, _)| e)
             .expect("peer queue has room");
     }
 
-    /// Tags of the stores peer `p` received, in order.
+    /// Tags of the writes peer `p` received, in order.
     fn tags(&self, p: usize) -> Vec<u16> {
         self.rx[p]
             .iter()
@@ -1219,4 +1267,46 @@ fn frames_taken_by_reference_leave_as_copied_ones_do() {
     assert_eq!(damaged, 900 / 37, "damaged frames replayed");
     assert_eq!(by_ref, copied);
     assert_eq!(by_ref_counters, copied_counters);
+}
+
+/// What a sender vouched for of a payload leaves the switch with it, whether the switch took
+/// the frame's buffer over at the egress or copied the payload there (its sender still held
+/// it), and through frames damaged on the way in and replayed; a payload nobody vouched for
+/// leaves with none.
+#[test]
+fn provenance_leaves_the_switch_with_its_payload() {
+    for keep in [false, true] {
+        let mut b = Bench::new(cfg(4), routes(4));
+        b.by_ref = true;
+        b.kept = keep.then(Vec::new);
+        b.vouch = true;
+        b.egress = Some(Vec::new());
+        b.corrupt_every = 5;
+        for k in 0..60u16 {
+            b.send(0, 0, 2, 0x10, 0, k, 1000 + usize::from(k) * 8);
+        }
+        b.run(100_000);
+        let egress: Vec<_> = b
+            .egress
+            .take()
+            .unwrap()
+            .into_iter()
+            .filter(|&(p, _)| p == 2)
+            .map(|(_, v)| v)
+            .collect();
+        assert_eq!(b.tags(2), (0..60).collect::<Vec<u16>>(), "keep {keep}");
+        assert_eq!(egress.len(), 60, "keep {keep}");
+        for ((_, _, payload), v) in b.rx[2].iter().zip(egress) {
+            let (at, data) = write_data(payload);
+            let tag = data[0];
+            if tag.is_multiple_of(2) {
+                let v = v.expect("vouched for");
+                assert_eq!((v.at, v.len as usize), (at, data.len()));
+                assert_eq!(v.name[1], data.len() as u64);
+                assert_eq!(v.name[0] as u8, tag);
+            } else {
+                assert_eq!(v, None, "tag {tag}");
+            }
+        }
+    }
 }

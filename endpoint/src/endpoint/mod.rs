@@ -8,8 +8,8 @@ use core::fmt;
 use core::hash::{BuildHasherDefault, Hasher};
 
 use ethlink_link::{
-    BufferTooSmall, Duration, Event, Instant, Link, LostReason, Outgoing, Release, SharedFrame,
-    SubmitError, Transmit,
+    BufferTooSmall, Duration, Event, Instant, Link, LostReason, Outgoing, Provenance, Release,
+    SharedFrame, SubmitError, Transmit,
 };
 use ethlink_protocol::fcs::FcsStatus;
 use ethlink_protocol::{
@@ -25,6 +25,7 @@ use crate::ops::{
     Bytes, Completion, CompletionData, CompletionStatus, IssueError, LsOp, LsRequest, OpId, OpKind,
     Ordering, PostError, RdmaDesc, RdmaDir,
 };
+use crate::pattern::Pattern;
 use ethlink_link::ConfigError;
 use port_link::PortLink;
 
@@ -774,17 +775,39 @@ impl Endpoint {
 
     /// A frame arrived on port `i`'s wire.
     pub fn handle_frame(&mut self, now: Instant, i: usize, bytes: &[u8]) {
-        self.input(now, i, bytes, None);
+        self.input(now, i, bytes, None, None);
     }
 
     /// As [`Endpoint::handle_frame`] for a frame whose FCS the port's MAC has already judged
     /// ([`Link::handle_frame_fcs`]).
     pub fn handle_frame_fcs(&mut self, now: Instant, i: usize, bytes: &[u8], fcs: FcsStatus) {
-        self.input(now, i, bytes, Some(fcs));
+        self.input(now, i, bytes, Some(fcs), None);
     }
 
-    /// A frame on port `i`, its FCS judged by the MAC (`fcs`) or to be checked.
-    fn input(&mut self, now: Instant, i: usize, bytes: &[u8], fcs: Option<FcsStatus>) {
+    /// As [`Endpoint::handle_frame_fcs`] for a frame held by reference (a simulated wire's,
+    /// [`SharedFrame`]): data its sender vouched for as a run of the data pattern
+    /// ([`SharedFrame::provenance`]) is written to memory as that description, its bytes not
+    /// read again. The memory holds the same bytes.
+    pub fn handle_frame_by_ref(
+        &mut self,
+        now: Instant,
+        i: usize,
+        frame: &SharedFrame,
+        fcs: FcsStatus,
+    ) {
+        self.input(now, i, frame.as_bytes(), Some(fcs), frame.provenance());
+    }
+
+    /// A frame on port `i`, its FCS judged by the MAC (`fcs`) or to be checked, and what the
+    /// writer of its payload vouched for.
+    fn input(
+        &mut self,
+        now: Instant,
+        i: usize,
+        bytes: &[u8],
+        fcs: Option<FcsStatus>,
+        provenance: Option<Provenance>,
+    ) {
         self.now = self.now.max(now);
         // A payload the link hands over at once ([`Link::handle_frame_deliver`]: no event
         // waits before it) is read where it lies in `bytes`, not copied; it is taken before the
@@ -813,10 +836,11 @@ impl Endpoint {
         match staged {
             Some((vc, Staged::In(at, len), release)) => {
                 let payload = bytes.get(at..at + len).unwrap_or(&[]);
-                self.take_payload(i, vc, payload, release);
+                self.take_payload(i, vc, payload, release, provenance);
             }
             Some((vc, Staged::Copied(buf), release)) => {
-                self.take_payload(i, vc, &buf, release);
+                // Not the frame's payload: nothing vouched for.
+                self.take_payload(i, vc, &buf, release, None);
                 self.pool.push(buf);
             }
             None => {}
@@ -826,7 +850,14 @@ impl Endpoint {
 
     /// A DATA frame's payload accepted on port `i`: counted, then served, or kept with its
     /// credits while the response backlog is full (EP-8-4).
-    fn take_payload(&mut self, i: usize, v: Vc, payload: &[u8], release: Release) {
+    fn take_payload(
+        &mut self,
+        i: usize,
+        v: Vc,
+        payload: &[u8],
+        release: Release,
+        provenance: Option<Provenance>,
+    ) {
         if let Some(c) = self.counters.ports.get_mut(i) {
             c.frames_received = c.frames_received.wrapping_add(1);
             c.bytes_received = c.bytes_received.wrapping_add(payload.len() as u64);
@@ -855,7 +886,7 @@ impl Endpoint {
                 return;
             };
             let _ = p.link.get_mut().release(release);
-            self.on_payload(i, payload);
+            self.on_payload(i, payload, provenance);
         }
     }
 
@@ -1055,7 +1086,7 @@ impl Endpoint {
                     let mut buf = self.pool.pop().unwrap_or_default();
                     buf.clear();
                     buf.extend_from_slice(payload);
-                    self.take_payload(i, v, &buf, release);
+                    self.take_payload(i, v, &buf, release, None);
                     self.pool.push(buf);
                 }
                 Event::Lost {

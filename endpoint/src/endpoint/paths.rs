@@ -385,13 +385,16 @@ impl Endpoint {
         let buf = self.pool.pop().unwrap_or_default();
         let mut payload = layout.outgoing_room(buf, NETWORK_HEADER_LEN + n);
         let range = txn.data_range();
+        let at = NETWORK_HEADER_LEN.saturating_add(range.start);
         let body = payload.payload_mut().get_mut(NETWORK_HEADER_LEN..);
+        let mut described = None;
         let written = body.map(|t| {
             if let Some(data) = t.get_mut(range) {
-                // A range outside the space (never one a posted descriptor names) reads as
-                // zeros.
-                if self.mem.read(src.0, src.1, data).is_err() {
-                    data.fill(0);
+                match self.mem.read_described(src.0, src.1, data) {
+                    Ok(p) => described = p.filter(|_| !data.is_empty()).map(|p| (p, data.len())),
+                    // A range outside the space (never one a posted descriptor names) reads
+                    // as zeros.
+                    Err(_) => data.fill(0),
                 }
             }
             txn.emit_data_in_place(t)
@@ -403,6 +406,18 @@ impl Endpoint {
             return;
         }
         self.finish_header(payload.payload_mut(), dst, i, 1);
+        // Data read whole from a described range is that pattern's bytes: the receiver of the
+        // frame, handed it by reference, can take the pattern instead of reading them again.
+        // Vouched for last, once every byte of the payload is written.
+        if let Some((pattern, len)) = described
+            && let (Ok(at), Ok(len)) = (u32::try_from(at), u32::try_from(len))
+        {
+            payload.vouch(Provenance {
+                at,
+                len,
+                name: pattern.name(),
+            });
+        }
         self.push_out(
             i,
             v,

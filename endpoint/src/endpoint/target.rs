@@ -4,6 +4,14 @@
 
 use super::*;
 
+/// The data of a request as received: its bytes, and the data pattern they are when their
+/// sender vouched for it ([`Provenance`]).
+#[derive(Debug, Clone, Copy)]
+struct Received<'a> {
+    bytes: &'a [u8],
+    pattern: Option<Pattern>,
+}
+
 impl Endpoint {
     // ----- receive ---------------------------------------------------------------------------
 
@@ -41,14 +49,15 @@ impl Endpoint {
                     break;
                 };
                 let _ = p.link.get_mut().release(release);
-                self.on_payload(i, &buf);
+                self.on_payload(i, &buf, None);
                 self.pool.push(buf);
             }
         }
     }
 
-    /// A DATA payload delivered by port `i`'s link.
-    pub(super) fn on_payload(&mut self, i: usize, payload: &[u8]) {
+    /// A DATA payload delivered by port `i`'s link, with what its sender vouched for if the
+    /// payload is the frame's own (handed by reference, [`Endpoint::handle_frame_by_ref`]).
+    pub(super) fn on_payload(&mut self, i: usize, payload: &[u8], provenance: Option<Provenance>) {
         let repr = match DataRepr::parse(payload) {
             Ok(r) => r,
             Err(_) => {
@@ -76,7 +85,16 @@ impl Endpoint {
         //# between).
         for item in repr.txns.iter() {
             match item {
-                Ok(txn) if txn.is_request() => self.serve(i, src, &txn),
+                Ok(txn) if txn.is_request() => {
+                    // The data pattern a write's data is, by its sender's word.
+                    let described = match (&txn, provenance) {
+                        (TxnRepr::RdmaWrite { data, .. }, Some(p)) => {
+                            p.of(payload, data).map(Pattern::named)
+                        }
+                        _ => None,
+                    };
+                    self.serve(i, src, &txn, described)
+                }
                 Ok(txn) => self.on_response(&txn),
                 Err(e) => match e.action {
                     //= docs/spec/endpoint.md#8-target
@@ -170,7 +188,7 @@ impl Endpoint {
     //= docs/spec/wire.md#61-common-prefix
     //# WIRE-6.1-2 The tag is chosen by the requester; a responder MUST copy the tag of a request,
     //# and the request's source GPU into the destination of the response, unchanged.
-    fn serve(&mut self, i: usize, src: GpuId, txn: &TxnRepr<'_>) {
+    fn serve(&mut self, i: usize, src: GpuId, txn: &TxnRepr<'_>, described: Option<Pattern>) {
         self.counters.requests_served = self.counters.requests_served.wrapping_add(1);
         if let Some(refused) = self.unsupported(txn) {
             let Some(r) = refused else { return };
@@ -267,7 +285,16 @@ impl Endpoint {
                 offset,
                 total,
                 data,
-            } => match self.write_segment(src, tag, target, offset, total, data) {
+            } => match self.write_segment(
+                src,
+                tag,
+                target,
+                (offset, total),
+                Received {
+                    bytes: data,
+                    pattern: described,
+                },
+            ) {
                 Some(status) => TxnRepr::RdmaCompletion { tag, status, total },
                 None => return,
             },
@@ -372,17 +399,17 @@ impl Endpoint {
         space == Space::Shared && !self.cfg.caps.contains(Capabilities::SHARED)
     }
 
-    /// One RDMA_WRITE segment at the target; the completion status when one is due.
+    /// One RDMA_WRITE segment at the target, `offset` into a write of `total` bytes; the
+    /// completion status when one is due.
     fn write_segment(
         &mut self,
         src: GpuId,
         tag: u16,
         target: MemTarget,
-        offset: u32,
-        total: u32,
-        data: &[u8],
+        (offset, total): (u32, u32),
+        data: Received<'_>,
     ) -> Option<Status> {
-        let dlen = u32::try_from(data.len()).unwrap_or(u32::MAX);
+        let dlen = u32::try_from(data.bytes.len()).unwrap_or(u32::MAX);
         let end = offset.saturating_add(dlen);
         //= docs/spec/endpoint.md#6-rdma-engine
         //# EP-6-3 A target MUST reject, with RDMA_COMPLETION MALFORMED, a segment whose offset is
@@ -499,13 +526,17 @@ impl Endpoint {
             }
             Marked::New(delta) => delta,
         };
-        // Kept as a description when the bytes are the data pattern at their place in the write.
-        let _ = self.mem.write_received(
-            target.space,
-            target.addr.saturating_add(u64::from(offset)),
-            data,
-            target.addr,
-        );
+        // Kept as a description when the bytes are the data pattern at their place in the
+        // write, or the pattern their sender vouched for.
+        let addr = target.addr.saturating_add(u64::from(offset));
+        let _ = match data.pattern {
+            Some(p) => self
+                .mem
+                .write_pattern(target.space, addr, u64::from(dlen), p),
+            None => self
+                .mem
+                .write_received(target.space, addr, data.bytes, target.addr),
+        };
         //= docs/spec/transaction.md#2-operations
         //# TXN-2-4 An RDMA write MUST write exactly its bytes at `address .. address + length` of
         //# the target space. Its segments MAY arrive in any order and on any path; the target MUST
