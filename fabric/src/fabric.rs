@@ -357,15 +357,19 @@ impl Core {
                         WireBytes::Owned(b) => ep.handle_frame_fcs(inst, p, b, fcs),
                     }
                 }
+                chan.ch.recycle(bytes);
             } else if let Some(sw) = self.sws.get_mut((n - self.n_gpus) as usize) {
-                // A frame carried by reference stays one: the switch takes its buffer over at
-                // the egress once the sender has let it go, instead of copying the payload.
-                match &bytes {
+                // A frame carried by reference stays one, moved into the switch: it takes the
+                // buffer over at the egress once the sender has let it go, instead of copying
+                // the payload.
+                match bytes {
                     WireBytes::Shared(f) => sw.handle_frame_by_ref(inst, p, f, fcs),
-                    WireBytes::Owned(b) => sw.handle_frame_fcs(inst, p, b, fcs),
+                    owned => {
+                        sw.handle_frame_fcs(inst, p, owned.as_bytes(), fcs);
+                        chan.ch.recycle(owned);
+                    }
                 }
             }
-            chan.ch.recycle(bytes);
         }
         if let Some(t) = chan.ch.next_arrival() {
             chan.armed = t;

@@ -3,6 +3,7 @@
 use alloc::collections::VecDeque;
 use alloc::vec;
 use alloc::vec::Vec;
+use core::convert::Infallible;
 use core::fmt;
 
 use ethlink_link::{
@@ -43,6 +44,14 @@ fn recycle_queued(pool: &mut Vec<Vec<u8>>, payload: Payload) {
     if let Payload::Laid(o) = payload {
         recycle(pool, o);
     }
+}
+
+/// A payload a port's link accepted: laid out in a buffer of the switch's own, or kept where
+/// it lies in the frame's bytes (what the caller of `Switch::deliver` keeps of it).
+#[derive(Debug)]
+enum Accepted<K> {
+    Laid(Outgoing),
+    Kept(K),
 }
 
 /// A frame handed to an egress link and not yet sent: when it arrived and on which input.
@@ -346,42 +355,64 @@ impl Switch {
 
     /// A frame arrived on port `p`'s wire.
     pub fn handle_frame(&mut self, now: Instant, p: usize, bytes: &[u8]) {
-        self.input(now, p, bytes, None, None);
+        self.handle_frame_copied(now, p, bytes, None);
     }
 
-    /// A frame from port `p`'s wire into its link: a DATA frame the link accepts comes straight
-    /// out laid out for the egress links, the one copy of its payload in this switch.
-    fn input(
+    /// As [`Switch::handle_frame_fcs`] with the FCS judged (`Some`) or to be checked.
+    fn handle_frame_copied(
         &mut self,
         now: Instant,
         p: usize,
         bytes: &[u8],
         fcs: Option<FcsStatus>,
-        shared: Option<&SharedFrame>,
     ) {
+        let got = self.deliver(now, p, bytes, fcs, |_, _| None::<Infallible>);
+        let got = got.map(|(vc, payload, release)| {
+            let payload = match payload {
+                Accepted::Laid(laid) => Payload::Laid(laid),
+                Accepted::Kept(never) => match never {},
+            };
+            (vc, payload, release)
+        });
+        self.input(p, got);
+    }
+
+    /// A frame from port `p`'s wire into its link. A DATA frame the link accepts straight from
+    /// `bytes` is kept where it lies if `keep` (given its offset and length there) takes it;
+    /// otherwise its payload is laid out for the egress links, the one copy of it in this
+    /// switch.
+    fn deliver<K>(
+        &mut self,
+        now: Instant,
+        p: usize,
+        bytes: &[u8],
+        fcs: Option<FcsStatus>,
+        keep: impl Fn(usize, usize) -> Option<K>,
+    ) -> Option<(Vc, Accepted<K>, Release)> {
         self.now = self.now.max(now);
         let layout = self.layout;
         let mut got = None;
-        if let Some(x) = self.ports.get_mut(p) {
-            let pool = &mut self.pool;
-            x.link
-                .handle_frame_deliver(self.now, bytes, fcs, &mut |vc, _, payload, release| {
-                    // A payload handed straight from a frame held by reference stays in it.
-                    let held = shared.and_then(|frame| {
-                        let at = ethlink_link::payload_offset(bytes, payload)?;
-                        Some(Payload::Held {
-                            frame: frame.clone(),
-                            at,
-                            len: payload.len(),
-                        })
-                    });
-                    let payload = held.unwrap_or_else(|| {
+        let x = self.ports.get_mut(p)?;
+        let pool = &mut self.pool;
+        x.link
+            .handle_frame_deliver(self.now, bytes, fcs, &mut |vc, _, payload, release| {
+                let kept = ethlink_link::payload_offset(bytes, payload)
+                    .and_then(|at| keep(at, payload.len()));
+                let payload = match kept {
+                    Some(k) => Accepted::Kept(k),
+                    None => {
                         let buf = pool.pop().unwrap_or_default();
-                        Payload::Laid(layout.outgoing(buf, payload))
-                    });
-                    got = Some((vc, payload, release));
-                });
-        }
+                        Accepted::Laid(layout.outgoing(buf, payload))
+                    }
+                };
+                got = Some((vc, payload, release));
+            });
+        got
+    }
+
+    /// The rest of a frame's arrival on port `p`, after its link: the payload it delivered, if
+    /// any, goes to its queue.
+    fn input(&mut self, p: usize, got: Option<(Vc, Payload, Release)>) {
         if let Some((vc, payload, release)) = got {
             self.receive(p, vc, payload, release);
         }
@@ -393,11 +424,11 @@ impl Switch {
     /// As [`Switch::handle_frame`] for a frame whose FCS the port's MAC has already judged
     /// ([`Link::handle_frame_fcs`]).
     pub fn handle_frame_fcs(&mut self, now: Instant, p: usize, bytes: &[u8], fcs: FcsStatus) {
-        self.input(now, p, bytes, Some(fcs), None);
+        self.handle_frame_copied(now, p, bytes, Some(fcs));
     }
 
     /// As [`Switch::handle_frame_fcs`] for a frame held by reference (a simulated wire's,
-    /// [`SharedFrame`]): the switch keeps a reference to the frame instead of copying its
+    /// [`SharedFrame`]): the switch keeps the reference, moved in, instead of copying the
     /// payload, and at the egress takes the buffer over once nobody else holds it (its sender
     /// lets it go when the frame is acknowledged), copying the payload only if someone still
     /// does. The bytes sent are the same.
@@ -405,10 +436,21 @@ impl Switch {
         &mut self,
         now: Instant,
         p: usize,
-        frame: &SharedFrame,
+        frame: SharedFrame,
         fcs: FcsStatus,
     ) {
-        self.input(now, p, frame.as_bytes(), Some(fcs), Some(frame));
+        let got = self.deliver(now, p, frame.as_bytes(), Some(fcs), |at, len| {
+            Some((at, len))
+        });
+        let got = got.map(|(vc, payload, release)| {
+            let payload = match payload {
+                Accepted::Laid(laid) => Payload::Laid(laid),
+                // The frame, moved into its queue entry.
+                Accepted::Kept((at, len)) => Payload::Held { frame, at, len },
+            };
+            (vc, payload, release)
+        });
+        self.input(p, got);
     }
 
     /// When [`Switch::handle_timeout`] must be called next.

@@ -140,11 +140,10 @@ impl Bench {
                     match shared {
                         // A damaged frame is the wire's own copy.
                         Some(f) if !damage => {
-                            self.sw
-                                .handle_frame_by_ref(now, p, &f, fcs::FcsStatus::Good);
                             if let Some(k) = self.kept.as_mut() {
-                                k.push(f);
+                                k.push(f.clone());
                             }
+                            self.sw.handle_frame_by_ref(now, p, f, fcs::FcsStatus::Good);
                         }
                         Some(f) => {
                             let mut copy = f.as_bytes().to_vec();
