@@ -24,7 +24,11 @@
 //! the replay buffer (a short frame as a copy, which costs less than sharing it), its FCS
 //! deferred if [`Link::defer_fcs`] asks (the exact bytes are then made by
 //! [`SharedFrame::write_exact`]); [`Link::handle_frame_deliver`] hands an accepted payload
-//! straight to the caller. The bytes and behaviour are those of the copying calls.
+//! straight to the caller. The bytes and behaviour are those of the copying calls. A payload's
+//! writer can also say what some of its bytes are without anyone reading them
+//! ([`Outgoing::vouch`], a [`Provenance`]): the link carries that with the payload into its
+//! replay buffer and out with the [`SharedFrame`], first sent or replayed, for a receiver of the
+//! same simulation to take instead of the bytes.
 //!
 //! [`harness`] joins two ends by a simulated wire with a seeded fault injector; tests, benches,
 //! the `ethlink link` experiment and later layers use it. Its [`harness::Channel`] (one
