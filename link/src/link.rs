@@ -2243,16 +2243,15 @@ impl Link {
     /// The frame at `index` of the replay buffer for the wire, with its FCS written or not: a
     /// copy if it is short, else a reference to the stored frame.
     fn share_replay(&mut self, index: usize, fcs: bool) -> Option<SharedFrame> {
-        if let Some((_, bytes)) = self.replay.get(index)
-            && let Ok(inline) = <[u8; SharedFrame::INLINE_MAX]>::try_from(bytes)
-        {
+        let (m, bytes) = self.replay.get(index)?;
+        if let Ok(inline) = <[u8; SharedFrame::INLINE_MAX]>::try_from(bytes) {
             return Some(SharedFrame {
                 data: FrameBytes::Inline(Inline(inline)),
                 len: SharedFrame::INLINE_MAX,
                 fcs,
             });
         }
-        let provenance = self.replay.get(index).and_then(|(m, _)| m.provenance);
+        let provenance = m.provenance;
         self.replay.shared(index).map(|(data, _, len)| SharedFrame {
             data: FrameBytes::Shared(data, provenance),
             len,

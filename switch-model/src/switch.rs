@@ -367,14 +367,7 @@ impl Switch {
         fcs: Option<FcsStatus>,
     ) {
         let got = self.deliver(now, p, bytes, fcs, |_, _| None::<Infallible>);
-        let got = got.map(|(vc, payload, release)| {
-            let payload = match payload {
-                Accepted::Laid(laid) => Payload::Laid(laid),
-                Accepted::Kept(never) => match never {},
-            };
-            (vc, payload, release)
-        });
-        self.input(p, got);
+        self.input(p, got, |never| match never {});
     }
 
     /// A frame from port `p`'s wire into its link. A DATA frame the link accepts straight from
@@ -411,9 +404,18 @@ impl Switch {
     }
 
     /// The rest of a frame's arrival on port `p`, after its link: the payload it delivered, if
-    /// any, goes to its queue.
-    fn input(&mut self, p: usize, got: Option<(Vc, Payload, Release)>) {
+    /// any, goes to its queue, a kept one as `held` makes it.
+    fn input<K>(
+        &mut self,
+        p: usize,
+        got: Option<(Vc, Accepted<K>, Release)>,
+        held: impl FnOnce(K) -> Payload,
+    ) {
         if let Some((vc, payload, release)) = got {
+            let payload = match payload {
+                Accepted::Laid(laid) => Payload::Laid(laid),
+                Accepted::Kept(k) => held(k),
+            };
             self.receive(p, vc, payload, release);
         }
         self.drain(p);
@@ -442,15 +444,8 @@ impl Switch {
         let got = self.deliver(now, p, frame.as_bytes(), Some(fcs), |at, len| {
             Some((at, len))
         });
-        let got = got.map(|(vc, payload, release)| {
-            let payload = match payload {
-                Accepted::Laid(laid) => Payload::Laid(laid),
-                // The frame, moved into its queue entry.
-                Accepted::Kept((at, len)) => Payload::Held { frame, at, len },
-            };
-            (vc, payload, release)
-        });
-        self.input(p, got);
+        // The frame, moved into its queue entry.
+        self.input(p, got, |(at, len)| Payload::Held { frame, at, len });
     }
 
     /// When [`Switch::handle_timeout`] must be called next.
