@@ -22,6 +22,7 @@ pub mod capture;
 pub mod conformance;
 pub mod decode;
 pub mod efficiency;
+pub mod input;
 pub mod link;
 pub mod plots;
 pub mod run;

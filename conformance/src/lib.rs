@@ -18,6 +18,7 @@ pub mod ctx;
 pub mod device;
 pub mod dylib;
 pub mod external;
+pub mod files;
 pub mod mutants;
 pub mod reference;
 pub mod report;
