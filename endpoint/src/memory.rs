@@ -414,19 +414,22 @@ pub struct MemoryConfigError {
     pub value: u64,
 }
 
+impl MemoryConfigError {
+    /// The rule the field breaks: `max_regions` its own range, the sizes theirs. A caller that
+    /// reports the error in its own words takes the rule from here, so that each field is
+    /// judged by its own rule.
+    pub fn rule(&self) -> &'static str {
+        if self.field == "max_regions" {
+            "region table entries must be 1..=65536"
+        } else {
+            "memory space size must be 1..=2^57 bytes"
+        }
+    }
+}
+
 impl fmt::Display for MemoryConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{} is {}: it must be {}",
-            self.field,
-            self.value,
-            if self.field == "max_regions" {
-                "1..=65536"
-            } else {
-                "1..=2^57 bytes"
-            }
-        )
+        write!(f, "{} is {}: {}", self.field, self.value, self.rule())
     }
 }
 
@@ -2477,6 +2480,9 @@ mod tests {
             .unwrap_err();
             assert_eq!(e.field, "max_regions");
             assert!(e.to_string().contains("1..=65536"));
+            // Its own rule, not the sizes'.
+            assert_eq!(e.rule(), "region table entries must be 1..=65536");
+            assert!(!e.to_string().contains("2^57"), "{e}");
         }
     }
 

@@ -96,6 +96,13 @@ fn link_end(s: &Scenario, tx_queue_bytes: u32, tx_queue_frames: u32) -> u64 {
 /// The key that sizes workload `w`'s share of memory.
 fn size_key(w: &Workload) -> &'static str {
     match w {
+        // The slots of the ordered streams, when they outnumber the ordinary ones.
+        Workload::LoadStore(l)
+            if u64::from(l.streams).saturating_mul(u64::from(l.stream_slots))
+                > u64::from(l.slots) =>
+        {
+            "stream_slots"
+        }
         Workload::LoadStore(_) => "slots",
         Workload::AllToAll(_) | Workload::Permutation(_) => "gpus",
         Workload::RingAllreduce(_)
@@ -134,7 +141,9 @@ impl Scenario {
                 let t = match w {
                     Workload::LoadStore(l) => {
                         let ops = l.ops.unwrap_or(0);
-                        (ops / u64::from(l.outstanding.max(1)) + 1).saturating_mul(1000)
+                        (ops / u64::from(l.outstanding.max(1)))
+                            .saturating_add(1)
+                            .saturating_mul(1000)
                     }
                     Workload::AllToAll(a) => {
                         let n = a.gpus.as_ref().map_or(gpus, |v| v.len() as u64);

@@ -2,16 +2,29 @@
 //! key of the first one that does not ([`Scenario::validate`]). They build the configurations of
 //! the GPUs and switches to let their own crates judge them, and lay out the workloads' memory.
 
+use ethlink_switch::ROUTE_PORTS_MAX;
+
 use crate::build;
 use crate::scenario::{
     MAX_GPUS, MAX_TIME_NS, Outage, OutageTarget, Scenario, ScenarioError, TopologyKind, Workload,
     err,
 };
-use crate::workload;
+use crate::workload::{self, MAX_LS_SLOTS};
+
+/// A float as a message gives it: as the scenario would write it, `-400`, `0.5`, `1e-15` or
+/// `1e300` (not 300 digits), and `NaN`, `inf` or `-inf` for what is not a number.
+fn shown(v: f64) -> String {
+    let a = v.abs();
+    if v.is_finite() && a != 0.0 && !(1e-5..1e16).contains(&a) {
+        format!("{v:e}")
+    } else {
+        format!("{v}")
+    }
+}
 
 fn check_prob(key: &str, v: f64) -> Result<(), ScenarioError> {
     if !(0.0..=1.0).contains(&v) || v.is_nan() {
-        return err(key, format!("{v} is not a probability in 0..=1"));
+        return err(key, format!("{} is not a probability in 0..=1", shown(v)));
     }
     Ok(())
 }
@@ -73,30 +86,73 @@ impl Scenario {
             );
         }
         if !(1..=16).contains(&t.stacks) {
-            return err("topology.stacks", "must be 1..=16");
+            return err("topology.stacks", format!("{} is not in 1..=16", t.stacks));
         }
         if !(1..=16).contains(&t.ports_per_stack) {
-            return err("topology.ports_per_stack", "must be 1..=16");
+            return err(
+                "topology.ports_per_stack",
+                format!("{} is not in 1..=16", t.ports_per_stack),
+            );
         }
         match t.kind {
             TopologyKind::BackToBack if t.gpus != 2 => {
-                return err("topology.gpus", "back_to_back joins exactly 2 GPUs");
+                return err(
+                    "topology.gpus",
+                    format!("{} GPUs, but back_to_back joins exactly 2", t.gpus),
+                );
             }
             TopologyKind::TwoTier => {
                 if t.leaves == 0 || t.leaves > t.gpus {
-                    return err("topology.leaves", "must be 1..=gpus");
+                    return err(
+                        "topology.leaves",
+                        format!("{} is not in 1..=gpus (1..={})", t.leaves, t.gpus),
+                    );
                 }
                 if t.spines == 0 {
-                    return err("topology.spines", "must be at least 1");
+                    return err(
+                        "topology.spines",
+                        "0 spines: a two_tier plane needs at least 1",
+                    );
                 }
                 if t.gpus_per_leaf() + usize::from(t.spines) > 1024 {
                     return err(
                         "topology.spines",
-                        "a leaf has gpus/leaves + spines ports, at most 1024",
+                        format!(
+                            "{} spines give a leaf {} ports (ceil(gpus / leaves) = {} down and \
+                             one up per spine), and a switch has at most 1024",
+                            t.spines,
+                            t.gpus_per_leaf() + usize::from(t.spines),
+                            t.gpus_per_leaf()
+                        ),
+                    );
+                }
+                // A leaf's entry for a GPU under another leaf lists every up-port, one per
+                // spine, and a switch takes entries of at most 64 ports (switch.md SW-2-5).
+                if t.leaves > 1 && usize::from(t.spines) > ROUTE_PORTS_MAX {
+                    return err(
+                        "topology.spines",
+                        format!(
+                            "{} spines would give a leaf's forwarding entry for a GPU under \
+                             another leaf {} up-ports, and an entry lists at most \
+                             {ROUTE_PORTS_MAX} (switch.md SW-2-5): with more than one leaf, at \
+                             most {ROUTE_PORTS_MAX} spines",
+                            t.spines, t.spines
+                        ),
                     );
                 }
                 if t.switches() > usize::from(u16::MAX) {
-                    return err("topology.leaves", "too many switches");
+                    return err(
+                        "topology.leaves",
+                        format!(
+                            "{} planes of {} leaves and {} spines make {} switches, and switch \
+                             ids stop at {}",
+                            t.ports(),
+                            t.leaves,
+                            t.spines,
+                            t.switches(),
+                            u16::MAX
+                        ),
+                    );
                 }
             }
             _ => {}
@@ -122,14 +178,14 @@ impl Scenario {
                 "link.rate_gbps",
                 format!(
                     "{} is not a positive number of Gb/s up to 100000",
-                    l.rate_gbps
+                    shown(l.rate_gbps)
                 ),
             );
         }
         if !(l.cable_m.is_finite() && l.cable_m >= 0.0 && l.cable_m <= 100_000.0) {
             return err(
                 "link.cable_m",
-                format!("{} is not a length in 0..=100000 m", l.cable_m),
+                format!("{} is not a length in 0..=100000 m", shown(l.cable_m)),
             );
         }
         if let Some(p) = l.propagation_ns
@@ -137,7 +193,7 @@ impl Scenario {
         {
             return err(
                 "link.propagation_ns",
-                format!("{p} is not a delay in 0..=1e9 ns"),
+                format!("{} is not a delay in 0..=1e9 ns", shown(p)),
             );
         }
         for (k, v) in [
@@ -150,7 +206,15 @@ impl Scenario {
             check_prob(k, v)?;
         }
         if l.loss + l.drop > 1.0 {
-            return err("link.drop", "loss + drop must be at most 1");
+            return err(
+                "link.drop",
+                format!(
+                    "loss + drop must be at most 1: link.loss = {} and link.drop = {} add up to {}",
+                    shown(l.loss),
+                    shown(l.drop),
+                    shown(l.loss + l.drop)
+                ),
+            );
         }
         // A receiver must be able to hold one frame of the largest size on each VC, or a sender
         // waits for credit for ever.
@@ -279,11 +343,30 @@ impl Scenario {
                 }
                 for (k, s) in l.sizes.iter().enumerate() {
                     if !(1..=256).contains(&s.bytes) {
-                        return err(key(&format!("sizes.{k}.bytes")), "must be 1..=256");
+                        return err(
+                            key(&format!("sizes.{k}.bytes")),
+                            format!("{} is not a size in 1..=256 bytes", s.bytes),
+                        );
                     }
                     if !(s.weight.is_finite() && s.weight > 0.0) {
-                        return err(key(&format!("sizes.{k}.weight")), "must be > 0");
+                        return err(
+                            key(&format!("sizes.{k}.weight")),
+                            format!("{} is not a positive number", shown(s.weight)),
+                        );
                     }
+                }
+                // The weights are shares of their sum, which must be a number too.
+                let total: f64 = l.sizes.iter().map(|s| s.weight).sum();
+                if !total.is_finite() {
+                    return err(
+                        key("sizes"),
+                        format!(
+                            "the weights add up to {}, more than the largest number ({:e}): \
+                             scale them down",
+                            shown(total),
+                            f64::MAX
+                        ),
+                    );
                 }
                 check_prob(&key("read_share"), l.read_share)?;
                 check_prob(&key("locality"), l.locality)?;
@@ -293,12 +376,22 @@ impl Scenario {
                         return err(key("outstanding"), "must be 1..=32768");
                     }
                     Some(r) if !(r.is_finite() && r > 0.0 && r <= 1e6) => {
-                        return err(key("rate_mops"), "must be > 0 and at most 1e6");
+                        return err(
+                            key("rate_mops"),
+                            format!(
+                                "{} is not a rate above 0 and at most 1e6 million operations \
+                                 per second",
+                                shown(r)
+                            ),
+                        );
                     }
                     _ => {}
                 }
-                if l.slots == 0 || l.slots > 1 << 20 {
-                    return err(key("slots"), "must be 1..=2^20");
+                if l.slots == 0 || l.slots > MAX_LS_SLOTS {
+                    return err(
+                        key("slots"),
+                        format!("{} is not in 1..=2^20 ({MAX_LS_SLOTS})", l.slots),
+                    );
                 }
                 if l.hot_slots == 0 || l.hot_slots > l.slots {
                     return err(key("hot_slots"), "must be 1..=slots");

@@ -93,24 +93,28 @@ fn ls_slot(l: &crate::scenario::LoadStore) -> u64 {
 }
 
 /// Slots per (source, target) of a load-store workload: the ordinary ones, then each ordered
-/// stream's own.
-fn ls_pair_slots(l: &crate::scenario::LoadStore) -> u32 {
+/// stream's own. At most 2^20 + (2^32 - 1) * 2^16, below 2^49: a u64 holds it and every
+/// address within it.
+fn ls_pair_slots(l: &crate::scenario::LoadStore) -> u64 {
     if l.stream_slots > 0 {
-        l.slots + l.streams.max(1) * l.stream_slots
+        u64::from(l.slots) + u64::from(l.streams.max(1)) * u64::from(l.stream_slots)
     } else {
-        l.slots
+        u64::from(l.slots)
     }
 }
 
-/// (receive bytes, staging slots, bytes per staging slot) of workload `w`.
-fn needs(s: &Scenario, w: &Workload) -> (u64, u64, u64) {
+/// (receive bytes, staging slots, bytes per staging slot) of workload `w`. The receive bytes
+/// are a u128, which holds every product of the scenario's ranges: [`layout`] refuses what does
+/// not fit the GPU's memory, so every address a workload forms fits a u64.
+fn needs(s: &Scenario, w: &Workload) -> (u128, u64, u64) {
     let g = u64::from(s.topology.gpus);
+    let wide = |a: u64, b: u64| u128::from(a) * u128::from(b);
     match w {
-        Workload::LoadStore(l) => (g * u64::from(ls_pair_slots(l)) * ls_slot(l), 0, 0),
+        Workload::LoadStore(l) => (wide(g, ls_pair_slots(l)) * u128::from(ls_slot(l)), 0, 0),
         Workload::AllToAll(a) => {
             let n = participants(&a.gpus, s.topology.gpus).len() as u64;
             let win = u64::from(a.window).min(n.saturating_sub(1)).max(1);
-            (g * a.bytes_per_pair, win, a.bytes_per_pair)
+            (wide(g, a.bytes_per_pair), win, a.bytes_per_pair)
         }
         Workload::RingAllreduce(c)
         | Workload::AllGather(c)
@@ -125,44 +129,67 @@ fn needs(s: &Scenario, w: &Workload) -> (u64, u64, u64) {
                 }
                 _ => (n - 1, max.div_ceil(n)),
             };
-            (steps * chunk, 1, chunk)
+            (wide(steps, chunk), 1, chunk)
         }
-        Workload::SendRecv(r) => (u64::from(r.microbatches) * r.bytes, 1, r.bytes),
-        Workload::Incast(i) => (g * i.bytes, 1, i.bytes),
-        Workload::Permutation(p) => (g * p.bytes, 1, p.bytes),
+        Workload::SendRecv(r) => (wide(u64::from(r.microbatches), r.bytes), 1, r.bytes),
+        Workload::Incast(i) => (wide(g, i.bytes), 1, i.bytes),
+        Workload::Permutation(p) => (wide(g, p.bytes), 1, p.bytes),
     }
 }
 
 /// The areas of every workload of `s`, or an error if they do not fit the GPU's memory.
 pub(crate) fn layout(s: &Scenario) -> Result<Vec<Area>, ScenarioError> {
-    let mut at = ALIGN;
+    // In u128, so that no sum or product of the scenario's ranges overflows: what is past
+    // global_bytes is refused with the true figure.
+    let align = u128::from(ALIGN);
+    let mut at = align;
     let mut out = Vec::with_capacity(s.traffic.len());
     for (i, w) in s.traffic.iter().enumerate() {
         let (recv, slots, slot) = needs(s, w);
         let recv_base = at;
-        at = at.saturating_add(recv.div_ceil(ALIGN).saturating_mul(ALIGN));
+        at += recv.div_ceil(align) * align;
         let stage_base = at;
-        let stage_len = slots.saturating_mul(slot);
-        at = at
-            .saturating_add(stage_len.div_ceil(ALIGN) * ALIGN)
-            .saturating_add(ALIGN);
-        if at > s.endpoint.global_bytes {
-            return crate::scenario::err(
-                format!("traffic.{i}"),
-                format!(
-                    "the workloads' buffers need {at} bytes of each GPU's memory, more than \
-                     endpoint.global_bytes ({})",
-                    s.endpoint.global_bytes
-                ),
-            );
+        let stage_len = u128::from(slots) * u128::from(slot);
+        at += stage_len.div_ceil(align) * align + align;
+        let fits = |v: u128| u64::try_from(v).ok();
+        match (
+            fits(recv_base),
+            fits(recv),
+            fits(stage_base),
+            fits(stage_len),
+        ) {
+            (Some(recv_base), Some(recv_len), Some(stage_base), Some(stage_len))
+                if at <= u128::from(s.endpoint.global_bytes) =>
+            {
+                out.push(Area {
+                    recv_base,
+                    recv_len,
+                    stage_base,
+                    stage_len,
+                    slot,
+                });
+            }
+            _ => {
+                let why = match w {
+                    Workload::LoadStore(l) => format!(
+                        "; this load_store alone needs {recv}: {} GPUs x {} slots per (source, \
+                         target) (slots + streams x stream_slots) x {} bytes per slot",
+                        s.topology.gpus,
+                        ls_pair_slots(l),
+                        ls_slot(l)
+                    ),
+                    _ => String::new(),
+                };
+                return crate::scenario::err(
+                    format!("traffic.{i}"),
+                    format!(
+                        "the workloads' buffers need {at} bytes of each GPU's memory, more than \
+                         endpoint.global_bytes ({}){why}",
+                        s.endpoint.global_bytes
+                    ),
+                );
+            }
         }
-        out.push(Area {
-            recv_base,
-            recv_len: recv,
-            stage_base,
-            stage_len,
-            slot,
-        });
     }
     Ok(out)
 }
@@ -262,14 +289,64 @@ fn below(rng: &mut Pcg64Mcg, n: u64) -> u64 {
 
 // ----- load / store --------------------------------------------------------------------------
 
+/// Most ordinary slots per (source, target) of a load-store workload (`slots`), as the scenario
+/// checks it: an ordinary slot's number is below it, and fits the 20 bits of its token.
+pub(crate) const MAX_LS_SLOTS: u32 = 1 << 20;
+
+/// What the token of a load-store operation carries, packed into the u64 the fabric keeps with
+/// the operation: the source's index (bits 0..20), the target (bits 20..36), an ordinary slot
+/// (bits 36..56) or the mark of a stream's own slot (bit 61), and whether it is a store (bit
+/// 62). Every field fits its bits by construction: at most [`MAX_GPUS`] sources, GPU ids are
+/// u16, and an ordinary slot is below [`MAX_LS_SLOTS`]. A stream's own slot may need 49 bits:
+/// its number is kept with the operation in [`LsState::stream_ops`] instead.
+///
+/// [`MAX_GPUS`]: crate::scenario::MAX_GPUS
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct LsToken {
+    src: u32,
+    dst: u16,
+    /// The ordinary slot; `None` for a stream's own slot.
+    slot: Option<u32>,
+    store: bool,
+}
+
+const _: () = assert!(
+    MAX_LS_SLOTS <= 1 << 20 && crate::scenario::MAX_GPUS as u32 <= 1 << 20,
+    "the token's fields hold every source index and ordinary slot"
+);
+
+impl LsToken {
+    const FIELD: u64 = 0xF_FFFF;
+    const STREAM: u64 = 1 << 61;
+    const STORE: u64 = 1 << 62;
+
+    fn encode(self) -> u64 {
+        let slot = self
+            .slot
+            .map_or(Self::STREAM, |s| (u64::from(s) & Self::FIELD) << 36);
+        let store = if self.store { Self::STORE } else { 0 };
+        (u64::from(self.src) & Self::FIELD) | u64::from(self.dst) << 20 | slot | store
+    }
+
+    fn decode(t: u64) -> LsToken {
+        LsToken {
+            src: (t & Self::FIELD) as u32,
+            dst: (t >> 20) as u16,
+            slot: (t & Self::STREAM == 0).then_some(((t >> 36) & Self::FIELD) as u32),
+            store: t & Self::STORE != 0,
+        }
+    }
+}
+
 #[derive(Debug, Default)]
 struct LsSource {
     outstanding: u32,
     issued: u64,
-    /// (target, slot) of the operations outstanding.
+    /// (target, ordinary slot) of the operations outstanding.
     busy: BTreeSet<(u16, u32)>,
-    /// Slots an operation that ended with an error last touched: never used again.
-    spoiled: BTreeSet<(u16, u32)>,
+    /// Slots, ordinary or of a stream, an operation that ended with an error last touched:
+    /// never used again.
+    spoiled: BTreeSet<(u16, u64)>,
     blocked: bool,
 }
 
@@ -288,6 +365,13 @@ enum StreamOp {
     Load { addr: u64, expected: Vec<u8> },
 }
 
+/// An outstanding operation on a stream slot, and the slot (numbered after the ordinary ones).
+#[derive(Debug)]
+struct StreamPending {
+    slot: u64,
+    op: StreamOp,
+}
+
 #[derive(Debug)]
 pub(crate) struct LsState {
     sources: Vec<u16>,
@@ -298,6 +382,8 @@ pub(crate) struct LsState {
     read_share: f64,
     outstanding: Option<u32>,
     mean_gap_ps: f64,
+    /// The time limit, ps: an open-loop arrival due later never comes.
+    horizon_ps: u64,
     pub(crate) limit: Option<u64>,
     locality: f64,
     hot: u32,
@@ -306,13 +392,13 @@ pub(crate) struct LsState {
     ordered_share: f64,
     streams: u32,
     stream_slots: u32,
-    pair_slots: u32,
+    pair_slots: u64,
     area: Area,
     src: Vec<LsSource>,
     /// Stream slots by (source index, target, slot).
-    stream_state: BTreeMap<(u32, u16, u32), StreamSlot>,
+    stream_state: BTreeMap<(u32, u16, u64), StreamSlot>,
     /// Outstanding operations on stream slots by (GPU, tag).
-    stream_ops: BTreeMap<(u16, u16), StreamOp>,
+    stream_ops: BTreeMap<(u16, u16), StreamPending>,
     stream_seq: u64,
     rng: Pcg64Mcg,
     pub(crate) stopping: bool,
@@ -348,6 +434,7 @@ impl LsState {
             read_share: l.read_share,
             outstanding: l.rate_mops.is_none().then_some(l.outstanding),
             mean_gap_ps: l.rate_mops.map_or(0.0, |r| 1e6 / r),
+            horizon_ps: s.time_limit_ns.saturating_mul(PS_PER_NS),
             limit: l.ops,
             locality: l.locality,
             hot: l.hot_slots,
@@ -372,19 +459,24 @@ impl LsState {
         for i in 0..self.sources.len() {
             match self.outstanding {
                 Some(_) => self.top_up(cx, i),
-                None => {
-                    let gap = self.gap();
-                    cx.wake(cx.now_ps() + gap, i as u64);
-                }
+                None => self.next_arrival(cx, i as u64),
             }
         }
         self.check_done();
     }
 
-    fn gap(&mut self) -> u64 {
-        // Exponential inter-arrival time, at least 1 ps.
+    /// Draws the time to source `token`'s next open-loop arrival and wakes it then, unless
+    /// that is after the time limit (at 1e-6 operations per second and less the interval alone
+    /// may be past the clock's range): such an arrival never comes.
+    fn next_arrival(&mut self, cx: &mut dyn Host, token: u64) {
+        // Exponential inter-arrival time, at least 1 ps; 0 x an infinite mean is 0, not NaN.
         let u = uniform(&mut self.rng);
-        ((-(1.0 - u).ln()) * self.mean_gap_ps).max(1.0) as u64
+        let x = -(1.0 - u).ln();
+        let gap = if x > 0.0 { x * self.mean_gap_ps } else { 0.0 };
+        let now = cx.now_ps();
+        if gap < self.horizon_ps.saturating_sub(now) as f64 {
+            cx.wake(now + (gap.max(1.0) as u64), token);
+        }
     }
 
     fn may_issue(&self, i: usize) -> bool {
@@ -437,12 +529,12 @@ impl LsState {
         let stream = (self.ordered_share > 0.0 && uniform(&mut self.rng) < self.ordered_share)
             .then(|| below(&mut self.rng, u64::from(self.streams)) as u32);
         let ordering = stream.map_or(Ordering::Unordered, Ordering::Stream);
-        let slot = match stream {
+        let slot: u64 = match stream {
             Some(k) if self.stream_slots > 0 => {
                 // The stream's own slots: shared by its outstanding operations.
-                let s = self.slots
-                    + k * self.stream_slots
-                    + below(&mut self.rng, u64::from(self.stream_slots)) as u32;
+                let s = u64::from(self.slots)
+                    + u64::from(k) * u64::from(self.stream_slots)
+                    + below(&mut self.rng, u64::from(self.stream_slots));
                 if self
                     .src
                     .get(i)
@@ -462,28 +554,34 @@ impl LsState {
                 let mut slot = None;
                 for d in 0..self.slots {
                     let s = (first + d) % self.slots;
-                    if !src.busy.contains(&(dst, s)) && !src.spoiled.contains(&(dst, s)) {
+                    if !src.busy.contains(&(dst, s)) && !src.spoiled.contains(&(dst, s.into())) {
                         slot = Some(s);
                         break;
                     }
                 }
                 let Some(slot) = slot else { return false };
-                slot
+                u64::from(slot)
             }
         };
-        let addr = self.area.recv_base
-            + (u64::from(gpu) * u64::from(self.pair_slots) + u64::from(slot)) * self.slot;
+        // Within the receive area, which the layout fitted into the GPU's memory.
+        let addr = self.area.recv_base + (u64::from(gpu) * self.pair_slots + slot) * self.slot;
         let remote = Remote {
             gpu: GpuId::new(dst).unwrap_or_default(),
             space: Space::Global,
             key: key_of(dst),
             addr,
         };
-        let token =
-            i as u64 | u64::from(dst) << 20 | u64::from(slot) << 36 | u64::from(!load) << 62;
-        if slot >= self.slots {
-            return self.issue_on_stream(cx, i, gpu, dst, slot, addr, len, load, ordering, token);
+        let ordinary = u32::try_from(slot).ok().filter(|&s| s < self.slots);
+        let token = LsToken {
+            src: i as u32,
+            dst,
+            slot: ordinary,
+            store: !load,
         }
+        .encode();
+        let Some(slot) = ordinary else {
+            return self.issue_on_stream(cx, i, gpu, dst, slot, addr, len, load, ordering, token);
+        };
         let (op, effect) = if load {
             (LsOp::Load { len }, Effect::Read { gpu: dst, addr })
         } else {
@@ -511,9 +609,7 @@ impl LsState {
         match cx.issue(gpu, req, token, u64::from(len), effect) {
             Ok(_) => {
                 if let Some(s) = self.src.get_mut(i) {
-                    if slot < self.slots {
-                        s.busy.insert((dst, slot));
-                    }
+                    s.busy.insert((dst, slot));
                     s.outstanding += 1;
                     s.issued += 1;
                 }
@@ -545,7 +641,7 @@ impl LsState {
         i: usize,
         gpu: u16,
         dst: u16,
-        slot: u32,
+        slot: u64,
         addr: u64,
         len: u16,
         load: bool,
@@ -611,7 +707,8 @@ impl LsState {
                 {
                     dst_bytes.copy_from_slice(src_bytes);
                 }
-                self.stream_ops.insert((gpu, tag), pending);
+                self.stream_ops
+                    .insert((gpu, tag), StreamPending { slot, op: pending });
                 if let Some(s) = self.src.get_mut(i) {
                     s.outstanding += 1;
                     s.issued += 1;
@@ -631,14 +728,19 @@ impl LsState {
     }
 
     fn on_completion(&mut self, cx: &mut dyn Host, gpu: u16, token: u64, c: &Completion) {
-        let i = (token & 0xF_FFFF) as usize;
-        let dst = ((token >> 20) & 0xFFFF) as u16;
-        let slot = ((token >> 36) & 0xF_FFFF) as u32;
-        let store = token >> 62 & 1 == 1;
-        if slot >= self.slots
-            && let ethlink_endpoint::OpId::Ls(tag) = c.id
-            && let Some(op) = self.stream_ops.remove(&(gpu, tag))
-        {
+        let LsToken {
+            src,
+            dst,
+            slot: ordinary,
+            store,
+        } = LsToken::decode(token);
+        let i = src as usize;
+        let pending = match (ordinary, c.id) {
+            (None, ethlink_endpoint::OpId::Ls(tag)) => self.stream_ops.remove(&(gpu, tag)),
+            _ => None,
+        };
+        let pending_slot = pending.as_ref().map(|p| p.slot);
+        if let Some(StreamPending { slot, op }) = pending {
             let spoiled = self
                 .src
                 .get(i)
@@ -668,13 +770,21 @@ impl LsState {
             }
         }
         if let Some(s) = self.src.get_mut(i) {
-            s.busy.remove(&(dst, slot));
             s.outstanding = s.outstanding.saturating_sub(1);
-            if store && !c.status.is_ok() {
+            let slot = match ordinary {
+                Some(o) => {
+                    s.busy.remove(&(dst, o));
+                    Some(u64::from(o))
+                }
+                None => pending_slot,
+            };
+            if store
+                && !c.status.is_ok()
+                && let Some(slot) = slot
+            {
                 s.spoiled.insert((dst, slot));
             }
         }
-        let _ = gpu;
         if self.outstanding.is_some() {
             self.top_up(cx, i);
         }
@@ -700,8 +810,7 @@ impl LsState {
         }
         self.issue_one(cx, i);
         if self.may_issue(i) {
-            let gap = self.gap();
-            cx.wake(cx.now_ps() + gap, token);
+            self.next_arrival(cx, token);
         }
         self.check_done();
     }
