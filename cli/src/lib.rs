@@ -24,6 +24,7 @@ pub mod decode;
 pub mod efficiency;
 pub mod input;
 pub mod link;
+pub mod metered;
 pub mod plots;
 pub mod run;
 pub mod sweep;
@@ -221,9 +222,10 @@ pub enum Command {
         long_about = "Run a grid of scenarios (values of keys, seeds) on worker threads, with a \
             CSV summary.\n\n\
             Starts from --scenario (or the built-in default), and makes one run for every \
-            combination of the values given with --set KEY=V1,V2,... (repeatable; the first \
-            key varies slowest) and every seed of --seeds. --out DIR receives sweep.json (the \
-            grid), <run>.toml (each run's scenario, with derived defaults written in), \
+            combination of the values given with --set KEY=V1,V2,... (repeatable, each key \
+            once; the first key varies slowest) and every seed of --seeds (or of --set \
+            seed=...). --out DIR receives sweep.json (the base scenario and the grid), \
+            <run>.toml (each run's scenario, with derived defaults written in), \
             <run>.json (each run's report, exactly what `ethlink run --scenario <run>.toml \
             --json` prints but for its \"wall\" section) and summary.csv (one line per run: the \
             swept values, the verdict and the headline figures), which is also printed. Runs \
@@ -232,7 +234,10 @@ pub enum Command {
             To spread the runs over many machines, --plan writes the grid and the scenario \
             files without running them; a batch engine runs `ethlink run --scenario \
             DIR/<run>.toml --json > DIR/<run>.json` for each (a Slurm job array, for one: \
-            docs/scenarios.md), and --collect DIR writes the summary afterwards.\n\n\
+            docs/scenarios.md), and --collect DIR writes the summary afterwards, refusing a \
+            report whose scenario is not its run's (another run's, or another grid's).\n\n\
+            A scenario file is read up to 1 MiB and sweep.json up to 64 MiB; a report is read \
+            as it streams, keeping only the figures of the summary, up to 1 TiB.\n\n\
             Exit status: the worst of the runs': 0 when every run passes, 1 when a run lost, \
             duplicated or corrupted data, 3 when a run failed otherwise; 2 when an option or a \
             run's scenario cannot be used (every run is checked before any starts), naming \

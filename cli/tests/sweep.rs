@@ -232,3 +232,321 @@ fn bad_grids_are_refused_before_anything_runs() {
         );
     }
 }
+
+/// The rows of summary.csv as maps from column to field (no field of these grids is quoted).
+fn rows(csv: &str) -> Vec<Vec<(String, String)>> {
+    let mut lines = csv.lines();
+    let header: Vec<String> = lines
+        .next()
+        .unwrap_or_default()
+        .split(',')
+        .map(str::to_owned)
+        .collect();
+    lines
+        .map(|l| {
+            header
+                .iter()
+                .cloned()
+                .zip(l.split(',').map(str::to_owned))
+                .collect()
+        })
+        .collect()
+}
+
+/// The value at a dotted key of a run's report's scenario, as TOML would write it.
+fn scenario_value(report: &Value, key: &str) -> String {
+    let v = key
+        .split('.')
+        .try_fold(&report["scenario"], |at, k| match k.parse::<usize>() {
+            Ok(i) => at.get(i),
+            Err(_) => at.get(k),
+        })
+        .unwrap_or_else(|| panic!("the report's scenario has no {key}"));
+    match v {
+        Value::String(s) => format!("\"\"\"{s}\"\"\""),
+        other => other.to_string(),
+    }
+}
+
+#[test]
+fn every_value_a_summary_row_shows_is_the_value_its_run_used() {
+    let dir = temp_dir("used");
+    let scenario = dir.join("small.toml");
+    std::fs::write(&scenario, SMALL).unwrap_or_else(|e| panic!("{e}"));
+    let scenario = scenario.to_str().unwrap_or_default().to_owned();
+    // The seed swept with --set, as with --seeds: each run has its own.
+    let r = sweep(
+        &dir,
+        &scenario,
+        &[
+            "--set",
+            "link.rx_credits=512,1024",
+            "--set",
+            "seed=1,2,3",
+            "--set",
+            "switch.mode=cut_through",
+        ],
+    );
+    assert_eq!(status(&r), 0, "{}", stderr(&r));
+    let out = dir.join("out");
+    let csv = read(&out.join("summary.csv"));
+    assert!(
+        csv.starts_with("run,link.rx_credits,switch.mode,seed,pass,"),
+        "one seed column: {csv}"
+    );
+    let rows = rows(&csv);
+    assert_eq!(rows.len(), 6, "{csv}");
+    let mut seeds = Vec::new();
+    for row in &rows {
+        let name = &row[0].1;
+        let report: Value = serde_json::from_str(&read(&out.join(format!("{name}.json"))))
+            .unwrap_or_else(|e| panic!("{e}"));
+        for (column, shown) in &row[1..4] {
+            assert_eq!(
+                &scenario_value(&report, column),
+                shown,
+                "{name}: summary.csv shows {column} = {shown}"
+            );
+        }
+        let toml = read(&out.join(format!("{name}.toml")));
+        let seed = &row[3].1;
+        assert!(
+            toml.lines().any(|l| l == format!("seed = {seed}")),
+            "{name}.toml: {toml}"
+        );
+        seeds.push(seed.clone());
+    }
+    assert_eq!(seeds, ["1", "2", "3", "1", "2", "3"]);
+    // Both ways of giving the seeds at once: refused, naming both.
+    let r = sweep(&dir, &scenario, &["--set", "seed=1,2", "--seeds", "3-4"]);
+    assert_eq!(status(&r), 2);
+    assert!(
+        stderr(&r).contains("--set seed and --seeds 3-4 both give the seeds"),
+        "{}",
+        stderr(&r)
+    );
+    let r = sweep(&dir, &scenario, &["--set", "seed=1,x"]);
+    assert_eq!(status(&r), 2);
+    assert!(
+        stderr(&r).contains("--set seed: x is not a seed"),
+        "{}",
+        stderr(&r)
+    );
+}
+
+/// A local sweep of SMALL in `dir`/out over `values` of link.rx_credits, seeds 1-2.
+fn grid_of(dir: &Path, base: &str, values: &str) -> PathBuf {
+    let scenario = dir.join("base.toml");
+    std::fs::write(&scenario, base).unwrap_or_else(|e| panic!("{e}"));
+    let r = sweep(
+        dir,
+        scenario.to_str().unwrap_or_default(),
+        &[
+            "--set",
+            &format!("link.rx_credits={values}"),
+            "--seeds",
+            "1-2",
+        ],
+    );
+    assert_eq!(status(&r), 0, "{}", stderr(&r));
+    dir.join("out")
+}
+
+fn collect(dir: &Path) -> std::process::Output {
+    ethlink(
+        &["sweep", "--collect", dir.to_str().unwrap_or_default()],
+        "",
+    )
+}
+
+#[test]
+fn collect_refuses_a_report_of_another_run_or_another_grid() {
+    let ours = grid_of(&temp_dir("ours"), SMALL, "512,1024");
+    let other_values = grid_of(&temp_dir("other-values"), SMALL, "512,2048");
+    let other_base = grid_of(
+        &temp_dir("other-base"),
+        &SMALL.replace("ops = 60", "ops = 61"),
+        "512,1024",
+    );
+    let c = collect(&ours);
+    assert_eq!(status(&c), 0, "{}", stderr(&c));
+    let good = read(&ours.join("run-0004.json"));
+    for (from, needle) in [
+        // Another run of the same grid, under this run's name.
+        (
+            ours.join("run-0003.json"),
+            "its scenario has seed = 1, where run-0004 has seed = 2",
+        ),
+        // The run of the same name in a grid with other values of the key.
+        (
+            other_values.join("run-0004.json"),
+            "its scenario has link.rx_credits = 2048, where run-0004 has link.rx_credits = 1024",
+        ),
+        // The run of the same name in a grid of another base scenario.
+        (
+            other_base.join("run-0004.json"),
+            "its scenario has traffic.0.ops = 61, where run-0004 has traffic.0.ops = 60",
+        ),
+    ] {
+        std::fs::copy(&from, ours.join("run-0004.json")).unwrap_or_else(|e| panic!("{e}"));
+        let c = collect(&ours);
+        assert_eq!(status(&c), 2, "{}: {}", from.display(), stdout(&c));
+        let err = stderr(&c);
+        let file = ours.join("run-0004.json");
+        assert!(
+            err.contains(&format!(
+                "{} is not the report of run-0004 of this grid",
+                file.display()
+            )),
+            "{err}"
+        );
+        assert!(err.contains(needle), "{err}");
+    }
+    // A report of another grid whose keys differ: this grid's plan is another grid's.
+    let other_keys = temp_dir("other-keys");
+    let scenario = other_keys.join("base.toml");
+    std::fs::write(&scenario, SMALL).unwrap_or_else(|e| panic!("{e}"));
+    let r = sweep(
+        &other_keys,
+        scenario.to_str().unwrap_or_default(),
+        &["--set", "link.ber=0.0,1e-12", "--seeds", "1-2"],
+    );
+    assert_eq!(status(&r), 0, "{}", stderr(&r));
+    std::fs::copy(
+        other_keys.join("out").join("run-0004.json"),
+        ours.join("run-0004.json"),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let c = collect(&ours);
+    assert_eq!(status(&c), 2);
+    assert!(
+        stderr(&c).contains("run-0004.json is not the report of run-0004"),
+        "{}",
+        stderr(&c)
+    );
+    // Its own report again: collected.
+    std::fs::write(ours.join("run-0004.json"), good).unwrap_or_else(|e| panic!("{e}"));
+    let c = collect(&ours);
+    assert_eq!(status(&c), 0, "{}", stderr(&c));
+}
+
+#[test]
+fn a_key_given_twice_or_inside_another_is_refused() {
+    let dir = temp_dir("twice");
+    let out = dir.join("out");
+    let out = out.to_str().unwrap_or_default();
+    for (args, needle) in [
+        (
+            vec!["--set", "link.ber=1e-9", "--set", "link.ber=1e-10"],
+            "--set link.ber: the key is given twice",
+        ),
+        (
+            vec!["--set", "traffic.0.ops=5", "--set", "traffic.00.ops=6"],
+            "--set traffic.0.ops and --set traffic.00.ops: the same key given twice",
+        ),
+        (
+            vec!["--set", "link.ber=1e-9", "--set", "link={ber=0.0}"],
+            "--set link.ber and --set link: link.ber is part of link",
+        ),
+    ] {
+        let mut all = vec!["sweep", "--out", out, "--plan"];
+        all.extend(args.iter().copied());
+        let r = ethlink(&all, "");
+        assert_eq!(status(&r), 2, "{args:?}: {}", stdout(&r));
+        assert!(stderr(&r).contains(needle), "{args:?}: {}", stderr(&r));
+        assert!(
+            !Path::new(out).join("sweep.json").exists(),
+            "{args:?} planned"
+        );
+    }
+}
+
+#[test]
+fn values_that_are_not_numbers_are_named_as_written() {
+    let dir = temp_dir("nan");
+    let out = dir.join("out");
+    let out = out.to_str().unwrap_or_default();
+    for (key, value, says) in [
+        ("link.ber", "nan", "NaN is not a probability"),
+        ("link.ber", "inf", "inf is not a probability"),
+        ("link.ber", "-inf", "-inf is not a probability"),
+        ("link.ber", "-1e-9", "-1e-9 is not a probability"),
+        ("link.loss", "nan", "NaN is not a probability"),
+        ("link.drop", "+inf", "inf is not a probability"),
+        ("link.duplicate", "-0.5", "-0.5 is not a probability"),
+        ("link.control_loss", "nan", "NaN is not a probability"),
+        ("link.rate_gbps", "nan", "NaN is not a positive number"),
+        ("link.rate_gbps", "-inf", "-inf is not a positive number"),
+        ("link.rate_gbps", "-400", "-400 is not a positive number"),
+        ("link.cable_m", "inf", "inf is not a length"),
+        ("link.cable_m", "-1.5", "-1.5 is not a length"),
+        ("link.propagation_ns", "nan", "NaN is not a delay"),
+        ("traffic.0.read_share", "nan", "NaN is not a probability"),
+        ("traffic.0.locality", "inf", "inf is not a probability"),
+        (
+            "traffic.0.ordered_share",
+            "-inf",
+            "-inf is not a probability",
+        ),
+        ("traffic.0.rate_mops", "nan", "NaN is not a rate"),
+        (
+            "traffic.0.sizes.0.weight",
+            "-inf",
+            "-inf is not a positive number",
+        ),
+    ] {
+        let set = format!("{key}={value}");
+        let r = ethlink(&["sweep", "--out", out, "--plan", "--set", &set], "");
+        assert_eq!(status(&r), 2, "{set}: {}", stdout(&r));
+        let err = stderr(&r);
+        assert!(
+            err.contains(&format!(
+                "run-0001 ({key} = {value}, seed = 1): {key}: {says}"
+            )),
+            "{set}: {err}"
+        );
+        assert!(!err.contains("null"), "{set}: {err}");
+    }
+}
+
+#[test]
+fn values_are_one_each_and_none_is_dropped() {
+    let dir = temp_dir("values");
+    let out = dir.join("out");
+    let out = out.to_str().unwrap_or_default();
+    for (set, says) in [
+        // An empty value between commas is a mistake, not one value less.
+        (
+            "link.ber=1e-9,,1e-10",
+            "--set link.ber: an empty value in \"1e-9,,1e-10\"",
+        ),
+        // A value is one TOML value, not a line of TOML setting other keys.
+        (
+            "link.ber=1e-9\nseed = 5",
+            "--set link.ber: \"1e-9\\nseed = 5\" is not one TOML value",
+        ),
+    ] {
+        let r = ethlink(&["sweep", "--out", out, "--plan", "--set", set], "");
+        assert_eq!(status(&r), 2, "{set}: {}", stdout(&r));
+        assert!(stderr(&r).contains(says), "{set}: {}", stderr(&r));
+    }
+}
+
+#[test]
+fn a_scenario_file_is_read_up_to_its_limit() {
+    let dir = temp_dir("long");
+    let scenario = dir.join("long.toml");
+    // Two megabytes of comments: a scenario file that long is not one.
+    let line = format!("# {}\n", "x".repeat(1021));
+    std::fs::write(&scenario, line.repeat(2048)).unwrap_or_else(|e| panic!("{e}"));
+    let r = sweep(&dir, scenario.to_str().unwrap_or_default(), &["--plan"]);
+    assert_eq!(status(&r), 2, "{}", stdout(&r));
+    assert!(
+        stderr(&r).contains(&format!(
+            "{} is longer than 1048576 bytes, the most this command reads",
+            scenario.display()
+        )),
+        "{}",
+        stderr(&r)
+    );
+}
