@@ -68,10 +68,10 @@ const PROGRESS_AFTER_S: f64 = 1.0;
 /// Arguments of `run`.
 #[derive(Debug, Clone, Args)]
 pub struct RunArgs {
-    /// A scenario file: TOML (docs/scenarios.md), or JSON when the name ends in .json. Keys
-    /// left out keep their defaults. Without it the built-in default scenario runs (8 GPUs,
-    /// 4 stacks x 2 ports at 400 Gb/s, 8 switch planes, loads and stores beside an all-to-all
-    /// and a ring all-reduce, BER 1e-10).
+    /// A scenario file: TOML (docs/scenarios.md), or JSON when the name ends in .json, at most
+    /// 1 MiB. Keys left out keep their defaults. Without it the built-in default scenario runs
+    /// (8 GPUs, 4 stacks x 2 ports at 400 Gb/s, 8 switch planes, loads and stores beside an
+    /// all-to-all and a ring all-reduce, BER 1e-10).
     #[arg(long, value_name = "FILE")]
     pub scenario: Option<PathBuf>,
     /// Seed of every random choice, instead of the scenario's.
@@ -156,9 +156,12 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
     Ok(bytes as u64)
 }
 
+/// Most bytes of `/proc/meminfo` read: a few kilobytes on any machine.
+const MEMINFO_LIMIT: u64 = 64 << 10;
+
 /// The machine's memory, from `/proc/meminfo`.
 pub(crate) fn machine_memory() -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let s = crate::input::read_file(Path::new("/proc/meminfo"), MEMINFO_LIMIT).ok()?;
     let line = s.lines().find(|l| l.starts_with("MemTotal:"))?;
     let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     kb.checked_mul(1024)
@@ -328,17 +331,7 @@ pub fn parse_scenario(text: &str, format: Format) -> Result<Scenario, ScenarioTe
     if format == Format::Toml {
         // TOML straight into the scenario, so that a value is judged as TOML wrote it (a nan,
         // a date, a number too large), not as JSON would have it.
-        let syntax = |e: toml::de::Error| {
-            let (line, column) = e
-                .span()
-                .map_or((None, None), |s| line_column(text, s.start));
-            ScenarioTextError::Syntax {
-                line,
-                column,
-                message: one_line(e.message()),
-            }
-        };
-        let de = toml::Deserializer::parse(text).map_err(syntax)?;
+        let de = toml::Deserializer::parse(text).map_err(|e| toml_syntax(text, &e))?;
         match serde_path_to_error::deserialize::<_, Scenario>(de) {
             Ok(scenario) => {
                 scenario.validate().map_err(ScenarioTextError::Key)?;
@@ -361,21 +354,18 @@ pub fn parse_scenario(text: &str, format: Format) -> Result<Scenario, ScenarioTe
         }
     }
     let value: Value = match format {
-        Format::Toml => toml::from_str(text).map_err(|e| {
-            let (line, column) = e
-                .span()
-                .map_or((None, None), |s| line_column(text, s.start));
-            ScenarioTextError::Syntax {
-                line,
-                column,
-                message: one_line(e.message()),
+        Format::Toml => toml::from_str(text).map_err(|e| toml_syntax(text, &e))?,
+        Format::Json => {
+            // serde_json keeps the last of two equal keys of an object without a word.
+            if let Some(e) = json_duplicate_key(text) {
+                return Err(ScenarioTextError::Key(e));
             }
-        })?,
-        Format::Json => serde_json::from_str(text).map_err(|e| ScenarioTextError::Syntax {
-            line: Some(e.line()),
-            column: Some(e.column()),
-            message: one_line(&strip_position(&e.to_string())),
-        })?,
+            serde_json::from_str(text).map_err(|e| ScenarioTextError::Syntax {
+                line: Some(e.line()),
+                column: Some(e.column()),
+                message: one_line(&strip_position(&e.to_string())),
+            })?
+        }
     };
     check_tables(&value).map_err(ScenarioTextError::Key)?;
     let scenario = scenario_from_value(&value).map_err(|e| {
@@ -389,6 +379,122 @@ pub fn parse_scenario(text: &str, format: Format) -> Result<Scenario, ScenarioTe
     })?;
     scenario.validate().map_err(ScenarioTextError::Key)?;
     Ok(scenario)
+}
+
+/// A TOML text that does not parse: where and why. A key given twice is named as written there
+/// (the parser says only "duplicate key").
+fn toml_syntax(text: &str, e: &toml::de::Error) -> ScenarioTextError {
+    let span = e.span();
+    let (line, column) = span
+        .clone()
+        .map_or((None, None), |s| line_column(text, s.start));
+    let mut message = one_line(e.message());
+    if message == "duplicate key"
+        && let Some(key) = span.and_then(|s| text.get(s))
+        && !key.is_empty()
+        && key.len() <= 200
+        && !key.contains('\n')
+    {
+        message = format!("duplicate key `{key}`: a key may appear once in a table");
+    }
+    ScenarioTextError::Syntax {
+        line,
+        column,
+        message,
+    }
+}
+
+/// The first key a JSON text gives twice in one object, named by its dotted path, or `None`
+/// when there is none (or the text is not JSON, which the caller reports).
+fn json_duplicate_key(text: &str) -> Option<ScenarioError> {
+    use serde::de::DeserializeSeed;
+    let mut de = serde_json::Deserializer::from_str(text);
+    let mut walk = KeyWalk::default();
+    let e = (&mut walk).deserialize(&mut de).err()?;
+    let key = walk.duplicate?;
+    Some(ScenarioError {
+        key,
+        reason: format!(
+            "given twice in one object (again on line {}): a key may appear once",
+            e.line()
+        ),
+    })
+}
+
+/// A walk through a JSON value that stops at the first key an object gives twice.
+#[derive(Debug, Default)]
+struct KeyWalk {
+    /// The path to the value being read.
+    path: Vec<String>,
+    /// The dotted path of the key given twice.
+    duplicate: Option<String>,
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for &mut KeyWalk {
+    type Value = ();
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for &mut KeyWalk {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        let mut i = 0usize;
+        loop {
+            self.path.push(i.to_string());
+            let more = seq.next_element_seed(&mut *self)?;
+            self.path.pop();
+            if more.is_none() {
+                return Ok(());
+            }
+            i += 1;
+        }
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let mut seen = std::collections::BTreeSet::new();
+        while let Some(k) = map.next_key::<String>()? {
+            self.path.push(k.clone());
+            if !seen.insert(k) {
+                self.duplicate = Some(key_of(&self.path));
+                return Err(serde::de::Error::custom("a key given twice"));
+            }
+            map.next_value_seed(&mut *self)?;
+            self.path.pop();
+        }
+        Ok(())
+    }
 }
 
 /// The reason a TOML value at `key` (a dotted path) was refused, said of the value as TOML
@@ -628,8 +734,10 @@ pub fn scenario(args: &RunArgs) -> Result<Scenario, String> {
     let mut s = match &args.scenario {
         None => Scenario::default(),
         Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            // Bounded: `--scenario /dev/zero` is refused at the limit, not read until memory
+            // runs out.
+            let text = crate::input::read_file(path, crate::input::SCENARIO_LIMIT)
+                .map_err(|e| format!("--scenario: {e}"))?;
             match parse_scenario(&text, Format::of(path)) {
                 Ok(s) => s,
                 Err(ScenarioTextError::Key(e)) => return Err(e.to_string()),

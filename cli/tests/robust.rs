@@ -677,3 +677,143 @@ fn a_buffer_below_the_credit_loop_is_warned_about_and_the_derived_one_shown() {
         "{printed}"
     );
 }
+
+/// Runs `ethlink run` on the JSON scenario `json`: its one line of error.
+fn json_refusal(name: &str, json: &str) -> String {
+    let dir = temp_dir(name);
+    let file = write(&dir, "s.json", json);
+    let out = ethlink(&["run", "--scenario", &file, "--print-scenario"], "");
+    assert_eq!(status(&out), 2, "{json}: {}{}", stdout(&out), stderr(&out));
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    err.trim_end().to_owned()
+}
+
+#[test]
+fn a_key_given_twice_is_refused_by_its_path() {
+    // JSON: serde_json alone keeps the last of the two.
+    for (json, says) in [
+        (
+            "{\"seed\": 1,\n \"seed\": 2}",
+            "error: seed: given twice in one object (again on line 2)",
+        ),
+        (
+            "{\"link\": {\"ber\": 0.5, \"ber\": 0.0}}",
+            "error: link.ber: given twice",
+        ),
+        (
+            "{\"traffic\": [{\"kind\": \"load_store\", \"ops\": 3},\n\
+             {\"kind\": \"all_to_all\", \"window\": 2, \"window\": 3}]}",
+            "error: traffic.1.window: given twice in one object (again on line 2)",
+        ),
+        (
+            "{\"outages\": [{\"what\": {\"kind\": \"link\", \"gpu\": 0, \"port\": 1, \
+             \"gpu\": 1}}]}",
+            "error: outages.0.what.gpu: given twice",
+        ),
+        // The same key, written with an escape.
+        (
+            "{\"topology\": {\"gpus\": 4, \"gp\\u0075s\": 8}}",
+            "error: topology.gpus: given twice",
+        ),
+    ] {
+        let err = json_refusal("dup-json", json);
+        assert!(err.starts_with(says), "{json}: {err}");
+    }
+    // A JSON file that is not JSON is still named as such, with its line.
+    let err = json_refusal("bad-json", "{\"seed\": 1,");
+    assert!(err.contains("s.json: line 1"), "{err}");
+    // TOML refuses them too, at the line of the second, naming the key.
+    for (toml, at, key) in [
+        ("[link]\nber = 0.5\nber = 0.0", "line 3, column 1", "`ber`"),
+        ("[link]\nber = 0.5\n[link]\nloss = 0.1", "line 3", "`link`"),
+        ("link = { ber = 0.1, ber = 0.2 }", "line 1", "`ber`"),
+        (
+            "[[traffic]]\nkind = \"load_store\"\nops = 1\nops = 2",
+            "line 4",
+            "`ops`",
+        ),
+    ] {
+        let err = refusal("dup-toml", toml);
+        assert!(
+            err.contains(&format!("s.toml: {at}")) && err.contains(&format!("duplicate key {key}")),
+            "{toml}: {err}"
+        );
+    }
+}
+
+#[test]
+fn a_scenario_file_is_read_up_to_its_limit() {
+    let dir = temp_dir("long");
+    // 2 MiB of one comment: valid TOML, but longer than any scenario.
+    let long = write(&dir, "long.toml", &format!("#{}\n", "x".repeat(2 << 20)));
+    let out = ethlink(&["run", "--scenario", &long, "--print-scenario"], "");
+    assert_eq!(status(&out), 2, "{}", stderr(&out));
+    assert_eq!(
+        stderr(&out).trim_end(),
+        format!(
+            "error: --scenario: {long} is longer than 1048576 bytes, the most this command reads"
+        )
+    );
+    // An endless file: refused at the limit, under a memory limit that reading it all would
+    // break at once.
+    let o = shell("ulimit -v 500000; exec \"$0\" run --scenario /dev/zero --print-scenario");
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr).trim_end(),
+        "error: --scenario: /dev/zero is longer than 1048576 bytes, the most this command reads"
+    );
+}
+
+#[test]
+fn more_spines_than_a_forwarding_entry_holds_are_refused_before_anything_runs() {
+    let err = refusal(
+        "spines",
+        "[topology]\nkind = \"two_tier\"\ngpus = 8\nleaves = 2\nspines = 1020\nstacks = 1\n\
+         ports_per_stack = 1",
+    );
+    assert!(
+        err.starts_with("error: topology.spines: 1020 spines") && err.contains("at most 64"),
+        "{err}"
+    );
+    // --print-scenario checks it too.
+    let (code, _, err) = run(
+        "spines-print",
+        "[topology]\nkind = \"two_tier\"\nleaves = 2\nspines = 65",
+        &["--print-scenario"],
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.starts_with("error: topology.spines: 65 spines"),
+        "{err}"
+    );
+}
+
+#[test]
+fn ordered_streams_past_2_20_slots_run_intact() {
+    let (code, out, err) = run(
+        "streams",
+        "[topology]\nkind = \"back_to_back\"\ngpus = 2\nstacks = 1\nports_per_stack = 1\n\
+         [[traffic]]\nkind = \"load_store\"\nordered_share = 1.0\nstreams = 300\n\
+         stream_slots = 65536\nops = 200\n[metrics]\nsample_ns = 0",
+        &[],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(line(&out, "result").ends_with("PASS"), "{out}");
+    assert!(line(&out, "  data check").contains("stray 0"), "{out}");
+}
+
+#[test]
+fn an_open_loop_rate_too_slow_for_the_run_issues_nothing() {
+    let (code, out, err) = run(
+        "slow",
+        "duration_ns = 100000\n[topology]\nkind = \"back_to_back\"\ngpus = 2\nstacks = 1\n\
+         ports_per_stack = 1\n[[traffic]]\nkind = \"load_store\"\nrate_mops = 1e-15\nops = 19\n\
+         [metrics]\nsample_ns = 0",
+        &["--json"],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    let j: serde_json::Value =
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("not JSON ({e}): {out}"));
+    assert_eq!(j["ops"]["issued"], 0, "{}", j["ops"]);
+}

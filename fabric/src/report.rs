@@ -515,12 +515,21 @@ impl Report {
     }
 }
 
+/// Most bytes of `/proc/self/status` read: a few kilobytes on any kernel.
+const STATUS_LIMIT: u64 = 64 << 10;
+
 /// Peak resident memory of this process, from `/proc/self/status` (`VmHWM`).
 pub fn peak_rss_bytes() -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    use std::io::Read;
+    let mut s = String::new();
+    std::fs::File::open("/proc/self/status")
+        .ok()?
+        .take(STATUS_LIMIT)
+        .read_to_string(&mut s)
+        .ok()?;
     let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
     let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb * 1024)
+    kb.checked_mul(1024)
 }
 
 #[cfg(test)]
