@@ -368,3 +368,54 @@ fn the_memory_estimate_takes_every_count_of_operations() {
     assert_eq!(s.validate(), Ok(()));
     assert!(s.memory_estimate().bytes > 0);
 }
+
+/// Topology values out of range are refused with their figures, not only the rule.
+#[test]
+fn topology_values_are_refused_with_their_figures() {
+    let topology = |f: &dyn Fn(&mut Topology)| {
+        let mut s = Scenario::default();
+        s.topology.kind = TopologyKind::TwoTier;
+        f(&mut s.topology);
+        s
+    };
+    for (s, key, says) in [
+        (
+            topology(&|t| t.stacks = 17),
+            "topology.stacks",
+            "17 is not in 1..=16",
+        ),
+        (
+            topology(&|t| t.ports_per_stack = 0),
+            "topology.ports_per_stack",
+            "0 is not in 1..=16",
+        ),
+        (
+            topology(&|t| t.leaves = 9),
+            "topology.leaves",
+            "9 is not in 1..=gpus (1..=8)",
+        ),
+        (
+            topology(&|t| {
+                t.gpus = 1024;
+                t.leaves = 1000;
+                t.spines = 20;
+                t.stacks = 16;
+                t.ports_per_stack = 16;
+            }),
+            "topology.leaves",
+            "256 planes of 1000 leaves and 20 spines make 261120 switches",
+        ),
+        (
+            topology(&|t| {
+                t.leaves = 1;
+                t.spines = 1020;
+            }),
+            "topology.spines",
+            "1020 spines give a leaf 1028 ports",
+        ),
+    ] {
+        let (k, reason) = refused(&s);
+        assert_eq!(k, key, "{reason}");
+        assert!(reason.starts_with(says), "{key}: {reason}");
+    }
+}
