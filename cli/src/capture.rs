@@ -62,6 +62,10 @@ pub enum CaptureEnd {
 const MAX_BLOCK: usize = 64 << 20;
 /// The reader's buffer at first; it grows, up to [`MAX_BLOCK`], for a longer block.
 const BUFFER: usize = 1 << 16;
+/// Most interfaces one section may describe: a capture names a few, and each described one is
+/// kept until the section ends, so that a file of nothing but interface descriptions would
+/// otherwise hold memory in proportion to its size.
+const MAX_INTERFACES: usize = 1 << 16;
 /// `if_fcslen`, the option of an interface description block that gives its FCS length.
 const IF_FCSLEN: u16 = 13;
 
@@ -76,7 +80,7 @@ struct Interface {
 
 /// Reads the frames of a pcap or pcapng capture from `input` one at a time, handing each to
 /// `each` as soon as it is read, in constant memory whatever the capture's size (one block in
-/// memory at a time). `undeclared_fcs` says whether the frames of a classic pcap, or of a pcapng
+/// memory at a time, and at most [`MAX_INTERFACES`] interfaces a section). `undeclared_fcs` says whether the frames of a classic pcap, or of a pcapng
 /// interface without `if_fcslen`, end with their FCS; an interface's `if_fcslen` always wins.
 ///
 /// A capture cut short, or followed by bytes that are not a block, still gives every complete
@@ -131,6 +135,17 @@ pub fn read_frames<R: std::io::Read + Send>(
                     PcapBlockOwned::NG(Block::SectionHeader(_)) => {
                         interfaces.clear();
                         None
+                    }
+                    PcapBlockOwned::NG(Block::InterfaceDescription(_))
+                        if interfaces.len() >= MAX_INTERFACES =>
+                    {
+                        return Ok(CaptureEnd::Truncated {
+                            at,
+                            reason: format!(
+                                "a section that describes more than {MAX_INTERFACES} \
+                                 interfaces, taken for garbage"
+                            ),
+                        });
                     }
                     PcapBlockOwned::NG(Block::InterfaceDescription(idb)) => {
                         let fcs_len = idb

@@ -33,7 +33,7 @@ pub mod sweep;
 /// conformance suite that owns them.
 pub use ethlink_conformance::vectors::{self, encode, hexio, model};
 
-use std::io::{Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
@@ -83,7 +83,8 @@ pub enum Command {
             up): then sizes are judged as if the FCS were there, the FCS is not checked and \
             the output says so.\n\n\
             The frame comes from --hex, or from --pcap (every frame of the capture), or else \
-            from hex text on standard input (the whole input is one frame). A pcapng interface \
+            from hex text on standard input (the whole input is one frame, read up to 1 MiB; \
+            a longer input is refused). A pcapng interface \
             with if_fcslen=0 holds frames without FCS and is decoded as such; one with \
             if_fcslen=4 holds frames with FCS; for a classic pcap or an interface without \
             if_fcslen, --no-fcs decides.\n\n\
@@ -113,6 +114,10 @@ pub enum Command {
             left out; when present they must agree with the frame. `decode --json` followed by \
             `encode` gives back the identical frame for every well-formed frame. \
             docs/cli-json.md describes every key.\n\n\
+            The JSON is read as it streams, one frame's object at a time: up to 4 GiB in all \
+            and up to 1 MiB for one frame's object (the JSON `decode --json` prints of a frame \
+            of the largest size is about 25 KiB); a longer input is refused, naming the limit. \
+            The frames are printed once every one is encoded.\n\n\
             Bad JSON makes the exit status 2 with a message naming the key and what is wrong; \
             one rejected frame fails a whole array, unless --skip-invalid skips it (exit \
             status 1 then, with a count)."
@@ -403,12 +408,9 @@ fn to_json(value: &impl serde::Serialize) -> Result<String, Fail> {
         .map_err(|e| usage(format!("cannot render JSON: {e}")))
 }
 
-fn read_stdin(io: &mut Io<'_>) -> Result<String, Fail> {
-    let mut text = String::new();
-    io.stdin
-        .read_to_string(&mut text)
-        .map_err(|e| usage(format!("cannot read standard input: {e}")))?;
-    Ok(text)
+/// Standard input as text, up to `limit` bytes.
+fn read_stdin(io: &mut Io<'_>, limit: u64) -> Result<String, Fail> {
+    input::read_limited(io.stdin, "standard input", limit).map_err(usage)
 }
 
 /// Decodes frames one at a time and writes each as soon as it is decoded: text (frames apart by
@@ -548,7 +550,7 @@ fn run_decode(args: &DecodeArgs, io: &mut Io<'_>) -> Result<u8, Fail> {
             }
         }
         (None, None) => {
-            let text = read_stdin(io)?;
+            let text = read_stdin(io, HEX_LIMIT)?;
             let bytes =
                 hexio::parse_hex(&text).map_err(|e| usage(format!("standard input: {e}")))?;
             let captured = capture::Captured {
@@ -562,53 +564,307 @@ fn run_decode(args: &DecodeArgs, io: &mut Io<'_>) -> Result<u8, Fail> {
     Ok(out.status)
 }
 
-fn run_encode(args: &EncodeArgs, io: &mut Io<'_>) -> Result<u8, Fail> {
-    let (source, text) = match &args.json {
-        Some(path) => (
-            path.display().to_string(),
-            std::fs::read_to_string(path)
-                .map_err(|e| usage(format!("cannot read {}: {e}", path.display())))?,
-        ),
-        None => ("standard input".to_owned(), read_stdin(io)?),
+/// Most JSON `encode` reads, in bytes: what `decode --json` prints of a capture of a hundred
+/// thousand frames of the largest size (the most `run` captures by default) is about 2 GiB.
+/// An array is read as it streams, one frame's object at a time; what stays in memory is the
+/// frames encoded so far, as bytes, well under half the JSON they came from.
+pub const ENCODE_LIMIT: u64 = 4 << 30;
+/// Most one frame's JSON object may take, in bytes: `decode --json` prints at most about 25 KiB
+/// for a frame of the largest size.
+pub const FRAME_JSON_LIMIT: u64 = 1 << 20;
+/// Most hex `decode` reads from standard input, in bytes: a frame of the largest size, 9216
+/// bytes written as `0x12, `, is 54 KiB.
+pub const HEX_LIMIT: u64 = 1 << 20;
+
+/// An encode error of the frame at `index` of an array, its path prefixed with `[index]`.
+fn in_array(index: usize, e: encode::EncodeError) -> encode::EncodeError {
+    let path = if e.path.is_empty() {
+        format!("[{index}]")
+    } else if e.path.starts_with('[') {
+        format!("[{index}]{}", e.path)
+    } else {
+        format!("[{index}].{}", e.path)
     };
-    if args.skip_invalid {
-        let frames = encode::encode_each(&text).map_err(|e| usage(format!("{source}: {e}")))?;
-        let mut out = String::new();
-        let mut skipped = 0usize;
-        for (i, f) in frames.iter().enumerate() {
-            match f {
-                Ok(bytes) => {
-                    out.push_str(&hexio::to_hex(bytes));
-                    out.push('\n');
+    encode::EncodeError { path, ..e }
+}
+
+/// Encodes the text of one element of an array of frames, judged as a document of that one
+/// object would be; an element that is not an object is named as such.
+fn encode_element(text: &str) -> Result<Vec<u8>, encode::EncodeError> {
+    if text.trim().is_empty() {
+        return Err(encode::EncodeError {
+            path: String::new(),
+            message: "expected a frame object, found nothing before the comma or the `]`"
+                .to_owned(),
+        });
+    }
+    if !text.trim_start().starts_with('{') {
+        let message = match serde_json::from_str::<serde_json::Value>(text) {
+            Ok(v) => format!("must be a JSON object of keys, not {v}"),
+            Err(e) => e.to_string(),
+        };
+        return Err(encode::EncodeError {
+            path: String::new(),
+            message,
+        });
+    }
+    let frames = encode::parse_json(text)?;
+    match frames.as_slice() {
+        [frame] => encode::encode_frame(frame),
+        _ => Err(encode::EncodeError {
+            path: String::new(),
+            message: "must be one frame object".to_owned(),
+        }),
+    }
+}
+
+/// How `encode`'s input reads at the top.
+enum Document {
+    /// Not an array: the whole text, to be read as one frame object.
+    One(String),
+    /// An array, whose elements were handed on one at a time: how many.
+    Array(usize),
+}
+
+/// Reads `encode`'s input from `input` (named `source` in messages). An array at the top is
+/// read as it streams: the text of each element, under [`FRAME_JSON_LIMIT`] bytes, goes to
+/// `each` with its index as soon as its last byte is read, so that only one frame's JSON is in
+/// memory at a time. Anything else is read whole, up to [`FRAME_JSON_LIMIT`] bytes (it is one
+/// frame). The elements are found by their commas outside strings, brackets and braces; each
+/// element's text is then parsed on its own, which judges whether it is JSON.
+fn read_frames_json(
+    input: &mut dyn BufRead,
+    source: &str,
+    each: &mut dyn FnMut(usize, &str) -> Result<(), Fail>,
+) -> Result<Document, Fail> {
+    let cannot = |e: std::io::Error| usage(format!("cannot read {source}: {e}"));
+    // Whitespace before the document.
+    let mut read = 0u64;
+    let first = loop {
+        let buf = input.fill_buf().map_err(cannot)?;
+        let Some(&b) = buf.first() else {
+            break None;
+        };
+        if b.is_ascii_whitespace() {
+            input.consume(1);
+            read += 1;
+            if read > ENCODE_LIMIT {
+                return Err(usage(format!(
+                    "{source} is longer than {ENCODE_LIMIT} bytes, the most encode reads"
+                )));
+            }
+        } else {
+            break Some(b);
+        }
+    };
+    if first != Some(b'[') {
+        return input::read_limited(input, source, FRAME_JSON_LIMIT)
+            .map(Document::One)
+            .map_err(usage);
+    }
+    input.consume(1);
+    read += 1;
+    let mut element: Vec<u8> = Vec::new();
+    let (mut depth, mut in_string, mut escaped) = (0u32, false, false);
+    let mut index = 0usize;
+    loop {
+        let buf = input.fill_buf().map_err(cannot)?;
+        if buf.is_empty() {
+            return Err(usage(format!(
+                "{source}: the input ends inside the array, after {index} frames"
+            )));
+        }
+        let mut used = 0;
+        let mut end = false;
+        for &b in buf {
+            used += 1;
+            if in_string {
+                element.push(b);
+                if escaped {
+                    escaped = false;
+                } else if b == b'\\' {
+                    escaped = true;
+                } else if b == b'"' {
+                    in_string = false;
                 }
-                Err(e) => {
-                    skipped += 1;
-                    write_err(io, &format!("error: {source}: [{i}] skipped: {e}\n"))?;
+            } else {
+                match b {
+                    b'"' => {
+                        in_string = true;
+                        element.push(b);
+                    }
+                    b'[' | b'{' => {
+                        depth = depth.saturating_add(1);
+                        element.push(b);
+                    }
+                    b']' if depth == 0 => {
+                        end = true;
+                        break;
+                    }
+                    b',' if depth == 0 => {
+                        hand(source, index, &element, each)?;
+                        element.clear();
+                        index += 1;
+                    }
+                    b']' | b'}' => {
+                        depth = depth.saturating_sub(1);
+                        element.push(b);
+                    }
+                    _ => element.push(b),
+                }
+            }
+            if element.len() as u64 > FRAME_JSON_LIMIT {
+                return Err(usage(format!(
+                    "{source}: the frame object [{index}] is longer than {FRAME_JSON_LIMIT} \
+                     bytes, the most one frame's JSON may take"
+                )));
+            }
+        }
+        input.consume(used);
+        read += used as u64;
+        if read > ENCODE_LIMIT {
+            return Err(usage(format!(
+                "{source} is longer than {ENCODE_LIMIT} bytes, the most encode reads"
+            )));
+        }
+        if end {
+            break;
+        }
+    }
+    // The last element, unless the array is empty (`[]`, `[ ]`).
+    if index > 0 || !element.iter().all(u8::is_ascii_whitespace) {
+        hand(source, index, &element, each)?;
+        index += 1;
+    }
+    // Nothing but whitespace after the array.
+    loop {
+        let buf = input.fill_buf().map_err(cannot)?;
+        if buf.is_empty() {
+            break;
+        }
+        if let Some(at) = buf.iter().position(|b| !b.is_ascii_whitespace()) {
+            return Err(usage(format!(
+                "{source}: trailing characters after the JSON, at byte {}",
+                read + at as u64 + 1
+            )));
+        }
+        let n = buf.len();
+        input.consume(n);
+        read += n as u64;
+        if read > ENCODE_LIMIT {
+            return Err(usage(format!(
+                "{source} is longer than {ENCODE_LIMIT} bytes, the most encode reads"
+            )));
+        }
+    }
+    Ok(Document::Array(index))
+}
+
+/// Hands the text of element `index` on.
+fn hand(
+    source: &str,
+    index: usize,
+    element: &[u8],
+    each: &mut dyn FnMut(usize, &str) -> Result<(), Fail>,
+) -> Result<(), Fail> {
+    let text = std::str::from_utf8(element).map_err(|e| {
+        usage(format!(
+            "{source}: [{index}]: not UTF-8 text (byte {} of the frame object is not)",
+            e.valid_up_to()
+        ))
+    })?;
+    each(index, text)
+}
+
+fn run_encode(args: &EncodeArgs, io: &mut Io<'_>) -> Result<u8, Fail> {
+    let Io {
+        stdin,
+        stdout,
+        stderr,
+    } = io;
+    let (source, mut input): (String, Box<dyn BufRead + '_>) = match &args.json {
+        Some(path) => {
+            let file = std::fs::File::open(path)
+                .map_err(|e| usage(format!("cannot read {}: {e}", path.display())))?;
+            (
+                path.display().to_string(),
+                Box::new(BufReader::with_capacity(1 << 16, file)),
+            )
+        }
+        None => (
+            "standard input".to_owned(),
+            Box::new(BufReader::with_capacity(1 << 16, &mut **stdin)),
+        ),
+    };
+    // The frames are kept as bytes, half the size of their hex, until every one is encoded:
+    // one rejected frame fails them all, so nothing is printed before.
+    let mut frames: Vec<Vec<u8>> = Vec::new();
+    let mut skipped = 0usize;
+    let mut skip = |index: usize, e: &encode::EncodeError| -> Result<(), Fail> {
+        skipped += 1;
+        stderr
+            .write_all(format!("error: {source}: [{index}] skipped: {e}\n").as_bytes())
+            .map_err(|e| usage(format!("cannot write to standard error: {e}")))
+    };
+    let mut each = |index: usize, text: &str| -> Result<(), Fail> {
+        match encode_element(text) {
+            Ok(bytes) => frames.push(bytes),
+            Err(e) if args.skip_invalid => skip(index, &e)?,
+            Err(e) => return Err(usage(format!("{source}: {}", in_array(index, e)))),
+        }
+        Ok(())
+    };
+    match read_frames_json(&mut *input, &source, &mut each)? {
+        Document::Array(0) => {
+            return Err(usage(format!("{source}: the array holds no frames")));
+        }
+        Document::Array(_) => {}
+        Document::One(text) if args.skip_invalid => {
+            let each = encode::encode_each(&text).map_err(|e| usage(format!("{source}: {e}")))?;
+            for (i, f) in each.into_iter().enumerate() {
+                match f {
+                    Ok(bytes) => frames.push(bytes),
+                    Err(e) => skip(i, &e)?,
                 }
             }
         }
-        write_out(io, &out)?;
-        if skipped > 0 {
-            write_err(
-                io,
-                &format!(
-                    "error: {skipped} of {} frames skipped, {} encoded\n",
-                    frames.len(),
-                    frames.len() - skipped
-                ),
-            )?;
-            return Ok(EXIT_MALFORMED);
+        Document::One(text) => {
+            frames = encode::encode_text(&text).map_err(|e| usage(format!("{source}: {e}")))?;
         }
-        return Ok(EXIT_OK);
     }
-    let frames = encode::encode_text(&text).map_err(|e| usage(format!("{source}: {e}")))?;
-    let mut out = String::new();
-    for f in frames {
-        out.push_str(&hexio::to_hex(&f));
+    let mut out = String::with_capacity(1 << 16);
+    for f in &frames {
+        out.push_str(&hexio::to_hex(f));
         out.push('\n');
+        if out.len() >= 1 << 16 {
+            write_chunk(stdout, &out)?;
+            out.clear();
+        }
     }
-    write_out(io, &out)?;
+    write_chunk(stdout, &out)?;
+    stdout
+        .flush()
+        .map_err(|e| usage(format!("cannot write the output: {e}")))?;
+    if skipped > 0 {
+        let total = frames.len() + skipped;
+        stderr
+            .write_all(
+                format!(
+                    "error: {skipped} of {total} frames skipped, {} encoded\n",
+                    frames.len()
+                )
+                .as_bytes(),
+            )
+            .map_err(|e| usage(format!("cannot write to standard error: {e}")))?;
+        return Ok(EXIT_MALFORMED);
+    }
     Ok(EXIT_OK)
+}
+
+fn write_chunk(stdout: &mut dyn Write, text: &str) -> Result<(), Fail> {
+    stdout
+        .write_all(text.as_bytes())
+        .map_err(|e| usage(format!("cannot write the output: {e}")))
 }
 
 fn run_efficiency(args: &EfficiencyArgs, io: &mut Io<'_>) -> Result<u8, Fail> {

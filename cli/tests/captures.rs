@@ -233,6 +233,44 @@ fn an_interface_with_a_time_zone_option_is_read() {
 }
 
 #[test]
+fn a_section_of_endless_interfaces_is_taken_for_garbage() {
+    // A section header, 65,537 interface descriptions and a frame on the first: a section
+    // describing that many interfaces is not a capture, and keeping them all would hold memory
+    // in proportion to the file.
+    let file = vectors_pcapng();
+    let offsets = block_offsets(&file);
+    let mut idb = 1u16.to_le_bytes().to_vec();
+    idb.extend_from_slice(&[0, 0]);
+    idb.extend_from_slice(&0u32.to_le_bytes());
+    let idb = block(1, &idb);
+    let mut out = file[..offsets[1]].to_vec();
+    let at = out.len() + 65_536 * idb.len();
+    for _ in 0..65_537 {
+        out.extend_from_slice(&idb);
+    }
+    out.extend_from_slice(&file[offsets[2]..offsets[3]]);
+    let dir = temp_dir("interfaces");
+    let (code, lines, err) = jsonl(&put(&dir, "many.pcapng", &out));
+    assert_eq!(code, 1, "{err}");
+    assert!(lines.is_empty());
+    assert!(
+        err.contains(&format!(
+            "truncated at byte {at}: a section that describes more than 65536 interfaces, \
+             taken for garbage"
+        )),
+        "{err}"
+    );
+    // As many as that is still a capture.
+    let mut out = file[..offsets[1]].to_vec();
+    for _ in 0..65_536 {
+        out.extend_from_slice(&idb);
+    }
+    out.extend_from_slice(&file[offsets[2]..offsets[3]]);
+    let (code, lines, err) = jsonl(&put(&dir, "enough.pcapng", &out));
+    assert_eq!((code, lines.len()), (0, 1), "{err}");
+}
+
+#[test]
 fn captures_written_by_tshark_and_editcap_decode_like_ours() {
     if tools_missing() {
         return;
