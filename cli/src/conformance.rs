@@ -1,11 +1,15 @@
 //! `ethlink conformance`: the command line of the conformance suite; the work is done by
 //! `ethlink_conformance::app`.
 
+use std::io::Write;
 use std::path::PathBuf;
+
+use std::time::Duration;
 
 use clap::Args;
 use ethlink_conformance::Role;
 use ethlink_conformance::app::{self, Options};
+use ethlink_conformance::runner;
 
 use crate::Io;
 
@@ -22,9 +26,15 @@ pub struct ConformanceArgs {
     pub dut_cmd: Option<String>,
     /// Run the suite against a shared library that exports the C ABI of include/ethlink.h
     /// (docs/cosim.md), loaded into this process: a C or C++ model, or an RTL simulation wrapped
-    /// in one. The device of --role (default link_end) is made through it.
+    /// in one. The device of --role (default link_end) is made through it. PATH is a file path
+    /// (relative to the current directory), never searched for on the loader's path.
     #[arg(long, value_name = "PATH")]
     pub dut_lib: Option<PathBuf>,
+    /// With --dut-lib: load the library in child processes of this program instead of this
+    /// process, one at a time per worker, speaking the line protocol. A library that crashes,
+    /// calls exit or hangs then costs the case it was in, not the run and its reports.
+    #[arg(long, requires = "dut_lib")]
+    pub isolate: bool,
     /// Print the selected cases (id, role, level, requirements, title), each followed by the
     /// text of its requirements as docs/spec/ writes them, and stop. With --json, also write the
     /// catalogue to FILE as JSON.
@@ -58,10 +68,11 @@ pub struct ConformanceArgs {
     /// Print the wall time of the run on standard error.
     #[arg(long)]
     pub timing: bool,
-    /// Run no case: be the reference of --role (default link_end) as an external device, speaking
-    /// the line protocol on standard input and output, until bye. For comparing an adapter's
-    /// answers with the reference's, and for `--dut-cmd "ethlink conformance --serve"`.
-    #[arg(long, conflicts_with_all = ["dut_cmd", "dut_lib", "list", "junit", "json", "pcap_dir"])]
+    /// Run no case: be the reference of --role (default link_end), or with --dut-lib the device
+    /// that library makes, as an external device, speaking the line protocol on standard input
+    /// and output, until bye. For comparing an adapter's answers with the reference's, for
+    /// `--dut-cmd "ethlink conformance --serve"`, and for --isolate.
+    #[arg(long, conflicts_with_all = ["dut_cmd", "list", "junit", "json", "pcap_dir", "isolate"])]
     pub serve: bool,
 }
 
@@ -86,10 +97,13 @@ pub fn execute(a: &ConformanceArgs, io: &mut Io<'_>) -> u8 {
         request_timeout_s: a.request_timeout_s,
         timing: a.timing,
         serve: a.serve,
+        isolate: a.isolate,
+        self_exe: std::env::current_exe().ok(),
     };
+    let role = a.role.unwrap_or(Role::LinkEnd);
     if a.serve {
         let mut input = std::io::BufReader::new(&mut *io.stdin);
-        return match app::serve(a.role.unwrap_or(Role::LinkEnd), &mut input, io.stdout) {
+        return match app::serve(role, a.dut_lib.as_deref(), &mut input, io.stdout) {
             Ok(()) => app::EXIT_PASS,
             Err(why) => {
                 let _ = writeln!(io.stderr, "error: {why}");
@@ -97,5 +111,22 @@ pub fn execute(a: &ConformanceArgs, io: &mut Io<'_>) -> u8 {
             }
         };
     }
-    app::run(&o, io.stdout, io.stderr)
+    // Devices run in process groups of their own, which an interrupt of this one does not
+    // reach: end them with it. Only one handler can be installed per process; a second run in
+    // the same process (tests) keeps the first, which does the same.
+    let _ = ctrlc::set_handler(|| {
+        ethlink_conformance::external::kill_all();
+        if let Ok(mut err) = std::fs::OpenOptions::new().append(true).open("/dev/stderr") {
+            let _ = writeln!(err, "interrupted: the devices under test were stopped");
+        }
+        ethlink_conformance::dylib::exit_now(130);
+    });
+    let code = app::run(&o, io.stdout, io.stderr);
+    if !runner::settled(Duration::from_secs(1)) {
+        // A call into the library never returned: its exit handlers could wait on it forever.
+        let _ = io.stdout.flush();
+        let _ = io.stderr.flush();
+        ethlink_conformance::dylib::exit_now(code);
+    }
+    code
 }

@@ -12,11 +12,13 @@ fn main() -> ExitCode {
         eprintln!("error: cannot write the output: standard output is closed");
         return ExitCode::from(ethlink_cli::EXIT_USAGE);
     }
-    let (stdin, stdout, stderr) = (std::io::stdin(), std::io::stdout(), std::io::stderr());
+    let (stdin, stdout) = (std::io::stdin(), std::io::stdout());
+    // Standard error is not held locked: a thread that panics (a case of the conformance
+    // suite, caught and reported) writes its message there, and must not wait for the command.
     let mut io = ethlink_cli::Io {
         stdin: &mut stdin.lock(),
         stdout: &mut stdout.lock(),
-        stderr: &mut stderr.lock(),
+        stderr: &mut std::io::stderr(),
     };
     ExitCode::from(ethlink_cli::run(cli, &mut io))
 }

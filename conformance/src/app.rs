@@ -2,15 +2,18 @@
 //! cases, runs them in parallel and writes the reports. The command line itself is parsed by the
 //! `ethlink` binary, which fills [`Options`] and calls [`run`].
 
+use std::ffi::OsString;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::case::Case;
+use crate::case::{Case, Verdict};
 use crate::cases;
 use crate::device::{Device, Role};
 use crate::dylib::DylibDevice;
 use crate::external::{ExternalDevice, Limits};
+use crate::files;
 use crate::report::{self, Run};
 use crate::runner::{self, matches};
 
@@ -55,9 +58,16 @@ pub struct Options {
     pub request_timeout_s: f64,
     /// Print the wall time of the run on standard error.
     pub timing: bool,
-    /// Serve the reference of the role over the line protocol on standard input and output
-    /// instead of running the suite.
+    /// Serve the reference of the role (or, with `dut_lib`, the library's device) over the line
+    /// protocol on standard input and output instead of running the suite.
     pub serve: bool,
+    /// With `dut_lib`: run the library in child processes (this program serving it over the
+    /// line protocol, `self_exe`) instead of in this process, so that a library that crashes,
+    /// exits or hangs takes only its case with it.
+    pub isolate: bool,
+    /// This program, for `isolate`: started as `<self_exe> conformance --serve --role ROLE
+    /// --dut-lib PATH`.
+    pub self_exe: Option<PathBuf>,
 }
 
 impl Default for Options {
@@ -77,6 +87,8 @@ impl Default for Options {
             request_timeout_s: 10.0,
             timing: false,
             serve: false,
+            isolate: false,
+            self_exe: None,
         }
     }
 }
@@ -115,13 +127,18 @@ fn limits(o: &Options) -> Result<Limits, String> {
     })
 }
 
-/// Serves the reference of `role` over the line protocol on `input` and `out` (`--serve`).
+/// Serves the reference of `role`, or with `dut_lib` the device of `role` made through that
+/// library, over the line protocol on `input` and `out` (`--serve`).
 pub fn serve(
     role: Role,
+    dut_lib: Option<&Path>,
     input: &mut dyn std::io::BufRead,
     out: &mut dyn Write,
 ) -> Result<(), String> {
-    let mut dev = reference(role);
+    let mut dev: Box<dyn Device> = match dut_lib {
+        None => reference(role),
+        Some(path) => Box::new(DylibDevice::load(path, role).map_err(|e| e.to_string())?),
+    };
     crate::external::serve(dev.as_mut(), input, out).map_err(|e| format!("--serve: {e}"))
 }
 
@@ -136,61 +153,122 @@ pub fn run(o: &Options, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
     }
 }
 
+/// Writes `text` to standard output. A reader that has gone away (`| head`) is not an error:
+/// the reports are written already and the exit status still gives the verdict.
+fn say(out: &mut dyn Write, text: &str) -> Result<(), String> {
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(format!("cannot write the output: {e}"))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The device of the run, and how its calls are bounded.
+enum Backend {
+    /// A device that bounds itself (an external process, killed at its limits).
+    External(Box<runner::Factory<'static>>),
+    /// An in-process device, bounded by running its calls on threads of their own.
+    InProcess(runner::SharedFactory),
+}
+
+fn backend(o: &Options, role: Role, limits: Limits) -> Result<Backend, String> {
+    Ok(match (&o.dut_cmd, &o.dut_lib) {
+        (Some(_), Some(_)) => {
+            return Err("--dut-cmd and --dut-lib name two devices: give one of them".into());
+        }
+        (Some(cmd), None) => {
+            if o.isolate {
+                return Err("--isolate runs a --dut-lib library in child processes; a \
+                            --dut-cmd device runs in one already"
+                    .into());
+            }
+            let cmd = cmd.clone();
+            Backend::External(Box::new(move || {
+                ExternalDevice::spawn(&cmd, limits)
+                    .map(|d| Box::new(d) as Box<dyn Device>)
+                    .map_err(|e| e.to_string())
+            }))
+        }
+        (None, Some(path)) => {
+            let path = library_path(path)?;
+            if o.isolate {
+                let exe = o.self_exe.clone().ok_or_else(|| {
+                    "--isolate: cannot tell which program to start for the library".to_owned()
+                })?;
+                let args: Vec<OsString> = vec![
+                    "conformance".into(),
+                    "--serve".into(),
+                    "--role".into(),
+                    role.name().into(),
+                    "--dut-lib".into(),
+                    path.into_os_string(),
+                ];
+                Backend::External(Box::new(move || {
+                    ExternalDevice::spawn_program(&exe, &args, limits)
+                        .map(|d| Box::new(d) as Box<dyn Device>)
+                        .map_err(|e| e.to_string())
+                }))
+            } else {
+                Backend::InProcess(Arc::new(move || {
+                    DylibDevice::load(&path, role)
+                        .map(|d| Box::new(d) as Box<dyn Device>)
+                        .map_err(|e| e.to_string())
+                }))
+            }
+        }
+        (None, None) => {
+            if o.isolate {
+                return Err("--isolate needs --dut-lib: the reference runs in-process".into());
+            }
+            Backend::InProcess(Arc::new(move || Ok(reference(role))))
+        }
+    })
+}
+
+/// The library `--dut-lib` names, taken as a path (relative to the current directory when it
+/// is relative), never searched for on the loader's path: `wrap.so` is the file `./wrap.so`.
+fn library_path(path: &Path) -> Result<PathBuf, String> {
+    std::fs::canonicalize(path).map_err(|e| {
+        format!(
+            "--dut-lib {}: {e} (the library is a path, taken from the current directory \
+             when it is relative; it is not searched for on the loader's path)",
+            path.display()
+        )
+    })
+}
+
 fn execute(o: &Options, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, String> {
-    let io = |e: std::io::Error| format!("cannot write the output: {e}");
     if o.jobs == 0 {
         return Err("--jobs must be at least 1".into());
     }
     let limits = limits(o)?;
     if o.list {
         let listed = select(o.role, o.filter.as_deref());
-        for c in &listed {
-            writeln!(out, "{}", report::list_entry(c)).map_err(io)?;
-        }
         if let Some(p) = &o.json {
-            std::fs::write(p, report::list_json(&listed).as_bytes())
-                .map_err(|e| format!("cannot write {}: {e}", p.display()))?;
+            files::write_whole(p, report::list_json(&listed).as_bytes())?;
         }
+        let mut text = String::new();
+        for c in &listed {
+            text.push_str(&report::list_entry(c));
+            text.push('\n');
+        }
+        say(out, &text)?;
         return Ok(EXIT_PASS);
     }
     let started = Instant::now();
-    if o.dut_cmd.is_some() && o.dut_lib.is_some() {
-        return Err("--dut-cmd and --dut-lib name two devices: give one of them".into());
-    }
-    let factory: Box<runner::Factory<'_>> = match (&o.dut_cmd, &o.dut_lib) {
-        (None, Some(path)) => {
-            let path = path.clone();
-            let role = o.role.unwrap_or(Role::LinkEnd);
-            Box::new(move || {
-                DylibDevice::load(&path, role)
-                    .map(|d| Box::new(d) as Box<dyn Device>)
-                    .map_err(|e| e.to_string())
-            })
-        }
-        (Some(cmd), _) => {
-            let cmd = cmd.clone();
-            Box::new(move || {
-                ExternalDevice::spawn(&cmd, limits)
-                    .map(|d| Box::new(d) as Box<dyn Device>)
-                    .map_err(|e| e.to_string())
-            })
-        }
-        (None, None) => {
-            let role = o.role.unwrap_or(Role::LinkEnd);
-            Box::new(move || Ok(reference(role)))
-        }
-    };
+    // The role: the one asked for, or the one an external device declares.
     let role = match (o.role, &o.dut_cmd) {
         (Some(r), _) => r,
-        (None, None) => Role::LinkEnd,
-        (None, Some(_)) => {
-            // The role the device declares.
-            let mut d = factory()?;
+        (None, Some(cmd)) => {
+            let mut d = ExternalDevice::spawn(cmd, limits).map_err(|e| e.to_string())?;
             d.hello()
                 .map_err(|e| format!("the device did not answer hello: {e}"))?
                 .role
         }
+        (None, None) => Role::LinkEnd,
     };
+    let backend = backend(o, role, limits)?;
     let selected = select(Some(role), o.filter.as_deref());
     if selected.is_empty() {
         return Err(format!(
@@ -201,38 +279,54 @@ fn execute(o: &Options, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, 
                 .unwrap_or_default()
         ));
     }
-    // An external device is bounded by its own limits (the harness kills the process); an
-    // in-process one runs each case on a thread abandoned after --case-timeout-s.
-    let case_limit = o.dut_cmd.is_none().then_some(limits.case);
-    let (desc, results) =
-        runner::run_suite_bounded(&selected, factory.as_ref(), o.jobs, case_limit)?;
+    let (desc, results) = match &backend {
+        Backend::External(factory) => runner::run_suite(&selected, factory.as_ref(), o.jobs)?,
+        Backend::InProcess(factory) => {
+            // A library that ends the process mid-run (exit) must not look like a run that
+            // passed.
+            let guarded = o.dut_lib.is_some();
+            if guarded {
+                crate::dylib::guard_exit(true);
+            }
+            let bounds = runner::Bounds {
+                start: limits.request,
+                case: limits.case,
+            };
+            let ran = runner::run_suite_bounded(&selected, factory, o.jobs, bounds);
+            if guarded {
+                crate::dylib::guard_exit(false);
+            }
+            ran?
+        }
+    };
     let run = Run {
         desc: &desc,
         cases: &selected,
         results: &results,
         strict: o.strict,
     };
-    out.write_all(report::summary(&run).as_bytes())
-        .map_err(io)?;
-    let write = |path: &PathBuf, bytes: &[u8]| {
-        std::fs::write(path, bytes).map_err(|e| format!("cannot write {}: {e}", path.display()))
-    };
+    // The reports first, each written whole: a reader of the summary that goes away early, or
+    // a disk that fills, never leaves a report truncated or missing for a run that finished.
     if let Some(p) = &o.json {
-        write(p, report::json(&run).as_bytes())?;
+        files::write_whole(p, report::json(&run).as_bytes())?;
     }
     if let Some(p) = &o.junit {
-        write(p, report::junit(&run).as_bytes())?;
+        files::write_whole(p, report::junit(&run).as_bytes())?;
     }
     if let Some(dir) = &o.pcap_dir {
         std::fs::create_dir_all(dir)
             .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         for r in &results {
-            if !r.log.is_empty() {
-                let bytes = report::pcapng(r.id, &r.log)?;
-                write(&dir.join(format!("{}.pcapng", r.id)), &bytes)?;
+            if matches!(
+                r.verdict,
+                Verdict::Fail | Verdict::NonStrict | Verdict::HarnessError
+            ) {
+                let bytes = report::pcapng(r.id, desc.ports, &r.log)?;
+                files::write_whole(&dir.join(format!("{}.pcapng", r.id)), &bytes)?;
             }
         }
     }
+    say(out, &report::summary(&run))?;
     if o.timing {
         let _ = writeln!(
             err,

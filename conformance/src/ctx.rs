@@ -12,9 +12,11 @@ use std::collections::VecDeque;
 
 use ethlink_link::{Config as LinkConfig, Event, Instant, Link};
 
+use crate::boundary::{self, MAX_ADVANCE_BYTES, MAX_CASE_BYTES, MAX_OUTPUTS};
 use crate::case::Stop;
 use crate::device::{
-    Advanced, Counters, Description, Device, LinkParams, Output, Reply, Request, Setup, from_hex,
+    Advanced, Counters, Description, Device, DeviceError, LinkParams, Output, Reply, Request,
+    Setup, from_hex,
 };
 
 /// One frame that crossed a port of the device.
@@ -142,8 +144,12 @@ pub struct Ctx<'d> {
     /// The simulated time the case may use; a case that needs more is a harness error.
     pub limit_ns: u64,
     now: u64,
+    /// The time of the last `advance`: frames the device sends come after it.
+    advanced: u64,
     next_dut: Option<u64>,
     log: Vec<Logged>,
+    /// Bytes of the frames in `log` ([`MAX_CASE_BYTES`] at most).
+    logged: usize,
     pending: VecDeque<Output>,
     raw: Vec<VecDeque<(u64, Vec<u8>)>>,
     peers: Vec<Option<PeerEnd>>,
@@ -165,8 +171,10 @@ impl<'d> Ctx<'d> {
             wire: WireSpec::default(),
             limit_ns: 1_000_000_000,
             now: 0,
+            advanced: 0,
             next_dut: None,
             log: Vec::new(),
+            logged: 0,
             pending: VecDeque::new(),
             raw: vec![VecDeque::new(); ports],
             peers: (0..ports).map(|_| None).collect(),
@@ -175,16 +183,43 @@ impl<'d> Ctx<'d> {
         }
     }
 
-    /// Resets the device with `setup` and forgets every peer, frame and output.
+    /// Resets the device with `setup`, which the case needs, and forgets every peer, frame and
+    /// output.
+    ///
+    /// A refusal ends the case: Unsupported when the setup asks for a setting a device may be
+    /// unable to use (a link parameter, an endpoint setting, a switch's latency or residence),
+    /// a harness error when it asks for nothing of the kind (docs/conformance.md \u{a7}3.3). The
+    /// parameters the device answers with are checked ([`boundary::check_params`]) before any
+    /// case reads them. A case that judges whether the device refuses a setup uses
+    /// [`Ctx::try_reset`].
     pub fn reset(&mut self, setup: &Setup) -> Result<LinkParams, Stop> {
-        let params = self.dut.reset(setup)?;
+        match self.try_reset(setup)? {
+            Ok(params) => Ok(params),
+            Err(why) if boundary::only_defaults(setup) => Err(Stop::Harness(format!(
+                "the device refused a reset that asks for no setting a device may refuse: {why} \
+                 (docs/conformance.md \u{a7}3.3)"
+            ))),
+            Err(why) => Err(Stop::Unsupported(why)),
+        }
+    }
+
+    /// Resets the device with `setup`, whose refusal is the device's answer for the case to
+    /// judge: `Ok(Err(why))` when the device refused it.
+    pub fn try_reset(&mut self, setup: &Setup) -> Result<Result<LinkParams, String>, Stop> {
+        let params = match self.dut.reset(setup) {
+            Ok(p) => p,
+            Err(DeviceError::Refused(why)) => return Ok(Err(why)),
+            Err(e) => return Err(e.into()),
+        };
+        boundary::check_params(&setup.link, &params).map_err(Stop::Harness)?;
         self.params = params.clone();
         self.now = 0;
+        self.advanced = 0;
         self.next_dut = None;
         self.pending.clear();
         self.raw.iter_mut().for_each(VecDeque::clear);
         self.peers.iter_mut().for_each(|p| *p = None);
-        Ok(params)
+        Ok(Ok(params))
     }
 
     /// The current time.
@@ -249,27 +284,77 @@ impl<'d> Ctx<'d> {
 
     /// A frame arrives at the device on a raw port now.
     pub fn inject(&mut self, port: u16, bytes: &[u8]) -> Result<(), Stop> {
-        self.log.push(Logged {
-            time_ns: self.now,
-            port,
-            from_dut: false,
-            bytes: bytes.to_vec(),
-        });
+        self.record(port, false, self.now, bytes.to_vec())?;
         self.dut.frame(port, self.now, bytes)?;
         self.next_dut = None;
         Ok(())
     }
 
-    /// An upper-layer request now.
+    /// Logs a frame that crossed a port, within [`MAX_CASE_BYTES`] per case.
+    fn record(
+        &mut self,
+        port: u16,
+        from_dut: bool,
+        time_ns: u64,
+        bytes: Vec<u8>,
+    ) -> Result<(), Stop> {
+        self.logged = self.logged.saturating_add(bytes.len());
+        if self.logged > MAX_CASE_BYTES {
+            return Err(Stop::Harness(format!(
+                "more than {MAX_CASE_BYTES} bytes of frames crossed the device's ports in one \
+                 case, far beyond what any case exchanges: the harness stops it"
+            )));
+        }
+        self.log.push(Logged {
+            time_ns,
+            port,
+            from_dut,
+            bytes,
+        });
+        Ok(())
+    }
+
+    /// An upper-layer request now, which the case needs done. A refusal ends the case:
+    /// Unsupported for a request the boundary lets a device refuse (`withdraw`, which link.md
+    /// LINK-6-5 makes optional, and `poison`, a test hook a design may lack), a harness error for
+    /// any other (docs/conformance.md \u{a7}3.3). A case that judges whether the device refuses
+    /// uses [`Ctx::try_request`].
     pub fn request(&mut self, req: &Request) -> Result<Reply, Stop> {
-        let reply = self.dut.request(self.now, req)?;
+        match self.try_request(req)? {
+            Ok(reply) => Ok(reply),
+            Err(why) if may_refuse(req) => Err(Stop::Unsupported(format!(
+                "the device refused {}: {why}",
+                req_name(req)
+            ))),
+            Err(why) => Err(Stop::Harness(format!(
+                "the device refused {}, which this case needs and every {} takes \
+                 (docs/conformance.md \u{a7}3.3): {why}",
+                req_name(req),
+                self.desc.role
+            ))),
+        }
+    }
+
+    /// An upper-layer request now whose refusal is the device's answer for the case to judge:
+    /// `Ok(Err(why))` when the device refused it.
+    pub fn try_request(&mut self, req: &Request) -> Result<Result<Reply, String>, Stop> {
+        let reply = match self.dut.request(self.now, req) {
+            Ok(r) => r,
+            Err(DeviceError::Refused(why)) => return Ok(Err(why)),
+            Err(e) => return Err(e.into()),
+        };
         self.next_dut = None;
-        Ok(reply)
+        if let Some(d) = &reply.data {
+            from_hex("the reply's data", d)?;
+        }
+        Ok(Ok(reply))
     }
 
     /// The counters of the device.
     pub fn counters(&mut self) -> Result<Counters, Stop> {
-        Ok(self.dut.counters()?)
+        let c = self.dut.counters()?;
+        boundary::check_counters(&c).map_err(Stop::Harness)?;
+        Ok(c)
     }
 
     /// A counter of the device, 0 when it does not report it.
@@ -370,13 +455,9 @@ impl<'d> Ctx<'d> {
                         p.link.handle_frame(Instant::from_nanos(now), &f.bytes);
                     }
                     Dir::ToDut => {
-                        self.log.push(Logged {
-                            time_ns: now,
-                            port: port as u16,
-                            from_dut: false,
-                            bytes: f.bytes.clone(),
-                        });
-                        self.dut.frame(port as u16, now, &f.bytes)?;
+                        let port = port as u16;
+                        self.record(port, false, now, f.bytes.clone())?;
+                        self.dut.frame(port, now, &f.bytes)?;
                     }
                 }
             }
@@ -387,21 +468,72 @@ impl<'d> Ctx<'d> {
         }
         // The device acts.
         let Advanced { out, next_ns } = self.dut.advance(now)?;
+        self.check_outputs(now, &out)?;
+        let since = std::mem::replace(&mut self.advanced, now);
         self.next_dut = next_ns;
+        let mfs = self.params.mfs.map_or(usize::MAX, usize::from);
+        let mut last = since;
         for o in out {
             match o {
                 Output::Frame { port, time_ns, hex } => {
+                    if time_ns < last || time_ns > now {
+                        return Err(Stop::Harness(format!(
+                            "advance to {now} ns returned a frame sent at {time_ns} ns, outside \
+                             {last}..={now} ns (frames come in time order, after the previous \
+                             advance and not after this one)"
+                        )));
+                    }
+                    last = time_ns;
                     let bytes = from_hex("frame", &hex)?;
-                    self.log.push(Logged {
-                        time_ns,
-                        port,
-                        from_dut: true,
-                        bytes: bytes.clone(),
-                    });
+                    self.record(port, true, time_ns, bytes.clone())?;
+                    boundary::check_sent(&bytes, mfs, &self.desc.caps)?;
                     self.carry_from_dut(port, time_ns, bytes)?;
                 }
-                other => self.pending.push_back(other),
+                other => self.pending.push_back(normalised(other)?),
             }
+        }
+        Ok(())
+    }
+
+    /// Checks the outputs of one `advance` against the bounds of the boundary: at most
+    /// [`MAX_OUTPUTS`] of them and [`MAX_ADVANCE_BYTES`] of frames and payloads, on ports the
+    /// device has, with VCs and reasons the boundary defines.
+    fn check_outputs(&self, now: u64, out: &[Output]) -> Result<(), Stop> {
+        if out.len() > MAX_OUTPUTS {
+            return Err(Stop::Harness(format!(
+                "advance to {now} ns returned {} outputs, more than the {MAX_OUTPUTS} one advance \
+                 may return",
+                out.len()
+            )));
+        }
+        let mut bytes = 0usize;
+        for o in out {
+            let (port, hex) = match o {
+                Output::Frame { port, hex, .. } => (Some(*port), hex.len()),
+                Output::Delivered { port, payload, .. } => (Some(*port), payload.len()),
+                Output::Lost { port, payload, .. } => (Some(*port), payload.len()),
+                Output::LinkUp { port } | Output::LinkDown { port, .. } => (Some(*port), 0),
+                Output::Completion { data, .. } => (None, data.as_ref().map_or(0, String::len)),
+            };
+            bytes = bytes.saturating_add(hex / 2);
+            if let Some(p) = port
+                && p >= self.desc.ports
+            {
+                return Err(Stop::Harness(format!(
+                    "advance to {now} ns returned an output on port {p}; the device has {} \
+                     port{}",
+                    self.desc.ports,
+                    if self.desc.ports == 1 { "" } else { "s" }
+                )));
+            }
+            boundary::check_output(o)
+                .map_err(|why| Stop::Harness(format!("advance to {now} ns returned {why}")))?;
+        }
+        if bytes > MAX_ADVANCE_BYTES {
+            return Err(Stop::Harness(format!(
+                "advance to {now} ns returned {bytes} bytes of frames and payloads, more than the \
+                 {MAX_ADVANCE_BYTES} one advance may return"
+            )));
         }
         Ok(())
     }
@@ -628,4 +760,45 @@ fn drain_peer_events(p: &mut PeerEnd) {
             }
         }
     }
+}
+
+/// Whether the boundary lets a device refuse `req` when a case needs it: `withdraw` is optional
+/// (link.md LINK-6-5) and `poison` is a test hook a design may lack.
+fn may_refuse(req: &Request) -> bool {
+    matches!(req, Request::Withdraw { .. } | Request::Poison { .. })
+}
+
+/// The name of a request as the line protocol writes it (`req`).
+pub fn req_name(req: &Request) -> &'static str {
+    match req {
+        Request::PhysicalUp { .. } => "physical_up",
+        Request::PhysicalDown { .. } => "physical_down",
+        Request::Submit { .. } => "submit",
+        Request::Hold { .. } => "hold",
+        Request::Withdraw { .. } => "withdraw",
+        Request::SetRoute { .. } => "set_route",
+        Request::Register { .. } => "register",
+        Request::Deregister { .. } => "deregister",
+        Request::Poison { .. } => "poison",
+        Request::MemWrite { .. } => "mem_write",
+        Request::MemRead { .. } => "mem_read",
+        Request::Issue { .. } => "issue",
+        Request::Post { .. } => "post",
+        Request::Fence => "fence",
+    }
+}
+
+/// `o` with its hex in lower case, the form the cases compare, once checked to be hex.
+fn normalised(mut o: Output) -> Result<Output, Stop> {
+    let hex = match &mut o {
+        Output::Delivered { payload, .. } | Output::Lost { payload, .. } => Some(payload),
+        Output::Completion { data, .. } => data.as_mut(),
+        Output::Frame { hex, .. } => Some(hex),
+        Output::LinkUp { .. } | Output::LinkDown { .. } => None,
+    };
+    if let Some(h) = hex {
+        from_hex("an output's bytes", h)?;
+        h.make_ascii_lowercase();
+    }
+    Ok(o)
 }

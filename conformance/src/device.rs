@@ -14,8 +14,10 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-/// The version of the boundary: the `hello` exchange checks that both sides speak it.
-pub const PROTOCOL_VERSION: u32 = 1;
+/// The version of the boundary: the `hello` exchange checks that both sides speak it. Version 2
+/// added the sequence number every request carries and every answer echoes, and made the link
+/// parameters of `reset`'s answer and the `out` of `advance`'s required (docs/conformance.md §3).
+pub const PROTOCOL_VERSION: u32 = 2;
 
 /// The role of a device (classes.md §1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -56,6 +58,7 @@ impl fmt::Display for Role {
 
 /// What a device says of itself in answer to `hello` (docs/conformance.md §3.1).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Description {
     /// The boundary version the device speaks.
     pub version: u32,

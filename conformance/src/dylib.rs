@@ -29,6 +29,9 @@ use ethlink_ffi::{
 use ethlink_protocol::Capabilities;
 use libloading::Library;
 
+use crate::boundary::{
+    MAX_ADVANCE_BYTES, MAX_COUNTER_NAME, MAX_COUNTERS, MAX_OUTPUTS, MAX_TEXT, device_text,
+};
 use crate::device::{
     Advanced, Counters, Description, Device, DeviceError, LinkParams, LsOp, Output,
     PROTOCOL_VERSION, Reply, Request, Role, Setup, Space, from_hex, to_hex,
@@ -238,9 +241,14 @@ impl DylibDevice {
         }
         let mut ctx = std::ptr::null_mut();
         let code = (api.ethlink_ctx_new)(&mut ctx);
-        if code != ETHLINK_OK || ctx.is_null() {
+        if code != ETHLINK_OK {
             return Err(DeviceError::Broken(format!(
-                "{shown}: ethlink_ctx_new returned {code}"
+                "{shown}: ethlink_ctx_new returned {code}, not ETHLINK_OK"
+            )));
+        }
+        if ctx.is_null() {
+            return Err(DeviceError::Broken(format!(
+                "{shown}: ethlink_ctx_new returned ETHLINK_OK but wrote no context (NULL)"
             )));
         }
         Ok(DylibDevice {
@@ -272,7 +280,7 @@ impl DylibDevice {
             .take_while(|&&c| c != 0)
             .map(|&c| c as u8)
             .collect();
-        String::from_utf8_lossy(&bytes).into_owned()
+        device_text(&String::from_utf8_lossy(&bytes), MAX_TEXT)
     }
 
     /// `Ok(code)` for OK and NONE, else the error named by the library's text.
@@ -456,6 +464,7 @@ impl DylibDevice {
     fn events(&mut self, out: &mut Vec<Output>) -> Result<(), DeviceError> {
         let h = self.handle()?;
         loop {
+            bounded(out)?;
             let mut e = zeroed_event();
             let mut code = (self.api.ethlink_poll_event)(
                 self.ctx(),
@@ -492,6 +501,7 @@ impl DylibDevice {
     fn transmit(&mut self, at: u64, out: &mut Vec<Output>) -> Result<(), DeviceError> {
         let h = self.handle()?;
         loop {
+            bounded(out)?;
             let mut port = 0u16;
             let mut len = 0usize;
             let mut code = (self.api.ethlink_poll_transmit)(
@@ -610,6 +620,79 @@ impl DylibDevice {
         let next_ns = self.next_event()?;
         Ok(Advanced { out, next_ns })
     }
+}
+
+/// Fails once `out` holds as many outputs, or as many bytes, as one advance may return: a
+/// library whose `ethlink_poll_transmit` or `ethlink_poll_event` never says NONE is stopped
+/// there instead of filling the memory.
+fn bounded(out: &[Output]) -> Result<(), DeviceError> {
+    let bytes: usize = out
+        .iter()
+        .map(|o| match o {
+            Output::Frame { hex, .. } => hex.len() / 2,
+            Output::Delivered { payload, .. } | Output::Lost { payload, .. } => payload.len() / 2,
+            Output::Completion { data, .. } => data.as_ref().map_or(0, |d| d.len() / 2),
+            Output::LinkUp { .. } | Output::LinkDown { .. } => 0,
+        })
+        .sum();
+    if out.len() >= MAX_OUTPUTS || bytes >= MAX_ADVANCE_BYTES {
+        return Err(DeviceError::Broken(format!(
+            "the library gave {} frames and events ({bytes} bytes) in one advance without \
+             saying NONE: one advance may return at most {MAX_OUTPUTS} outputs and \
+             {MAX_ADVANCE_BYTES} bytes",
+            out.len()
+        )));
+    }
+    Ok(())
+}
+
+/// Whether a library under test runs in this process now: [`on_exit`] then ends a process the
+/// library ends.
+static IN_RUN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+static GUARD: std::sync::Once = std::sync::Once::new();
+
+/// Marks the time a library under test runs in this process (`on` true, then false). A library
+/// that calls `exit` meanwhile would end the process with the library's status, 0 for all one
+/// knows, and no report: the handler this registers then says so on standard error and ends the
+/// process with status 1 instead ([`crate::app::EXIT_FAIL`]).
+#[allow(unsafe_code)]
+pub fn guard_exit(on: bool) {
+    GUARD.call_once(|| {
+        // SAFETY: `on_exit` is an `extern "C" fn()` that touches only an atomic and the
+        // async-signal-safe `write` and `_exit`; registering it has no other effect.
+        unsafe {
+            libc::atexit(on_exit);
+        }
+    });
+    IN_RUN.store(on, std::sync::atomic::Ordering::SeqCst);
+}
+
+#[allow(unsafe_code)]
+extern "C" fn on_exit() {
+    if !IN_RUN.load(std::sync::atomic::Ordering::SeqCst) {
+        return;
+    }
+    const MSG: &[u8] = b"error: the library under test ended the process (it called exit) \
+        before the run was over: no case was judged after it and no report was written; \
+        --isolate runs the library in child processes, where this ends one case only\n";
+    // SAFETY: `write` of a static buffer to standard error and `_exit` are async-signal-safe
+    // and valid in an exit handler; `_exit` runs no further handler.
+    unsafe {
+        libc::write(2, MSG.as_ptr().cast(), MSG.len());
+        libc::_exit(i32::from(crate::app::EXIT_FAIL));
+    }
+}
+
+/// Ends the process at once with `code`, after flushing standard output and error, without
+/// running exit handlers or the destructors of loaded libraries: for a run that abandoned a
+/// call into a library that never returned, whose exit handlers could wait on it forever.
+#[allow(unsafe_code)]
+pub fn exit_now(code: u8) -> ! {
+    use std::io::Write;
+    let _ = std::io::stdout().flush();
+    let _ = std::io::stderr().flush();
+    // SAFETY: `_exit` ends the process; nothing runs after it.
+    unsafe { libc::_exit(i32::from(code)) }
 }
 
 /// The function `f` of the library at `path`, or a refusal naming the symbol `name` it lacks.
@@ -894,6 +977,11 @@ impl Device for DylibDevice {
         let name = CStr::from_bytes_until_nul(&name_bytes)
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_else(|_| String::from_utf8_lossy(&name_bytes).into_owned());
+        if name.trim().is_empty() {
+            return Err(DeviceError::Broken(
+                "ethlink_describe gives an empty name".into(),
+            ));
+        }
         let caps = Capabilities::from_bits_truncate(u16::try_from(d.caps & 0xFFFF).unwrap_or(0));
         Ok(Description {
             version: PROTOCOL_VERSION,
@@ -1186,7 +1274,13 @@ impl Device for DylibDevice {
         self.check(code, "ethlink_counter_count", Blame::Boundary)?;
         let mut c = Counters::new();
         let mut name = vec![0 as std::ffi::c_char; 256];
-        for i in 0..n.min(1 << 20) {
+        if n > MAX_COUNTERS {
+            return Err(DeviceError::Broken(format!(
+                "ethlink_counter_count says {n} counters, more than the {MAX_COUNTERS} the \
+                 harness reads"
+            )));
+        }
+        for i in 0..n {
             let mut len = 0usize;
             let mut value = 0u64;
             let mut code = (self.api.ethlink_counter_at)(
@@ -1198,7 +1292,8 @@ impl Device for DylibDevice {
                 &mut len,
                 &mut value,
             );
-            if code == ETHLINK_ERR_BUFFER_TOO_SMALL && len >= name.len() && len < 1 << 16 {
+            if code == ETHLINK_ERR_BUFFER_TOO_SMALL && len >= name.len() && len <= MAX_COUNTER_NAME
+            {
                 name.resize(len + 1, 0);
                 code = (self.api.ethlink_counter_at)(
                     self.ctx(),

@@ -1,19 +1,25 @@
 //! An external device: any process that speaks the line protocol of docs/conformance.md over its
 //! standard input and output, one JSON object per line each way.
 //!
-//! The process is started as `sh -c COMMAND`. A writer thread feeds its standard input, a reader
-//! thread turns its standard output into lines on a channel, and a third keeps the last lines of
-//! its standard error for error messages. Every request waits at most the request time limit for
-//! its answer, and every case (from one `reset` to the next) at most the case time limit: a
-//! device that crashes, hangs, closes its output, prints something that is not JSON or answers
-//! out of protocol is killed and every call after that fails with [`DeviceError::Broken`] naming
-//! the first reason and the last lines of its standard error. Nothing here panics or blocks for
-//! longer than the limits.
+//! The process is started as `sh -c COMMAND` (or as a program with its arguments), in a process
+//! group of its own. A writer thread feeds its standard input, a reader thread turns its standard
+//! output into lines on a channel, and a third keeps the last lines of its standard error for
+//! error messages. Every request carries a sequence number the answer must echo, so an answer
+//! given twice or out of turn is told from the answer to the next request. Every request waits at
+//! most the request time limit for its answer, and every case (from one `reset` to the next) at
+//! most the case time limit: a device that crashes, hangs, closes its output, prints something
+//! that is not JSON or answers out of protocol is killed and every call after that fails with
+//! [`DeviceError::Broken`] naming the first reason and the last lines of its standard error.
+//! Nothing here panics, blocks for longer than the limits or keeps more than a bounded amount of
+//! what the device writes; [`kill_all`] ends every device still running (the command line calls
+//! it when it is interrupted).
 
 use std::collections::VecDeque;
-use std::io::{BufRead, BufReader, Write};
+use std::ffi::OsString;
+use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::process::CommandExt;
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::path::Path;
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -22,6 +28,7 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, bounded, unbounded};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::boundary::{MAX_TEXT, device_text};
 use crate::device::{
     Advanced, Counters, Description, Device, DeviceError, LinkParams, Output, PROTOCOL_VERSION,
     Reply, Request, Setup, from_hex, to_hex,
@@ -46,11 +53,16 @@ impl Default for Limits {
 }
 
 /// Lines of the device's standard error kept for error messages.
-const STDERR_LINES: usize = 20;
+pub const STDERR_LINES: usize = 20;
+/// Bytes of one line of the device's standard error kept; the rest of the line is counted only.
+pub const STDERR_LINE_BYTES: usize = 4096;
 /// Longest answer line accepted, in bytes.
-const MAX_LINE: usize = 16 << 20;
+pub const MAX_LINE: usize = 16 << 20;
+/// Answer lines read ahead of the harness: a device that writes more than it is asked for waits.
+const READ_AHEAD: usize = 2;
 
-/// One request of the line protocol, as it is written (docs/conformance.md §3).
+/// One request of the line protocol, as it is written (docs/conformance.md §3), without the
+/// sequence number every request carries.
 #[derive(Debug, Serialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
 pub enum Op<'a> {
@@ -105,24 +117,84 @@ impl Op<'_> {
     }
 }
 
+// The answers, each with exactly its own fields (`ok` and `seq` taken off first): an answer of
+// another shape is out of protocol, which also tells most answers meant for another request.
+
 /// The answer to `reset`.
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct ResetAnswer {
-    #[serde(default)]
     params: LinkParams,
 }
 
+/// The answer to `frame` and to `bye`: nothing.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Empty {}
+
 /// The answer to `request`.
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct RequestAnswer {
     #[serde(default)]
     reply: Reply,
 }
 
+/// The answer to `advance`: `out` is required, even when empty.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AdvanceAnswer {
+    out: Vec<Output>,
+    #[serde(default)]
+    next_ns: Option<u64>,
+}
+
 /// The answer to `counters`.
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct CountersAnswer {
     counters: Counters,
+}
+
+/// The process groups of the devices running now, for [`kill_all`].
+static RUNNING: Mutex<Vec<u32>> = Mutex::new(Vec::new());
+
+/// Kills every external device still running, with everything each started: for a harness that
+/// is interrupted (Ctrl-C, a termination signal), whose devices run in process groups of their
+/// own and would otherwise outlive it.
+pub fn kill_all() {
+    let groups = RUNNING
+        .lock()
+        .map(|mut r| std::mem::take(&mut *r))
+        .unwrap_or_default();
+    for g in groups {
+        kill_group(g);
+    }
+}
+
+fn forget_group(pgid: u32) {
+    if let Ok(mut r) = RUNNING.lock() {
+        r.retain(|g| *g != pgid);
+    }
+}
+
+/// What the harness keeps of the device's standard error: its last lines, each cut.
+#[derive(Debug, Default)]
+struct Tail {
+    lines: VecDeque<String>,
+}
+
+impl Tail {
+    fn push(&mut self, line: &[u8], dropped: usize) {
+        let mut text = device_text(String::from_utf8_lossy(line).trim_end(), MAX_TEXT);
+        if dropped > 0 {
+            text.push_str(&format!("... ({dropped} more bytes)"));
+        }
+        if self.lines.len() == STDERR_LINES {
+            self.lines.pop_front();
+        }
+        self.lines.push_back(text);
+    }
 }
 
 /// A running external device.
@@ -132,12 +204,12 @@ pub struct ExternalDevice {
     child: Option<Child>,
     to_child: Option<Sender<String>>,
     from_child: Receiver<Result<String, String>>,
-    stderr: Arc<Mutex<VecDeque<String>>>,
+    stderr: Arc<Mutex<Tail>>,
     stderr_done: Receiver<()>,
     broken: Option<String>,
     case_started: Instant,
-    last_advance: u64,
     last_time: u64,
+    seq: u64,
 }
 
 impl std::fmt::Debug for ExternalDevice {
@@ -153,20 +225,48 @@ impl ExternalDevice {
     /// Starts `sh -c command` with its standard input and output piped to the harness and its
     /// standard error kept (its last lines appear in error messages).
     pub fn spawn(command: &str, limits: Limits) -> Result<ExternalDevice, DeviceError> {
-        let mut child = Command::new("sh")
-            .arg("-c")
-            .arg(command)
+        let args = [OsString::from("-c"), OsString::from(command)];
+        Self::start(Path::new("sh"), &args, command.to_owned(), limits)
+    }
+
+    /// Starts `program` with `args`, without a shell, as [`ExternalDevice::spawn`] does.
+    pub fn spawn_program(
+        program: &Path,
+        args: &[OsString],
+        limits: Limits,
+    ) -> Result<ExternalDevice, DeviceError> {
+        let mut shown = program.display().to_string();
+        for a in args {
+            shown.push(' ');
+            shown.push_str(&a.to_string_lossy());
+        }
+        Self::start(program, args, shown, limits)
+    }
+
+    fn start(
+        program: &Path,
+        args: &[OsString],
+        shown: String,
+        limits: Limits,
+    ) -> Result<ExternalDevice, DeviceError> {
+        let mut child = Command::new(program)
+            .args(args)
             // Its own process group, so that the processes the shell starts are killed with it.
             .process_group(0)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .map_err(|e| DeviceError::Broken(format!("cannot start `sh -c {command}`: {e}")))?;
+            .map_err(|e| DeviceError::Broken(format!("cannot start `{shown}`: {e}")))?;
+        if let Ok(mut r) = RUNNING.lock() {
+            r.push(child.id());
+        }
         let (stdin, stdout, stderr) =
             match (child.stdin.take(), child.stdout.take(), child.stderr.take()) {
                 (Some(i), Some(o), Some(e)) => (i, o, e),
                 _ => {
+                    kill_group(child.id());
+                    forget_group(child.id());
                     let _ = child.kill();
                     let _ = child.wait();
                     return Err(DeviceError::Broken(
@@ -175,35 +275,21 @@ impl ExternalDevice {
                 }
             };
         let (to_child, writer_rx) = unbounded::<String>();
-        let (reader_tx, from_child) = bounded::<Result<String, String>>(64);
-        let tail = Arc::new(Mutex::new(VecDeque::new()));
-        spawn_thread("ext-writer", move || writer(stdin, &writer_rx))?;
-        spawn_thread("ext-reader", move || reader(stdout, &reader_tx))?;
+        let (reader_tx, from_child) = bounded::<Result<String, String>>(READ_AHEAD);
+        let tail = Arc::new(Mutex::new(Tail::default()));
         let keep = Arc::clone(&tail);
         let (done_tx, stderr_done) = bounded::<()>(1);
-        spawn_thread("ext-stderr", move || {
-            // Dropped when the device's standard error closes.
-            let _done = done_tx;
-            let mut r = BufReader::new(stderr);
-            let mut line = Vec::new();
-            loop {
-                line.clear();
-                match r.read_until(b'\n', &mut line) {
-                    Ok(0) | Err(_) => return,
-                    Ok(_) => {
-                        let text = String::from_utf8_lossy(&line).trim_end().to_owned();
-                        if let Ok(mut t) = keep.lock() {
-                            if t.len() == STDERR_LINES {
-                                t.pop_front();
-                            }
-                            t.push_back(text);
-                        }
-                    }
-                }
-            }
-        })?;
-        Ok(ExternalDevice {
-            command: command.to_owned(),
+        let started = spawn_thread("ext-writer", move || writer(stdin, &writer_rx))
+            .and_then(|()| spawn_thread("ext-reader", move || reader(stdout, &reader_tx)))
+            .and_then(|()| {
+                spawn_thread("ext-stderr", move || {
+                    // Dropped when the device's standard error closes.
+                    let _done = done_tx;
+                    keep_stderr(stderr, &keep);
+                })
+            });
+        let device = ExternalDevice {
+            command: shown,
             limits,
             child: Some(child),
             to_child: Some(to_child),
@@ -212,9 +298,11 @@ impl ExternalDevice {
             stderr_done,
             broken: None,
             case_started: Instant::now(),
-            last_advance: 0,
             last_time: 0,
-        })
+            seq: 0,
+        };
+        // A thread that could not start: the device is dropped, which kills it.
+        started.map(|()| device)
     }
 
     /// The command the device was started with.
@@ -223,12 +311,18 @@ impl ExternalDevice {
     }
 
     /// Marks the device broken for `why`, kills it and returns the error every later call gets.
-    fn fail(&mut self, why: String) -> DeviceError {
-        // Give the process a moment to finish writing its standard error after a crash.
-        let exited = self.reap(Duration::from_millis(200));
+    /// `gone` says the device's output has closed: it has probably exited by itself, and how it
+    /// exited is worth waiting a moment for. Only an exit the device made before the harness
+    /// did anything to it is reported.
+    fn fail(&mut self, why: String, gone: bool) -> DeviceError {
+        let exited = self.reap(if gone {
+            Duration::from_millis(200)
+        } else {
+            Duration::ZERO
+        });
         let mut msg = why;
         if let Some(status) = exited {
-            msg.push_str(&format!(" (the process exited: {status})"));
+            msg.push_str(&format!(" (the process exited by itself: {status})"));
         }
         // Its standard error closes when it has exited or been killed: wait a little for the
         // last lines.
@@ -236,7 +330,7 @@ impl ExternalDevice {
         let tail: Vec<String> = self
             .stderr
             .lock()
-            .map(|t| t.iter().cloned().collect())
+            .map(|t| t.lines.iter().cloned().collect())
             .unwrap_or_default();
         if !tail.is_empty() {
             msg.push_str("; its last lines of standard error:\n  ");
@@ -246,31 +340,37 @@ impl ExternalDevice {
         DeviceError::Broken(msg)
     }
 
-    /// Waits up to `grace` for the process to exit, then kills it; returns how it exited when it
-    /// did so by itself.
-    fn reap(&mut self, grace: Duration) -> Option<std::process::ExitStatus> {
-        self.to_child = None;
+    /// Waits up to `grace` for the process to exit by itself, with its input still open, then
+    /// kills it with everything it started; returns how it exited when it did so by itself
+    /// within `grace`.
+    fn reap(&mut self, grace: Duration) -> Option<ExitStatus> {
         let mut child = self.child.take()?;
+        let pgid = child.id();
         let until = Instant::now() + grace;
+        let mut exited = None;
         loop {
             match child.try_wait() {
                 Ok(Some(status)) => {
-                    // What the shell started may outlive it.
-                    kill_group(child.id());
-                    return Some(status);
+                    exited = Some(status);
+                    break;
                 }
                 Ok(None) if Instant::now() < until => thread::sleep(Duration::from_millis(5)),
-                _ => {
-                    kill_group(child.id());
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    return None;
-                }
+                _ => break,
             }
         }
+        self.to_child = None;
+        // What the shell started may outlive it.
+        kill_group(pgid);
+        forget_group(pgid);
+        if exited.is_none() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        exited
     }
 
-    /// Sends `op` and returns the object of its `ok: true` answer.
+    /// Sends `op` with the next sequence number and returns the fields of its `ok: true`
+    /// answer, without `ok` and `seq`.
     fn call(&mut self, op: &Op<'_>) -> Result<Map<String, Value>, DeviceError> {
         if let Some(why) = &self.broken {
             return Err(DeviceError::Broken(format!(
@@ -278,16 +378,25 @@ impl ExternalDevice {
             )));
         }
         let name = op.name();
-        let line = serde_json::to_string(op)
-            .map_err(|e| DeviceError::Broken(format!("cannot encode {name}: {e}")))?;
+        self.seq += 1;
+        let seq = self.seq;
+        let line = match serde_json::to_value(op) {
+            Ok(Value::Object(mut m)) => {
+                m.insert("seq".into(), Value::from(seq));
+                Value::Object(m).to_string()
+            }
+            Ok(_) => return Err(DeviceError::Broken(format!("cannot encode {name}"))),
+            Err(e) => return Err(DeviceError::Broken(format!("cannot encode {name}: {e}"))),
+        };
         let sent = self
             .to_child
             .as_ref()
             .is_some_and(|tx| tx.send(line).is_ok());
         if !sent {
-            return Err(self.fail(format!(
-                "cannot write the {name} request: the device's input is closed"
-            )));
+            return Err(self.fail(
+                format!("cannot write the {name} request: the device's input is closed"),
+                true,
+            ));
         }
         let mut wait = self.limits.request;
         let mut case_bound = false;
@@ -301,60 +410,106 @@ impl ExternalDevice {
         let answer = match self.from_child.recv_timeout(wait) {
             Ok(Ok(line)) => line,
             Ok(Err(why)) => {
-                return Err(self.fail(format!("while waiting for the answer to {name}: {why}")));
+                return Err(self.fail(
+                    format!("while waiting for the answer to {name}: {why}"),
+                    false,
+                ));
             }
             Err(RecvTimeoutError::Timeout) if case_bound => {
-                return Err(self.fail(format!(
-                    "the case ran past its wall-time limit of {:.1} s (waiting for the answer to {name})",
-                    self.limits.case.as_secs_f64()
-                )));
+                return Err(self.fail(
+                    format!(
+                        "the case ran past its wall-time limit of {:.1} s (waiting for the answer to {name})",
+                        self.limits.case.as_secs_f64()
+                    ),
+                    false,
+                ));
             }
             Err(RecvTimeoutError::Timeout) => {
-                return Err(self.fail(format!(
-                    "no answer to {name} within {:.1} s",
-                    self.limits.request.as_secs_f64()
-                )));
+                return Err(self.fail(
+                    format!(
+                        "no answer to {name} within {:.1} s",
+                        self.limits.request.as_secs_f64()
+                    ),
+                    false,
+                ));
             }
             Err(RecvTimeoutError::Disconnected) => {
-                return Err(self.fail(format!(
-                    "the device closed its output before answering {name}"
-                )));
+                return Err(self.fail(
+                    format!("the device closed its output before answering {name}"),
+                    true,
+                ));
             }
         };
         let value: Value = match serde_json::from_str(&answer) {
             Ok(v) => v,
             Err(e) => {
-                return Err(self.fail(format!(
-                    "the answer to {name} is not JSON ({e}): {}",
-                    clip(&answer)
-                )));
+                return Err(self.fail(
+                    format!("the answer to {name} is not JSON ({e}): {}", clip(&answer)),
+                    false,
+                ));
             }
         };
         let Value::Object(mut obj) = value else {
-            return Err(self.fail(format!(
-                "the answer to {name} is not a JSON object: {}",
-                clip(&answer)
-            )));
+            return Err(self.fail(
+                format!(
+                    "the answer to {name} is not a JSON object: {}",
+                    clip(&answer)
+                ),
+                false,
+            ));
         };
+        match obj.remove("seq") {
+            Some(v) if v.as_u64() == Some(seq) => {}
+            // A device of another version answers hello without one: the version check says so.
+            None if matches!(op, Op::Hello { .. }) => {}
+            Some(v) => {
+                return Err(self.fail(
+                    format!(
+                        "the answer to {name} (seq {seq}) carries seq {}: the device answered a \
+                         request twice, or answered out of turn",
+                        clip(&v.to_string())
+                    ),
+                    false,
+                ));
+            }
+            None => {
+                return Err(self.fail(
+                    format!(
+                        "the answer to {name} carries no seq: every answer echoes its \
+                         request's seq (docs/conformance.md \u{a7}3.1)"
+                    ),
+                    false,
+                ));
+            }
+        }
         match obj.remove("ok") {
             Some(Value::Bool(true)) => Ok(obj),
             Some(Value::Bool(false)) => {
                 if let Some(Value::String(why)) = obj.get("refused") {
-                    Err(DeviceError::Refused(why.clone()))
+                    Err(DeviceError::Refused(device_text(why, MAX_TEXT)))
                 } else if let Some(Value::String(why)) = obj.get("error") {
-                    let why = why.clone();
-                    Err(self.fail(format!("the device answered {name} with an error: {why}")))
+                    let why = device_text(why, MAX_TEXT);
+                    Err(self.fail(
+                        format!("the device answered {name} with an error: {why}"),
+                        false,
+                    ))
                 } else {
-                    Err(self.fail(format!(
-                        "the answer to {name} has ok false but neither `refused` nor `error`: {}",
-                        clip(&answer)
-                    )))
+                    Err(self.fail(
+                        format!(
+                            "the answer to {name} has ok false but neither `refused` nor `error`: {}",
+                            clip(&answer)
+                        ),
+                        false,
+                    ))
                 }
             }
-            _ => Err(self.fail(format!(
-                "the answer to {name} has no boolean `ok`: {}",
-                clip(&answer)
-            ))),
+            _ => Err(self.fail(
+                format!(
+                    "the answer to {name} has no boolean `ok`: {}",
+                    clip(&answer)
+                ),
+                false,
+            )),
         }
     }
 
@@ -366,7 +521,13 @@ impl ExternalDevice {
     ) -> Result<T, DeviceError> {
         match serde_json::from_value(Value::Object(obj)) {
             Ok(v) => Ok(v),
-            Err(e) => Err(self.fail(format!("the answer to {name} is out of protocol: {e}"))),
+            Err(e) => Err(self.fail(
+                format!(
+                    "the answer to {name} is out of protocol: {}",
+                    device_text(&e.to_string(), MAX_TEXT)
+                ),
+                false,
+            )),
         }
     }
 
@@ -414,12 +575,50 @@ fn writer(mut stdin: ChildStdin, lines: &Receiver<String>) {
     }
 }
 
+/// Keeps the last [`STDERR_LINES`] lines of `stderr`, each cut after [`STDERR_LINE_BYTES`]:
+/// however long a line, no more of it is held.
+fn keep_stderr(stderr: std::process::ChildStderr, tail: &Mutex<Tail>) {
+    let mut r = BufReader::new(stderr);
+    let mut line = Vec::new();
+    let mut dropped = 0usize;
+    loop {
+        let (used, ended) = match r.fill_buf() {
+            Ok([]) | Err(_) => {
+                if (!line.is_empty() || dropped > 0)
+                    && let Ok(mut t) = tail.lock()
+                {
+                    t.push(&line, dropped);
+                }
+                return;
+            }
+            Ok(buf) => {
+                let end = buf.iter().position(|&b| b == b'\n');
+                let piece = &buf[..end.unwrap_or(buf.len())];
+                let room = STDERR_LINE_BYTES.saturating_sub(line.len());
+                line.extend_from_slice(&piece[..piece.len().min(room)]);
+                dropped += piece.len().saturating_sub(room);
+                (end.map_or(buf.len(), |e| e + 1), end.is_some())
+            }
+        };
+        r.consume(used);
+        if ended {
+            if let Ok(mut t) = tail.lock() {
+                t.push(&line, dropped);
+            }
+            line.clear();
+            dropped = 0;
+        }
+    }
+}
+
 fn reader(stdout: std::process::ChildStdout, lines: &Sender<Result<String, String>>) {
     let mut r = BufReader::new(stdout);
     let mut buf = Vec::new();
     loop {
         buf.clear();
-        let got = std::io::Read::take(&mut r, MAX_LINE as u64 + 1).read_until(b'\n', &mut buf);
+        let got = (&mut r)
+            .take(MAX_LINE as u64 + 1)
+            .read_until(b'\n', &mut buf);
         let item = match got {
             Ok(0) => return,
             Ok(_) if buf.len() > MAX_LINE => {
@@ -444,25 +643,17 @@ fn reader(stdout: std::process::ChildStdout, lines: &Sender<Result<String, Strin
     }
 }
 
+/// The first 200 characters of a device's answer, made safe to show.
 fn clip(s: &str) -> String {
-    const MAX: usize = 200;
-    if s.len() <= MAX {
-        return s.to_owned();
-    }
-    let mut end = MAX;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}...", &s[..end])
+    device_text(s, 200)
 }
 
 impl Drop for ExternalDevice {
     fn drop(&mut self) {
         if self.broken.is_none() && self.child.is_some() {
-            let _ = self
-                .to_child
-                .as_ref()
-                .map(|tx| tx.send(serde_json::json!({"op": "bye"}).to_string()));
+            self.seq += 1;
+            let bye = serde_json::json!({"op": "bye", "seq": self.seq}).to_string();
+            let _ = self.to_child.as_ref().map(|tx| tx.send(bye));
             self.reap(Duration::from_millis(500));
         } else {
             self.reap(Duration::ZERO);
@@ -477,24 +668,24 @@ impl Device for ExternalDevice {
         })?;
         let version = obj.get("version").and_then(Value::as_u64);
         if version != Some(u64::from(PROTOCOL_VERSION)) {
-            let seen = obj
-                .get("version")
-                .map_or_else(|| "no version".to_owned(), |v| format!("version {v}"));
-            return Err(self.fail(format!(
-                "the device speaks {seen} of the line protocol, the harness speaks version {PROTOCOL_VERSION}"
-            )));
+            let seen = obj.get("version").map_or_else(
+                || "no version".to_owned(),
+                |v| format!("version {}", clip(&v.to_string())),
+            );
+            return Err(self.fail(
+                format!(
+                    "the device speaks {seen} of the line protocol, the harness speaks version \
+                     {PROTOCOL_VERSION} (docs/conformance.md \u{a7}3.3 says what changed)"
+                ),
+                false,
+            ));
         }
-        let desc: Description = self.decode("hello", obj)?;
-        if desc.ports == 0 {
-            return Err(self.fail("the device says it has no port".into()));
-        }
-        Ok(desc)
+        self.decode("hello", obj)
     }
 
     fn reset(&mut self, setup: &Setup) -> Result<LinkParams, DeviceError> {
         self.case_started = Instant::now();
         let obj = self.call(&Op::Reset { setup })?;
-        self.last_advance = 0;
         self.last_time = 0;
         let a: ResetAnswer = self.decode("reset", obj)?;
         Ok(a.params)
@@ -502,11 +693,12 @@ impl Device for ExternalDevice {
 
     fn frame(&mut self, port: u16, time_ns: u64, frame: &[u8]) -> Result<(), DeviceError> {
         self.time("frame", time_ns)?;
-        self.call(&Op::Frame {
+        let obj = self.call(&Op::Frame {
             port,
             time_ns,
             hex: to_hex(frame),
         })?;
+        let Empty {} = self.decode("frame", obj)?;
         Ok(())
     }
 
@@ -520,38 +712,11 @@ impl Device for ExternalDevice {
     fn advance(&mut self, time_ns: u64) -> Result<Advanced, DeviceError> {
         self.time("advance", time_ns)?;
         let obj = self.call(&Op::Advance { time_ns })?;
-        let mut a: Advanced = self.decode("advance", obj)?;
-        let mut prev = self.last_advance;
-        for o in &mut a.out {
-            if let Output::Frame {
-                time_ns: t, hex, ..
-            } = o
-            {
-                if *t < prev || *t > time_ns {
-                    return Err(self.fail(format!(
-                        "advance to {time_ns} ns returned a frame sent at {t} ns, outside {prev}..={time_ns} ns \
-                         (frames come in time order, after the previous advance and not after this one)"
-                    )));
-                }
-                prev = *t;
-                if let Err(DeviceError::Broken(why) | DeviceError::Refused(why)) =
-                    from_hex("frame", hex)
-                {
-                    return Err(self.fail(format!("advance to {time_ns} ns: {why}")));
-                }
-                // Frames in upper case are accepted; the harness works in lower case.
-                hex.make_ascii_lowercase();
-            }
-        }
-        if let Some(n) = a.next_ns
-            && n <= time_ns
-        {
-            // A deadline that is already due says "act again at once": the harness never steps
-            // by less than 1 ns.
-            a.next_ns = Some(time_ns + 1);
-        }
-        self.last_advance = time_ns;
-        Ok(a)
+        let a: AdvanceAnswer = self.decode("advance", obj)?;
+        Ok(Advanced {
+            out: a.out,
+            next_ns: a.next_ns,
+        })
     }
 
     fn counters(&mut self) -> Result<Counters, DeviceError> {
@@ -562,25 +727,46 @@ impl Device for ExternalDevice {
 }
 
 /// Serves `dev` over the line protocol: reads requests from `input`, one per line, and writes
-/// each answer to `out`, until `bye` or the end of the input. This is the device side of the
-/// protocol, as an adapter implements it; `ethlink conformance --serve` uses it to offer the
-/// reference as an external device (to compare an adapter's transcript with the reference's, or
-/// to test the protocol end to end).
+/// each answer to `out`, echoing each request's `seq`, until `bye` or the end of the input. This
+/// is the device side of the protocol, as an adapter implements it; `ethlink conformance
+/// --serve` uses it to offer the reference (or a library, `--dut-lib`) as an external device (to
+/// compare an adapter's transcript with the reference's, to run a library in a process of its
+/// own, or to test the protocol end to end). A request line longer than [`MAX_LINE`] is answered
+/// with an error and skipped, never held whole.
 pub fn serve(
     dev: &mut dyn Device,
     input: &mut dyn BufRead,
     out: &mut dyn Write,
 ) -> std::io::Result<()> {
-    let mut line = String::new();
+    let mut line = Vec::new();
     loop {
         line.clear();
-        if input.read_line(&mut line)? == 0 {
+        let n = input
+            .take(MAX_LINE as u64 + 1)
+            .read_until(b'\n', &mut line)?;
+        if n == 0 {
             return Ok(());
         }
-        if line.trim().is_empty() {
-            continue;
-        }
-        let (answer, bye) = serve_one(dev, line.trim());
+        let (answer, bye) = if line.len() > MAX_LINE {
+            // Skip the rest of the line, without keeping it.
+            while !line.ends_with(b"\n") {
+                line.clear();
+                if input.take(1 << 16).read_until(b'\n', &mut line)? == 0 {
+                    break;
+                }
+            }
+            let why = format!("a request line is longer than {MAX_LINE} bytes");
+            (serde_json::json!({"ok": false, "error": why}), false)
+        } else {
+            match std::str::from_utf8(&line) {
+                Ok(text) if text.trim().is_empty() => continue,
+                Ok(text) => serve_one(dev, text.trim()),
+                Err(_) => (
+                    serde_json::json!({"ok": false, "error": "a request line is not UTF-8"}),
+                    false,
+                ),
+            }
+        };
         let mut text = serde_json::to_string(&answer).unwrap_or_else(|e| {
             format!("{{\"ok\":false,\"error\":\"cannot encode the answer: {e}\"}}")
         });
@@ -593,56 +779,82 @@ pub fn serve(
     }
 }
 
+/// A request as the device side reads it, without its `seq`.
+#[derive(Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+enum In {
+    Hello {
+        version: u32,
+    },
+    Reset {
+        setup: Setup,
+    },
+    Frame {
+        port: u16,
+        time_ns: u64,
+        hex: String,
+    },
+    Request {
+        time_ns: u64,
+        request: Request,
+    },
+    Advance {
+        time_ns: u64,
+    },
+    Counters,
+    Bye,
+}
+
+fn ok(fields: Value) -> Value {
+    let mut obj = match fields {
+        Value::Object(o) => o,
+        _ => Map::new(),
+    };
+    obj.insert("ok".into(), Value::Bool(true));
+    Value::Object(obj)
+}
+
+fn err(e: DeviceError) -> Value {
+    match e {
+        DeviceError::Refused(why) => serde_json::json!({"ok": false, "refused": why}),
+        DeviceError::Broken(why) => serde_json::json!({"ok": false, "error": why}),
+    }
+}
+
 /// The answer to one request line, and whether it was `bye`.
 fn serve_one(dev: &mut dyn Device, line: &str) -> (Value, bool) {
-    #[derive(Deserialize)]
-    #[serde(tag = "op", rename_all = "snake_case")]
-    enum In {
-        Hello {
-            version: u32,
-        },
-        Reset {
-            setup: Setup,
-        },
-        Frame {
-            port: u16,
-            time_ns: u64,
-            hex: String,
-        },
-        Request {
-            time_ns: u64,
-            request: Request,
-        },
-        Advance {
-            time_ns: u64,
-        },
-        Counters,
-        Bye,
-    }
-    fn ok(fields: Value) -> Value {
-        let mut obj = match fields {
-            Value::Object(o) => o,
-            _ => Map::new(),
-        };
-        obj.insert("ok".into(), Value::Bool(true));
-        Value::Object(obj)
-    }
-    fn err(e: DeviceError) -> Value {
-        match e {
-            DeviceError::Refused(why) => serde_json::json!({"ok": false, "refused": why}),
-            DeviceError::Broken(why) => serde_json::json!({"ok": false, "error": why}),
+    let (msg, seq) = match serde_json::from_str::<Value>(line) {
+        Ok(Value::Object(mut m)) => {
+            let seq = m.remove("seq");
+            (serde_json::from_value::<In>(Value::Object(m)), seq)
         }
-    }
-    let to = |v: Result<Value, serde_json::Error>| v.unwrap_or(Value::Null);
-    let msg: In = match serde_json::from_str(line) {
-        Ok(m) => m,
-        Err(e) => {
-            return (
-                serde_json::json!({"ok": false, "error": format!("not a request: {e}")}),
-                false,
-            );
-        }
+        Ok(_) => (
+            Err(serde::de::Error::custom("a request is a JSON object")),
+            None,
+        ),
+        Err(e) => (Err(e), None),
     };
+    let (answer, bye) = match msg {
+        Ok(msg) => answer(dev, msg),
+        Err(e) => (
+            serde_json::json!({"ok": false, "error": format!("not a request: {e}")}),
+            false,
+        ),
+    };
+    // Every answer echoes its request's sequence number (docs/conformance.md §3.1).
+    let answer = match (answer, seq) {
+        (Value::Object(mut o), Some(seq)) => {
+            o.insert("seq".into(), seq);
+            Value::Object(o)
+        }
+        (a, _) => a,
+    };
+    (answer, bye)
+}
+
+/// The answer to the request `msg` of [`serve_one`], and whether it was `bye`.
+fn answer(dev: &mut dyn Device, msg: In) -> (Value, bool) {
+    let to = |v: Result<Value, serde_json::Error>| v.unwrap_or(Value::Null);
     let answer = match msg {
         In::Hello { version } if version != PROTOCOL_VERSION => serde_json::json!({
             "ok": false,

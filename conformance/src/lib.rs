@@ -11,6 +11,7 @@
 //! answers.
 
 pub mod app;
+pub mod boundary;
 pub mod case;
 pub mod cases;
 pub mod coverage;

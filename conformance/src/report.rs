@@ -42,11 +42,24 @@ pub struct Run<'a> {
 
 impl Run<'_> {
     /// Whether the run fails: a MUST case failed, a case could not be judged because the device
-    /// broke the boundary (HarnessError), or with `strict` a SHOULD case was missed.
+    /// broke the boundary (HarnessError), with `strict` a SHOULD case was missed, or no case was
+    /// judged at all (a run of nothing but Unsupported and Inconclusive cases shows nothing the
+    /// device did, and is no pass).
     pub fn failed(&self) -> bool {
-        self.results.iter().any(|r| {
-            matches!(r.verdict, Verdict::Fail | Verdict::HarnessError)
-                || (self.strict && r.verdict == Verdict::NonStrict)
+        self.judged_nothing()
+            || self.results.iter().any(|r| {
+                matches!(r.verdict, Verdict::Fail | Verdict::HarnessError)
+                    || (self.strict && r.verdict == Verdict::NonStrict)
+            })
+    }
+
+    /// Whether no case was judged: none passed or failed.
+    pub fn judged_nothing(&self) -> bool {
+        !self.results.iter().any(|r| {
+            matches!(
+                r.verdict,
+                Verdict::Pass | Verdict::Fail | Verdict::NonStrict
+            )
         })
     }
 
@@ -241,7 +254,9 @@ pub fn summary(run: &Run<'_>) -> String {
     let _ = writeln!(
         s,
         "result: {}",
-        if run.failed() {
+        if run.judged_nothing() {
+            "FAIL (no case was judged: each was unsupported, inconclusive or could not be judged)"
+        } else if run.failed() {
             "FAIL (a MUST case failed or could not be judged, or a SHOULD case failed with --strict)"
         } else {
             "PASS (no MUST case failed)"
@@ -675,11 +690,12 @@ fn detail_text(r: &CaseResult) -> String {
     d
 }
 
-/// A pcapng capture of `log`: one Ethernet interface per port of the device (named `port<p>`,
-/// nanosecond timestamps, frames with their FCS), one packet per frame at its simulated time with
-/// its direction in `epb_flags` (outbound: sent by the device; inbound: sent to it) and a comment
-/// naming the case.
-pub fn pcapng(case_id: &str, log: &[Logged]) -> Result<Vec<u8>, String> {
+/// A pcapng capture of `log`: one Ethernet interface per port of the device, `ports` of them
+/// (named `port<p>`, nanosecond timestamps, frames with their FCS), one packet per frame at its
+/// simulated time with its direction in `epb_flags` (outbound: sent by the device; inbound: sent
+/// to it) and a comment naming the case. A case that ended before any frame crossed a port gets
+/// a capture of its interfaces alone.
+pub fn pcapng(case_id: &str, ports: u16, log: &[Logged]) -> Result<Vec<u8>, String> {
     let bad = |e: pcap_file::PcapError| format!("cannot write pcapng: {e}");
     let section = SectionHeaderBlock {
         endianness: pcap_file::Endianness::Little,
@@ -691,9 +707,10 @@ pub fn pcapng(case_id: &str, log: &[Logged]) -> Result<Vec<u8>, String> {
     let mut w = PcapNgWriter::with_section_header(Vec::new(), section).map_err(bad)?;
     let ports = log
         .iter()
-        .map(|l| l.port)
+        .map(|l| u32::from(l.port) + 1)
         .max()
-        .map_or(1, |p| u32::from(p) + 1);
+        .unwrap_or(1)
+        .max(u32::from(ports));
     for p in 0..ports {
         let name = format!("port{p}");
         let idb = InterfaceDescriptionBlock {

@@ -1,12 +1,15 @@
 //! Runs cases against a device and records what each concluded (docs/conformance.md §5).
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant as WallClock};
 
 use serde::Serialize;
 
+use crate::boundary;
 use crate::case::{Case, Failure, Level, Stop, Verdict};
 use crate::ctx::{Ctx, Logged};
-use crate::device::{Description, Device};
+use crate::device::{Description, Device, DeviceError};
 
 /// What one case concluded.
 #[derive(Debug, Clone, Serialize)]
@@ -50,9 +53,11 @@ pub fn run_case(dut: &mut dyn Device, desc: &Description, case: &Case) -> CaseRe
         log: Vec::new(),
     };
     if desc.role != case.role {
-        result.verdict = Verdict::Unsupported;
+        // The runner refuses a run that mixes roles; a caller of this function alone gets a
+        // case that could not be judged, never a verdict that looks like a pass.
+        result.verdict = Verdict::HarnessError;
         result.message = Some(format!(
-            "the device is a {}, the case needs a {}",
+            "the device is a {}, the case is for a {}",
             desc.role, case.role
         ));
         return result;
@@ -103,15 +108,33 @@ pub fn run_case(dut: &mut dyn Device, desc: &Description, case: &Case) -> CaseRe
 /// external process). An error is a sentence saying why the device could not be made.
 pub type Factory<'f> = dyn Fn() -> Result<Box<dyn Device>, String> + Sync + 'f;
 
+/// A factory of in-process devices, which may be handed to a thread of its own.
+pub type SharedFactory = Arc<dyn Fn() -> Result<Box<dyn Device>, String> + Send + Sync>;
+
+/// The wall-time bounds of an in-process device (a library or the reference), whose calls the
+/// harness cannot interrupt: each bound call runs on a thread of its own, which is abandoned
+/// when the bound passes (it runs on until the process ends, touching nothing the run still
+/// uses).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bounds {
+    /// Making a device and its `hello` (for a library: `ethlink_ctx_new`, making and describing
+    /// a device, destroying it).
+    pub start: Duration,
+    /// One case, from its reset to its verdict.
+    pub case: Duration,
+}
+
 /// A device made by a factory, with what it said in answer to `hello`.
 struct Live {
     dut: Box<dyn Device>,
     desc: Description,
 }
 
+/// Makes a device and asks its `hello`: checked ([`boundary::check_description`]) and of the
+/// boundary's version.
 fn start(factory: &Factory<'_>) -> Result<Live, String> {
     let mut dut = factory()?;
-    let desc = dut
+    let mut desc = dut
         .hello()
         .map_err(|e| format!("the device did not answer hello: {e}"))?;
     if desc.version != crate::device::PROTOCOL_VERSION {
@@ -121,7 +144,110 @@ fn start(factory: &Factory<'_>) -> Result<Live, String> {
             crate::device::PROTOCOL_VERSION
         ));
     }
+    boundary::check_description(&mut desc)?;
     Ok(Live { dut, desc })
+}
+
+/// Threads abandoned to a call of an in-process device that did not return in time.
+static ABANDONED: AtomicUsize = AtomicUsize::new(0);
+/// In-process devices being dropped on threads of their own.
+static DROPPING: AtomicUsize = AtomicUsize::new(0);
+
+/// Waits up to `grace` for the in-process devices being dropped; returns whether every call
+/// into an in-process device has returned: no thread was abandoned and none is still dropping a
+/// device. When it has not, the process should end without running the library's exit handlers
+/// (they could wait on the thread that never returns).
+pub fn settled(grace: Duration) -> bool {
+    let until = WallClock::now() + grace;
+    while DROPPING.load(Ordering::SeqCst) > 0 && WallClock::now() < until {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    ABANDONED.load(Ordering::SeqCst) == 0 && DROPPING.load(Ordering::SeqCst) == 0
+}
+
+/// An in-process device whose drop (for a library, destroying its device and freeing its
+/// context) runs on a thread of its own, so that a library that hangs there holds up nothing.
+struct DropApart(Option<Box<dyn Device>>);
+
+impl DropApart {
+    fn dut(&mut self) -> Result<&mut Box<dyn Device>, DeviceError> {
+        self.0
+            .as_mut()
+            .ok_or_else(|| DeviceError::Broken("the device is gone".into()))
+    }
+}
+
+impl Drop for DropApart {
+    fn drop(&mut self) {
+        let Some(dut) = self.0.take() else { return };
+        DROPPING.fetch_add(1, Ordering::SeqCst);
+        let spawned = std::thread::Builder::new()
+            .name("device drop".into())
+            .spawn(move || {
+                drop(dut);
+                DROPPING.fetch_sub(1, Ordering::SeqCst);
+            });
+        if spawned.is_err() {
+            // The device was dropped with the closure that failed to start.
+            DROPPING.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+}
+
+impl Device for DropApart {
+    fn hello(&mut self) -> Result<Description, DeviceError> {
+        self.dut()?.hello()
+    }
+    fn reset(
+        &mut self,
+        setup: &crate::device::Setup,
+    ) -> Result<crate::device::LinkParams, DeviceError> {
+        self.dut()?.reset(setup)
+    }
+    fn frame(&mut self, port: u16, time_ns: u64, frame: &[u8]) -> Result<(), DeviceError> {
+        self.dut()?.frame(port, time_ns, frame)
+    }
+    fn request(
+        &mut self,
+        time_ns: u64,
+        request: &crate::device::Request,
+    ) -> Result<crate::device::Reply, DeviceError> {
+        self.dut()?.request(time_ns, request)
+    }
+    fn advance(&mut self, time_ns: u64) -> Result<crate::device::Advanced, DeviceError> {
+        self.dut()?.advance(time_ns)
+    }
+    fn counters(&mut self) -> Result<crate::device::Counters, DeviceError> {
+        self.dut()?.counters()
+    }
+}
+
+/// [`start`] on a thread of its own, waited for at most `limit`.
+fn start_bounded(factory: &SharedFactory, limit: Duration) -> Result<Live, String> {
+    let (tx, rx) = crossbeam_channel::bounded::<Result<Live, String>>(1);
+    let factory = Arc::clone(factory);
+    let spawned = std::thread::Builder::new()
+        .name("device start".into())
+        .spawn(move || {
+            let made =
+                start(&|| factory().map(|d| Box::new(DropApart(Some(d))) as Box<dyn Device>));
+            // The receiver is gone only when the start was abandoned.
+            let _ = tx.send(made);
+        });
+    if let Err(e) = spawned {
+        return Err(format!("cannot start a thread for the device: {e}"));
+    }
+    match rx.recv_timeout(limit) {
+        Ok(made) => made,
+        Err(_) => {
+            ABANDONED.fetch_add(1, Ordering::SeqCst);
+            Err(format!(
+                "making the device and its hello did not return within {:.1} s: the call was \
+                 abandoned",
+                limit.as_secs_f64()
+            ))
+        }
+    }
 }
 
 /// Runs `cases` on `jobs` worker threads, each with its own device from `factory`, and returns
@@ -129,29 +255,50 @@ fn start(factory: &Factory<'_>) -> Result<Live, String> {
 /// report does not depend on `jobs`). A worker whose device broke the boundary during a case
 /// (a `HarnessError`) gets a fresh device from the factory before its next case.
 ///
-/// Fails only when the first device cannot be made or does not answer `hello`.
+/// Fails when the first device cannot be made or does not answer `hello`, and when a case is
+/// for another role than the device's.
 pub fn run_suite(
     cases: &[Case],
     factory: &Factory<'_>,
     jobs: usize,
 ) -> Result<(Description, Vec<CaseResult>), String> {
-    run_suite_bounded(cases, factory, jobs, None)
+    run(cases, &|| start(factory), jobs, None)
 }
 
-/// As [`run_suite`], with a wall-time limit on each case for devices that cannot bound
-/// themselves (an in-process device, whose calls the harness cannot interrupt). With
-/// `case_limit`, each case runs on a thread of its own that holds the device; a case that has not
-/// returned when the limit passes is a `HarnessError`, its thread and device are abandoned (the
-/// thread runs on until the process ends, touching nothing the run still uses), and the worker
-/// takes a fresh device for its next case.
+/// As [`run_suite`] for an in-process device, which cannot bound itself: making it and its
+/// `hello` run on a thread waited for at most `bounds.start`, each case on a thread waited for
+/// at most `bounds.case`, and each device is dropped on a thread of its own. A call that does
+/// not return in time makes the case (or the start) a `HarnessError`; its thread and device are
+/// abandoned, and the worker takes a fresh device for its next case.
 pub fn run_suite_bounded(
     cases: &[Case],
-    factory: &Factory<'_>,
+    factory: &SharedFactory,
+    jobs: usize,
+    bounds: Bounds,
+) -> Result<(Description, Vec<CaseResult>), String> {
+    run(
+        cases,
+        &|| start_bounded(factory, bounds.start),
+        jobs,
+        Some(bounds.case),
+    )
+}
+
+fn run(
+    cases: &[Case],
+    starter: &(dyn Fn() -> Result<Live, String> + Sync),
     jobs: usize,
     case_limit: Option<Duration>,
 ) -> Result<(Description, Vec<CaseResult>), String> {
-    let first = start(factory)?;
+    let first = starter()?;
     let desc = first.desc.clone();
+    if let Some(c) = cases.iter().find(|c| c.role != desc.role) {
+        return Err(format!(
+            "the device says it is a {} (its hello), and case {} is for a {}: run the cases of \
+             its role, or give the device of the role asked for",
+            desc.role, c.id, c.role
+        ));
+    }
     let jobs = jobs.clamp(1, cases.len().max(1));
     let (job_tx, job_rx) = crossbeam_channel::unbounded::<usize>();
     for i in 0..cases.len() {
@@ -161,6 +308,7 @@ pub fn run_suite_bounded(
     drop(job_tx);
     let (res_tx, res_rx) = crossbeam_channel::unbounded::<(usize, CaseResult)>();
     let mut first = Some(first);
+    let same = &desc;
     std::thread::scope(|s| {
         for _ in 0..jobs {
             let job_rx = job_rx.clone();
@@ -177,7 +325,18 @@ pub fn run_suite_bounded(
                         continue;
                     }
                     if live.is_none() {
-                        live = match start(factory) {
+                        let made = starter().and_then(|l| {
+                            if l.desc == *same {
+                                Ok(l)
+                            } else {
+                                Err(format!(
+                                    "the fresh device describes itself otherwise than the \
+                                     first: {:?}, then {:?}",
+                                    same, l.desc
+                                ))
+                            }
+                        });
+                        live = match made {
                             Ok(l) => Some(l),
                             Err(why) => {
                                 let why = format!("a fresh device for this case: {why}");
@@ -254,17 +413,20 @@ fn run_on_own_thread(l: Live, case: &Case, limit: Duration) -> (CaseResult, Opti
     }
     match rx.recv_timeout(limit) {
         Ok((r, l)) => (r, Some(l)),
-        Err(_) => (
-            harness_error(
-                case,
-                format!(
-                    "the case ran past its wall-time limit of {:.1} s: the in-process device \
-                     did not return and was abandoned",
-                    limit.as_secs_f64()
+        Err(_) => {
+            ABANDONED.fetch_add(1, Ordering::SeqCst);
+            (
+                harness_error(
+                    case,
+                    format!(
+                        "the case ran past its wall-time limit of {:.1} s: the in-process device \
+                         did not return and was abandoned",
+                        limit.as_secs_f64()
+                    ),
                 ),
-            ),
-            None,
-        ),
+                None,
+            )
+        }
     }
 }
 

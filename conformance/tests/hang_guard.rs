@@ -10,7 +10,7 @@ use ethlink_conformance::device::{
     Advanced, Counters, Description, Device, DeviceError, LinkParams, Reply, Request, Setup,
 };
 use ethlink_conformance::reference::RefLinkEnd;
-use ethlink_conformance::runner::{Factory, run_suite_bounded};
+use ethlink_conformance::runner::{Bounds, SharedFactory, run_suite_bounded};
 use ethlink_conformance::{Role, Verdict, cases};
 
 /// The reference link end, except that the first device made loops forever in its first
@@ -56,19 +56,18 @@ fn a_hanging_in_process_device_ends_at_the_case_limit() {
     let (done_tx, done_rx) = crossbeam_channel::bounded(1);
     std::thread::spawn(move || {
         let made = Arc::new(AtomicUsize::new(0));
-        let factory: Box<Factory<'static>> = Box::new(move || {
+        let factory: SharedFactory = Arc::new(move || {
             let n = made.fetch_add(1, Ordering::SeqCst);
             Ok(Box::new(Hanging {
                 inner: RefLinkEnd::default(),
                 hangs: n == 0,
             }) as Box<dyn Device>)
         });
-        let out = run_suite_bounded(
-            &[case, case],
-            factory.as_ref(),
-            1,
-            Some(Duration::from_millis(500)),
-        );
+        let bounds = Bounds {
+            start: Duration::from_secs(30),
+            case: Duration::from_millis(500),
+        };
+        let out = run_suite_bounded(&[case, case], &factory, 1, bounds);
         let _ = done_tx.send(out);
     });
     let (_, results) = done_rx

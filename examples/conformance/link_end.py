@@ -20,7 +20,7 @@ import os
 import sys
 import zlib
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
 ETHERTYPE = 0x88B5
 SEQ_MOD = 1 << 20
 SEQ_MASK = SEQ_MOD - 1
@@ -866,6 +866,7 @@ def main():
         line = line.strip()
         if not line:
             continue
+        msg = {}
         try:
             msg = json.loads(line)
             op = msg.get("op")
@@ -894,7 +895,7 @@ def main():
             elif op == "counters":
                 ans = {"ok": True, "counters": dev.counters()}
             elif op == "bye":
-                out.write('{"ok":true}\n')
+                out.write(json.dumps({"ok": True, "seq": msg.get("seq")}, separators=(",", ":")) + "\n")
                 out.flush()
                 return
             else:
@@ -903,6 +904,9 @@ def main():
             ans = {"ok": False, "refused": str(e)}
         except Exception as e:  # a bug here is the device's, reported as such
             ans = {"ok": False, "error": "%s: %s" % (type(e).__name__, e)}
+        # Every answer echoes the sequence number of its request (docs/conformance.md 3.1).
+        if isinstance(msg, dict) and "seq" in msg:
+            ans["seq"] = msg["seq"]
         out.write(json.dumps(ans, separators=(",", ":")) + "\n")
         out.flush()
 

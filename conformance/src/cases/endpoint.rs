@@ -2045,22 +2045,21 @@ fn requester_timeout(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
     }
     // The tags of operations that ended without their answer rest: a new operation issued now
     // gets another (or is refused while every tag rests).
-    match ctx.request(&Request::Issue {
+    match ctx.try_request(&Request::Issue {
         dst: REM,
         space: Space::Global,
         key: 0x77,
         addr: 0xF00,
         op: LsOp::Load { len: 4 },
         stream: None,
-    }) {
+    })? {
         Ok(r) => check(
             r.tag.is_some_and(|t| t != a && t != l),
             "EP-5-8",
             format!("a tag other than {a:#06x} and {l:#06x}, which rest after TIMEOUT"),
             || format!("{:?}", r.tag),
         ),
-        Err(Stop::Unsupported(_)) => Ok(()),
-        Err(e) => Err(e),
+        Err(_) => Ok(()),
     }
 }
 
@@ -2270,12 +2269,9 @@ fn requester_bad_responses(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
     )
 }
 
-fn refused(r: Result<crate::device::Reply, Stop>) -> Result<bool, Stop> {
-    match r {
-        Ok(_) => Ok(false),
-        Err(Stop::Unsupported(_)) => Ok(true),
-        Err(e) => Err(e),
-    }
+/// Whether the device refused a request made with [`Ctx::try_request`].
+fn refused(r: Result<Result<crate::device::Reply, String>, Stop>) -> Result<bool, Stop> {
+    Ok(r?.is_err())
 }
 
 fn requester_refused_at_issue(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
@@ -2298,7 +2294,7 @@ fn requester_refused_at_issue(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         ),
     ];
     for (what, dst, addr, o) in bad_issues {
-        let r = ctx.request(&Request::Issue {
+        let r = ctx.try_request(&Request::Issue {
             dst,
             space: Space::Global,
             key: 1,
@@ -2313,7 +2309,7 @@ fn requester_refused_at_issue(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
             || "accepted".into(),
         )?;
     }
-    let r = ctx.request(&Request::Issue {
+    let r = ctx.try_request(&Request::Issue {
         dst: 0xFFFF,
         space: Space::Global,
         key: 1,
@@ -2342,7 +2338,7 @@ fn requester_refused_at_issue(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         ("a descriptor of 2^32 bytes", post(1 << 32, REM)),
         ("a descriptor to GPU 0xFFFF", post(16, 0xFFFF)),
     ] {
-        let r = ctx.request(&req);
+        let r = ctx.try_request(&req);
         check(
             refused(r)?,
             "EP-6-1",
@@ -2390,7 +2386,7 @@ fn register_refusals(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
             reg(u64::MAX - 0xF, 0x20, 0x99),
         ),
     ] {
-        let r = ctx.request(&req);
+        let r = ctx.try_request(&req);
         check(refused(r)?, "EP-2-2", format!("{what} refused"), || {
             "registered".into()
         })?;
@@ -2932,24 +2928,23 @@ fn requester_tags_exhausted(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
     let mut tags = Vec::new();
     let mut refused_at = None;
     for i in 0..40_000u64 {
-        let r = ctx.request(&Request::Issue {
+        let r = ctx.try_request(&Request::Issue {
             dst: REM,
             space: Space::Global,
             key: 0x77,
             addr: 0x10_0000 + 8 * i,
             op: LsOp::Load { len: 4 },
             stream: None,
-        });
+        })?;
         match r {
             Ok(r) => tags.push(
                 r.tag
                     .ok_or_else(|| Stop::Harness("issue without a tag".into()))?,
             ),
-            Err(Stop::Unsupported(_)) => {
+            Err(_) => {
                 refused_at = Some(i);
                 break;
             }
-            Err(e) => return Err(e),
         }
     }
     let Some(refused_at) = refused_at else {
@@ -2996,14 +2991,14 @@ fn requester_tags_exhausted(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         "the answered load completes",
         || format!("{:?}", seen.done),
     )?;
-    let r = ctx.request(&Request::Issue {
+    let r = ctx.try_request(&Request::Issue {
         dst: REM,
         space: Space::Global,
         key: 0x77,
         addr: 0x8,
         op: LsOp::Load { len: 4 },
         stream: None,
-    });
+    })?;
     match r {
         Ok(r) => check_eq(
             "EP-5-7",
@@ -3011,12 +3006,11 @@ fn requester_tags_exhausted(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
             r.tag,
             Some(t.tag),
         ),
-        Err(Stop::Unsupported(why)) => Err(Stop::fail(
+        Err(why) => Err(Stop::fail(
             "EP-5-7",
             "the tag of an operation answered at its only attempt free at once",
             format!("issue refused: {why}"),
         )),
-        Err(e) => Err(e),
     }
 }
 
