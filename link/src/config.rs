@@ -116,6 +116,15 @@ pub struct ConfigError {
 
 impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.field == "mac" {
+            // A MAC address, carried in the low 48 bits, reads as one.
+            let b = self.value.to_be_bytes();
+            return write!(
+                f,
+                "mac = {:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}: {}",
+                b[2], b[3], b[4], b[5], b[6], b[7], self.rule
+            );
+        }
         write!(f, "{} = {}: {}", self.field, self.value, self.rule)
     }
 }
@@ -139,6 +148,19 @@ impl Config {
     /// Checks every parameter against link.md §1.1 and names the first one out of range.
     pub fn validate(&self) -> Result<(), ConfigError> {
         let err = |field, value: u64, rule| Err(ConfigError { field, value, rule });
+        //= docs/spec/wire.md#23-mac-addresses
+        //# WIRE-2.3-1 The source MAC address MUST be the transmitting port's own unicast address.
+        // Every frame carries the configured address as its source, so a group address (bit 0 of
+        // its first byte set, IEEE 802) is refused here rather than sent.
+        if self.mac.0[0] & 1 != 0 {
+            let mut b = [0u8; 8];
+            b[2..].copy_from_slice(&self.mac.0);
+            return err(
+                "mac",
+                u64::from_be_bytes(b),
+                "must be a unicast address: bit 0 of its first byte (the group bit) must be 0",
+            );
+        }
         if !(1..=8).contains(&self.vcs) {
             return err("vcs", self.vcs.into(), "must be 1..=8");
         }

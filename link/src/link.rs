@@ -935,7 +935,7 @@ impl Link {
 
     /// The physical link came up: enter INIT (LINK-2-1).
     pub fn physical_up(&mut self, now: Instant) {
-        self.settle(now);
+        let now = self.settle(now);
         if self.physical {
             return;
         }
@@ -1330,7 +1330,7 @@ impl Link {
         fcs: Option<FcsStatus>,
         deliver: Option<Deliver<'_>>,
     ) {
-        self.settle(now);
+        let now = self.settle(now);
         self.stompable = false;
         //= docs/spec/link.md#2-bring-up
         //# LINK-2-16 Before it is UP an end MUST check a received frame's size against its own
@@ -1432,7 +1432,7 @@ impl Link {
 
     /// Time has reached `now`: runs the timers that have expired.
     pub fn handle_timeout(&mut self, now: Instant) {
-        self.settle(now);
+        let now = self.settle(now);
         self.stompable = false;
         if self.agreed.is_none() {
             if self.physical
@@ -1483,7 +1483,7 @@ impl Link {
         now: Instant,
         buf: &mut [u8],
     ) -> Result<Option<Transmit>, BufferTooSmall> {
-        self.settle(now);
+        let now = self.settle(now);
         if !self.physical {
             return Ok(None);
         }
@@ -2815,13 +2815,17 @@ impl Link {
 
     /// Completes the removal of the record the last event lent out, and records the time.
     #[inline]
-    fn settle(&mut self, now: Instant) {
+    fn settle(&mut self, now: Instant) -> Instant {
+        //= docs/spec/link.md#1-model
+        //# LINK-1-3 An end MUST NOT take a time later than the horizon as its current time
+        let now = now.within_horizon();
         if now > self.now {
             self.now = now;
         }
         if let Some(pop) = self.pending_pop.take() {
             self.settle_pop(pop);
         }
+        now
     }
 
     /// The removal [`Link::settle`] completes.
