@@ -87,6 +87,8 @@ pub struct Config {
     pub rdma_tags: u16,
     /// RDMA descriptors outstanding at most, 1..=65536.
     pub rdma_queue: u32,
+    /// Fences outstanding at most, 1..=65536 (EP-5-9).
+    pub max_fences: u32,
     /// Bytes per RDMA segment: a multiple of 256, 256..=8192, fitting the link MFS.
     pub segment: u32,
     /// Bytes per RDMA_READ: a multiple of `segment`, at most 2^31.
@@ -139,6 +141,7 @@ impl Default for Config {
             lsu_tags: 1024,
             rdma_tags: 512,
             rdma_queue: 64,
+            max_fences: 1024,
             segment: 8192,
             read_chunk: 65536,
             read_window: 16,
@@ -170,6 +173,14 @@ impl Config {
         usize::from(self.stacks) * usize::from(self.ports)
     }
 
+    /// The most completions the endpoint holds for the GPU to take (EP-5-10): as many as it
+    /// can have operations outstanding, `lsu_tags + rdma_queue + max_fences`.
+    pub fn max_completions(&self) -> usize {
+        usize::from(self.lsu_tags)
+            .saturating_add(self.rdma_queue as usize)
+            .saturating_add(self.max_fences as usize)
+    }
+
     /// Checks every parameter against endpoint.md §1.1 and the link's against link.md §1.1.
     pub fn validate(&self) -> Result<(), ConfigError> {
         let err = |field, value: u64, rule| Err(ConfigError { field, value, rule });
@@ -187,6 +198,9 @@ impl Config {
         }
         if !(1..=65536).contains(&self.rdma_queue) {
             return err("rdma_queue", self.rdma_queue.into(), "must be 1..=65536");
+        }
+        if !(1..=65536).contains(&self.max_fences) {
+            return err("max_fences", self.max_fences.into(), "must be 1..=65536");
         }
         let mfs = usize::from(self.link.mfs);
         //= docs/spec/endpoint.md#3-ports-and-virtual-channels

@@ -8,7 +8,8 @@
 //!   key and read / write / atomic permissions (§2); ranges holding the data
 //!   [`pattern`](pattern::Pattern) are kept as descriptions, not bytes;
 //! - a load-store unit: [`Endpoint::issue`] a load, store or atomic to (GPU, space, address) and
-//!   get a tag; outstanding operations are bounded by the tag space (§5);
+//!   get a tag; outstanding operations are bounded by the tag space, [`Endpoint::fence`]s by
+//!   `max_fences`, and completions not yet taken by the sum of the bounds (§5);
 //! - an RDMA engine: [`Endpoint::post`] a write or read descriptor of up to 4 GiB - 1; it is
 //!   segmented, sprayed and reassembled by offset and tag (§6);
 //! - `stacks x ports` ports, each one [`ethlink_link::Link`] end, with a load-balancing
@@ -56,6 +57,6 @@ pub use memory::{
     Piece, Region, RegionError,
 };
 pub use ops::{
-    Bytes, Completion, CompletionData, CompletionStatus, IssueError, LsOp, LsRequest, OpId, OpKind,
-    Ordering, PostError, RdmaDesc, RdmaDir, Remote,
+    Bytes, Completion, CompletionData, CompletionStatus, FenceError, IssueError, LsOp, LsRequest,
+    OpId, OpKind, Ordering, PostError, RdmaDesc, RdmaDir, Remote,
 };

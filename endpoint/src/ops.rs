@@ -317,9 +317,11 @@ pub struct Completion {
 /// Why [`crate::Endpoint::issue`] refused an operation. Nothing was sent or recorded (EP-5-2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum IssueError {
-    /// Every tag is held by an outstanding operation: wait for completions and try again.
+    /// Every tag is held by an outstanding operation (EP-5-2), or the completions not yet taken
+    /// fill the endpoint's bound (EP-5-10): take completions and try again.
     TagsExhausted {
-        /// Operations outstanding.
+        /// Load-store operations outstanding (every tag held when it equals `lsu_tags`;
+        /// otherwise the completions waiting refused the operation).
         outstanding: u32,
     },
     /// A parameter is out of range (EP-5-3).
@@ -338,7 +340,9 @@ impl fmt::Display for IssueError {
         match self {
             IssueError::TagsExhausted { outstanding } => write!(
                 f,
-                "every load-store tag is held ({outstanding} operations outstanding): wait for completions"
+                "every load-store tag is held ({outstanding} operations outstanding), or the \
+                 completions not yet taken fill the endpoint's bound: take completions and try \
+                 again"
             ),
             IssueError::Invalid { field, value, rule } => write!(f, "{field} = {value}: {rule}"),
         }
@@ -350,9 +354,11 @@ impl core::error::Error for IssueError {}
 /// Why [`crate::Endpoint::post`] refused a descriptor. Nothing was sent or recorded (EP-6-1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum PostError {
-    /// `rdma_queue` descriptors are outstanding: wait for completions and try again.
+    /// `rdma_queue` descriptors are outstanding (EP-6-1), or the completions not yet taken fill
+    /// the endpoint's bound (EP-5-10): take completions and try again.
     QueueFull {
-        /// Descriptors outstanding.
+        /// Descriptors outstanding (the queue is full when it equals `rdma_queue`; otherwise the
+        /// completions waiting refused the descriptor).
         outstanding: u32,
     },
     /// A field is out of range.
@@ -371,7 +377,9 @@ impl fmt::Display for PostError {
         match self {
             PostError::QueueFull { outstanding } => write!(
                 f,
-                "the RDMA queue is full ({outstanding} descriptors outstanding): wait for completions"
+                "the RDMA queue is full ({outstanding} descriptors outstanding), or the \
+                 completions not yet taken fill the endpoint's bound: take completions and try \
+                 again"
             ),
             PostError::Invalid { field, value, rule } => write!(f, "{field} = {value}: {rule}"),
         }
@@ -379,3 +387,38 @@ impl fmt::Display for PostError {
 }
 
 impl core::error::Error for PostError {}
+
+/// Why [`crate::Endpoint::fence`] refused a fence. Nothing was recorded (EP-5-9, EP-5-10).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FenceError {
+    /// `max_fences` fences are outstanding (EP-5-9): take completions and try again.
+    TooMany {
+        /// Fences outstanding.
+        outstanding: u32,
+    },
+    /// The completions not yet taken fill the endpoint's bound (EP-5-10): take them and try
+    /// again.
+    CompletionsWaiting {
+        /// Completions waiting to be taken.
+        waiting: u32,
+    },
+}
+
+impl fmt::Display for FenceError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FenceError::TooMany { outstanding } => write!(
+                f,
+                "{outstanding} fences are outstanding, the most the endpoint holds (max_fences): \
+                 take completions and try again"
+            ),
+            FenceError::CompletionsWaiting { waiting } => write!(
+                f,
+                "{waiting} completions wait to be taken, the most the endpoint holds: take them \
+                 and try again"
+            ),
+        }
+    }
+}
+
+impl core::error::Error for FenceError {}

@@ -810,7 +810,7 @@ fn a_fence_completes_after_everything_before_it() {
         .gpu_mut(0)
         .issue(now, store(1, 1 << 21, &[5; 64], Ordering::Stream(1)))
         .unwrap();
-    let f = b.gpu_mut(0).fence(now);
+    let f = b.gpu_mut(0).fence(now).unwrap();
     let after = b
         .gpu_mut(0)
         .issue(now, store(1, 1 << 22, &[6; 64], Ordering::Stream(2)))

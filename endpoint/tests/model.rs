@@ -1167,7 +1167,7 @@ impl Side {
                     self.record(OpId::Rdma(id), OpKind::RdmaRead, what, Expect::Read(local));
                 }
                 Item::Fence { pick } => {
-                    let id = b.gpu_mut(e).fence(now);
+                    let id = b.gpu_mut(e).fence(now).expect("a fence within max_fences");
                     self.stats.fences += 1;
                     // Ranges final before the fence, read after it completes: the last range
                     // frozen and one picked at random.

@@ -504,6 +504,8 @@ impl EndpointDev {
     pub(crate) fn fence(&mut self, now: u64) -> Result<u64> {
         let at = self.at(now)?;
         self.end_round();
-        Ok(self.ep.fence(at))
+        self.ep
+            .fence(at)
+            .map_err(|e| Error::refused(format!("fence: {e}")))
     }
 }

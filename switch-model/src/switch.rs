@@ -201,6 +201,14 @@ impl Switch {
         })
     }
 
+    /// Moves the switch's time to `now`: it never goes back, and never past the horizon.
+    //= docs/spec/switch.md#1-model
+    //# SW-1-1 A switch MUST keep link.md LINK-1-2 and LINK-1-3 for its own timers and deadlines
+    //# (latency, residence, aging) as well as its ports' links
+    fn take_time(&mut self, now: Instant) {
+        self.now = self.now.max(now.within_horizon());
+    }
+
     /// The configuration.
     pub fn config(&self) -> &Config {
         &self.cfg
@@ -331,7 +339,7 @@ impl Switch {
 
     /// The physical link of port `p` came up.
     pub fn port_up(&mut self, now: Instant, p: usize) {
-        self.now = self.now.max(now);
+        self.take_time(now);
         if let Some(x) = self.ports.get_mut(p) {
             x.link.physical_up(self.now);
             x.served = None;
@@ -343,7 +351,7 @@ impl Switch {
 
     /// The physical link of port `p` went down.
     pub fn port_down(&mut self, now: Instant, p: usize) {
-        self.now = self.now.max(now);
+        self.take_time(now);
         if let Some(x) = self.ports.get_mut(p) {
             x.link.physical_down(self.now);
             x.served = None;
@@ -382,7 +390,7 @@ impl Switch {
         fcs: Option<FcsStatus>,
         keep: impl Fn(usize, usize) -> Option<K>,
     ) -> Option<(Vc, Accepted<K>, Release)> {
-        self.now = self.now.max(now);
+        self.take_time(now);
         let layout = self.layout;
         let mut got = None;
         let x = self.ports.get_mut(p)?;
@@ -455,7 +463,7 @@ impl Switch {
 
     /// Time passed: runs the links' timers and wakes egress ports whose frames became ready.
     pub fn handle_timeout(&mut self, now: Instant) {
-        self.now = self.now.max(now);
+        self.take_time(now);
         let n = self.ports.len();
         let mut due = core::mem::take(&mut self.due);
         due.clear();
@@ -511,7 +519,7 @@ impl Switch {
         buf: &mut [u8],
         shared: bool,
     ) -> Result<Option<(Transmit, Option<SharedFrame>)>, BufferTooSmall> {
-        self.now = self.now.max(now);
+        self.take_time(now);
         self.pump(p);
         let Some(x) = self.ports.get_mut(p) else {
             return Ok(None);

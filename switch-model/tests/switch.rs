@@ -1309,3 +1309,127 @@ fn provenance_leaves_the_switch_with_its_payload() {
         }
     }
 }
+
+/// 2^63 - 1 ns, the horizon of link.md §1.
+const HORIZON_NS: u64 = (1 << 63) - 1;
+
+/// Every frame the switch has for its ports at `now`, delivered to the peers and their answers
+/// back, until both sides are quiet; returns the frames the switch sent and the payloads the
+/// peers were delivered. Panics beyond a cap, so that a timer that fell due at every call fails
+/// the test instead of hanging it.
+fn exchange_at(sw: &mut Switch, peers: &mut [Link], now: Instant) -> (usize, usize) {
+    let mut buf = vec![0u8; 9216];
+    let (mut sent, mut delivered) = (0, 0);
+    if sw.poll_timeout().is_some_and(|t| t <= now) {
+        sw.handle_timeout(now);
+    }
+    for p in peers.iter_mut() {
+        if p.poll_timeout().is_some_and(|t| t <= now) {
+            p.handle_timeout(now);
+        }
+    }
+    for _ in 0..100 {
+        let mut moved = false;
+        for (i, peer) in peers.iter_mut().enumerate() {
+            while let Ok(Some(t)) = sw.poll_transmit(now, i, &mut buf) {
+                peer.handle_frame(now, &buf[..t.len]);
+                sent += 1;
+                moved = true;
+                assert!(sent < 1000, "the switch never ran dry at {now}");
+            }
+            while let Ok(Some(t)) = peer.poll_transmit(now, &mut buf) {
+                sw.handle_frame(now, i, &buf[..t.len]);
+                moved = true;
+            }
+            while let Some(ev) = peer.poll_event() {
+                if let Event::Delivered { release, .. } = ev {
+                    delivered += 1;
+                    let _ = peer.release(release);
+                }
+            }
+        }
+        if !moved {
+            return (sent, delivered);
+        }
+    }
+    panic!("the switch and its peers never went quiet at {now}");
+}
+
+//= type=test
+//# SW-1-1 A switch MUST keep link.md LINK-1-2 and LINK-1-3 for its own timers and deadlines
+//# (latency, residence, aging) as well as its ports' links
+#[test]
+fn at_the_end_of_time_a_switch_sends_each_frame_once_and_waits() {
+    // Ports in INIT at the horizon and after it: one INIT each, then nothing.
+    for t in [HORIZON_NS, u64::MAX] {
+        let mut sw = Switch::new(cfg(2), routes(2)).unwrap();
+        sw.port_up(Instant::from_nanos(t), 0);
+        sw.port_up(Instant::from_nanos(t), 1);
+        let mut peers: Vec<Link> = Vec::new();
+        assert_eq!(
+            exchange_at(&mut sw, &mut peers, Instant::from_nanos(t)),
+            (0, 0)
+        );
+        let mut buf = vec![0u8; 9216];
+        for round in 0..3 {
+            let now = Instant::from_nanos(t);
+            sw.handle_timeout(now);
+            let mut inits = 0;
+            for p in 0..2 {
+                while let Ok(Some(_)) = sw.poll_transmit(now, p, &mut buf) {
+                    inits += 1;
+                    assert!(inits < 1000, "at {t}: poll_transmit never ran dry");
+                }
+            }
+            assert_eq!(
+                inits,
+                if round == 0 { 2 } else { 0 },
+                "at {t}, round {round}"
+            );
+        }
+        let next = sw.poll_timeout().expect("a deadline");
+        assert!(next.as_nanos() > HORIZON_NS, "at {t}: {next}");
+    }
+    // Ports UP 20 us before the horizon, with a frame forwarded at it: each periodic frame once
+    // at the horizon, then nothing, however often the switch is called.
+    let t0 = HORIZON_NS - 20_000;
+    let mut sw = Switch::new(cfg(2), routes(2)).unwrap();
+    let mut peers: Vec<Link> = (0..2u8)
+        .map(|p| {
+            let mut l = cfg(2).link;
+            l.mac.0 = [0x02, 0x09, 0, 0, 0, p];
+            l.nonce_seed = 1000 + u64::from(p);
+            let mut link = Link::new(l).unwrap();
+            link.physical_up(Instant::from_nanos(t0));
+            sw.port_up(Instant::from_nanos(t0), usize::from(p));
+            link
+        })
+        .collect();
+    exchange_at(&mut sw, &mut peers, Instant::from_nanos(t0));
+    assert!(peers.iter().all(|l| l.is_up()));
+    let txn = [TxnRepr::Fence { tag: 1 }];
+    let repr = DataRepr {
+        dst: gpu(1),
+        src: gpu(0),
+        path: PathId(0),
+        txns: Txns::Slice(&txn),
+    };
+    let mut payload = vec![0u8; repr.buffer_len()];
+    repr.emit(&mut payload).unwrap();
+    // Sent 1 us before the horizon, forwarded once the switch's latency has passed.
+    peers[0].submit(Vc::new(0).unwrap(), &payload).unwrap();
+    exchange_at(&mut sw, &mut peers, Instant::from_nanos(HORIZON_NS - 1_000));
+    assert_eq!(sw.queued(), 1, "the frame waits out the switch's latency");
+    let (sent, delivered) = exchange_at(&mut sw, &mut peers, Instant::from_nanos(HORIZON_NS));
+    assert_eq!(delivered, 1, "forwarded at the horizon");
+    assert!(sent <= 8, "{sent} frames at the horizon");
+    for t in [HORIZON_NS, u64::MAX, u64::MAX] {
+        assert_eq!(
+            exchange_at(&mut sw, &mut peers, Instant::from_nanos(t)),
+            (0, 0),
+            "at {t}"
+        );
+    }
+    assert_eq!(sw.queued(), 0);
+    assert!(sw.poll_timeout().is_some_and(|d| d.as_nanos() > HORIZON_NS));
+}

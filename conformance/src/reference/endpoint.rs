@@ -12,6 +12,7 @@ use crate::device::{
     PROTOCOL_VERSION, Reply, Request, Role, Setup, Space, from_hex, to_hex,
 };
 use crate::reference::link_end::{apply, cap_names, link_counters, params_of};
+use crate::reference::{Outputs, reportable, within_horizon};
 
 /// The reference endpoint as a device under test: one stack of two ports by default, so that
 /// cases stay small. Every reset builds it afresh from its base configuration, with the GPU id
@@ -97,7 +98,7 @@ impl RefEndpoint {
     }
 
     /// Sends every frame of every port at `time`, then reports link changes and completions.
-    fn transmit(&mut self, time: u64, out: &mut Vec<Output>) -> Result<(), DeviceError> {
+    fn transmit(&mut self, time: u64, out: &mut Outputs) -> Result<(), DeviceError> {
         let mut buf = std::mem::take(&mut self.buf);
         let n = self.base.port_count();
         let result = (|| {
@@ -108,11 +109,14 @@ impl RefEndpoint {
                     match ep.poll_transmit(Instant::from_nanos(time), i, &mut buf) {
                         Ok(Some(t)) => {
                             any = true;
-                            out.push(Output::Frame {
-                                port: i as u16,
-                                time_ns: time,
-                                hex: to_hex(&buf[..t.len]),
-                            });
+                            out.push(
+                                time,
+                                Output::Frame {
+                                    port: i as u16,
+                                    time_ns: time,
+                                    hex: to_hex(buf.get(..t.len).unwrap_or_default()),
+                                },
+                            )?;
                         }
                         Ok(None) => {}
                         Err(e) => return Err(DeviceError::Broken(format!("transmit: {e:?}"))),
@@ -129,25 +133,29 @@ impl RefEndpoint {
     }
 
     /// Link changes and completions since the last call.
-    fn events(&mut self, out: &mut Vec<Output>) -> Result<(), DeviceError> {
+    fn events(&mut self, out: &mut Outputs) -> Result<(), DeviceError> {
         let n = self.base.port_count();
+        let at = self.now;
         for i in 0..n {
             let up = self.ep()?.link(i).is_some_and(|l| l.is_up());
             if up != self.up[i] {
                 self.up[i] = up;
-                out.push(if up {
-                    Output::LinkUp { port: i as u16 }
-                } else {
-                    Output::LinkDown {
-                        port: i as u16,
-                        reason: if self.asked_down[i] {
-                            "physical"
-                        } else {
-                            "flush"
+                out.push(
+                    at,
+                    if up {
+                        Output::LinkUp { port: i as u16 }
+                    } else {
+                        Output::LinkDown {
+                            port: i as u16,
+                            reason: if self.asked_down[i] {
+                                "physical"
+                            } else {
+                                "flush"
+                            }
+                            .into(),
                         }
-                        .into(),
-                    }
-                });
+                    },
+                )?;
             }
         }
         while let Some(c) = self.ep()?.poll_completion() {
@@ -161,12 +169,15 @@ impl RefEndpoint {
                 CompletionData::Atomic(AtomicValue::U32(v)) => Some(to_hex(&v.to_le_bytes())),
                 CompletionData::Atomic(AtomicValue::U64(v)) => Some(to_hex(&v.to_le_bytes())),
             };
-            out.push(Output::Completion {
-                tag,
-                id,
-                status: c.status.to_string(),
-                data,
-            });
+            out.push(
+                at,
+                Output::Completion {
+                    tag,
+                    id,
+                    status: c.status.to_string(),
+                    data,
+                },
+            )?;
         }
         Ok(())
     }
@@ -272,7 +283,7 @@ impl super::Timed for RefEndpoint {
     }
 
     fn deadline(&mut self) -> Result<Option<u64>, DeviceError> {
-        Ok(self.ep()?.poll_timeout().map(Instant::as_nanos))
+        Ok(reportable(self.ep()?.poll_timeout().map(Instant::as_nanos)))
     }
 
     fn fire(&mut self, at: u64) -> Result<(), DeviceError> {
@@ -280,11 +291,11 @@ impl super::Timed for RefEndpoint {
         Ok(())
     }
 
-    fn events(&mut self, out: &mut Vec<Output>) -> Result<(), DeviceError> {
+    fn events(&mut self, out: &mut Outputs) -> Result<(), DeviceError> {
         RefEndpoint::events(self, out)
     }
 
-    fn transmit(&mut self, at: u64, out: &mut Vec<Output>) -> Result<(), DeviceError> {
+    fn transmit(&mut self, at: u64, out: &mut Outputs) -> Result<(), DeviceError> {
         RefEndpoint::transmit(self, at, out)
     }
 }
@@ -319,14 +330,14 @@ impl Device for RefEndpoint {
 
     fn frame(&mut self, port: u16, time_ns: u64, frame: &[u8]) -> Result<(), DeviceError> {
         let i = self.port(port)?;
-        self.now = self.now.max(time_ns);
+        self.now = self.now.max(within_horizon("frame:", time_ns)?);
         let now = Instant::from_nanos(self.now);
         self.ep()?.handle_frame(now, i, frame);
         Ok(())
     }
 
     fn request(&mut self, time_ns: u64, request: &Request) -> Result<Reply, DeviceError> {
-        self.now = self.now.max(time_ns);
+        self.now = self.now.max(within_horizon("request:", time_ns)?);
         let now = Instant::from_nanos(self.now);
         let mut reply = Reply::default();
         match request {
@@ -456,7 +467,11 @@ impl Device for RefEndpoint {
                 reply.id = Some(id);
             }
             Request::Fence => {
-                reply.id = Some(self.ep()?.fence(now));
+                let id = self
+                    .ep()?
+                    .fence(now)
+                    .map_err(|e| DeviceError::Refused(format!("fence: {e}")))?;
+                reply.id = Some(id);
             }
             other => {
                 return Err(DeviceError::Refused(format!(

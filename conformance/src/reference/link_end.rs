@@ -9,6 +9,7 @@ use crate::device::{
     Advanced, Counters, Description, Device, DeviceError, LinkParams, Output, PROTOCOL_VERSION,
     Reply, Request, Setup, from_hex, to_hex,
 };
+use crate::reference::{Outputs, reportable, within_horizon};
 
 /// The port MAC address of the reference link end.
 pub const MAC: MacAddr = MacAddr([0x02, 0x00, 0x00, 0x00, 0x0E, 0x01]);
@@ -50,8 +51,9 @@ impl RefLinkEnd {
             .ok_or_else(|| DeviceError::Broken("used before reset".into()))
     }
 
-    /// Drains the link's events into `out` at `time`.
-    fn events(&mut self, out: &mut Vec<Output>) -> Result<(), DeviceError> {
+    /// Drains the link's events into `out`.
+    fn events(&mut self, out: &mut Outputs) -> Result<(), DeviceError> {
+        let at = self.now;
         loop {
             let link = self.link()?;
             let (o, release) = match link.poll_event() {
@@ -97,7 +99,9 @@ impl RefLinkEnd {
                     None,
                 ),
             };
-            out.extend(o);
+            if let Some(o) = o {
+                out.push(at, o)?;
+            }
             if let Some((vc, r)) = release {
                 let v = usize::from(vc);
                 if self.hold[v] {
@@ -112,21 +116,24 @@ impl RefLinkEnd {
     }
 
     /// Sends every frame the link has at `time`.
-    fn transmit(&mut self, time: u64, out: &mut Vec<Output>) -> Result<(), DeviceError> {
+    fn transmit(&mut self, time: u64, out: &mut Outputs) -> Result<(), DeviceError> {
         let mut buf = std::mem::take(&mut self.buf);
         let result = loop {
             let link = match self.link() {
                 Ok(l) => l,
                 Err(e) => break Err(e),
             };
-            match link.poll_transmit(Instant::from_nanos(time), &mut buf) {
-                Ok(Some(t)) => out.push(Output::Frame {
+            let frame = match link.poll_transmit(Instant::from_nanos(time), &mut buf) {
+                Ok(Some(t)) => Output::Frame {
                     port: 0,
                     time_ns: time,
-                    hex: to_hex(&buf[..t.len]),
-                }),
+                    hex: to_hex(buf.get(..t.len).unwrap_or_default()),
+                },
                 Ok(None) => break Ok(()),
                 Err(e) => break Err(DeviceError::Broken(format!("transmit: {e:?}"))),
+            };
+            if let Err(e) = out.push(time, frame) {
+                break Err(e);
             }
             if let Err(e) = self.events(out) {
                 break Err(e);
@@ -251,7 +258,9 @@ impl super::Timed for RefLinkEnd {
     }
 
     fn deadline(&mut self) -> Result<Option<u64>, DeviceError> {
-        Ok(self.link()?.poll_timeout().map(Instant::as_nanos))
+        Ok(reportable(
+            self.link()?.poll_timeout().map(Instant::as_nanos),
+        ))
     }
 
     fn fire(&mut self, at: u64) -> Result<(), DeviceError> {
@@ -259,11 +268,11 @@ impl super::Timed for RefLinkEnd {
         Ok(())
     }
 
-    fn events(&mut self, out: &mut Vec<Output>) -> Result<(), DeviceError> {
+    fn events(&mut self, out: &mut Outputs) -> Result<(), DeviceError> {
         RefLinkEnd::events(self, out)
     }
 
-    fn transmit(&mut self, at: u64, out: &mut Vec<Output>) -> Result<(), DeviceError> {
+    fn transmit(&mut self, at: u64, out: &mut Outputs) -> Result<(), DeviceError> {
         RefLinkEnd::transmit(self, at, out)
     }
 }
@@ -297,14 +306,14 @@ impl Device for RefLinkEnd {
                 "a link end has no port {port}"
             )));
         }
-        self.now = self.now.max(time_ns);
+        self.now = self.now.max(within_horizon("frame:", time_ns)?);
         let now = Instant::from_nanos(self.now);
         self.link()?.handle_frame(now, frame);
         Ok(())
     }
 
     fn request(&mut self, time_ns: u64, request: &Request) -> Result<Reply, DeviceError> {
-        self.now = self.now.max(time_ns);
+        self.now = self.now.max(within_horizon("request:", time_ns)?);
         let now = Instant::from_nanos(self.now);
         match request {
             Request::PhysicalUp { port: 0 } => self.link()?.physical_up(now),

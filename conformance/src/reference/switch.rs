@@ -20,6 +20,7 @@ use crate::device::{
     Reply, Request, Role, Setup, to_hex,
 };
 use crate::reference::link_end::{apply, cap_names, link_counters, params_of};
+use crate::reference::{Outputs, reportable, within_horizon};
 
 /// Ports of the reference switch as the suite runs it.
 pub const PORTS: u16 = 8;
@@ -95,7 +96,7 @@ impl RefSwitch {
     }
 
     /// Everything due at `t`: timers, then every port whose wire is free sends its next frame.
-    fn step(&mut self, t: u64, out: &mut Vec<Output>) -> Result<(), DeviceError> {
+    fn step(&mut self, t: u64, out: &mut Outputs) -> Result<(), DeviceError> {
         let at = Instant::from_nanos(t);
         let mut buf = std::mem::take(&mut self.buf);
         let result = (|| {
@@ -127,12 +128,18 @@ impl RefSwitch {
                         .ok_or_else(|| DeviceError::Broken("no reset".into()))?;
                     match sw.poll_transmit(at, usize::from(p), &mut buf) {
                         Ok(Some(tx)) => {
-                            out.push(Output::Frame {
-                                port: p,
-                                time_ns: t,
-                                hex: to_hex(&buf[..tx.len]),
-                            });
-                            self.free[usize::from(p)] = t + self.ser_ns(tx.len);
+                            out.push(
+                                t,
+                                Output::Frame {
+                                    port: p,
+                                    time_ns: t,
+                                    hex: to_hex(buf.get(..tx.len).unwrap_or_default()),
+                                },
+                            )?;
+                            let busy = self.ser_ns(tx.len);
+                            if let Some(f) = self.free.get_mut(usize::from(p)) {
+                                *f = t.saturating_add(busy);
+                            }
                             sent = true;
                         }
                         Ok(None) => {
@@ -158,7 +165,8 @@ impl RefSwitch {
     }
 
     /// Reports the ports whose links came up or went down.
-    fn link_events(&mut self, out: &mut Vec<Output>) -> Result<(), DeviceError> {
+    fn link_events(&mut self, out: &mut Outputs) -> Result<(), DeviceError> {
+        let at = self.now;
         let n = usize::from(self.base.ports);
         for p in 0..n {
             let (up, flushes) = {
@@ -170,7 +178,7 @@ impl RefSwitch {
             };
             let port = p as u16;
             if up && !self.up[p] {
-                out.push(Output::LinkUp { port });
+                out.push(at, Output::LinkUp { port })?;
             } else if !up && self.up[p] {
                 let reason = if self.phys_down[p] {
                     "physical"
@@ -179,10 +187,13 @@ impl RefSwitch {
                 } else {
                     "peer_restart"
                 };
-                out.push(Output::LinkDown {
-                    port,
-                    reason: reason.into(),
-                });
+                out.push(
+                    at,
+                    Output::LinkDown {
+                        port,
+                        reason: reason.into(),
+                    },
+                )?;
             }
             self.up[p] = up;
             self.flushes[p] = flushes;
@@ -204,7 +215,7 @@ impl RefSwitch {
             .into_iter()
             .flatten()
             .min()
-            .map(|t| t.max(self.now + 1))
+            .map(|t| t.max(self.now.saturating_add(1)))
     }
 }
 
@@ -253,14 +264,14 @@ impl Device for RefSwitch {
 
     fn frame(&mut self, port: u16, time_ns: u64, frame: &[u8]) -> Result<(), DeviceError> {
         let p = self.port(port)?;
-        self.now = self.now.max(time_ns);
+        self.now = self.now.max(within_horizon("frame:", time_ns)?);
         let now = Instant::from_nanos(self.now);
         self.sw()?.handle_frame(now, p, frame);
         Ok(())
     }
 
     fn request(&mut self, time_ns: u64, request: &Request) -> Result<Reply, DeviceError> {
-        self.now = self.now.max(time_ns);
+        self.now = self.now.max(within_horizon("request:", time_ns)?);
         let now = Instant::from_nanos(self.now);
         match request {
             Request::PhysicalUp { port } => {
@@ -290,11 +301,15 @@ impl Device for RefSwitch {
     }
 
     fn advance(&mut self, time_ns: u64) -> Result<Advanced, DeviceError> {
-        let mut out = Vec::new();
+        let time_ns = within_horizon("advance:", time_ns)?;
+        let mut out = Outputs::new(time_ns);
         loop {
             self.step(self.now, &mut out)?;
             match self.next_event() {
-                Some(t) if t <= time_ns => self.now = t,
+                Some(t) if t <= time_ns => {
+                    out.step(t)?;
+                    self.now = t;
+                }
                 _ => break,
             }
         }
@@ -303,8 +318,8 @@ impl Device for RefSwitch {
             self.step(self.now, &mut out)?;
         }
         Ok(Advanced {
-            out,
-            next_ns: self.next_event(),
+            out: out.into_list(),
+            next_ns: reportable(self.next_event()),
         })
     }
 

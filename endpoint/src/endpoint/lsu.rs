@@ -8,7 +8,7 @@ impl Endpoint {
 
     /// Issues a load-store operation and returns its tag.
     pub fn issue(&mut self, now: Instant, req: LsRequest) -> Result<u16, IssueError> {
-        self.now = self.now.max(now);
+        self.take_time(now);
         //= docs/spec/endpoint.md#5-load-store-unit
         //# EP-5-3 An operation's parameters MUST be checked at issue: length 1..256 for loads and
         //# stores, operand size 4 or 8, a destination GPU id other than 0xFFFF, an address range
@@ -58,6 +58,15 @@ impl Endpoint {
             ));
         }
         //= docs/spec/endpoint.md#5-load-store-unit
+        //# EP-5-10 While `lsu_tags + rdma_queue + max_fences` completions wait to be taken by the
+        //# GPU, an endpoint MUST refuse every new operation (issue, post, fence) with an error
+        //# that says so, and record nothing of it.
+        if self.completions_full() {
+            return Err(IssueError::TagsExhausted {
+                outstanding: self.lsu_tags.held,
+            });
+        }
+        //= docs/spec/endpoint.md#5-load-store-unit
         //# EP-5-2 When every tag is held, issue MUST be refused with an error that says so, and
         //# nothing of the operation MUST have been sent or recorded: the issuer waits for
         //# completions and tries again.
@@ -98,14 +107,31 @@ impl Endpoint {
     }
 
     /// Issues a fence and returns its id; its completion comes once every operation issued
-    /// before it is complete (EP-5-6).
-    pub fn fence(&mut self, now: Instant) -> u64 {
-        self.now = self.now.max(now);
+    /// before it is complete (EP-5-6). A fence beyond `max_fences` outstanding, or while the
+    /// completions not yet taken fill their bound, is refused and nothing is recorded.
+    pub fn fence(&mut self, now: Instant) -> Result<u64, FenceError> {
+        self.take_time(now);
+        //= docs/spec/endpoint.md#5-load-store-unit
+        //# EP-5-9 While `max_fences` fences are outstanding, a fence MUST be refused with an error
+        //# that says so, and nothing of it recorded: the GPU takes completions and tries again.
+        if self.fences.len() >= self.cfg.max_fences as usize {
+            return Err(FenceError::TooMany {
+                outstanding: u32::try_from(self.fences.len()).unwrap_or(u32::MAX),
+            });
+        }
+        //= docs/spec/endpoint.md#5-load-store-unit
+        //# EP-5-10 While `lsu_tags + rdma_queue + max_fences` completions wait to be taken by the
+        //# GPU, an endpoint MUST refuse every new operation (issue, post, fence)
+        if self.completions_full() {
+            return Err(FenceError::CompletionsWaiting {
+                waiting: u32::try_from(self.completions.len()).unwrap_or(u32::MAX),
+            });
+        }
         let seq = self.next_seq;
         self.next_seq += 1;
         self.fences.push_back((seq, seq, self.now));
         self.check_fences();
-        seq
+        Ok(seq)
     }
 
     /// A response arrived for this GPU as a requester.

@@ -22,8 +22,8 @@ use crate::config::{BLOCK, Config};
 use crate::counters::Counters;
 use crate::memory::{Access, Memory};
 use crate::ops::{
-    Bytes, Completion, CompletionData, CompletionStatus, IssueError, LsOp, LsRequest, OpId, OpKind,
-    Ordering, PostError, RdmaDesc, RdmaDir,
+    Bytes, Completion, CompletionData, CompletionStatus, FenceError, IssueError, LsOp, LsRequest,
+    OpId, OpKind, Ordering, PostError, RdmaDesc, RdmaDir,
 };
 use crate::pattern::Pattern;
 use ethlink_link::ConfigError;
@@ -576,7 +576,11 @@ impl Endpoint {
         let mem = Memory::new(cfg.memory).map_err(|e| ConfigError {
             field: e.field,
             value: e.value,
-            rule: "memory space size must be 1..=2^57",
+            rule: if e.field == "max_regions" {
+                "must be 1..=65536"
+            } else {
+                "a memory space's size must be 1..=2^57 bytes"
+            },
         })?;
         let mut ports = Vec::with_capacity(cfg.port_count());
         for s in 0..cfg.stacks {
@@ -711,12 +715,31 @@ impl Endpoint {
             })
     }
 
+    /// Completions waiting for [`Endpoint::poll_completion`].
+    pub fn completions_waiting(&self) -> usize {
+        self.completions.len()
+    }
+
+    /// Moves the endpoint's time to `now`: it never goes back, and never past the horizon.
+    //= docs/spec/endpoint.md#12-timers-and-their-relations
+    //# EP-1-5 An endpoint MUST keep link.md LINK-1-2 and LINK-1-3 for its own timers and
+    //# deadlines as well as its ports' links
+    fn take_time(&mut self, now: Instant) {
+        self.now = self.now.max(now.within_horizon());
+    }
+
+    /// Whether the completions not yet taken fill their bound: no new operation is taken
+    /// until the GPU takes some (EP-5-10).
+    fn completions_full(&self) -> bool {
+        self.completions.len() >= self.cfg.max_completions()
+    }
+
     // ----- ports -----------------------------------------------------------------------------
 
     /// The physical link of port `i` came up. During the quiet time after a reset the link is
     /// brought up only when that time ends (EP-12-2).
     pub fn port_up(&mut self, now: Instant, i: usize) {
-        self.now = self.now.max(now);
+        self.take_time(now);
         if self.now < self.quiet_until {
             if let Some(w) = self.want_up.get_mut(i)
                 && !core::mem::replace(w, true)
@@ -733,7 +756,7 @@ impl Endpoint {
 
     /// The physical link of port `i` went down.
     pub fn port_down(&mut self, now: Instant, i: usize) {
-        self.now = self.now.max(now);
+        self.take_time(now);
         if let Some(w) = self.want_up.get_mut(i) {
             *w = false;
         }
@@ -748,7 +771,7 @@ impl Endpoint {
     /// next `tag_quarantine` come up only when it ends (EP-12-2). The memory, its poison and
     /// its region table are kept. Operations outstanding before the reset get no completion.
     pub fn reset(&mut self, now: Instant) -> Result<(), ConfigError> {
-        let now = self.now.max(now);
+        let now = self.now.max(now.within_horizon());
         //= docs/spec/endpoint.md#12-reset-and-identity
         //# EP-12-1 A reset MUST end every operation outstanding, free every tag, empty every
         //# queue of the endpoint and of its ports' links, forget every reassembly, read job,
@@ -808,7 +831,7 @@ impl Endpoint {
         fcs: Option<FcsStatus>,
         provenance: Option<Provenance>,
     ) {
-        self.now = self.now.max(now);
+        self.take_time(now);
         // A payload the link hands over at once ([`Link::handle_frame_deliver`]: no event
         // waits before it) is read where it lies in `bytes`, not copied; it is taken before the
         // events the frame caused after it, as the event would have been.
@@ -928,7 +951,7 @@ impl Endpoint {
         buf: &mut [u8],
         shared: bool,
     ) -> Result<Option<(Transmit, Option<SharedFrame>)>, BufferTooSmall> {
-        self.now = self.now.max(now);
+        self.take_time(now);
         self.pump(i);
         let Some(p) = self.ports.get_mut(i) else {
             return Ok(None);
@@ -982,7 +1005,7 @@ impl Endpoint {
         //# EP-1-1 Every time of Table EP-T1 is a whole number of nanoseconds; an endpoint MUST NOT
         //# act on a time before it has passed in full.
         // Every deadline below fires only when `t <= now`.
-        self.now = self.now.max(now);
+        self.take_time(now);
         for i in 0..self.ports.len() {
             let due = self
                 .ports

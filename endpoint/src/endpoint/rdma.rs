@@ -7,7 +7,7 @@ use super::*;
 impl Endpoint {
     /// Posts an RDMA descriptor and returns its id.
     pub fn post(&mut self, now: Instant, desc: RdmaDesc) -> Result<u64, PostError> {
-        self.now = self.now.max(now);
+        self.take_time(now);
         let bad = |field, value, rule| Err(PostError::Invalid { field, value, rule });
         //= docs/spec/endpoint.md#6-rdma-engine
         //# EP-6-1 A descriptor MUST be refused at post, with an error naming the field, if its
@@ -42,7 +42,10 @@ impl Endpoint {
         if desc.remote.gpu.value() == GpuId::RESERVED {
             return bad("gpu", GpuId::RESERVED.into(), "GPU id 0xFFFF is reserved");
         }
-        if self.rdma.len() >= self.cfg.rdma_queue as usize {
+        //= docs/spec/endpoint.md#5-load-store-unit
+        //# EP-5-10 While `lsu_tags + rdma_queue + max_fences` completions wait to be taken by the
+        //# GPU, an endpoint MUST refuse every new operation (issue, post, fence)
+        if self.rdma.len() >= self.cfg.rdma_queue as usize || self.completions_full() {
             return Err(PostError::QueueFull {
                 outstanding: u32::try_from(self.rdma.len()).unwrap_or(u32::MAX),
             });
