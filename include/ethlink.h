@@ -12,8 +12,16 @@
 #include <stdint.h>
 
 // Version of the ABI this library exports: [`crate::ethlink_abi_version`] returns it. It changes
-// whenever a function, structure or constant changes meaning or layout.
-#define ETHLINK_ABI_VERSION 1
+// whenever a function, structure or constant changes meaning or layout. Version 2 refuses times
+// after `ETHLINK_TIME_MAX_NS`, a group MAC address as a link end's own, and fences and new
+// operations beyond the endpoint's bounds.
+#define ETHLINK_ABI_VERSION 2
+
+// The latest time a model takes, in nanoseconds: 2^63 - 1 (about 292 years; the largest
+// `int64_t`, and the largest SystemVerilog `longint`), the horizon of link.md LINK-1-2. A call
+// given a later `now_ns` returns `ETHLINK_ERR_ARGUMENT` and changes nothing; a deadline later
+// than it is never reached, and `ethlink_poll_timeout` reports none.
+#define ETHLINK_TIME_MAX_NS 9223372036854775807
 
 // Success.
 #define ETHLINK_OK 0
@@ -269,7 +277,8 @@ typedef struct {
 typedef struct {
   // The link parameters.
   ethlink_link_params link;
-  // The port's own unicast MAC address, the source of every frame it sends.
+  // The port's own unicast MAC address, the source of every frame it sends: bit 0 of
+  // `mac[0]` (the group bit) must be 0 (wire.md WIRE-2.3-1).
   uint8_t mac[6];
   // Capabilities announced in INIT and INIT_ECHO: `ETHLINK_CAP_*` bits.
   uint32_t caps;
@@ -501,8 +510,8 @@ int32_t ethlink_switch_config_default(ethlink_switch_config *cfg);
 // Makes a link end with the configuration `*cfg` and writes its handle to `*out`. Its
 // physical link starts down and its time at 0.
 //
-// Errors: NULL_POINTER, ARGUMENT (a field out of range: the text names it), REFUSED (the
-// context holds the most devices it can).
+// Errors: NULL_POINTER, ARGUMENT (a field out of range, or a group address as `mac`: the text
+// names the field), REFUSED (the context holds the most devices it can).
 int32_t ethlink_link_end_new(ethlink_ctx *ctx,
                              const ethlink_link_end_config *cfg,
                              uint32_t *out);
@@ -540,8 +549,8 @@ int32_t ethlink_describe(ethlink_ctx *ctx,
 // The physical link of `port` comes up (`up` = 1: signal detected, the MAC ready) or goes down
 // (`up` = 0) at `now_ns`.
 //
-// Errors: NULL_POINTER, HANDLE, ARGUMENT (no such port, `up` neither 0 nor 1),
-// TIME_BACKWARDS.
+// Errors: NULL_POINTER, HANDLE, ARGUMENT (no such port, `up` neither 0 nor 1, `now_ns` after
+// ETHLINK_TIME_MAX_NS), TIME_BACKWARDS.
 int32_t ethlink_physical(ethlink_ctx *ctx,
                          uint32_t h,
                          uint16_t port,
@@ -551,8 +560,8 @@ int32_t ethlink_physical(ethlink_ctx *ctx,
 // The frame of `len` bytes at `bytes` (destination MAC address through FCS) arrived whole on
 // `port` at `now_ns`. A damaged frame is given as it is: the model checks it.
 //
-// Errors: NULL_POINTER (`bytes` NULL with `len` > 0), HANDLE, ARGUMENT (no such port),
-// TIME_BACKWARDS.
+// Errors: NULL_POINTER (`bytes` NULL with `len` > 0), HANDLE, ARGUMENT (no such port, `now_ns`
+// after ETHLINK_TIME_MAX_NS), TIME_BACKWARDS.
 int32_t ethlink_handle_frame(ethlink_ctx *ctx,
                              uint32_t h,
                              uint16_t port,
@@ -565,9 +574,9 @@ int32_t ethlink_handle_frame(ethlink_ctx *ctx,
 // buffer of 9216 bytes (the largest MFS) always suffices.
 //
 // Returns OK (a frame was written) or NONE (nothing to send now).
-// Errors: NULL_POINTER (`port` or `len` NULL, `buf` NULL with `cap` > 0), HANDLE,
-// TIME_BACKWARDS, BUFFER_TOO_SMALL (nothing consumed; `*port` and `*len` say which port's frame
-// needs how many bytes).
+// Errors: NULL_POINTER (`port` or `len` NULL, `buf` NULL with `cap` > 0), HANDLE, ARGUMENT
+// (`now_ns` after ETHLINK_TIME_MAX_NS), TIME_BACKWARDS, BUFFER_TOO_SMALL (nothing consumed;
+// `*port` and `*len` say which port's frame needs how many bytes).
 int32_t ethlink_poll_transmit(ethlink_ctx *ctx,
                               uint32_t h,
                               uint64_t now_ns,
@@ -579,7 +588,8 @@ int32_t ethlink_poll_transmit(ethlink_ctx *ctx,
 // Writes to `*deadline_ns` the time at which `ethlink_handle_timeout` must be called next. The
 // deadline may be at or before the device's current time: then call it at once.
 //
-// Returns OK, or NONE when the device has no deadline (nothing happens until the next input).
+// Returns OK, or NONE when the device has no deadline at or before ETHLINK_TIME_MAX_NS (nothing
+// happens until the next input; a deadline after it is never reached).
 // Errors: NULL_POINTER, HANDLE.
 int32_t ethlink_poll_timeout(ethlink_ctx *ctx,
                              uint32_t h,
@@ -587,7 +597,7 @@ int32_t ethlink_poll_timeout(ethlink_ctx *ctx,
 
 // Runs the timers due at or before `now_ns`. Calling it when nothing is due does nothing.
 //
-// Errors: NULL_POINTER, HANDLE, TIME_BACKWARDS.
+// Errors: NULL_POINTER, HANDLE, ARGUMENT (`now_ns` after ETHLINK_TIME_MAX_NS), TIME_BACKWARDS.
 int32_t ethlink_handle_timeout(ethlink_ctx *ctx,
                                uint32_t h,
                                uint64_t now_ns);
@@ -727,8 +737,9 @@ int32_t ethlink_endpoint_mem_read(ethlink_ctx *ctx,
 // its end comes as an ETHLINK_EVENT_COMPLETION with op ETHLINK_OP_LS and this tag as id.
 //
 // Errors: NULL_POINTER (`req` or `tag` NULL, `req->data` NULL for a store with `data_len` >
-// 0), HANDLE, WRONG_ROLE, ARGUMENT (bad kind, space, width, ordered flag, length, address),
-// REFUSED (every tag is in use: wait for completions), TIME_BACKWARDS.
+// 0), HANDLE, WRONG_ROLE, ARGUMENT (bad kind, space, width, ordered flag, length, address,
+// `now_ns` after ETHLINK_TIME_MAX_NS), REFUSED (every tag is in use, or the completions not yet
+// taken fill the endpoint's bound, endpoint.md EP-5-10: take completions), TIME_BACKWARDS.
 int32_t ethlink_endpoint_issue(ethlink_ctx *ctx,
                                uint32_t h,
                                uint64_t now_ns,
@@ -738,8 +749,9 @@ int32_t ethlink_endpoint_issue(ethlink_ctx *ctx,
 // Endpoint: posts the RDMA descriptor `*desc` at `now_ns` and writes its id to `*id`; its end
 // comes as an ETHLINK_EVENT_COMPLETION with op ETHLINK_OP_RDMA and this id.
 //
-// Errors: NULL_POINTER, HANDLE, WRONG_ROLE, ARGUMENT (a bad field), REFUSED (the RDMA queue is
-// full), TIME_BACKWARDS.
+// Errors: NULL_POINTER, HANDLE, WRONG_ROLE, ARGUMENT (a bad field, `now_ns` after
+// ETHLINK_TIME_MAX_NS), REFUSED (the RDMA queue is full, or the completions not yet taken fill
+// the endpoint's bound: take completions), TIME_BACKWARDS.
 int32_t ethlink_endpoint_post(ethlink_ctx *ctx,
                               uint32_t h,
                               uint64_t now_ns,
@@ -749,7 +761,9 @@ int32_t ethlink_endpoint_post(ethlink_ctx *ctx,
 // Endpoint: a fence at `now_ns` (transaction.md §4); writes its id to `*id`. It completes
 // (op ETHLINK_OP_FENCE) once every operation issued or posted before it has.
 //
-// Errors: NULL_POINTER, HANDLE, WRONG_ROLE, TIME_BACKWARDS.
+// Errors: NULL_POINTER, HANDLE, WRONG_ROLE, ARGUMENT (`now_ns` after ETHLINK_TIME_MAX_NS),
+// REFUSED (as many fences are outstanding as the endpoint holds, endpoint.md EP-5-9, or the
+// completions not yet taken fill its bound, EP-5-10: take completions), TIME_BACKWARDS.
 int32_t ethlink_endpoint_fence(ethlink_ctx *ctx,
                                uint32_t h,
                                uint64_t now_ns,

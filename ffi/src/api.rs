@@ -17,6 +17,7 @@ use crate::types::{
     Description, ETHLINK_ABI_VERSION, ETHLINK_ERR_NULL_POINTER, ETHLINK_ERR_PANIC, ETHLINK_NONE,
     ETHLINK_OK, EndpointConfig, Event, LinkEndConfig, LsRequest, RdmaDesc, SwitchConfig,
 };
+use ethlink_switch::ROUTE_PORTS_MAX;
 
 /// The text of a caught panic's payload.
 fn panic_text(p: &(dyn std::any::Any + Send)) -> &str {
@@ -36,6 +37,11 @@ fn call(ctx: *mut Ctx, name: &str, f: impl FnOnce(&mut Ctx) -> Result<i32>) -> i
     match catch_unwind(AssertUnwindSafe(|| f(&mut *c))) {
         Ok(Ok(code)) => code,
         Ok(Err(e)) => {
+            if e.code == ETHLINK_ERR_PANIC {
+                // An internal inconsistency found without a panic: the device is as unusable
+                // as after one (the code's promise).
+                c.mark_broken();
+            }
             c.set_error(format!("{name}: {}", e.text));
             e.code
         }
@@ -116,10 +122,15 @@ pub extern "C" fn ethlink_last_error(
     let text = c.last_error().to_owned();
     call_free(|| {
         ptr::check_out(len, "len")?;
-        let out = ptr::bytes_mut(buf.cast::<u8>(), cap, "buf")?;
+        let out = ptr::bytes_mut(buf.cast::<u8>(), cap, "buf", "cap")?;
         ptr::write(len, "len", text.len())?;
         let Some(room) = cap.checked_sub(1) else {
-            return Err(Error::too_small("buf", cap, text.len() + 1));
+            return Err(Error::too_small(
+                "buf",
+                cap,
+                text.len() + 1,
+                "the text with its NUL",
+            ));
         };
         let n = text.len().min(room);
         if let (Some(dst), Some(src)) = (out.get_mut(..n), text.as_bytes().get(..n)) {
@@ -129,7 +140,12 @@ pub extern "C" fn ethlink_last_error(
             *b = 0;
         }
         if n < text.len() {
-            return Err(Error::too_small("buf", cap, text.len() + 1));
+            return Err(Error::too_small(
+                "buf",
+                cap,
+                text.len() + 1,
+                "the text with its NUL",
+            ));
         }
         Ok(ETHLINK_OK)
     })
@@ -171,8 +187,8 @@ pub extern "C" fn ethlink_switch_config_default(cfg: *mut SwitchConfig) -> i32 {
 /// Makes a link end with the configuration `*cfg` and writes its handle to `*out`. Its
 /// physical link starts down and its time at 0.
 ///
-/// Errors: NULL_POINTER, ARGUMENT (a field out of range: the text names it), REFUSED (the
-/// context holds the most devices it can).
+/// Errors: NULL_POINTER, ARGUMENT (a field out of range, or a group address as `mac`: the text
+/// names the field), REFUSED (the context holds the most devices it can).
 #[unsafe(no_mangle)]
 pub extern "C" fn ethlink_link_end_new(
     ctx: *mut Ctx,
@@ -257,8 +273,8 @@ pub extern "C" fn ethlink_describe(ctx: *mut Ctx, h: u32, out: *mut Description)
 /// The physical link of `port` comes up (`up` = 1: signal detected, the MAC ready) or goes down
 /// (`up` = 0) at `now_ns`.
 ///
-/// Errors: NULL_POINTER, HANDLE, ARGUMENT (no such port, `up` neither 0 nor 1),
-/// TIME_BACKWARDS.
+/// Errors: NULL_POINTER, HANDLE, ARGUMENT (no such port, `up` neither 0 nor 1, `now_ns` after
+/// ETHLINK_TIME_MAX_NS), TIME_BACKWARDS.
 #[unsafe(no_mangle)]
 pub extern "C" fn ethlink_physical(ctx: *mut Ctx, h: u32, port: u16, up: u8, now_ns: u64) -> i32 {
     call(ctx, "ethlink_physical", |c| {
@@ -271,8 +287,8 @@ pub extern "C" fn ethlink_physical(ctx: *mut Ctx, h: u32, port: u16, up: u8, now
 /// The frame of `len` bytes at `bytes` (destination MAC address through FCS) arrived whole on
 /// `port` at `now_ns`. A damaged frame is given as it is: the model checks it.
 ///
-/// Errors: NULL_POINTER (`bytes` NULL with `len` > 0), HANDLE, ARGUMENT (no such port),
-/// TIME_BACKWARDS.
+/// Errors: NULL_POINTER (`bytes` NULL with `len` > 0), HANDLE, ARGUMENT (no such port, `now_ns`
+/// after ETHLINK_TIME_MAX_NS), TIME_BACKWARDS.
 #[unsafe(no_mangle)]
 pub extern "C" fn ethlink_handle_frame(
     ctx: *mut Ctx,
@@ -283,7 +299,7 @@ pub extern "C" fn ethlink_handle_frame(
     len: usize,
 ) -> i32 {
     call(ctx, "ethlink_handle_frame", |c| {
-        let frame = ptr::bytes(bytes, len, "bytes")?;
+        let frame = ptr::bytes(bytes, len, "bytes", "len")?;
         c.model(h)?.handle_frame(port, now_ns, frame)?;
         Ok(ETHLINK_OK)
     })
@@ -294,9 +310,9 @@ pub extern "C" fn ethlink_handle_frame(
 /// buffer of 9216 bytes (the largest MFS) always suffices.
 ///
 /// Returns OK (a frame was written) or NONE (nothing to send now).
-/// Errors: NULL_POINTER (`port` or `len` NULL, `buf` NULL with `cap` > 0), HANDLE,
-/// TIME_BACKWARDS, BUFFER_TOO_SMALL (nothing consumed; `*port` and `*len` say which port's frame
-/// needs how many bytes).
+/// Errors: NULL_POINTER (`port` or `len` NULL, `buf` NULL with `cap` > 0), HANDLE, ARGUMENT
+/// (`now_ns` after ETHLINK_TIME_MAX_NS), TIME_BACKWARDS, BUFFER_TOO_SMALL (nothing consumed;
+/// `*port` and `*len` say which port's frame needs how many bytes).
 #[unsafe(no_mangle)]
 pub extern "C" fn ethlink_poll_transmit(
     ctx: *mut Ctx,
@@ -310,7 +326,7 @@ pub extern "C" fn ethlink_poll_transmit(
     call(ctx, "ethlink_poll_transmit", |c| {
         ptr::check_out(port, "port")?;
         ptr::check_out(len, "len")?;
-        let out = ptr::bytes_mut(buf, cap, "buf")?;
+        let out = ptr::bytes_mut(buf, cap, "buf", "cap")?;
         match c.model(h)?.poll_transmit(now_ns, out)? {
             Transmit::Frame { port: p, len: n } => {
                 ptr::write(port, "port", p)?;
@@ -324,7 +340,12 @@ pub extern "C" fn ethlink_poll_transmit(
             Transmit::TooSmall { port: p, needed } => {
                 ptr::write(port, "port", p)?;
                 ptr::write(len, "len", needed)?;
-                Err(Error::too_small("buf", cap, needed))
+                Err(Error::too_small(
+                    "buf",
+                    cap,
+                    needed,
+                    &format!("the next frame, for port {p},"),
+                ))
             }
         }
     })
@@ -333,7 +354,8 @@ pub extern "C" fn ethlink_poll_transmit(
 /// Writes to `*deadline_ns` the time at which `ethlink_handle_timeout` must be called next. The
 /// deadline may be at or before the device's current time: then call it at once.
 ///
-/// Returns OK, or NONE when the device has no deadline (nothing happens until the next input).
+/// Returns OK, or NONE when the device has no deadline at or before ETHLINK_TIME_MAX_NS (nothing
+/// happens until the next input; a deadline after it is never reached).
 /// Errors: NULL_POINTER, HANDLE.
 #[unsafe(no_mangle)]
 pub extern "C" fn ethlink_poll_timeout(ctx: *mut Ctx, h: u32, deadline_ns: *mut u64) -> i32 {
@@ -351,7 +373,7 @@ pub extern "C" fn ethlink_poll_timeout(ctx: *mut Ctx, h: u32, deadline_ns: *mut 
 
 /// Runs the timers due at or before `now_ns`. Calling it when nothing is due does nothing.
 ///
-/// Errors: NULL_POINTER, HANDLE, TIME_BACKWARDS.
+/// Errors: NULL_POINTER, HANDLE, ARGUMENT (`now_ns` after ETHLINK_TIME_MAX_NS), TIME_BACKWARDS.
 #[unsafe(no_mangle)]
 pub extern "C" fn ethlink_handle_timeout(ctx: *mut Ctx, h: u32, now_ns: u64) -> i32 {
     call(ctx, "ethlink_handle_timeout", |c| {
@@ -377,7 +399,7 @@ pub extern "C" fn ethlink_poll_event(
 ) -> i32 {
     call(ctx, "ethlink_poll_event", |c| {
         ptr::check_out(event, "event")?;
-        let out = ptr::bytes_mut(data, cap, "data")?;
+        let out = ptr::bytes_mut(data, cap, "data", "cap")?;
         match c.model(h)?.poll_event(out)? {
             Polled::Event(e) => {
                 ptr::write(event, "event", e)?;
@@ -387,7 +409,12 @@ pub extern "C" fn ethlink_poll_event(
             Polled::TooSmall(e) => {
                 let needed = e.len;
                 ptr::write(event, "event", e)?;
-                Err(Error::too_small("data", cap, needed))
+                Err(Error::too_small(
+                    "data",
+                    cap,
+                    needed,
+                    "the next event's data",
+                ))
             }
         }
     })
@@ -432,7 +459,7 @@ pub extern "C" fn ethlink_counter_at(
     call(ctx, "ethlink_counter_at", |c| {
         ptr::check_out(name_len, "name_len")?;
         ptr::check_out(value, "value")?;
-        let out = ptr::bytes_mut(name.cast::<u8>(), cap, "name")?;
+        let out = ptr::bytes_mut(name.cast::<u8>(), cap, "name", "cap")?;
         let snap = c.model(h)?.snapshot();
         let (n, v) = snap.get(index).ok_or_else(|| {
             Error::argument(format!(
@@ -443,7 +470,12 @@ pub extern "C" fn ethlink_counter_at(
         })?;
         ptr::write(name_len, "name_len", n.len())?;
         let Some(dst) = out.get_mut(..=n.len()) else {
-            return Err(Error::too_small("name", cap, n.len() + 1));
+            return Err(Error::too_small(
+                "name",
+                cap,
+                n.len() + 1,
+                &format!("counter {index}'s name with its NUL"),
+            ));
         };
         let (text, nul) = dst.split_at_mut(n.len());
         text.copy_from_slice(n.as_bytes());
@@ -466,14 +498,23 @@ pub extern "C" fn ethlink_counter_get(
     call(ctx, "ethlink_counter_get", |c| {
         let name = ptr::cstr(name, "name")?;
         ptr::check_out(value, "value")?;
-        let name = name.to_str().unwrap_or("");
+        let name = name.to_str().map_err(|_| {
+            Error::argument(format!(
+                "name = {:?}: not UTF-8 text, and every counter's name is ASCII",
+                name.to_string_lossy()
+            ))
+        })?;
         let all = c.model(h)?.counters();
         let v = all
             .binary_search_by(|(n, _)| n.as_str().cmp(name))
             .ok()
             .and_then(|i| all.get(i))
             .map(|(_, v)| *v)
-            .ok_or_else(|| Error::argument(format!("no counter is named {name:?}")))?;
+            .ok_or_else(|| {
+                Error::argument(format!(
+                    "name = {name:?}: no counter has this name (ethlink_counter_at lists them)"
+                ))
+            })?;
         ptr::write(value, "value", v)?;
         Ok(ETHLINK_OK)
     })
@@ -494,7 +535,7 @@ pub extern "C" fn ethlink_link_submit(
     len: usize,
 ) -> i32 {
     call(ctx, "ethlink_link_submit", |c| {
-        let payload = ptr::bytes(payload, len, "payload")?;
+        let payload = ptr::bytes(payload, len, "payload", "len")?;
         c.link_end(h)?.submit(vc, payload)?;
         Ok(ETHLINK_OK)
     })
@@ -594,7 +635,7 @@ pub extern "C" fn ethlink_endpoint_mem_write(
     len: usize,
 ) -> i32 {
     call(ctx, "ethlink_endpoint_mem_write", |c| {
-        let data = ptr::bytes(data, len, "data")?;
+        let data = ptr::bytes(data, len, "data", "len")?;
         c.endpoint(h)?.mem_write(space, addr, data)?;
         Ok(ETHLINK_OK)
     })
@@ -614,7 +655,7 @@ pub extern "C" fn ethlink_endpoint_mem_read(
     len: usize,
 ) -> i32 {
     call(ctx, "ethlink_endpoint_mem_read", |c| {
-        let out = ptr::bytes_mut(buf, len, "buf")?;
+        let out = ptr::bytes_mut(buf, len, "buf", "len")?;
         c.endpoint(h)?.mem_read(space, addr, out)?;
         Ok(ETHLINK_OK)
     })
@@ -624,8 +665,9 @@ pub extern "C" fn ethlink_endpoint_mem_read(
 /// its end comes as an ETHLINK_EVENT_COMPLETION with op ETHLINK_OP_LS and this tag as id.
 ///
 /// Errors: NULL_POINTER (`req` or `tag` NULL, `req->data` NULL for a store with `data_len` >
-/// 0), HANDLE, WRONG_ROLE, ARGUMENT (bad kind, space, width, ordered flag, length, address),
-/// REFUSED (every tag is in use: wait for completions), TIME_BACKWARDS.
+/// 0), HANDLE, WRONG_ROLE, ARGUMENT (bad kind, space, width, ordered flag, length, address,
+/// `now_ns` after ETHLINK_TIME_MAX_NS), REFUSED (every tag is in use, or the completions not yet
+/// taken fill the endpoint's bound, endpoint.md EP-5-10: take completions), TIME_BACKWARDS.
 #[unsafe(no_mangle)]
 pub extern "C" fn ethlink_endpoint_issue(
     ctx: *mut Ctx,
@@ -638,7 +680,7 @@ pub extern "C" fn ethlink_endpoint_issue(
         let r = ptr::read(req, "req")?;
         ptr::check_out(tag, "tag")?;
         let store = if r.kind == crate::types::ETHLINK_LS_STORE {
-            ptr::bytes(r.data, r.data_len, "req->data")?
+            ptr::bytes(r.data, r.data_len, "req->data", "req->data_len")?
         } else {
             &[]
         };
@@ -651,8 +693,9 @@ pub extern "C" fn ethlink_endpoint_issue(
 /// Endpoint: posts the RDMA descriptor `*desc` at `now_ns` and writes its id to `*id`; its end
 /// comes as an ETHLINK_EVENT_COMPLETION with op ETHLINK_OP_RDMA and this id.
 ///
-/// Errors: NULL_POINTER, HANDLE, WRONG_ROLE, ARGUMENT (a bad field), REFUSED (the RDMA queue is
-/// full), TIME_BACKWARDS.
+/// Errors: NULL_POINTER, HANDLE, WRONG_ROLE, ARGUMENT (a bad field, `now_ns` after
+/// ETHLINK_TIME_MAX_NS), REFUSED (the RDMA queue is full, or the completions not yet taken fill
+/// the endpoint's bound: take completions), TIME_BACKWARDS.
 #[unsafe(no_mangle)]
 pub extern "C" fn ethlink_endpoint_post(
     ctx: *mut Ctx,
@@ -673,7 +716,9 @@ pub extern "C" fn ethlink_endpoint_post(
 /// Endpoint: a fence at `now_ns` (transaction.md §4); writes its id to `*id`. It completes
 /// (op ETHLINK_OP_FENCE) once every operation issued or posted before it has.
 ///
-/// Errors: NULL_POINTER, HANDLE, WRONG_ROLE, TIME_BACKWARDS.
+/// Errors: NULL_POINTER, HANDLE, WRONG_ROLE, ARGUMENT (`now_ns` after ETHLINK_TIME_MAX_NS),
+/// REFUSED (as many fences are outstanding as the endpoint holds, endpoint.md EP-5-9, or the
+/// completions not yet taken fill its bound, EP-5-10: take completions), TIME_BACKWARDS.
 #[unsafe(no_mangle)]
 pub extern "C" fn ethlink_endpoint_fence(ctx: *mut Ctx, h: u32, now_ns: u64, id: *mut u64) -> i32 {
     call(ctx, "ethlink_endpoint_fence", |c| {
@@ -700,7 +745,13 @@ pub extern "C" fn ethlink_switch_set_route(
     count: usize,
 ) -> i32 {
     call(ctx, "ethlink_switch_set_route", |c| {
-        let list = ptr::u16s(ports, count, "ports")?;
+        let list = ptr::u16s(
+            ports,
+            count,
+            ("ports", "count"),
+            ROUTE_PORTS_MAX,
+            "more ports than one entry holds",
+        )?;
         c.switch(h)?.set_route(dst, &list, &[])?;
         Ok(ETHLINK_OK)
     })
@@ -726,8 +777,20 @@ pub extern "C" fn ethlink_switch_set_route_groups(
     group_count: usize,
 ) -> i32 {
     call(ctx, "ethlink_switch_set_route_groups", |c| {
-        let list = ptr::u16s(ports, count, "ports")?;
-        let sizes = ptr::u16s(groups, group_count, "groups")?;
+        let list = ptr::u16s(
+            ports,
+            count,
+            ("ports", "count"),
+            ROUTE_PORTS_MAX,
+            "more ports than one entry holds",
+        )?;
+        let sizes = ptr::u16s(
+            groups,
+            group_count,
+            ("groups", "group_count"),
+            ROUTE_PORTS_MAX,
+            "more groups than one entry holds ports",
+        )?;
         c.switch(h)?.set_route(dst, &list, &sizes)?;
         Ok(ETHLINK_OK)
     })
@@ -784,6 +847,36 @@ mod tests {
         assert_eq!(ethlink_poll_timeout(ctx, h2, &mut d), ETHLINK_NONE);
         assert_eq!(call_free(|| panic!("free")), ETHLINK_ERR_PANIC);
         ethlink_ctx_free(ctx);
+    }
+
+    /// An internal inconsistency reported without a panic retires the device as a panic does,
+    /// so that ETHLINK_ERR_PANIC always means what the header says.
+    #[test]
+    fn an_internal_error_without_a_panic_retires_the_device_too() {
+        let mut ctx = core::ptr::null_mut();
+        assert_eq!(ethlink_ctx_new(&mut ctx), ETHLINK_OK);
+        let cfg = crate::link_end::default_config();
+        let mut h = 0;
+        assert_eq!(ethlink_link_end_new(ctx, &cfg, &mut h), ETHLINK_OK);
+        let code = call(ctx, "ethlink_test", |c| {
+            c.model(h)?;
+            Err(Error::panic("an inconsistency"))
+        });
+        assert_eq!(code, ETHLINK_ERR_PANIC);
+        let mut d = 0u64;
+        assert_eq!(ethlink_poll_timeout(ctx, h, &mut d), ETHLINK_ERR_PANIC);
+        assert!(text(ctx).contains("unusable"));
+        ethlink_ctx_free(ctx);
+    }
+
+    /// The ABI's latest time is the models' horizon.
+    #[test]
+    fn the_latest_time_is_the_horizon() {
+        assert_eq!(
+            crate::types::ETHLINK_TIME_MAX_NS,
+            ethlink_link::Instant::HORIZON.as_nanos()
+        );
+        assert_eq!(crate::types::ETHLINK_TIME_MAX_NS, (1 << 63) - 1);
     }
 
     /// The table refuses a device beyond its size, and a slot freed is used again under a new

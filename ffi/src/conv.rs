@@ -1,7 +1,7 @@
 //! Conversions between the ABI's plain structures and integers and the models' types. Every
 //! integer that stands for an enumeration is checked here.
 
-use ethlink_link::{Config as LinkConfig, Duration};
+use ethlink_link::{Config as LinkConfig, ConfigError, Duration};
 use ethlink_protocol::{Capabilities, GpuId, Space, Vc};
 
 use crate::error::{Error, Result};
@@ -63,6 +63,75 @@ pub(crate) fn apply_params(base: &LinkConfig, p: &LinkParams) -> LinkConfig {
         init_timeout: d(p.init_timeout_ns),
         ..base.clone()
     }
+}
+
+/// The link parameters of [`LinkParams`], by the names a model's [`ConfigError`] gives them.
+const LINK_FIELDS: [&str; 20] = [
+    "vcs",
+    "credit_size",
+    "rx_credits",
+    "credit_overhead",
+    "mfs",
+    "llr_window",
+    "replay_max_frames",
+    "replay_max_bytes",
+    "ack_spacing",
+    "ack_timer",
+    "replay_timer",
+    "replay_count_max",
+    "cf_min_credits",
+    "cf_min_interval",
+    "cf_max_interval",
+    "cc_interval",
+    "init_interval",
+    "init_timeout",
+    "tx_queue_frames",
+    "tx_queue_bytes",
+];
+
+/// The durations among the fields a model's [`ConfigError`] names: the configuration structures
+/// give them in nanoseconds, with `_ns` after their name.
+const DURATIONS: [&str; 14] = [
+    "ack_timer",
+    "replay_timer",
+    "cf_min_interval",
+    "cf_max_interval",
+    "cc_interval",
+    "init_interval",
+    "init_timeout",
+    "pack_delay",
+    "op_timeout",
+    "tag_quarantine",
+    "frame_lifetime",
+    "busy_backoff",
+    "latency",
+    "max_residence",
+];
+
+/// A configuration the model refused, as an error that names the field of the C structure
+/// `cfg` points to (`cfg->link.mfs`, `cfg->op_timeout_ns`, ...). `renamed` maps the model's
+/// name of a field to the structure's where they differ.
+pub(crate) fn config_error(e: &ConfigError, renamed: &[(&str, &str)]) -> Error {
+    let model = e.field.strip_prefix("link.").unwrap_or(e.field);
+    let mut field = renamed
+        .iter()
+        .find(|(m, _)| *m == model)
+        .map_or(model, |(_, c)| *c)
+        .to_owned();
+    if DURATIONS.contains(&model) {
+        field.push_str("_ns");
+    }
+    if LINK_FIELDS.contains(&model) {
+        field.insert_str(0, "link.");
+    }
+    if e.field == "mac" {
+        // The model writes the address as one.
+        return Error::argument(format!("configuration: cfg->{e}"));
+    }
+    Error::argument(format!(
+        "configuration: cfg->{field} = {}: {}",
+        e.value, e.rule
+    ))
 }
 
 /// Capabilities from `ETHLINK_CAP_*` bits; a bit this version does not define is an error.

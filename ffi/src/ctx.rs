@@ -11,7 +11,9 @@ use crate::endpoint::EndpointDev;
 use crate::error::{Error, Result};
 use crate::link_end::LinkEndDev;
 use crate::switch::SwitchDev;
-use crate::types::{Description, ETHLINK_ABI_VERSION, ETHLINK_NAME_LEN, Event};
+use crate::types::{
+    Description, ETHLINK_ABI_VERSION, ETHLINK_NAME_LEN, ETHLINK_TIME_MAX_NS, Event,
+};
 
 /// Devices one context holds at most.
 pub(crate) const MAX_DEVICES: usize = 1 << SLOT_BITS;
@@ -131,7 +133,7 @@ impl Ctx {
         match self.slots.get(i) {
             Some(s) if s.generation == generation && s.model.is_some() => Ok(i),
             _ => Err(Error::handle(format!(
-                "handle {h:#010x} names no live device of this context \
+                "h = {h:#010x}: names no live device of this context \
                  (never made, destroyed, or made by another context)"
             ))),
         }
@@ -163,21 +165,21 @@ impl Ctx {
         let slot = &mut self.slots[i];
         if slot.broken {
             return Err(Error::panic(format!(
-                "the device of handle {h:#010x} failed internally in an earlier call and is \
+                "h = {h:#010x}: the device failed internally in an earlier call and is \
                  unusable: destroy it"
             )));
         }
         self.active = Some(i);
         slot.model
             .as_mut()
-            .ok_or_else(|| Error::handle(format!("handle {h:#010x} names no device")))
+            .ok_or_else(|| Error::handle(format!("h = {h:#010x}: names no device")))
     }
 
     /// The link end `h` names.
     pub(crate) fn link_end(&mut self, h: u32) -> Result<&mut LinkEndDev> {
         match self.model(h)? {
             Model::LinkEnd(d) => Ok(d),
-            other => Err(other.wrong_role("link end")),
+            other => Err(other.wrong_role(h, "a link end")),
         }
     }
 
@@ -185,7 +187,7 @@ impl Ctx {
     pub(crate) fn endpoint(&mut self, h: u32) -> Result<&mut EndpointDev> {
         match self.model(h)? {
             Model::Endpoint(d) => Ok(d),
-            other => Err(other.wrong_role("endpoint")),
+            other => Err(other.wrong_role(h, "an endpoint")),
         }
     }
 
@@ -193,13 +195,20 @@ impl Ctx {
     pub(crate) fn switch(&mut self, h: u32) -> Result<&mut SwitchDev> {
         match self.model(h)? {
             Model::Switch(d) => Ok(d),
-            other => Err(other.wrong_role("switch")),
+            other => Err(other.wrong_role(h, "a switch")),
         }
     }
 }
 
-/// Checks that `now` does not go back from `*last`, and moves `*last` to it.
+/// Checks that `now` is no later than the horizon and does not go back from `*last`, and moves
+/// `*last` to it.
 pub(crate) fn tick(last: &mut u64, now: u64) -> Result<()> {
+    //= docs/spec/link.md#1-model
+    //# LINK-1-3 An end MUST NOT take a time later than the horizon as its current time. An
+    //# interface that can refuse an input refuses such a time, naming it and the horizon
+    if now > ETHLINK_TIME_MAX_NS {
+        return Err(Error::too_late(now));
+    }
     if now < *last {
         return Err(Error::backwards(now, *last));
     }
@@ -235,9 +244,9 @@ impl Model {
         }
     }
 
-    fn wrong_role(&self, wanted: &str) -> Error {
+    fn wrong_role(&self, h: u32, wanted: &str) -> Error {
         Error::wrong_role(format!(
-            "the call is for a {wanted}, the handle names {}",
+            "h = {h:#010x}: names {}; this call is for {wanted}",
             self.role_name()
         ))
     }
@@ -274,12 +283,15 @@ impl Model {
         }
     }
 
+    /// The next deadline, or none when there is none at or before the horizon (a deadline after
+    /// it is never reached).
     pub(crate) fn poll_timeout(&self) -> Option<u64> {
         match self {
             Model::LinkEnd(d) => d.poll_timeout(),
             Model::Endpoint(d) => d.poll_timeout(),
             Model::Switch(d) => d.poll_timeout(),
         }
+        .filter(|&t| t <= ETHLINK_TIME_MAX_NS)
     }
 
     pub(crate) fn handle_timeout(&mut self, now: u64) -> Result<()> {

@@ -8,13 +8,14 @@
 use std::collections::VecDeque;
 
 use ethlink_endpoint::{
-    Bytes, Completion, CompletionData, CompletionStatus, Config, Endpoint, LsOp, LsRequest as EpLs,
-    OpId, Ordering, Perms, Policy, RdmaDesc as EpDesc, RdmaDir, Region, Remote,
+    Bytes, Completion, CompletionData, CompletionStatus, Config, Endpoint, IssueError, LsOp,
+    LsRequest as EpLs, OpId, Ordering, Perms, Policy, PostError, RdmaDesc as EpDesc, RdmaDir,
+    Region, Remote,
 };
 use ethlink_link::{Duration, Instant};
 use ethlink_protocol::{AtomicOp, AtomicValue, Width};
 
-use crate::conv::{apply_params, caps, flag, gpu, params_of, space};
+use crate::conv::{apply_params, caps, config_error, flag, gpu, params_of, space};
 use crate::ctx::{Polled, Transmit, describe, link_counters, tick};
 use crate::error::{Error, Result};
 use crate::types::{
@@ -110,7 +111,7 @@ impl EndpointDev {
         let d = Duration::from_nanos;
         c.link = apply_params(&c.link, &cfg.link);
         c.link.nonce_seed = cfg.seed;
-        c.gpu = gpu(cfg.gpu, "gpu")?;
+        c.gpu = gpu(cfg.gpu, "cfg->gpu")?;
         c.stacks = cfg.stacks;
         c.ports = cfg.ports_per_stack;
         c.policy = match cfg.policy {
@@ -120,14 +121,14 @@ impl EndpointDev {
             ETHLINK_POLICY_SPRAY => Policy::Spray,
             v => {
                 return Err(Error::argument(format!(
-                    "policy = {v}: not an ETHLINK_POLICY_* value (0..=3)"
+                    "cfg->policy = {v}: not an ETHLINK_POLICY_* value (0..=3)"
                 )));
             }
         };
         c.max_retries = cfg.max_retries;
         c.lsu_tags = cfg.lsu_tags;
         c.rdma_tags = cfg.rdma_tags;
-        c.caps = caps(cfg.caps, "caps")?;
+        c.caps = caps(cfg.caps, "cfg->caps")?;
         c.rdma_queue = cfg.rdma_queue;
         c.segment = cfg.segment;
         c.read_chunk = cfg.read_chunk;
@@ -145,7 +146,7 @@ impl EndpointDev {
         c.tag_quarantine = d(cfg.tag_quarantine_ns);
         c.frame_lifetime = d(cfg.frame_lifetime_ns);
         c.busy_backoff = d(cfg.busy_backoff_ns);
-        let ep = Endpoint::new(c).map_err(|e| Error::argument(format!("configuration: {e}")))?;
+        let ep = Endpoint::new(c).map_err(|e| config_error(&e, &[("ports", "ports_per_stack")]))?;
         let n = ep.port_count();
         Ok(EndpointDev {
             ep,
@@ -418,7 +419,7 @@ impl EndpointDev {
             4 => Ok(Width::W4),
             8 => Ok(Width::W8),
             _ => Err(Error::argument(format!(
-                "width = {w}: an atomic's operand is 4 or 8 bytes"
+                "req->width = {w}: an atomic's operand is 4 or 8 bytes"
             ))),
         };
         let op = match r.kind {
@@ -426,7 +427,7 @@ impl EndpointDev {
             ETHLINK_LS_STORE => LsOp::Store {
                 data: Bytes::new(store).ok_or_else(|| {
                     Error::argument(format!(
-                        "data_len = {}: a store writes 1..=256 bytes",
+                        "req->data_len = {}: a store writes 1..=256 bytes",
                         store.len()
                     ))
                 })?,
@@ -448,19 +449,19 @@ impl EndpointDev {
             },
             k => {
                 return Err(Error::argument(format!(
-                    "kind = {k}: not an ETHLINK_LS_* value (0..=4)"
+                    "req->kind = {k}: not an ETHLINK_LS_* value (0..=4)"
                 )));
             }
         };
         let req = EpLs {
             op,
             remote: Remote {
-                gpu: gpu(r.dst, "dst")?,
-                space: space(r.space, "space")?,
+                gpu: gpu(r.dst, "req->dst")?,
+                space: space(r.space, "req->space")?,
                 key: r.key,
                 addr: r.addr,
             },
-            ordering: if flag(r.ordered, "ordered")? {
+            ordering: if flag(r.ordered, "req->ordered")? {
                 Ordering::Stream(r.stream)
             } else {
                 Ordering::Unordered
@@ -469,25 +470,32 @@ impl EndpointDev {
         let at = self.at(now)?;
         self.end_round();
         self.ep.issue(at, req).map_err(|e| match e {
-            ethlink_endpoint::IssueError::TagsExhausted { .. } => {
-                Error::refused(format!("issue: {e}"))
+            IssueError::TagsExhausted { .. } => self.refusal("issue", &e),
+            IssueError::Invalid { field, value, rule } => {
+                let field = match field {
+                    "len" => "req->len",
+                    "addr" => "req->addr",
+                    "gpu" => "req->dst",
+                    "operand" => "the operand (req->value or req->compare)",
+                    other => other,
+                };
+                Error::argument(format!("{field} = {value}: {rule}"))
             }
-            _ => Error::argument(format!("issue: {e}")),
         })
     }
 
     pub(crate) fn post(&mut self, now: u64, d: &RdmaDesc) -> Result<u64> {
         let desc = EpDesc {
-            dir: if flag(d.write, "write")? {
+            dir: if flag(d.write, "desc->write")? {
                 RdmaDir::Write
             } else {
                 RdmaDir::Read
             },
-            local_space: space(d.local_space, "local_space")?,
+            local_space: space(d.local_space, "desc->local_space")?,
             local_addr: d.local_addr,
             remote: Remote {
-                gpu: gpu(d.dst, "dst")?,
-                space: space(d.space, "space")?,
+                gpu: gpu(d.dst, "desc->dst")?,
+                space: space(d.space, "desc->space")?,
                 key: d.key,
                 addr: d.addr,
             },
@@ -496,9 +504,33 @@ impl EndpointDev {
         let at = self.at(now)?;
         self.end_round();
         self.ep.post(at, desc).map_err(|e| match e {
-            ethlink_endpoint::PostError::QueueFull { .. } => Error::refused(format!("post: {e}")),
-            _ => Error::argument(format!("post: {e}")),
+            PostError::QueueFull { .. } => self.refusal("post", &e),
+            PostError::Invalid { field, value, rule } => {
+                let field = match field {
+                    "len" => "desc->len",
+                    "local_addr" => "desc->local_addr",
+                    "remote.addr" => "desc->addr",
+                    "gpu" => "desc->dst",
+                    other => other,
+                };
+                Error::argument(format!("{field} = {value}: {rule}"))
+            }
         })
+    }
+
+    /// The refusal of `what` (issue or post) for want of room, `e` as the model gives it: when
+    /// the completions waiting are the cause, the text says so alone.
+    fn refusal(&self, what: &str, e: &dyn core::fmt::Display) -> Error {
+        let waiting = self.ep.completions_waiting();
+        let bound = self.ep.config().max_completions();
+        if waiting >= bound {
+            Error::refused(format!(
+                "{what}: {waiting} completions wait to be taken, the most the endpoint holds \
+                 (endpoint.md EP-5-10): take them with ethlink_poll_event and try again"
+            ))
+        } else {
+            Error::refused(format!("{what}: {e}"))
+        }
     }
 
     pub(crate) fn fence(&mut self, now: u64) -> Result<u64> {

@@ -49,11 +49,12 @@ impl Error {
         Error::new(ETHLINK_ERR_PANIC, text)
     }
 
-    /// `buffer` holds `cap` bytes where `needed` are needed.
-    pub(crate) fn too_small(buffer: &str, cap: usize, needed: usize) -> Self {
+    /// `buffer` holds `cap` bytes (its capacity argument is `cap`) where `needed` are needed
+    /// for `what`.
+    pub(crate) fn too_small(buffer: &str, cap: usize, needed: usize, what: &str) -> Self {
         Error::new(
             ETHLINK_ERR_BUFFER_TOO_SMALL,
-            format!("`{buffer}` holds {cap} bytes, {needed} are needed"),
+            format!("cap = {cap}: `{buffer}` holds {cap} bytes, {what} needs {needed}"),
         )
     }
 
@@ -63,6 +64,15 @@ impl Error {
             ETHLINK_ERR_TIME_BACKWARDS,
             format!("time went backwards: now_ns = {now} is before {last}, a time given earlier"),
         )
+    }
+
+    /// `now` is later than the latest time a model takes (link.md LINK-1-3).
+    pub(crate) fn too_late(now: u64) -> Self {
+        Error::argument(format!(
+            "now_ns = {now} is later than ETHLINK_TIME_MAX_NS = {}, the latest time a model \
+             takes (2^63 - 1 ns, about 292 years)",
+            crate::types::ETHLINK_TIME_MAX_NS
+        ))
     }
 }
 

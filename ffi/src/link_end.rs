@@ -10,7 +10,7 @@ use std::collections::VecDeque;
 use ethlink_link::{Config, DownReason, Event as LinkEvent, Instant, Link, LostReason, Release};
 use ethlink_protocol::{MacAddr, Vc};
 
-use crate::conv::{apply_params, caps, params_of, vc};
+use crate::conv::{apply_params, caps, config_error, params_of, vc};
 use crate::ctx::{Polled, Transmit, describe, link_counters, tick};
 use crate::error::{Error, Result};
 use crate::types::{
@@ -89,9 +89,9 @@ impl LinkEndDev {
         let base = Config::default();
         let mut c = apply_params(&base, &cfg.link);
         c.mac = MacAddr(cfg.mac);
-        c.caps = caps(cfg.caps, "caps")?;
+        c.caps = caps(cfg.caps, "cfg->caps")?;
         c.nonce_seed = cfg.seed;
-        let link = Link::new(c).map_err(|e| Error::argument(format!("configuration: {e}")))?;
+        let link = Link::new(c).map_err(|e| config_error(&e, &[]))?;
         Ok(LinkEndDev {
             link,
             now: 0,

@@ -65,8 +65,16 @@ pub(crate) fn read<T: Copy>(p: *const T, name: &str) -> Result<T> {
     Ok(unsafe { p.read() })
 }
 
-/// The `len` bytes at `p`; NULL is allowed when `len` is 0.
-pub(crate) fn bytes<'a>(p: *const u8, len: usize, name: &str) -> Result<&'a [u8]> {
+/// The error of a length argument `len_name` = `len` that no buffer can have.
+fn too_long(len_name: &str, len: usize, name: &str) -> Error {
+    Error::argument(format!(
+        "{len_name} = {len}: longer than any buffer `{name}` can be (at most {MAX_LEN} bytes)"
+    ))
+}
+
+/// The `len` bytes at `p` (the argument `name`, its length the argument `len_name`); NULL is
+/// allowed when `len` is 0.
+pub(crate) fn bytes<'a>(p: *const u8, len: usize, name: &str, len_name: &str) -> Result<&'a [u8]> {
     if len == 0 {
         return Ok(&[]);
     }
@@ -74,17 +82,21 @@ pub(crate) fn bytes<'a>(p: *const u8, len: usize, name: &str) -> Result<&'a [u8]
         return Err(Error::null(name));
     }
     if len > MAX_LEN {
-        return Err(Error::argument(format!(
-            "`{name}` length {len} is too large"
-        )));
+        return Err(too_long(len_name, len, name));
     }
     // SAFETY: `p` is non-NULL and points to `len` initialised bytes that nothing writes during
     // the call (the contract); `len` fits an `isize`.
     Ok(unsafe { core::slice::from_raw_parts(p, len) })
 }
 
-/// The `cap` writable bytes at `p`; NULL is allowed when `cap` is 0.
-pub(crate) fn bytes_mut<'a>(p: *mut u8, cap: usize, name: &str) -> Result<&'a mut [u8]> {
+/// The `cap` writable bytes at `p` (the argument `name`, its capacity the argument
+/// `cap_name`); NULL is allowed when `cap` is 0.
+pub(crate) fn bytes_mut<'a>(
+    p: *mut u8,
+    cap: usize,
+    name: &str,
+    cap_name: &str,
+) -> Result<&'a mut [u8]> {
     if cap == 0 {
         return Ok(&mut []);
     }
@@ -92,9 +104,7 @@ pub(crate) fn bytes_mut<'a>(p: *mut u8, cap: usize, name: &str) -> Result<&'a mu
         return Err(Error::null(name));
     }
     if cap > MAX_LEN {
-        return Err(Error::argument(format!(
-            "`{name}` capacity {cap} is too large"
-        )));
+        return Err(too_long(cap_name, cap, name));
     }
     // SAFETY: `p` is non-NULL and points to `cap` writable bytes that nothing else reads or
     // writes during the call (the contract); `cap` fits an `isize`. Every bit
@@ -112,17 +122,25 @@ pub(crate) fn cstr<'a>(p: *const c_char, name: &str) -> Result<&'a CStr> {
     Ok(unsafe { CStr::from_ptr(p) })
 }
 
-/// A copy of the `count` 16-bit values at `p`; NULL is allowed when `count` is 0.
-pub(crate) fn u16s(p: *const u16, count: usize, name: &str) -> Result<Vec<u16>> {
+/// A copy of the `count` 16-bit values at `p` (the argument `name`, its count the argument
+/// `count_name`), at most `max` of them (`what` says why); NULL is allowed when `count` is 0.
+/// The count is checked before anything is read or allocated.
+pub(crate) fn u16s(
+    p: *const u16,
+    count: usize,
+    (name, count_name): (&str, &str),
+    max: usize,
+    what: &str,
+) -> Result<Vec<u16>> {
     if count == 0 {
         return Ok(Vec::new());
     }
     if p.is_null() {
         return Err(Error::null(name));
     }
-    if count > MAX_LEN / 2 {
+    if count > max.min(MAX_LEN / 2) {
         return Err(Error::argument(format!(
-            "`{name}` count {count} is too large"
+            "{count_name} = {count}: {what} (`{name}` holds at most {max})"
         )));
     }
     // SAFETY: `p` is non-NULL, aligned, and points to `count` initialised values that nothing

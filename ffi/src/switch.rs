@@ -14,7 +14,7 @@ use std::time::Duration;
 use ethlink_link::Instant;
 use ethlink_switch::{Config, Mode, Routes, Switch};
 
-use crate::conv::{apply_params, gpu, params_of};
+use crate::conv::{apply_params, config_error, gpu, params_of};
 use crate::ctx::{Polled, Transmit, describe, link_counters, tick};
 use crate::error::{Error, Result};
 use crate::types::{
@@ -82,16 +82,22 @@ impl SwitchDev {
             ETHLINK_MODE_STORE_AND_FORWARD => Mode::StoreAndForward,
             v => {
                 return Err(Error::argument(format!(
-                    "mode = {v}: not an ETHLINK_MODE_* value (0 cut-through, 1 store-and-forward)"
+                    "cfg->mode = {v}: not an ETHLINK_MODE_* value (0 cut-through, 1 store-and-forward)"
                 )));
             }
         };
         c.egress_depth = cfg.egress_depth;
         c.latency = Duration::from_nanos(cfg.latency_ns);
         c.max_residence = Duration::from_nanos(cfg.max_residence_ns);
+        if !(cfg.rate_gbps.is_finite() && cfg.rate_gbps > 0.0) {
+            // The model's error carries no fraction: say what was given here.
+            return Err(Error::argument(format!(
+                "configuration: cfg->rate_gbps = {}: must be a positive finite number",
+                cfg.rate_gbps
+            )));
+        }
         c.rate_gbps = cfg.rate_gbps;
-        let sw = Switch::new(c, Routes::new())
-            .map_err(|e| Error::argument(format!("configuration: {e}")))?;
+        let sw = Switch::new(c, Routes::new()).map_err(|e| config_error(&e, &[]))?;
         let n = usize::from(cfg.ports);
         Ok(SwitchDev {
             sw,
@@ -309,6 +315,6 @@ impl SwitchDev {
         self.in_pass = false;
         self.sw
             .set_route_groups(g, ports, groups)
-            .map_err(|e| Error::argument(format!("route to {dst}: {e}")))
+            .map_err(|e| Error::argument(format!("the entry of dst = {dst}: {e}")))
     }
 }

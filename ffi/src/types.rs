@@ -5,8 +5,16 @@
 use core::ffi::c_char;
 
 /// Version of the ABI this library exports: [`crate::ethlink_abi_version`] returns it. It changes
-/// whenever a function, structure or constant changes meaning or layout.
-pub const ETHLINK_ABI_VERSION: u32 = 1;
+/// whenever a function, structure or constant changes meaning or layout. Version 2 refuses times
+/// after `ETHLINK_TIME_MAX_NS`, a group MAC address as a link end's own, and fences and new
+/// operations beyond the endpoint's bounds.
+pub const ETHLINK_ABI_VERSION: u32 = 2;
+
+/// The latest time a model takes, in nanoseconds: 2^63 - 1 (about 292 years; the largest
+/// `int64_t`, and the largest SystemVerilog `longint`), the horizon of link.md LINK-1-2. A call
+/// given a later `now_ns` returns `ETHLINK_ERR_ARGUMENT` and changes nothing; a deadline later
+/// than it is never reached, and `ethlink_poll_timeout` reports none.
+pub const ETHLINK_TIME_MAX_NS: u64 = 9_223_372_036_854_775_807;
 
 /// Success.
 pub const ETHLINK_OK: i32 = 0;
@@ -214,7 +222,8 @@ pub struct LinkParams {
 pub struct LinkEndConfig {
     /// The link parameters.
     pub link: LinkParams,
-    /// The port's own unicast MAC address, the source of every frame it sends.
+    /// The port's own unicast MAC address, the source of every frame it sends: bit 0 of
+    /// `mac[0]` (the group bit) must be 0 (wire.md WIRE-2.3-1).
     pub mac: [u8; 6],
     /// Capabilities announced in INIT and INIT_ECHO: `ETHLINK_CAP_*` bits.
     pub caps: u32,

@@ -1315,14 +1315,14 @@ fn the_switch_call_checks_pointers_values_and_role() {
         ctx,
         ethlink_switch_set_route(ctx, sw, 1, beyond.as_ptr(), 2),
         ETHLINK_ERR_ARGUMENT,
-        &["route to 1"],
+        &["dst = 1"],
     );
     let twice = [1u16, 1];
     expect(
         ctx,
         ethlink_switch_set_route(ctx, sw, 1, twice.as_ptr(), 2),
         ETHLINK_ERR_ARGUMENT,
-        &["route to 1"],
+        &["dst = 1"],
     );
     expect(
         ctx,
@@ -1349,7 +1349,7 @@ fn the_switch_call_checks_pointers_values_and_role() {
             ctx,
             ethlink_switch_set_route_groups(ctx, sw, 1, three.as_ptr(), 3, bad.as_ptr(), 2),
             ETHLINK_ERR_ARGUMENT,
-            &["route to 1", "group sizes"],
+            &["dst = 1", "group sizes"],
         );
     }
     expect(
@@ -1407,5 +1407,232 @@ fn describe_says_role_ports_caps_and_name() {
             assert_ne!(out.caps & ETHLINK_CAP_RDMA, 0);
         }
     }
+    ethlink_ctx_free(ctx);
+}
+
+/// Every error text names the function, the argument (a field of a structure as `cfg->field`
+/// or `req->field`) and the value, and says what is wrong with it.
+#[test]
+fn error_texts_name_the_function_the_argument_and_the_value() {
+    let ctx = new_ctx();
+    let le = link_end(ctx, &link_cfg());
+    let ep = endpoint(ctx, &ep_cfg());
+    let sw = switch(ctx);
+    let mut h = 0u32;
+    // A handle of another role: the handle, the role it names and the role the call is for.
+    let mut id = 0u64;
+    expect(
+        ctx,
+        ethlink_endpoint_fence(ctx, le, 0, &mut id),
+        ETHLINK_ERR_WRONG_ROLE,
+        &[
+            "ethlink_endpoint_fence: ",
+            &format!("h = {le:#010x}"),
+            "names a link end",
+            "for an endpoint",
+        ],
+    );
+    let mut n = 0usize;
+    expect(
+        ctx,
+        ethlink_link_withdraw(ctx, sw, &mut n),
+        ETHLINK_ERR_WRONG_ROLE,
+        &["names a switch", "for a link end"],
+    );
+    expect(
+        ctx,
+        ethlink_switch_set_route(ctx, ep, 1, null(), 0),
+        ETHLINK_ERR_WRONG_ROLE,
+        &["names an endpoint", "for a switch"],
+    );
+    let mut d = 0u64;
+    expect(
+        ctx,
+        ethlink_poll_timeout(ctx, 0x1234_5000, &mut d),
+        ETHLINK_ERR_HANDLE,
+        &["ethlink_poll_timeout: h = 0x12345000"],
+    );
+    // Configuration fields by the names of the C structures.
+    let mut c = link_cfg();
+    c.link.vcs = 9;
+    expect(
+        ctx,
+        ethlink_link_end_new(ctx, &c, &mut h),
+        ETHLINK_ERR_ARGUMENT,
+        &["ethlink_link_end_new: configuration: cfg->link.vcs = 9: must be 1..=8"],
+    );
+    let mut c = link_cfg();
+    c.link.ack_timer_ns = 0;
+    expect(
+        ctx,
+        ethlink_link_end_new(ctx, &c, &mut h),
+        ETHLINK_ERR_ARGUMENT,
+        &["cfg->link.ack_timer_ns = 0"],
+    );
+    let c = EndpointConfig {
+        ports_per_stack: 0,
+        ..ep_cfg()
+    };
+    expect(
+        ctx,
+        ethlink_endpoint_new(ctx, &c, &mut h),
+        ETHLINK_ERR_ARGUMENT,
+        &["cfg->ports_per_stack = 0: must be 1..=16"],
+    );
+    let c = EndpointConfig {
+        op_timeout_ns: 10,
+        ..ep_cfg()
+    };
+    expect(
+        ctx,
+        ethlink_endpoint_new(ctx, &c, &mut h),
+        ETHLINK_ERR_ARGUMENT,
+        &["ethlink_endpoint_new: configuration: cfg->op_timeout_ns = 10: must be 1 us..=1 s"],
+    );
+    let c = EndpointConfig {
+        max_regions: 0,
+        ..ep_cfg()
+    };
+    expect(
+        ctx,
+        ethlink_endpoint_new(ctx, &c, &mut h),
+        ETHLINK_ERR_ARGUMENT,
+        &["cfg->max_regions = 0: must be 1..=65536"],
+    );
+    let mut c = ep_cfg();
+    c.link.vcs = 2;
+    expect(
+        ctx,
+        ethlink_endpoint_new(ctx, &c, &mut h),
+        ETHLINK_ERR_ARGUMENT,
+        &["cfg->link.vcs = 2"],
+    );
+    let mut c = sw_cfg();
+    c.link.mfs = 100;
+    expect(
+        ctx,
+        ethlink_switch_new(ctx, &c, &mut h),
+        ETHLINK_ERR_ARGUMENT,
+        &["cfg->link.mfs = 100"],
+    );
+    let c = SwitchConfig {
+        latency_ns: 20_000,
+        ..sw_cfg()
+    };
+    expect(
+        ctx,
+        ethlink_switch_new(ctx, &c, &mut h),
+        ETHLINK_ERR_ARGUMENT,
+        &["cfg->latency_ns = 20000"],
+    );
+    let c = SwitchConfig {
+        rate_gbps: f64::NAN,
+        ..sw_cfg()
+    };
+    expect(
+        ctx,
+        ethlink_switch_new(ctx, &c, &mut h),
+        ETHLINK_ERR_ARGUMENT,
+        &["cfg->rate_gbps = NaN"],
+    );
+    // A counter name that is not text is said to be so, not taken for the empty name.
+    let bad = [0xFFu8, 0xFE, 0];
+    let mut v = 0u64;
+    expect(
+        ctx,
+        ethlink_counter_get(ctx, le, bad.as_ptr().cast::<c_char>(), &mut v),
+        ETHLINK_ERR_ARGUMENT,
+        &["ethlink_counter_get: name = ", "not UTF-8"],
+    );
+    expect(
+        ctx,
+        ethlink_counter_get(ctx, le, c"nacks".as_ptr(), &mut v),
+        ETHLINK_ERR_ARGUMENT,
+        &["name = \"nacks\": no counter has this name"],
+    );
+    // A length no buffer can have: the length argument by its name.
+    let f = [0u8; 1];
+    expect(
+        ctx,
+        ethlink_handle_frame(ctx, le, 0, 0, f.as_ptr(), usize::MAX),
+        ETHLINK_ERR_ARGUMENT,
+        &[
+            "ethlink_handle_frame: len = 18446744073709551615",
+            "`bytes`",
+        ],
+    );
+    // More ports than an entry holds: refused before anything is read.
+    let ports = [0u16; 65];
+    expect(
+        ctx,
+        ethlink_switch_set_route(ctx, sw, 1, ports.as_ptr(), 65),
+        ETHLINK_ERR_ARGUMENT,
+        &["ethlink_switch_set_route: count = 65", "at most 64"],
+    );
+    // A short buffer: its capacity by name and value, and what needs more.
+    assert_eq!(ethlink_physical(ctx, le, 0, 1, 0), ETHLINK_OK);
+    let (mut port, mut len) = (0u16, 0usize);
+    let mut small = [0u8; 10];
+    expect(
+        ctx,
+        ethlink_poll_transmit(ctx, le, 0, &mut port, small.as_mut_ptr(), 10, &mut len),
+        ETHLINK_ERR_BUFFER_TOO_SMALL,
+        &[
+            "ethlink_poll_transmit: cap = 10: `buf` holds 10 bytes, the next frame, for port 0, needs 76",
+        ],
+    );
+    // The fields of a request by their names.
+    let mut tag = 0u16;
+    let r = LsRequest {
+        kind: ETHLINK_LS_FETCH_ADD,
+        width: 3,
+        ..ls_load()
+    };
+    expect(
+        ctx,
+        ethlink_endpoint_issue(ctx, ep, 0, &r, &mut tag),
+        ETHLINK_ERR_ARGUMENT,
+        &["ethlink_endpoint_issue: req->width = 3: an atomic's operand is 4 or 8 bytes"],
+    );
+    let r = LsRequest {
+        len: 0,
+        ..ls_load()
+    };
+    expect(
+        ctx,
+        ethlink_endpoint_issue(ctx, ep, 0, &r, &mut tag),
+        ETHLINK_ERR_ARGUMENT,
+        &["req->len = 0"],
+    );
+    let r = LsRequest {
+        addr: u64::MAX,
+        ..ls_load()
+    };
+    expect(
+        ctx,
+        ethlink_endpoint_issue(ctx, ep, 0, &r, &mut tag),
+        ETHLINK_ERR_ARGUMENT,
+        &["req->addr = 18446744073709551615"],
+    );
+    let dsc = RdmaDesc {
+        len: 0,
+        ..rdma_read()
+    };
+    expect(
+        ctx,
+        ethlink_endpoint_post(ctx, ep, 0, &dsc, &mut id),
+        ETHLINK_ERR_ARGUMENT,
+        &["ethlink_endpoint_post: desc->len = 0"],
+    );
+    let dsc = RdmaDesc {
+        space: 5,
+        ..rdma_read()
+    };
+    expect(
+        ctx,
+        ethlink_endpoint_post(ctx, ep, 0, &dsc, &mut id),
+        ETHLINK_ERR_ARGUMENT,
+        &["desc->space = 5"],
+    );
     ethlink_ctx_free(ctx);
 }
