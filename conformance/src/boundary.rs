@@ -22,9 +22,10 @@ pub const MAX_PORTS: u16 = 1024;
 /// Most outputs (frames, deliveries, losses, link events, completions) one `advance` may return.
 pub const MAX_OUTPUTS: usize = 65_536;
 /// Most bytes of frames and payloads one `advance` may return.
-pub const MAX_ADVANCE_BYTES: usize = 64 << 20;
-/// Most bytes of frames the device may send in one case (they are logged for its report).
-pub const MAX_CASE_BYTES: usize = 256 << 20;
+pub const MAX_ADVANCE_BYTES: usize = 8 << 20;
+/// Most bytes of frames that may cross the device's ports in one case, both ways (they are
+/// logged for its report).
+pub const MAX_CASE_BYTES: usize = 64 << 20;
 /// Most counters a device may report.
 pub const MAX_COUNTERS: usize = 65_536;
 /// Longest counter name, in bytes.

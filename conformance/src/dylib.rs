@@ -164,6 +164,8 @@ pub struct DylibDevice {
     now: u64,
     buf: Vec<u8>,
     data: Vec<u8>,
+    /// Bytes of frames and event data taken in the current advance.
+    taken: usize,
 }
 
 impl std::fmt::Debug for DylibDevice {
@@ -260,6 +262,7 @@ impl DylibDevice {
             now: 0,
             buf: vec![0; BUF],
             data: vec![0; BUF],
+            taken: 0,
         })
     }
 
@@ -461,10 +464,26 @@ impl DylibDevice {
         Ok((h, params_of(&params)))
     }
 
+    /// Fails once `out` holds as many outputs, or as many bytes, as one advance may return: a
+    /// library whose `ethlink_poll_transmit` or `ethlink_poll_event` never says NONE is stopped
+    /// there instead of filling the memory.
+    fn bounded(&self, out: &[Output]) -> Result<(), DeviceError> {
+        if out.len() >= MAX_OUTPUTS || self.taken >= MAX_ADVANCE_BYTES {
+            return Err(DeviceError::Broken(format!(
+                "the library gave {} frames and events ({} bytes) in one advance without \
+                 saying NONE: one advance may return at most {MAX_OUTPUTS} outputs and \
+                 {MAX_ADVANCE_BYTES} bytes",
+                out.len(),
+                self.taken
+            )));
+        }
+        Ok(())
+    }
+
     fn events(&mut self, out: &mut Vec<Output>) -> Result<(), DeviceError> {
         let h = self.handle()?;
         loop {
-            bounded(out)?;
+            self.bounded(out)?;
             let mut e = zeroed_event();
             let mut code = (self.api.ethlink_poll_event)(
                 self.ctx(),
@@ -492,6 +511,7 @@ impl DylibDevice {
                     e.len
                 ))
             })?;
+            self.taken = self.taken.saturating_add(data.len());
             out.push(output(&e, data)?);
         }
     }
@@ -501,7 +521,7 @@ impl DylibDevice {
     fn transmit(&mut self, at: u64, out: &mut Vec<Output>) -> Result<(), DeviceError> {
         let h = self.handle()?;
         loop {
-            bounded(out)?;
+            self.bounded(out)?;
             let mut port = 0u16;
             let mut len = 0usize;
             let mut code = (self.api.ethlink_poll_transmit)(
@@ -533,6 +553,7 @@ impl DylibDevice {
                     "ethlink_poll_transmit: frame length {len} beyond the buffer"
                 ))
             })?;
+            self.taken = self.taken.saturating_add(frame.len());
             out.push(Output::Frame {
                 port,
                 time_ns: at,
@@ -620,30 +641,6 @@ impl DylibDevice {
         let next_ns = self.next_event()?;
         Ok(Advanced { out, next_ns })
     }
-}
-
-/// Fails once `out` holds as many outputs, or as many bytes, as one advance may return: a
-/// library whose `ethlink_poll_transmit` or `ethlink_poll_event` never says NONE is stopped
-/// there instead of filling the memory.
-fn bounded(out: &[Output]) -> Result<(), DeviceError> {
-    let bytes: usize = out
-        .iter()
-        .map(|o| match o {
-            Output::Frame { hex, .. } => hex.len() / 2,
-            Output::Delivered { payload, .. } | Output::Lost { payload, .. } => payload.len() / 2,
-            Output::Completion { data, .. } => data.as_ref().map_or(0, |d| d.len() / 2),
-            Output::LinkUp { .. } | Output::LinkDown { .. } => 0,
-        })
-        .sum();
-    if out.len() >= MAX_OUTPUTS || bytes >= MAX_ADVANCE_BYTES {
-        return Err(DeviceError::Broken(format!(
-            "the library gave {} frames and events ({bytes} bytes) in one advance without \
-             saying NONE: one advance may return at most {MAX_OUTPUTS} outputs and \
-             {MAX_ADVANCE_BYTES} bytes",
-            out.len()
-        )));
-    }
-    Ok(())
 }
 
 /// Whether a library under test runs in this process now: [`on_exit`] then ends a process the
@@ -1261,6 +1258,7 @@ impl Device for DylibDevice {
     }
 
     fn advance(&mut self, time_ns: u64) -> Result<Advanced, DeviceError> {
+        self.taken = 0;
         match self.role {
             Role::Switch => self.advance_switch(time_ns),
             Role::LinkEnd | Role::Endpoint => self.advance_timers(time_ns),

@@ -57,8 +57,9 @@ pub fn run_case(dut: &mut dyn Device, desc: &Description, case: &Case) -> CaseRe
         // case that could not be judged, never a verdict that looks like a pass.
         result.verdict = Verdict::HarnessError;
         result.message = Some(format!(
-            "the device is a {}, the case is for a {}",
-            desc.role, case.role
+            "the device is {}, the case is for {}",
+            a(desc.role),
+            a(case.role)
         ));
         return result;
     }
@@ -102,6 +103,14 @@ pub fn run_case(dut: &mut dyn Device, desc: &Description, case: &Case) -> CaseRe
     }
     result.wall_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
     result
+}
+
+/// The role with its article: "a link_end", "an endpoint".
+fn a(role: crate::device::Role) -> String {
+    match role {
+        crate::device::Role::Endpoint => format!("an {role}"),
+        _ => format!("a {role}"),
+    }
 }
 
 /// Makes a fresh device for a worker: the backend of a run (the reference of a role, or an
@@ -294,9 +303,11 @@ fn run(
     let desc = first.desc.clone();
     if let Some(c) = cases.iter().find(|c| c.role != desc.role) {
         return Err(format!(
-            "the device says it is a {} (its hello), and case {} is for a {}: run the cases of \
+            "the device says it is {} (its hello), and case {} is for {}: run the cases of \
              its role, or give the device of the role asked for",
-            desc.role, c.id, c.role
+            a(desc.role),
+            c.id,
+            a(c.role)
         ));
     }
     let jobs = jobs.clamp(1, cases.len().max(1));
