@@ -2110,6 +2110,79 @@ fn response_backlog_counts_the_links_transmit_queue() {
     assert_eq!(p.ep.counters().requests_served, u64::from(n));
 }
 
+/// FENCE requests behind a read that cannot be served to its end wait for it; the FENCE_RESP
+/// each one is owed counts in the backlog, so that a peer cannot pile them up without bound: the
+/// target stops taking requests, and answers every FENCE once the read is served.
+#[test]
+fn fences_waiting_for_a_read_count_in_the_backlog() {
+    // The read stays alive without progress for the whole test (its op_timeout, EP-6-15).
+    let cfg = Config {
+        response_backlog: 512 * 1024,
+        op_timeout: Duration::from_millis(5),
+        tag_quarantine: Duration::from_millis(6),
+        ..ep_config()
+    };
+    let mut p = Peer::new(cfg);
+    p.hold = true;
+    p.send(
+        1,
+        &[TxnRepr::RdmaRead {
+            tag: 0x7000,
+            target: target(K1, BIG),
+            total: 1 << 20,
+        }],
+    );
+    p.run_for(20_000);
+    // 160 frames of 250 FENCEs: 320,000 bytes of FENCE_RESP owed.
+    let frames: u16 = 160;
+    for f in 0..frames {
+        let txns: Vec<TxnRepr<'_>> = (0..250)
+            .map(|k| TxnRepr::Fence { tag: f * 250 + k })
+            .collect();
+        p.send(0, &txns);
+        p.run_for(2_000);
+    }
+    p.run_for(100_000);
+    //= docs/spec/endpoint.md#8-target
+    //= type=test
+    //# EP-8-4 [...] The backlog counts every response the target owes and has not put on a wire,
+    //# the FENCE_RESP of a FENCE that waits for earlier reads included.
+    assert!(
+        p.ep.counters().backlog_stalls > 0,
+        "the FENCEs filled no backlog"
+    );
+    assert!(
+        p.ep.link(0)
+            .expect("port 0")
+            .rx_occupied(Vc::new(0).expect("vc"))
+            > 0,
+        "every FENCE frame was taken"
+    );
+    assert!(
+        p.rx.iter().all(|t| t.opcode != 0x86),
+        "a FENCE_RESP before the read"
+    );
+    p.resume();
+    let n = usize::from(frames) * 250;
+    let end = p.now + 20_000_000;
+    assert!(
+        p.run_until(end, |p| p.rx.iter().filter(|t| t.opcode == 0x86).count()
+            >= n),
+        "{} of {n} FENCEs answered",
+        p.rx.iter().filter(|t| t.opcode == 0x86).count()
+    );
+    p.run_for(10_000);
+    let mut seen = vec![false; n];
+    for t in p.take().iter().filter(|t| t.opcode == 0x86) {
+        check_prefix(t, 0x86, Status::Ok, 2, 0);
+        assert!(
+            !std::mem::replace(&mut seen[usize::from(t.tag)], true),
+            "{t:?} twice"
+        );
+    }
+    assert!(seen.iter().all(|&s| s));
+}
+
 // ----- 10. BUSY and retries that wait ------------------------------------------------------------
 
 /// Runs until the peer has received a request with `opcode` (any tag) and returns it.

@@ -435,6 +435,8 @@ impl Endpoint {
                 continue;
             }
             self.fence_waits.swap_remove(i);
+            // Owed no longer: queued now (EP-8-4).
+            self.backlog = self.backlog.saturating_sub(FENCE_RESP_LEN);
             let r = TxnRepr::FenceResp {
                 tag,
                 status: Status::Ok,

@@ -47,6 +47,9 @@ const VC_READ: usize = 3;
 const POOL: usize = 64;
 /// Largest RDMA length (the wire's 32-bit total length).
 const MAX_RDMA_LEN: u64 = u32::MAX as u64;
+/// Bytes of a FENCE_RESP (wire.md §6): what a FENCE waiting for earlier reads adds to the
+/// response backlog (EP-8-4).
+const FENCE_RESP_LEN: usize = 8;
 
 /// A request's identity in the frames the endpoint remembers: its tag and the generation of the
 /// tag's holder when it was sent.

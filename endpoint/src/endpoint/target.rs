@@ -16,9 +16,10 @@ impl Endpoint {
     // ----- receive ---------------------------------------------------------------------------
 
     /// Whether the response backlog has reached `response_backlog` bytes (EP-8-4). The backlog
-    /// is every response byte the target holds and has not put on a wire: in its own queues,
-    /// packers and held responses, and in the transmit queues of its links on VCs 2 and 3, which
-    /// carry responses only. A response waiting in a link's queue still delays the requests
+    /// is every response byte the target holds or owes and has not put on a wire: in its own
+    /// queues, packers and held responses, the FENCE_RESP of every FENCE waiting for earlier
+    /// reads, and in the transmit queues of its links on VCs 2 and 3, which carry responses
+    /// only. A response waiting in a link's queue still delays the requests
     /// behind it, which is what `T_hold` of Figure EP-F1 bounds.
     pub(super) fn backlog_full(&self) -> bool {
         let queued: usize = self
@@ -271,6 +272,11 @@ impl Endpoint {
                 //# in the same frame.
                 let bound = self.next_job;
                 if self.read_jobs.iter().any(|j| j.src == src) {
+                    //= docs/spec/endpoint.md#8-target
+                    //# EP-8-4 [...] The backlog counts every response the target owes and has not
+                    //# put on a wire, the FENCE_RESP of a FENCE that waits for earlier reads
+                    //# included.
+                    self.backlog = self.backlog.saturating_add(FENCE_RESP_LEN);
                     self.fence_waits.push((src, i, tag, bound));
                     return;
                 }
