@@ -168,10 +168,15 @@ fn a_device_that_cannot_say_hello_exits_2() {
 fn a_device_that_breaks_mid_run_gets_harness_errors_and_exit_1() {
     // Answers hello and reset, then dies: every case is a harness error, and the run fails.
     let script = "import json,sys\n\
+        P = {'vcs': 4, 'credit_size': 64, 'rx_credits': 512, 'credit_overhead': 0, 'mfs': 9216, \
+             'llr_window': 524288, 'replay_max_frames': 115, 'replay_max_bytes': 58768, \
+             'ack_spacing': 2048, 'ack_timer_ns': 500, 'replay_timer_ns': 5000, \
+             'replay_count_max': 3, 'cf_min_credits': 8, 'cf_min_interval_ns': 100, \
+             'cf_max_interval_ns': 2000, 'cc_interval_ns': 10000, 'init_interval_ns': 1000}\n\
         for line in sys.stdin:\n    \
             m = json.loads(line)\n    \
-            if m['op'] == 'hello': print(json.dumps({'ok': True, 'version': 1, 'name': 'dies', 'role': 'link_end', 'ports': 1}), flush=True)\n    \
-            elif m['op'] == 'reset': print(json.dumps({'ok': True, 'params': {}}), flush=True)\n    \
+            if m['op'] == 'hello': print(json.dumps({'ok': True, 'version': 2, 'name': 'dies', 'role': 'link_end', 'ports': 1, 'seq': m['seq']}), flush=True)\n    \
+            elif m['op'] == 'reset': print(json.dumps({'ok': True, 'params': P, 'seq': m['seq']}), flush=True)\n    \
             else: sys.exit('model crashed')\n";
     let dir = temp_dir("dies");
     let path = dir.join("dies.py");
@@ -251,13 +256,13 @@ fn the_reference_served_over_the_protocol_gives_the_same_report() {
 
 #[test]
 fn serve_answers_out_of_protocol_requests_with_an_error() {
-    let input = "{\"op\":\"hello\",\"version\":2}\n\
-                 {\"op\":\"hello\",\"version\":1}\n\
+    let input = "{\"op\":\"hello\",\"version\":1,\"seq\":1}\n\
+                 {\"op\":\"hello\",\"version\":2,\"seq\":2}\n\
                  not json\n\
-                 {\"op\":\"reset\",\"setup\":{\"link\":{\"vcs\":9}}}\n\
-                 {\"op\":\"reset\",\"setup\":{\"link\":{\"warp\":1}}}\n\
-                 {\"op\":\"bye\"}\n\
-                 {\"op\":\"counters\"}\n";
+                 {\"op\":\"reset\",\"setup\":{\"link\":{\"vcs\":9}},\"seq\":4}\n\
+                 {\"op\":\"reset\",\"setup\":{\"link\":{\"warp\":1}},\"seq\":5}\n\
+                 {\"op\":\"bye\",\"seq\":6}\n\
+                 {\"op\":\"counters\",\"seq\":7}\n";
     let out = ethlink(&["conformance", "--serve"], input);
     assert_eq!(status(&out), 0, "{}", stderr(&out));
     let lines: Vec<serde_json::Value> = stdout(&out)
@@ -265,7 +270,11 @@ fn serve_answers_out_of_protocol_requests_with_an_error() {
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     assert_eq!(lines.len(), 6, "{lines:?}");
-    assert!(lines[0]["error"].as_str().unwrap().contains("version 1"));
+    assert!(lines[0]["error"].as_str().unwrap().contains("version 2"));
+    // Every answer echoes its request's seq; a line that is no request has none to echo.
+    assert_eq!(lines[0]["seq"], 1);
+    assert_eq!(lines[1]["seq"], 2);
+    assert!(lines[2].get("seq").is_none());
     assert_eq!(lines[1]["ok"], true);
     assert_eq!(lines[1]["role"], "link_end");
     assert!(
@@ -276,5 +285,5 @@ fn serve_answers_out_of_protocol_requests_with_an_error() {
     );
     assert!(lines[3]["refused"].is_string(), "{:?}", lines[3]);
     assert!(lines[4]["error"].as_str().unwrap().contains("warp"));
-    assert_eq!(lines[5], serde_json::json!({"ok": true}));
+    assert_eq!(lines[5], serde_json::json!({"ok": true, "seq": 6}));
 }

@@ -680,14 +680,12 @@ extern "C" fn on_exit() {
     }
 }
 
-/// Ends the process at once with `code`, after flushing standard output and error, without
-/// running exit handlers or the destructors of loaded libraries: for a run that abandoned a
-/// call into a library that never returned, whose exit handlers could wait on it forever.
+/// Ends the process at once with `code`, without running exit handlers or the destructors of
+/// loaded libraries: for a run that abandoned a call into a library that never returned, whose
+/// exit handlers could wait on it forever, and for an interrupt. Nothing is flushed: the caller
+/// flushes what it wrote (another thread may hold standard output's lock for good).
 #[allow(unsafe_code)]
 pub fn exit_now(code: u8) -> ! {
-    use std::io::Write;
-    let _ = std::io::stdout().flush();
-    let _ = std::io::stderr().flush();
     // SAFETY: `_exit` ends the process; nothing runs after it.
     unsafe { libc::_exit(i32::from(code)) }
 }

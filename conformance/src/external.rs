@@ -20,6 +20,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -158,14 +159,19 @@ struct CountersAnswer {
 
 /// The process groups of the devices running now, for [`kill_all`].
 static RUNNING: Mutex<Vec<u32>> = Mutex::new(Vec::new());
+/// Set by [`kill_all`]: no device starts after it.
+static STOPPING: AtomicBool = AtomicBool::new(false);
 
-/// Kills every external device still running, with everything each started: for a harness that
-/// is interrupted (Ctrl-C, a termination signal), whose devices run in process groups of their
-/// own and would otherwise outlive it.
+/// Kills every external device still running, with everything each started, and lets no other
+/// start: for a harness that is interrupted (Ctrl-C, a termination signal), whose devices run in
+/// process groups of their own and would otherwise outlive it.
 pub fn kill_all() {
     let groups = RUNNING
         .lock()
-        .map(|mut r| std::mem::take(&mut *r))
+        .map(|mut r| {
+            STOPPING.store(true, Ordering::SeqCst);
+            std::mem::take(&mut *r)
+        })
         .unwrap_or_default();
     for g in groups {
         kill_group(g);
@@ -259,6 +265,14 @@ impl ExternalDevice {
             .spawn()
             .map_err(|e| DeviceError::Broken(format!("cannot start `{shown}`: {e}")))?;
         if let Ok(mut r) = RUNNING.lock() {
+            if STOPPING.load(Ordering::SeqCst) {
+                // Started as the harness stops: it goes at once.
+                drop(r);
+                kill_group(child.id());
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(DeviceError::Broken("the harness is stopping".into()));
+            }
             r.push(child.id());
         }
         let (stdin, stdout, stderr) =

@@ -2450,7 +2450,8 @@ pub fn generate() -> Result<Generated, String> {
     })
 }
 
-/// Writes vectors.json, vectors.pcapng and examples.md into `dir`, creating it if needed.
+/// Writes vectors.json, vectors.pcapng and examples.md into `dir`, creating it if needed, each
+/// whole ([`crate::files::write_whole`]): a write that fails leaves no truncated file.
 pub fn write(dir: &Path) -> Result<Generated, String> {
     let generated = generate()?;
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
@@ -2459,9 +2460,7 @@ pub fn write(dir: &Path) -> Result<Generated, String> {
         (PCAPNG_FILE, &generated.pcapng),
         (EXAMPLES_FILE, &generated.examples),
     ] {
-        let path = dir.join(name);
-        std::fs::write(&path, bytes)
-            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        crate::files::write_whole(&dir.join(name), bytes)?;
     }
     Ok(generated)
 }

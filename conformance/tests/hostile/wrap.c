@@ -9,13 +9,13 @@
  *   MODE_HANG_FREE      ethlink_ctx_free never returns
  *   MODE_NULL_CTX       ethlink_ctx_new returns ETHLINK_OK and no context
  *   MODE_EXIT           the third ethlink_handle_frame ends the process with exit(0)
- *   MODE_CRASH          the third ethlink_handle_frame dies of SIGSEGV
+ *   MODE_CRASH          the third ethlink_handle_frame writes through a NULL pointer
  *   MODE_COUNTERS       ethlink_counter_count says 2^30 counters
  *
  * Build: cc -shared -fPIC -DMODE_X '-DREAL_LIB="path"' -I include wrap.c -o wrap.so -ldl
  */
 #include <dlfcn.h>
-#include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,7 +102,8 @@ int32_t ethlink_handle_frame(ethlink_ctx *ctx, uint32_t h, uint16_t port, uint64
 #ifdef MODE_EXIT
         exit(0);
 #else
-        raise(SIGSEGV);
+        /* A real fault, not raise(): a process may catch a raised signal and go on. */
+        *(volatile int *)(uintptr_t)0 = 1;
 #endif
     }
 #endif
