@@ -449,6 +449,9 @@ pub struct Endpoint {
     /// Load-store deadlines in the order they fall (each is `op_timeout` after its issue or
     /// retry, and time only goes forward); entries of completed operations are trimmed.
     ls_deadlines: VecDeque<(Instant, u16, u32)>,
+    /// The sizes of `timers` and `ls_deadlines` past which [`Endpoint::sweep`] clears them of
+    /// entries that can do nothing any more.
+    sweep_at: (usize, usize),
     /// Load-store requests to send again no earlier than a time, in the order they must go
     /// (EP-9-6): times never decrease along the queue. The port to avoid rides along.
     ls_delayed: VecDeque<(Instant, u16, u32, Option<usize>)>,
@@ -626,6 +629,7 @@ impl Endpoint {
             completions: VecDeque::new(),
             timers: BinaryHeap::new(),
             ls_deadlines: VecDeque::new(),
+            sweep_at: Self::sweep_bounds(&cfg),
             ls_delayed: VecDeque::new(),
             stream_delayed: BTreeMap::new(),
             quiet_until: Instant::ZERO,
@@ -1208,6 +1212,74 @@ impl Endpoint {
 
     // ----- timers ----------------------------------------------------------------------------
 
+    /// The least sizes of the timer heap and of the queue of load-store deadlines at which
+    /// [`Endpoint::sweep`] looks at them: four times the most owners they can have at once
+    /// (each owner holds one entry, or a few while it is retried), and some.
+    fn sweep_bounds(cfg: &Config) -> (usize, usize) {
+        let owners = usize::from(cfg.lsu_tags)
+            .saturating_add(cfg.rdma_queue as usize)
+            .saturating_add(cfg.max_reassemblies as usize)
+            .saturating_add(cfg.max_read_jobs as usize);
+        (
+            owners.saturating_mul(4).saturating_add(1024),
+            usize::from(cfg.lsu_tags)
+                .saturating_mul(4)
+                .saturating_add(64),
+        )
+    }
+
+    /// Clears the timer heap and the queue of load-store deadlines of the entries that can do
+    /// nothing any more, once either has grown past its bound. Entries are hints that stay until
+    /// their time passes; while time stands still and operations, reassemblies and read jobs come
+    /// and go at one instant (a peer answering at once), those of the gone ones would pile up
+    /// without end. An entry is dropped only when [`Endpoint::on_timer`] or
+    /// [`Endpoint::ls_deadline`] would do nothing with it (its owner is gone, or it is the copy
+    /// of another), so that nothing the endpoint does changes. Each bound doubles with what is
+    /// left, so that sweeps cost a constant per entry.
+    fn sweep(&mut self) {
+        let (at_timers, at_deadlines) = self.sweep_at;
+        let (least_timers, least_deadlines) = Self::sweep_bounds(&self.cfg);
+        if self.timers.len() > at_timers {
+            let jobs: BTreeSet<u64> = self.read_jobs.iter().map(|j| j.id).collect();
+            let mut all = core::mem::take(&mut self.timers).into_vec();
+            all.sort_unstable();
+            all.dedup();
+            all.retain(|Reverse((_, key))| self.timer_owner_lives(*key, &jobs));
+            self.timers = BinaryHeap::from(all);
+            self.sweep_at.0 = least_timers.max(self.timers.len().saturating_mul(2));
+        }
+        if self.ls_deadlines.len() > at_deadlines {
+            let lsu = &self.lsu;
+            self.ls_deadlines.retain(|&(_, tag, era)| {
+                lsu.get(usize::from(tag))
+                    .and_then(Option::as_ref)
+                    .is_some_and(|s| s.era == era)
+            });
+            self.sweep_at.1 = least_deadlines.max(self.ls_deadlines.len().saturating_mul(2));
+        }
+    }
+
+    /// Whether the timer entry of `key` can still do something: its owner is there (`jobs` are
+    /// the ids of the read jobs served). The keys that stand for no single owner always can.
+    fn timer_owner_lives(&self, key: Key, jobs: &BTreeSet<u64>) -> bool {
+        match key {
+            Key::Rdma(id) => self.rdma.contains_key(&id),
+            Key::Pack(port, v, dst) => self
+                .ports
+                .get(usize::from(port))
+                .is_some_and(|p| p.packers.contains_key(&(v, dst))),
+            Key::Reasm(src, tag) => self.reasm.contains_key(&(src, tag)),
+            Key::ReadJob(id) => jobs.contains(&id),
+            Key::LsRetry(tag, era) => self
+                .lsu
+                .get(usize::from(tag))
+                .and_then(Option::as_ref)
+                .is_some_and(|s| s.era == era && !s.delayed && s.retry_at.is_some()),
+            Key::RdmaResume(id) => self.rdma.get(&id).is_some_and(|op| op.hold_until.is_some()),
+            Key::Held | Key::Wake | Key::Quiet => true,
+        }
+    }
+
     fn on_timer(&mut self, key: Key) {
         let now = self.now;
         match key {
@@ -1339,6 +1411,7 @@ impl Endpoint {
     /// Moves work forward: parked operations onto usable ports, RDMA segments and read chunks
     /// while the ports have room, held responses, and the target's reads.
     fn fill(&mut self) {
+        self.sweep();
         if self.usable.is_empty() {
             // Descriptors still take their tags, so that their deadlines run (TXN-5-4).
             self.fill_rdma();
@@ -1565,6 +1638,179 @@ mod tests {
             "{paths:?}"
         );
         assert!(a.poll_completion().is_some());
+    }
+
+    /// RDMA writes that come and go while time barely moves (a peer that answers at once) leave
+    /// timer hints behind at both ends, one per write, that fall only an `op_timeout` later;
+    /// swept once they pile up, the heaps stay within a bound whatever the number of writes, and
+    /// every write completes as it would have.
+    #[test]
+    fn timer_hints_of_gone_operations_do_not_pile_up() {
+        use crate::memory::{Perms, Region};
+        use crate::ops::{RdmaDesc, RdmaDir, Remote};
+        use ethlink_protocol::Space;
+        let cfg = |id| Config {
+            gpu: GpuId::new(id).unwrap_or_default(),
+            stacks: 1,
+            ports: 1,
+            lsu_tags: 16,
+            rdma_queue: 8,
+            max_reassemblies: 16,
+            max_read_jobs: 4,
+            segment: 256,
+            op_timeout: Duration::from_millis(1),
+            tag_quarantine: Duration::from_millis(2),
+            ..Config::default()
+        };
+        // 4 * (16 + 8 + 16 + 4) + 1024 entries before a sweep, twice that at most after one.
+        let bound = 2 * (4 * (16 + 8 + 16 + 4) + 1024);
+        let (Ok(mut a), Ok(mut b)) = (Endpoint::new(cfg(0)), Endpoint::new(cfg(1))) else {
+            panic!("config");
+        };
+        let region = Region::new(Space::Global, 0, 1 << 20, 7, Perms::ALL);
+        assert!(b.memory_mut().register(region).is_ok());
+        a.port_up(Instant::ZERO, 0);
+        b.port_up(Instant::ZERO, 0);
+        let mut buf = vec![0u8; 9216];
+        let (mut posted, mut done, mut most) = (0u64, 0u64, [0usize; 2]);
+        for round in 0..10_000u64 {
+            let now = Instant::from_nanos(round * 10);
+            if a.is_usable(0) {
+                let desc = RdmaDesc {
+                    dir: RdmaDir::Write,
+                    local_space: Space::Global,
+                    local_addr: 0,
+                    remote: Remote {
+                        gpu: GpuId::new(1).unwrap_or_default(),
+                        space: Space::Global,
+                        key: 7,
+                        addr: (posted % 1024) * 512,
+                    },
+                    len: 512,
+                };
+                while a.post(now, desc).is_ok() {
+                    posted += 1;
+                }
+            }
+            let mut eps = [a, b];
+            for _ in 0..4 {
+                for e in 0..2 {
+                    if eps[e].poll_timeout().is_some_and(|t| t <= now) {
+                        eps[e].handle_timeout(now);
+                    }
+                    while let Ok(Some(t)) = eps[e].poll_transmit(now, 0, &mut buf) {
+                        let frame = buf[..t.len].to_vec();
+                        eps[1 - e].handle_frame(now, 0, &frame);
+                    }
+                }
+            }
+            [a, b] = eps;
+            while let Some(c) = a.poll_completion() {
+                assert_eq!(c.status, CompletionStatus::Ok, "{c:?}");
+                done += 1;
+            }
+            most = [most[0].max(a.timers.len()), most[1].max(b.timers.len())];
+        }
+        assert!(
+            done > 3 * bound as u64,
+            "{done} writes completed of {posted}"
+        );
+        assert!(posted - done <= 8);
+        assert!(
+            most.iter().all(|&m| m <= bound),
+            "{most:?} hints, bound {bound}"
+        );
+    }
+
+    /// Loads answered at once behind one that is not answered: the deadlines of the answered
+    /// ones stay queued behind the other's until it ends; swept once they pile up, the queue
+    /// stays within a bound, and the unanswered load still ends at its own deadline.
+    #[test]
+    fn deadlines_of_answered_loads_do_not_pile_up() {
+        use crate::memory::{Perms, Region};
+        use crate::ops::{LsOp, LsRequest, Ordering, Remote};
+        use ethlink_protocol::Space;
+        let cfg = |id| Config {
+            gpu: GpuId::new(id).unwrap_or_default(),
+            stacks: 1,
+            ports: 1,
+            lsu_tags: 16,
+            pack_delay: Duration::ZERO,
+            op_timeout: Duration::from_millis(1),
+            tag_quarantine: Duration::from_millis(2),
+            ..Config::default()
+        };
+        // 4 * 16 + 64 entries before a sweep, twice that at most after one.
+        let bound = 2 * (4 * 16 + 64);
+        let (Ok(mut a), Ok(mut b)) = (Endpoint::new(cfg(0)), Endpoint::new(cfg(1))) else {
+            panic!("config");
+        };
+        let region = Region::new(Space::Global, 0, 1 << 20, 7, Perms::ALL);
+        assert!(b.memory_mut().register(region).is_ok());
+        a.port_up(Instant::ZERO, 0);
+        b.port_up(Instant::ZERO, 0);
+        let load = |gpu| LsRequest {
+            op: LsOp::Load { len: 8 },
+            remote: Remote {
+                gpu: GpuId::new(gpu).unwrap_or_default(),
+                space: Space::Global,
+                key: 7,
+                addr: 0,
+            },
+            ordering: Ordering::Unordered,
+        };
+        let mut buf = vec![0u8; 9216];
+        let (mut lost, mut done, mut most) = (None, 0u64, 0usize);
+        for round in 0..4_000u64 {
+            let now = Instant::from_nanos(round * 10);
+            if a.is_usable(0) {
+                // GPU 1 discards a load for GPU 2 (EP-8-1): it is never answered.
+                if lost.is_none() {
+                    lost = a.issue(now, load(2)).ok();
+                }
+                while a.issue(now, load(1)).is_ok() {}
+            }
+            let mut eps = [a, b];
+            for _ in 0..4 {
+                for e in 0..2 {
+                    if eps[e].poll_timeout().is_some_and(|t| t <= now) {
+                        eps[e].handle_timeout(now);
+                    }
+                    while let Ok(Some(t)) = eps[e].poll_transmit(now, 0, &mut buf) {
+                        let frame = buf[..t.len].to_vec();
+                        eps[1 - e].handle_frame(now, 0, &frame);
+                    }
+                }
+            }
+            [a, b] = eps;
+            while let Some(c) = a.poll_completion() {
+                assert_eq!(c.status, CompletionStatus::Ok, "{c:?}");
+                done += 1;
+            }
+            most = most.max(a.ls_deadlines.len());
+        }
+        assert!(done > 10 * bound as u64, "{done} loads answered");
+        assert!(most <= bound, "{most} deadlines queued, bound {bound}");
+        // The load nobody answers still ends: retried at each deadline, then TIMEOUT.
+        let Some(tag) = lost else {
+            panic!("no load for GPU 2");
+        };
+        let mut ended = None;
+        for k in 1..=10u64 {
+            // Every millisecond, an op_timeout: what a sends is lost.
+            let t = Instant::from_nanos(100_000 + k * 1_000_000);
+            a.handle_timeout(t);
+            while let Ok(Some(_)) = a.poll_transmit(t, 0, &mut buf) {}
+            while let Some(c) = a.poll_completion() {
+                if c.id == OpId::Ls(tag) {
+                    ended = Some(c.status);
+                }
+            }
+            if ended.is_some() {
+                break;
+            }
+        }
+        assert_eq!(ended, Some(CompletionStatus::Timeout));
     }
 
     #[test]
