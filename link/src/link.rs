@@ -1739,7 +1739,7 @@ impl Link {
     /// [`Link::handle_timeout`] and then [`Link::poll_transmit`] if no input comes first. Work
     /// that is due at once (a NACK, an ACK, a frame with credit) is found by `poll_transmit`,
     /// which the caller calls whenever its wire can take a frame. `None` while the physical
-    /// link is down.
+    /// link is down. A deadline after [`Instant::HORIZON`] is never reached (LINK-1-2).
     pub fn poll_timeout(&self) -> Option<Instant> {
         self.earliest_deadline().map(|t| t.max(self.now))
     }

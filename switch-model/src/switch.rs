@@ -456,7 +456,8 @@ impl Switch {
         self.input(p, got, |(at, len)| Payload::Held { frame, at, len });
     }
 
-    /// When [`Switch::handle_timeout`] must be called next.
+    /// When [`Switch::handle_timeout`] must be called next. A deadline after
+    /// [`Instant::HORIZON`] is never reached (SW-1-1).
     pub fn poll_timeout(&self) -> Option<Instant> {
         self.timers.peek().map(|(t, _)| t)
     }

@@ -985,7 +985,8 @@ impl Endpoint {
         t
     }
 
-    /// When [`Endpoint::handle_timeout`] must be called next.
+    /// When [`Endpoint::handle_timeout`] must be called next. A deadline after
+    /// [`Instant::HORIZON`] is never reached (EP-1-5).
     pub fn poll_timeout(&self) -> Option<Instant> {
         let links = self
             .ports
