@@ -118,6 +118,14 @@ impl Op<'_> {
     }
 }
 
+/// A request as it is written: the operation and its fields, then its sequence number.
+#[derive(Serialize)]
+struct Line<'o, 'a> {
+    #[serde(flatten)]
+    op: &'o Op<'a>,
+    seq: u64,
+}
+
 // The answers, each with exactly its own fields (`ok` and `seq` taken off first): an answer of
 // another shape is out of protocol, which also tells most answers meant for another request.
 
@@ -394,14 +402,8 @@ impl ExternalDevice {
         let name = op.name();
         self.seq += 1;
         let seq = self.seq;
-        let line = match serde_json::to_value(op) {
-            Ok(Value::Object(mut m)) => {
-                m.insert("seq".into(), Value::from(seq));
-                Value::Object(m).to_string()
-            }
-            Ok(_) => return Err(DeviceError::Broken(format!("cannot encode {name}"))),
-            Err(e) => return Err(DeviceError::Broken(format!("cannot encode {name}: {e}"))),
-        };
+        let line = serde_json::to_string(&Line { op, seq })
+            .map_err(|e| DeviceError::Broken(format!("cannot encode {name}: {e}")))?;
         let sent = self
             .to_child
             .as_ref()
@@ -666,7 +668,11 @@ impl Drop for ExternalDevice {
     fn drop(&mut self) {
         if self.broken.is_none() && self.child.is_some() {
             self.seq += 1;
-            let bye = serde_json::json!({"op": "bye", "seq": self.seq}).to_string();
+            let bye = serde_json::to_string(&Line {
+                op: &Op::Bye,
+                seq: self.seq,
+            })
+            .unwrap_or_default();
             let _ = self.to_child.as_ref().map(|tx| tx.send(bye));
             self.reap(Duration::from_millis(500));
         } else {
