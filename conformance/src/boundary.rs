@@ -199,6 +199,8 @@ pub fn check_sent(bytes: &[u8], mfs: usize, caps: &[String]) -> Result<(), Stop>
             format!("a frame of {len} B"),
         );
     }
+    //= docs/spec/wire.md#24-frame-size-and-padding
+    //# WIRE-2.4-8 A transmitter MUST NOT send a frame longer than the MFS in force on its link.
     if len > mfs {
         return fail(
             "WIRE-2.4-8",

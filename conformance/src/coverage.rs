@@ -204,6 +204,14 @@ pub const NO_CASE: &[(&str, &str)] = &[
         "a rule on how several endpoints are configured together, not on what one device does at its ports",
     ),
     (
+        "EP-1-5",
+        "the horizon (2^63 - 1 ns) is reached only by advancing a device there, and an advance covers every timer due on the way: about 2^52 periodic frames of an UP link, beyond any run; the unit tests of the endpoint and the C ABI set the time there directly",
+    ),
+    (
+        "EP-5-10",
+        "completions that wait to be taken by the GPU: the boundary hands every completion over at the advance that produces it, so a device under test never holds one untaken; the endpoint's unit tests and the C ABI check the bound",
+    ),
+    (
         "EP-6-19",
         "when a segment is built is not visible at the ports: a write to local memory during a transfer lands in a segment or not depending on that moment, so no outcome seen at the ports shows a violation (a unit test of the reference checks it)",
     ),
@@ -212,8 +220,20 @@ pub const NO_CASE: &[(&str, &str)] = &[
         "tag_quarantine is the endpoint's own configuration, which Setup cannot set and the device does not report, so a case cannot compute the earliest INIT allowed after a reset",
     ),
     (
+        "LINK-1-2",
+        "the horizon (2^63 - 1 ns) is reached only by advancing a device there, and an advance covers every timer due on the way: about 2^52 periodic frames of an UP link, beyond any run; link/tests/horizon.rs and the C ABI's tests set the time there directly",
+    ),
+    (
+        "LINK-1-3",
+        "a time after the horizon is refused or taken as the horizon; the boundary's cases never run that far (see LINK-1-2), and the C ABI's tests check the refusal",
+    ),
+    (
         "LINK-3-12",
         "applies only to a device that stomps a frame it is sending (WIRE-2.5-4); nothing at the boundary can make a device stomp, since only the device learns that its outgoing frame is damaged",
+    ),
+    (
+        "SW-1-1",
+        "the horizon (2^63 - 1 ns) is reached only by advancing a device there, timer by timer; the switch's unit tests set the time there directly",
     ),
     (
         "SW-6-5",

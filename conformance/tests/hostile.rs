@@ -344,6 +344,9 @@ fn with_fcs(mut f: Vec<u8>) -> Vec<u8> {
     f
 }
 
+//= docs/spec/wire.md#24-frame-size-and-padding
+//= type=test
+//# WIRE-2.4-8 A transmitter MUST NOT send a frame longer than the MFS in force on its link.
 #[test]
 fn frames_no_receiver_would_take_fail_the_case_that_saw_them() {
     let ack = common::emit(LinkFrame::Ack(Seq::new(0)));

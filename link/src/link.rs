@@ -2300,6 +2300,10 @@ impl Link {
                 continue;
             }
             let len = frame_len(self.eth_len, plen);
+            //= docs/spec/wire.md#24-frame-size-and-padding
+            //# WIRE-2.4-8 A transmitter MUST NOT send a frame longer than the MFS in force on its
+            //# link: its own configured MFS until the link is UP, the MFS agreed at bring-up once
+            //# it is.
             if len > usize::from(agreed.mfs) {
                 self.counters.oversize_for_peer = self.counters.oversize_for_peer.wrapping_add(1);
                 self.queue_blocked[v] = true;

@@ -2940,10 +2940,13 @@ fn cf_and_cc_timing() {
 }
 
 /// A frame queued before UP that is longer than the MFS the peer announced is reported lost as
-/// exceeding it, and the frames behind it on its VC still go.
+/// exceeding it, never sent, and the frames behind it on its VC still go.
 //= type=test
 //# LINK-2-4 The parameters in use while UP are agreed as follows: the number of VCs and the MFS
 //# are the smaller of the two announced values
+//= docs/spec/wire.md#24-frame-size-and-padding
+//= type=test
+//# WIRE-2.4-8 A transmitter MUST NOT send a frame longer than the MFS in force on its link.
 #[test]
 fn queued_frame_beyond_the_peer_mfs_is_reported() {
     let b_cfg = Config {

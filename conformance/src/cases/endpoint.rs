@@ -380,6 +380,15 @@ pub fn cases() -> Vec<Case> {
             requester_tags_exhausted,
         ),
         case(
+            "EPT-REQ-6",
+            "as a requester, fences outstanding behind an unanswered load are bounded: the fence \
+             past the bound (65536 at most) is refused and nothing of it recorded; each fence \
+             taken completes once, OK, when the load is answered, and a fence is taken again",
+            &["EP-5-9", "TXN-4-5"],
+            &[],
+            requester_fences_bounded,
+        ),
+        case(
             "EPT-CAP-1",
             "an endpoint without RDMA answers the first RDMA_WRITE segment RDMA_COMPLETION \
              UNSUPPORTED, the others not at all, an RDMA_READ with one RDMA_READ_RESP \
@@ -2920,6 +2929,72 @@ fn target_response_moved(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         "moved",
         ctx.counter("moved")? - moved0,
         on1 as u64,
+    )
+}
+
+fn requester_fences_bounded(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    ep_up(ctx, 1)?;
+    issue(ctx, Space::Global, 0x77, 0x700, LsOp::Load { len: 4 }, None)?;
+    // Endpoint.md Table EP-T1: max_fences is at most 65536.
+    let mut ids = Vec::new();
+    let mut refused = false;
+    for _ in 0..=65_536u32 {
+        match ctx.try_request(&Request::Fence)? {
+            Ok(r) => {
+                ids.push(r.id.ok_or_else(|| Stop::Harness("fence answered without an id".into()))?)
+            }
+            Err(_) => {
+                refused = true;
+                break;
+            }
+        }
+    }
+    check(
+        refused,
+        "EP-5-9",
+        "a fence refused once max_fences (at most 65536) fences are outstanding",
+        || format!("{} fences taken behind one unanswered load", ids.len()),
+    )?;
+    let mut uniq = ids.clone();
+    uniq.sort_unstable();
+    uniq.dedup();
+    check_eq(
+        "EP-5-9",
+        "distinct ids among the fences taken",
+        uniq.len(),
+        ids.len(),
+    )?;
+    let mut seen = Seen::default();
+    seen.run(ctx, 1, 20_000, |s| !s.requests(op::LOAD).is_empty())?;
+    seen.run(ctx, 1, 5_000, |_| false)?;
+    check(
+        seen.done.is_empty(),
+        "TXN-4-5",
+        "no fence complete while the load is unanswered",
+        || format!("{} completions", seen.done.len()),
+    )?;
+    let Some(t) = seen.requests(op::LOAD).first().cloned() else {
+        return Err(Stop::fail("TXN-3-1", "the LOAD on the wire", "none"));
+    };
+    answer(ctx, t.port, 2, &[resp(0x81, st::OK, t.tag, &[0; 4])])?;
+    let n = ids.len();
+    seen.run(ctx, 1, 50_000, |s| s.done.len() > n)?;
+    seen.run(ctx, 1, 5_000, |_| false)?;
+    let fences: Vec<u64> = seen.done.iter().filter_map(|d| d.id).collect();
+    let mut done = fences.clone();
+    done.sort_unstable();
+    check(
+        done == uniq && seen.done.iter().all(|d| d.id.is_none() || d.status == "OK"),
+        "EP-5-9",
+        "each fence taken completes once, OK, and no refused one",
+        || format!("{} fence completions for {n} fences taken", fences.len()),
+    )?;
+    let again = ctx.try_request(&Request::Fence)?;
+    check(
+        again.is_ok(),
+        "EP-5-9",
+        "a fence taken once none is outstanding",
+        || format!("{again:?}"),
     )
 }
 

@@ -425,7 +425,14 @@ pub fn cases() -> Vec<Case> {
             "the agreed VCs, MFS and LLR window are the smaller of the two: DATA on a VC the \
              peer lacks is not agreed, frames too long for the peer or on its missing VCs are \
              reported lost, the window bounds both directions",
-            &["LINK-2-4", "LINK-3-3", "LINK-4-5", "LINK-4-11", "LINK-4-3"],
+            &[
+                "LINK-2-4",
+                "LINK-3-3",
+                "LINK-4-5",
+                "LINK-4-11",
+                "LINK-4-3",
+                "WIRE-2.4-8",
+            ],
             agreement,
         ),
         le(
@@ -2692,6 +2699,8 @@ fn agreement(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
     submit(ctx, 0, &payload(600, 31))?;
     let up = raw_finish(ctx, dut, peer)?;
     let sent = [up.after_up, wait(ctx, 100)?].concat();
+    // Neither goes out: the one not agreed (LINK-2-4), the one longer than the agreed MFS of
+    // 512 B (WIRE-2.4-8, which every frame the device sends is checked against too).
     no_data(
         &sent,
         "LINK-2-4",
