@@ -704,7 +704,9 @@ int32_t ethlink_endpoint_deregister(ethlink_ctx *ctx,
 // Endpoint: poisons `len` bytes of its own memory from `addr`, as an uncorrectable memory
 // error would (writing a byte clears its poison).
 //
-// Errors: NULL_POINTER, HANDLE, WRONG_ROLE, ARGUMENT (bad space, bytes outside the space).
+// Errors: NULL_POINTER, HANDLE, WRONG_ROLE, ARGUMENT (bad space, bytes outside the space),
+// REFUSED (the space keeps 65536 poisoned ranges apart already and these bytes touch none of
+// them: poison bytes that touch one, or write some).
 int32_t ethlink_endpoint_poison(ethlink_ctx *ctx,
                                 uint32_t h,
                                 uint8_t space,

@@ -53,8 +53,8 @@ pub use counters::{Counters, PortCounters};
 pub use endpoint::{Endpoint, path_hash};
 pub use ethlink_link::ConfigError;
 pub use memory::{
-    Access, MAX_SPACE_SIZE, Memory, MemoryConfig, MemoryConfigError, OutOfSpace, PAGE_SIZE, Perms,
-    Piece, Region, RegionError,
+    Access, MAX_POISON_RANGES, MAX_SPACE_SIZE, Memory, MemoryConfig, MemoryConfigError, OutOfSpace,
+    PAGE_SIZE, Perms, Piece, PoisonError, Region, RegionError,
 };
 pub use ops::{
     Bytes, Completion, CompletionData, CompletionStatus, FenceError, IssueError, LsOp, LsRequest,

@@ -383,6 +383,40 @@ impl fmt::Display for OutOfSpace {
 
 impl core::error::Error for OutOfSpace {}
 
+/// Most poisoned ranges a space keeps apart: poisoning bytes that touch no poisoned range beyond
+/// this many is refused, so that an upper layer cannot grow the poison without bound (ranges
+/// that overlap or touch are merged into one, and cost nothing more).
+pub const MAX_POISON_RANGES: usize = 65_536;
+
+/// Why [`Memory::poison`] did not poison. Nothing was changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PoisonError {
+    /// The bytes reach past the end of the space.
+    OutOfSpace(OutOfSpace),
+    /// The space keeps [`MAX_POISON_RANGES`] poisoned ranges apart already, and the bytes touch
+    /// none of them.
+    TooManyRanges {
+        /// The space.
+        space: Space,
+    },
+}
+
+impl fmt::Display for PoisonError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PoisonError::OutOfSpace(e) => e.fmt(f),
+            PoisonError::TooManyRanges { space } => write!(
+                f,
+                "{} memory keeps {MAX_POISON_RANGES} poisoned ranges apart already, the most it \
+                 keeps; poison bytes that touch one of them, or write some",
+                space.name()
+            ),
+        }
+    }
+}
+
+impl core::error::Error for PoisonError {}
+
 /// Sizes of the two memory spaces of a GPU.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct MemoryConfig {
@@ -697,6 +731,14 @@ impl SpaceMem {
                 .range(..end)
                 .next_back()
                 .is_some_and(|(_, &e)| e > start)
+    }
+
+    /// Whether `[start, end)` overlaps or touches a poisoned range.
+    fn touches_poison(&self, start: u64, end: u64) -> bool {
+        self.poison
+            .range(..=end)
+            .next_back()
+            .is_some_and(|(_, &e)| e >= start)
     }
 
     /// Poisons `[start, end)`, merging with the ranges it overlaps or touches.
@@ -1304,12 +1346,20 @@ impl Memory {
     }
 
     /// Poisons the `len` bytes at `addr` of `space`: remote reads and atomics of them are refused
-    /// with POISONED until they are written. Their values are kept.
-    pub fn poison(&mut self, space: Space, addr: u64, len: u64) -> Result<(), OutOfSpace> {
+    /// with POISONED until they are written. Their values are kept. Refused, changing nothing,
+    /// when the bytes reach past the space, or when they touch none of the
+    /// [`MAX_POISON_RANGES`] poisoned ranges the space keeps apart already.
+    pub fn poison(&mut self, space: Space, addr: u64, len: u64) -> Result<(), PoisonError> {
         //= docs/spec/endpoint.md#2-memory-model
         //# EP-2-6 A byte may be poisoned, which models an uncorrectable memory error.
-        let end = self.local_end(space, addr, len)?;
-        self.space_mut(space).add_poison(addr, end);
+        let end = self
+            .local_end(space, addr, len)
+            .map_err(PoisonError::OutOfSpace)?;
+        let sm = self.space_mut(space);
+        if sm.poison.len() >= MAX_POISON_RANGES && len > 0 && !sm.touches_poison(addr, end) {
+            return Err(PoisonError::TooManyRanges { space });
+        }
+        sm.add_poison(addr, end);
         Ok(())
     }
 
@@ -1873,6 +1923,28 @@ mod tests {
         assert!(m.poisoned(G).eq([(10, 32)]));
         assert!(m.poison(G, (1 << 20) - 1, 2).is_err());
         assert!(m.poison(G, u64::MAX, 2).is_err());
+    }
+
+    #[test]
+    fn poisoned_ranges_kept_apart_are_bounded() {
+        let mut m = mem();
+        for i in 0..MAX_POISON_RANGES as u64 {
+            m.poison(G, 4 * i, 1).unwrap();
+        }
+        // A range apart from every other is refused, and changes nothing.
+        let far = 4 * MAX_POISON_RANGES as u64 + 100;
+        assert_eq!(
+            m.poison(G, far, 1),
+            Err(PoisonError::TooManyRanges { space: G })
+        );
+        assert!(!m.is_poisoned(G, far, 1));
+        assert_eq!(m.poisoned(G).count(), MAX_POISON_RANGES);
+        // One that touches a range merges with it; one that joins two leaves one range fewer.
+        m.poison(G, 1, 1).unwrap();
+        m.poison(G, 2, 2).unwrap();
+        assert_eq!(m.poisoned(G).count(), MAX_POISON_RANGES - 1);
+        m.poison(G, far, 1).unwrap();
+        assert!(m.is_poisoned(G, far, 1));
         assert!(m.is_poisoned(G, 31, u64::MAX));
     }
 

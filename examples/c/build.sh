@@ -12,9 +12,10 @@ if [ "$profile" = release ]; then
 else
   cargo build --quiet --locked -p ethlink-ffi
 fi
-out="target/$profile/examples-c"
+target="${CARGO_TARGET_DIR:-target}"
+out="$target/$profile/examples-c"
 mkdir -p "$out"
 "${CC:-cc}" -std=c99 -Wall -Wextra -Wpedantic -Werror -O2 -I include \
-  examples/c/link_pair.c "target/$profile/libethlink_ffi.a" -lpthread -ldl -lm \
+  examples/c/link_pair.c "$target/$profile/libethlink_ffi.a" -lpthread -ldl -lm \
   -o "$out/link_pair"
 "$out/link_pair"

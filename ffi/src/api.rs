@@ -606,7 +606,9 @@ pub extern "C" fn ethlink_endpoint_deregister(ctx: *mut Ctx, h: u32, space: u8, 
 /// Endpoint: poisons `len` bytes of its own memory from `addr`, as an uncorrectable memory
 /// error would (writing a byte clears its poison).
 ///
-/// Errors: NULL_POINTER, HANDLE, WRONG_ROLE, ARGUMENT (bad space, bytes outside the space).
+/// Errors: NULL_POINTER, HANDLE, WRONG_ROLE, ARGUMENT (bad space, bytes outside the space),
+/// REFUSED (the space keeps 65536 poisoned ranges apart already and these bytes touch none of
+/// them: poison bytes that touch one, or write some).
 #[unsafe(no_mangle)]
 pub extern "C" fn ethlink_endpoint_poison(
     ctx: *mut Ctx,

@@ -395,7 +395,14 @@ impl EndpointDev {
         self.ep
             .memory_mut()
             .poison(s, addr, len)
-            .map_err(|e| Error::argument(format!("poison: {e}")))
+            .map_err(|e| match e {
+                ethlink_endpoint::PoisonError::OutOfSpace(_) => {
+                    Error::argument(format!("poison: {e}"))
+                }
+                ethlink_endpoint::PoisonError::TooManyRanges { .. } => {
+                    Error::refused(format!("poison: {e}"))
+                }
+            })
     }
 
     pub(crate) fn mem_write(&mut self, s: u8, addr: u64, data: &[u8]) -> Result<()> {

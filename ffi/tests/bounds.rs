@@ -442,3 +442,26 @@ fn a_group_address_is_refused_as_a_link_ends_own() {
     assert_eq!(ethlink_link_end_new(ctx, &cfg, &mut h), ETHLINK_OK);
     ethlink_ctx_free(ctx);
 }
+
+#[test]
+fn an_endpoint_refuses_poison_beyond_its_ranges_kept_apart() {
+    let ctx = new_ctx();
+    let mut h = 0;
+    assert_eq!(ethlink_endpoint_new(ctx, &ep_cfg(), &mut h), ETHLINK_OK);
+    let g = ETHLINK_SPACE_GLOBAL;
+    for i in 0..65_536u64 {
+        assert_eq!(ethlink_endpoint_poison(ctx, h, g, 4 * i, 1), ETHLINK_OK);
+    }
+    expect(
+        ctx,
+        ethlink_endpoint_poison(ctx, h, g, 1 << 30, 1),
+        ETHLINK_ERR_REFUSED,
+        &[
+            "ethlink_endpoint_poison",
+            "65536 poisoned ranges apart already",
+        ],
+    );
+    // Poison that touches a range merges with it, and is taken.
+    assert_eq!(ethlink_endpoint_poison(ctx, h, g, 1, 1), ETHLINK_OK);
+    ethlink_ctx_free(ctx);
+}

@@ -31,9 +31,10 @@ if ! "$venv/bin/python" -c "import cocotb, sys; sys.exit(cocotb.__version__ != '
   "$venv/bin/pip" install --quiet --disable-pip-version-check "cocotb==$cocotb_version"
 fi
 
-out="$root/target/$profile/cosim-cocotb"
+target="${CARGO_TARGET_DIR:-$root/target}"
+out="$target/$profile/cosim-cocotb"
 mkdir -p "$out"
 t0=$(date +%s.%N)
-"$venv/bin/python" "$here/run.py" "$root/target/$profile/libethlink_ffi.so" "$out"
+"$venv/bin/python" "$here/run.py" "$target/$profile/libethlink_ffi.so" "$out"
 t1=$(date +%s.%N)
 awk -v a="$t0" -v b="$t1" 'BEGIN { printf "cocotb build and test: %.2f s\n", b - a }'

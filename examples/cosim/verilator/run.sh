@@ -25,8 +25,9 @@ if [ "$profile" = release ]; then
 else
   cargo build --quiet --locked -p ethlink-ffi
 fi
-lib="$root/target/$profile/libethlink_ffi.a"
-out="$root/target/$profile/cosim-verilator"
+target="${CARGO_TARGET_DIR:-$root/target}"
+lib="$target/$profile/libethlink_ffi.a"
+out="$target/$profile/cosim-verilator"
 top=tb_ethlink
 
 now() { date +%s.%N; }
