@@ -2,7 +2,9 @@
 //! (the `ethlink-ffi` cdylib cargo builds as a dependency of this crate): every case of every
 //! role concludes as it does against the reference in-process, and none fails.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::Path;
 
 use ethlink_conformance::app::reference;
 use ethlink_conformance::device::{Device, DeviceError};
@@ -10,28 +12,7 @@ use ethlink_conformance::dylib::DylibDevice;
 use ethlink_conformance::runner::run_suite;
 use ethlink_conformance::{Role, Verdict, cases};
 
-/// The shared library of `ethlink-ffi` beside this test's executable (target/<profile>/deps)
-/// or one level up (target/<profile>).
-fn library() -> PathBuf {
-    let name = format!(
-        "{}ethlink_ffi{}",
-        std::env::consts::DLL_PREFIX,
-        std::env::consts::DLL_SUFFIX
-    );
-    let exe = std::env::current_exe().expect("the test knows its executable");
-    let deps = exe.parent().expect("the executable is in a directory");
-    let candidates = [deps.join(&name), deps.join("..").join(&name)];
-    candidates
-        .iter()
-        .find(|p| p.is_file())
-        .cloned()
-        .unwrap_or_else(|| {
-            panic!(
-                "{name} not found in {} or its parent: build it with cargo build -p ethlink-ffi",
-                deps.display()
-            )
-        })
-}
+use common::library;
 
 fn suite(role: Role) {
     let lib = library();

@@ -2,6 +2,8 @@
 //! reference library with one rule broken (tests/hostile/wrap.c, built here with the C
 //! compiler). None makes the harness hang, run out of memory or report something untrue.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -10,22 +12,6 @@ use ethlink_conformance::device::Device;
 use ethlink_conformance::dylib::DylibDevice;
 use ethlink_conformance::runner::{self, Bounds, SharedFactory};
 use ethlink_conformance::{Case, Role, Verdict, cases};
-
-/// The shared library of `ethlink-ffi` beside this test's executable (target/<profile>/deps)
-/// or one level up (target/<profile>).
-fn library() -> PathBuf {
-    let name = format!(
-        "{}ethlink_ffi{}",
-        std::env::consts::DLL_PREFIX,
-        std::env::consts::DLL_SUFFIX
-    );
-    let exe = std::env::current_exe().expect("the test knows its executable");
-    let deps = exe.parent().expect("the executable is in a directory");
-    [deps.join(&name), deps.join("..").join(&name)]
-        .into_iter()
-        .find(|p| p.is_file())
-        .unwrap_or_else(|| panic!("{name} not found beside {}", deps.display()))
-}
 
 /// tests/hostile/wrap.c built with `mode` into a library of its own.
 fn wrap(mode: &str) -> PathBuf {
@@ -70,6 +56,8 @@ const BOUNDS: Bounds = Bounds {
     start: Duration::from_secs(2),
     case: Duration::from_secs(60),
 };
+
+use common::library;
 
 #[test]
 fn a_library_that_never_says_none_is_stopped_at_the_bound() {

@@ -4,32 +4,18 @@
 //! cap: a poll that never ran dry fails the test instead of hanging it.
 #![allow(unsafe_code)]
 
-use core::ffi::c_char;
-use core::ptr::{null, null_mut};
+use core::ptr::null;
 
 use ethlink_ffi::*;
+
+mod common;
+
+use common::{ep_cfg, last_error, link_cfg, new_ctx, sw_cfg};
 
 /// 2^63 - 1, `ETHLINK_TIME_MAX_NS`.
 const TIME_MAX: u64 = 9_223_372_036_854_775_807;
 /// Polls a loop makes at most before it counts as one that never runs dry.
 const CAP: usize = 1_000;
-
-fn new_ctx() -> *mut Ctx {
-    let mut ctx = null_mut();
-    assert_eq!(ethlink_ctx_new(&mut ctx), ETHLINK_OK);
-    ctx
-}
-
-fn last_error(ctx: *mut Ctx) -> String {
-    let mut buf = [0 as c_char; 1024];
-    let mut len = 0usize;
-    assert_eq!(
-        ethlink_last_error(ctx, buf.as_mut_ptr(), buf.len(), &mut len),
-        ETHLINK_OK
-    );
-    let bytes: Vec<u8> = buf[..len].iter().map(|&b| b as u8).collect();
-    String::from_utf8(bytes).expect("UTF-8 text")
-}
 
 /// Asserts that `code` is `want` and that the last error contains every word of `words`.
 #[track_caller]
@@ -41,101 +27,12 @@ fn expect(ctx: *mut Ctx, code: i32, want: i32, words: &[&str]) {
     }
 }
 
-fn params() -> LinkParams {
-    LinkParams {
-        vcs: 0,
-        replay_count_max: 0,
-        credit_size: 0,
-        credit_overhead: 0,
-        mfs: 0,
-        rx_credits: [0; 8],
-        llr_window: 0,
-        replay_max_frames: 0,
-        replay_max_bytes: 0,
-        ack_spacing: 0,
-        cf_min_credits: 0,
-        tx_queue_frames: 0,
-        tx_queue_bytes: 0,
-        ack_timer_ns: 0,
-        replay_timer_ns: 0,
-        cf_min_interval_ns: 0,
-        cf_max_interval_ns: 0,
-        cc_interval_ns: 0,
-        init_interval_ns: 0,
-        init_timeout_ns: 0,
-    }
-}
-
-fn link_cfg() -> LinkEndConfig {
-    let mut c = LinkEndConfig {
-        link: params(),
-        mac: [0; 6],
-        caps: 0,
-        seed: 0,
-    };
-    assert_eq!(ethlink_link_end_config_default(&mut c), ETHLINK_OK);
-    c
-}
-
-fn ep_cfg() -> EndpointConfig {
-    let mut c = EndpointConfig {
-        link: params(),
-        gpu: 0,
-        stacks: 0,
-        ports_per_stack: 0,
-        policy: 0,
-        max_retries: 0,
-        lsu_tags: 0,
-        rdma_tags: 0,
-        caps: 0,
-        rdma_queue: 0,
-        segment: 0,
-        read_chunk: 0,
-        read_window: 0,
-        max_reassemblies: 0,
-        max_reassembly_blocks: 0,
-        max_read_jobs: 0,
-        response_backlog: 0,
-        port_queue: 0,
-        max_regions: 0,
-        pack_delay_ns: 0,
-        op_timeout_ns: 0,
-        tag_quarantine_ns: 0,
-        frame_lifetime_ns: 0,
-        busy_backoff_ns: 0,
-        global_size: 0,
-        shared_size: 0,
-        seed: 0,
-    };
-    assert_eq!(ethlink_endpoint_config_default(&mut c), ETHLINK_OK);
-    c.stacks = 1;
-    c.ports_per_stack = 1;
-    c
-}
-
-fn sw_cfg() -> SwitchConfig {
-    let mut c = SwitchConfig {
-        link: params(),
-        id: 0,
-        ports: 0,
-        mode: 0,
-        egress_depth: 0,
-        latency_ns: 0,
-        max_residence_ns: 0,
-        rate_gbps: 0.0,
-        seed: 0,
-    };
-    assert_eq!(ethlink_switch_config_default(&mut c), ETHLINK_OK);
-    c.ports = 2;
-    c
-}
-
 /// A link end, an endpoint and a switch of `ctx`, with their names.
 fn devices(ctx: *mut Ctx) -> [(&'static str, u32); 3] {
     let (mut le, mut ep, mut sw) = (0, 0, 0);
     assert_eq!(ethlink_link_end_new(ctx, &link_cfg(), &mut le), ETHLINK_OK);
-    assert_eq!(ethlink_endpoint_new(ctx, &ep_cfg(), &mut ep), ETHLINK_OK);
-    assert_eq!(ethlink_switch_new(ctx, &sw_cfg(), &mut sw), ETHLINK_OK);
+    assert_eq!(ethlink_endpoint_new(ctx, &ep_cfg(1), &mut ep), ETHLINK_OK);
+    assert_eq!(ethlink_switch_new(ctx, &sw_cfg(2), &mut sw), ETHLINK_OK);
     [("link end", le), ("endpoint", ep), ("switch", sw)]
 }
 
@@ -325,7 +222,7 @@ fn at_the_horizon_every_role_runs_dry_and_reports_no_deadline() {
 fn an_endpoint_refuses_fences_and_operations_beyond_its_bounds() {
     let ctx = new_ctx();
     let mut h = 0;
-    assert_eq!(ethlink_endpoint_new(ctx, &ep_cfg(), &mut h), ETHLINK_OK);
+    assert_eq!(ethlink_endpoint_new(ctx, &ep_cfg(1), &mut h), ETHLINK_OK);
     // No port is up: the load waits for a path, and every fence behind it.
     let (mut tag, mut id) = (0u16, 0u64);
     assert_eq!(
@@ -447,7 +344,7 @@ fn a_group_address_is_refused_as_a_link_ends_own() {
 fn an_endpoint_refuses_poison_beyond_its_ranges_kept_apart() {
     let ctx = new_ctx();
     let mut h = 0;
-    assert_eq!(ethlink_endpoint_new(ctx, &ep_cfg(), &mut h), ETHLINK_OK);
+    assert_eq!(ethlink_endpoint_new(ctx, &ep_cfg(1), &mut h), ETHLINK_OK);
     let g = ETHLINK_SPACE_GLOBAL;
     for i in 0..65_536u64 {
         assert_eq!(ethlink_endpoint_poison(ctx, h, g, 4 * i, 1), ETHLINK_OK);

@@ -11,23 +11,9 @@ use core::ptr::{null, null_mut};
 
 use ethlink_ffi::*;
 
-fn new_ctx() -> *mut Ctx {
-    let mut ctx = null_mut();
-    assert_eq!(ethlink_ctx_new(&mut ctx), ETHLINK_OK);
-    assert!(!ctx.is_null());
-    ctx
-}
+mod common;
 
-fn last_error(ctx: *mut Ctx) -> String {
-    let mut buf = [0 as c_char; 1024];
-    let mut len = 0usize;
-    assert_eq!(
-        ethlink_last_error(ctx, buf.as_mut_ptr(), buf.len(), &mut len),
-        ETHLINK_OK
-    );
-    let bytes: Vec<u8> = buf[..len].iter().map(|&b| b as u8).collect();
-    String::from_utf8(bytes).expect("UTF-8 text")
-}
+use common::{ep_cfg, last_error, link_cfg, new_ctx, sw_cfg};
 
 /// The string `ethlink_code_name` returned.
 fn code_name(code: i32) -> String {
@@ -73,99 +59,6 @@ fn code_name_str(code: i32) -> &'static str {
     }
 }
 
-fn link_cfg() -> LinkEndConfig {
-    let mut out = link_cfg_zero();
-    assert_eq!(ethlink_link_end_config_default(&mut out), ETHLINK_OK);
-    out
-}
-
-fn link_cfg_zero() -> LinkEndConfig {
-    LinkEndConfig {
-        link: params_zero(),
-        mac: [0; 6],
-        caps: 0,
-        seed: 0,
-    }
-}
-
-fn params_zero() -> LinkParams {
-    LinkParams {
-        vcs: 0,
-        replay_count_max: 0,
-        credit_size: 0,
-        credit_overhead: 0,
-        mfs: 0,
-        rx_credits: [0; 8],
-        llr_window: 0,
-        replay_max_frames: 0,
-        replay_max_bytes: 0,
-        ack_spacing: 0,
-        cf_min_credits: 0,
-        tx_queue_frames: 0,
-        tx_queue_bytes: 0,
-        ack_timer_ns: 0,
-        replay_timer_ns: 0,
-        cf_min_interval_ns: 0,
-        cf_max_interval_ns: 0,
-        cc_interval_ns: 0,
-        init_interval_ns: 0,
-        init_timeout_ns: 0,
-    }
-}
-
-fn ep_cfg() -> EndpointConfig {
-    let mut c = EndpointConfig {
-        link: params_zero(),
-        gpu: 0,
-        stacks: 0,
-        ports_per_stack: 0,
-        policy: 0,
-        max_retries: 0,
-        lsu_tags: 0,
-        rdma_tags: 0,
-        caps: 0,
-        rdma_queue: 0,
-        segment: 0,
-        read_chunk: 0,
-        read_window: 0,
-        max_reassemblies: 0,
-        max_reassembly_blocks: 0,
-        max_read_jobs: 0,
-        response_backlog: 0,
-        port_queue: 0,
-        max_regions: 0,
-        pack_delay_ns: 0,
-        op_timeout_ns: 0,
-        tag_quarantine_ns: 0,
-        frame_lifetime_ns: 0,
-        busy_backoff_ns: 0,
-        global_size: 0,
-        shared_size: 0,
-        seed: 0,
-    };
-    assert_eq!(ethlink_endpoint_config_default(&mut c), ETHLINK_OK);
-    c.stacks = 1;
-    c.ports_per_stack = 2;
-    c
-}
-
-fn sw_cfg() -> SwitchConfig {
-    let mut c = SwitchConfig {
-        link: params_zero(),
-        id: 0,
-        ports: 0,
-        mode: 0,
-        egress_depth: 0,
-        latency_ns: 0,
-        max_residence_ns: 0,
-        rate_gbps: 0.0,
-        seed: 0,
-    };
-    assert_eq!(ethlink_switch_config_default(&mut c), ETHLINK_OK);
-    c.ports = 4;
-    c
-}
-
 fn link_end(ctx: *mut Ctx, cfg: &LinkEndConfig) -> u32 {
     let mut h = 0;
     assert_eq!(ethlink_link_end_new(ctx, cfg, &mut h), ETHLINK_OK);
@@ -180,7 +73,7 @@ fn endpoint(ctx: *mut Ctx, cfg: &EndpointConfig) -> u32 {
 
 fn switch(ctx: *mut Ctx) -> u32 {
     let mut h = 0;
-    assert_eq!(ethlink_switch_new(ctx, &sw_cfg(), &mut h), ETHLINK_OK);
+    assert_eq!(ethlink_switch_new(ctx, &sw_cfg(4), &mut h), ETHLINK_OK);
     h
 }
 
@@ -341,8 +234,8 @@ fn device_creation_checks_its_pointers_and_its_configuration() {
     let ctx = new_ctx();
     let mut h = 0u32;
     let le = link_cfg();
-    let ep = ep_cfg();
-    let sw = sw_cfg();
+    let ep = ep_cfg(2);
+    let sw = sw_cfg(4);
     assert_eq!(
         ethlink_link_end_new(null_mut(), &le, &mut h),
         ETHLINK_ERR_NULL_POINTER
@@ -749,7 +642,7 @@ fn bad_values_ports_and_backward_time_of_the_common_calls() {
         ETHLINK_ERR_ARGUMENT,
         &["port = 4"],
     );
-    let ep = endpoint(ctx, &ep_cfg());
+    let ep = endpoint(ctx, &ep_cfg(2));
     expect(
         ctx,
         ethlink_physical(ctx, ep, 2, 1, 0),
@@ -965,7 +858,7 @@ fn the_link_end_calls_check_pointers_values_role_and_queue() {
 #[test]
 fn the_endpoint_calls_check_pointers_values_role_and_limits() {
     let ctx = new_ctx();
-    let mut cfg = ep_cfg();
+    let mut cfg = ep_cfg(2);
     cfg.lsu_tags = 1;
     cfg.rdma_queue = 1;
     let h = endpoint(ctx, &cfg);
@@ -1372,7 +1265,7 @@ fn the_switch_call_checks_pointers_values_and_role() {
 #[test]
 fn describe_says_role_ports_caps_and_name() {
     let ctx = new_ctx();
-    let ep = endpoint(ctx, &ep_cfg());
+    let ep = endpoint(ctx, &ep_cfg(2));
     let sw = switch(ctx);
     let le = link_end(ctx, &link_cfg());
     for (h, role, ports) in [
@@ -1416,7 +1309,7 @@ fn describe_says_role_ports_caps_and_name() {
 fn error_texts_name_the_function_the_argument_and_the_value() {
     let ctx = new_ctx();
     let le = link_end(ctx, &link_cfg());
-    let ep = endpoint(ctx, &ep_cfg());
+    let ep = endpoint(ctx, &ep_cfg(2));
     let sw = switch(ctx);
     let mut h = 0u32;
     // A handle of another role: the handle, the role it names and the role the call is for.
@@ -1471,7 +1364,7 @@ fn error_texts_name_the_function_the_argument_and_the_value() {
     );
     let c = EndpointConfig {
         ports_per_stack: 0,
-        ..ep_cfg()
+        ..ep_cfg(2)
     };
     expect(
         ctx,
@@ -1481,7 +1374,7 @@ fn error_texts_name_the_function_the_argument_and_the_value() {
     );
     let c = EndpointConfig {
         op_timeout_ns: 10,
-        ..ep_cfg()
+        ..ep_cfg(2)
     };
     expect(
         ctx,
@@ -1491,7 +1384,7 @@ fn error_texts_name_the_function_the_argument_and_the_value() {
     );
     let c = EndpointConfig {
         max_regions: 0,
-        ..ep_cfg()
+        ..ep_cfg(2)
     };
     expect(
         ctx,
@@ -1499,7 +1392,7 @@ fn error_texts_name_the_function_the_argument_and_the_value() {
         ETHLINK_ERR_ARGUMENT,
         &["cfg->max_regions = 0: must be 1..=65536"],
     );
-    let mut c = ep_cfg();
+    let mut c = ep_cfg(2);
     c.link.vcs = 2;
     expect(
         ctx,
@@ -1507,7 +1400,7 @@ fn error_texts_name_the_function_the_argument_and_the_value() {
         ETHLINK_ERR_ARGUMENT,
         &["cfg->link.vcs = 2"],
     );
-    let mut c = sw_cfg();
+    let mut c = sw_cfg(4);
     c.link.mfs = 100;
     expect(
         ctx,
@@ -1517,7 +1410,7 @@ fn error_texts_name_the_function_the_argument_and_the_value() {
     );
     let c = SwitchConfig {
         latency_ns: 20_000,
-        ..sw_cfg()
+        ..sw_cfg(4)
     };
     expect(
         ctx,
@@ -1527,7 +1420,7 @@ fn error_texts_name_the_function_the_argument_and_the_value() {
     );
     let c = SwitchConfig {
         rate_gbps: f64::NAN,
-        ..sw_cfg()
+        ..sw_cfg(4)
     };
     expect(
         ctx,

@@ -1641,6 +1641,22 @@ mod tests {
         assert!(a.poll_completion().is_some());
     }
 
+    /// Four rounds of each endpoint firing its due timers and sending what it has to the other,
+    /// at `now`, their port 0 cabled to each other.
+    fn exchange(eps: &mut [Endpoint; 2], now: Instant, buf: &mut [u8]) {
+        for _ in 0..4 {
+            for e in 0..2 {
+                if eps[e].poll_timeout().is_some_and(|t| t <= now) {
+                    eps[e].handle_timeout(now);
+                }
+                while let Ok(Some(t)) = eps[e].poll_transmit(now, 0, buf) {
+                    let frame = buf[..t.len].to_vec();
+                    eps[1 - e].handle_frame(now, 0, &frame);
+                }
+            }
+        }
+    }
+
     /// RDMA writes that come and go while time barely moves (a peer that answers at once) leave
     /// timer hints behind at both ends, one per write, that fall only an `op_timeout` later;
     /// swept once they pile up, the heaps stay within a bound whatever the number of writes, and
@@ -1694,17 +1710,7 @@ mod tests {
                 }
             }
             let mut eps = [a, b];
-            for _ in 0..4 {
-                for e in 0..2 {
-                    if eps[e].poll_timeout().is_some_and(|t| t <= now) {
-                        eps[e].handle_timeout(now);
-                    }
-                    while let Ok(Some(t)) = eps[e].poll_transmit(now, 0, &mut buf) {
-                        let frame = buf[..t.len].to_vec();
-                        eps[1 - e].handle_frame(now, 0, &frame);
-                    }
-                }
-            }
+            exchange(&mut eps, now, &mut buf);
             [a, b] = eps;
             while let Some(c) = a.poll_completion() {
                 assert_eq!(c.status, CompletionStatus::Ok, "{c:?}");
@@ -1772,17 +1778,7 @@ mod tests {
                 while a.issue(now, load(1)).is_ok() {}
             }
             let mut eps = [a, b];
-            for _ in 0..4 {
-                for e in 0..2 {
-                    if eps[e].poll_timeout().is_some_and(|t| t <= now) {
-                        eps[e].handle_timeout(now);
-                    }
-                    while let Ok(Some(t)) = eps[e].poll_transmit(now, 0, &mut buf) {
-                        let frame = buf[..t.len].to_vec();
-                        eps[1 - e].handle_frame(now, 0, &frame);
-                    }
-                }
-            }
+            exchange(&mut eps, now, &mut buf);
             [a, b] = eps;
             while let Some(c) = a.poll_completion() {
                 assert_eq!(c.status, CompletionStatus::Ok, "{c:?}");
