@@ -322,14 +322,14 @@ impl<'d> Ctx<'d> {
     pub fn request(&mut self, req: &Request) -> Result<Reply, Stop> {
         match self.try_request(req)? {
             Ok(reply) => Ok(reply),
-            Err(why) if may_refuse(req) => Err(Stop::Unsupported(format!(
+            Err(why) if req.optional() => Err(Stop::Unsupported(format!(
                 "the device refused {}: {why}",
-                req_name(req)
+                req.name()
             ))),
             Err(why) => Err(Stop::Harness(format!(
                 "the device refused {}, which this case needs and every {} takes \
                  (docs/conformance.md \u{a7}3.3): {why}",
-                req_name(req),
+                req.name(),
                 self.desc.role
             ))),
         }
@@ -469,10 +469,10 @@ impl<'d> Ctx<'d> {
         // The device acts.
         let Advanced { out, next_ns } = self.dut.advance(now)?;
         self.check_outputs(now, &out)?;
-        let since = std::mem::replace(&mut self.advanced, now);
+        // Frames come after the previous advance, in time order.
+        let mut last = std::mem::replace(&mut self.advanced, now);
         self.next_dut = next_ns;
         let mfs = self.params.mfs.map_or(usize::MAX, usize::from);
-        let mut last = since;
         for o in out {
             match o {
                 Output::Frame { port, time_ns, hex } => {
@@ -759,32 +759,6 @@ fn drain_peer_events(p: &mut PeerEnd) {
                 let _ = p.link.release(r);
             }
         }
-    }
-}
-
-/// Whether the boundary lets a device refuse `req` when a case needs it: `withdraw` is optional
-/// (link.md LINK-6-5) and `poison` is a test hook a design may lack.
-fn may_refuse(req: &Request) -> bool {
-    matches!(req, Request::Withdraw { .. } | Request::Poison { .. })
-}
-
-/// The name of a request as the line protocol writes it (`req`).
-pub fn req_name(req: &Request) -> &'static str {
-    match req {
-        Request::PhysicalUp { .. } => "physical_up",
-        Request::PhysicalDown { .. } => "physical_down",
-        Request::Submit { .. } => "submit",
-        Request::Hold { .. } => "hold",
-        Request::Withdraw { .. } => "withdraw",
-        Request::SetRoute { .. } => "set_route",
-        Request::Register { .. } => "register",
-        Request::Deregister { .. } => "deregister",
-        Request::Poison { .. } => "poison",
-        Request::MemWrite { .. } => "mem_write",
-        Request::MemRead { .. } => "mem_read",
-        Request::Issue { .. } => "issue",
-        Request::Post { .. } => "post",
-        Request::Fence => "fence",
     }
 }
 

@@ -408,6 +408,35 @@ pub enum Request {
     Fence,
 }
 
+impl Request {
+    /// Its name as the line protocol writes it (`req`).
+    pub const fn name(&self) -> &'static str {
+        match self {
+            Request::PhysicalUp { .. } => "physical_up",
+            Request::PhysicalDown { .. } => "physical_down",
+            Request::Submit { .. } => "submit",
+            Request::Hold { .. } => "hold",
+            Request::Withdraw { .. } => "withdraw",
+            Request::SetRoute { .. } => "set_route",
+            Request::Register { .. } => "register",
+            Request::Deregister { .. } => "deregister",
+            Request::Poison { .. } => "poison",
+            Request::MemWrite { .. } => "mem_write",
+            Request::MemRead { .. } => "mem_read",
+            Request::Issue { .. } => "issue",
+            Request::Post { .. } => "post",
+            Request::Fence => "fence",
+        }
+    }
+
+    /// Whether a device may lack it (docs/conformance.md \u{a7}3.3): `withdraw`, which link.md
+    /// LINK-6-5 makes optional, and `poison`, a test hook a design may not have. Every device of
+    /// a role takes the other requests of its role.
+    pub const fn optional(&self) -> bool {
+        matches!(self, Request::Withdraw { .. } | Request::Poison { .. })
+    }
+}
+
 /// What a request returns at once.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
