@@ -108,7 +108,8 @@ pub struct ConfigError {
     /// switch, which use this type too, name their own parameters and a port link's as
     /// `link.<name>` or as link.md does).
     pub field: &'static str,
-    /// The value given (durations in nanoseconds).
+    /// The value given (durations in nanoseconds; a MAC address in the low 48 bits; a rate in
+    /// Gb/s, field `rate_gbps`, as the bits of its `f64`).
     pub value: u64,
     /// The rule it breaks.
     pub rule: &'static str,
@@ -123,6 +124,15 @@ impl fmt::Display for ConfigError {
                 f,
                 "mac = {:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}: {}",
                 b[2], b[3], b[4], b[5], b[6], b[7], self.rule
+            );
+        }
+        if self.field == "rate_gbps" {
+            // A rate, carried as the bits of its f64: NaN, inf and -400 read as given.
+            return write!(
+                f,
+                "rate_gbps = {}: {}",
+                f64::from_bits(self.value),
+                self.rule
             );
         }
         write!(f, "{} = {}: {}", self.field, self.value, self.rule)

@@ -75,7 +75,11 @@ impl Config {
             return err("latency", lat, "must be at most 10 us");
         }
         if !(self.rate_gbps.is_finite() && self.rate_gbps > 0.0) {
-            return err("rate_gbps", 0, "must be a positive number");
+            return err(
+                "rate_gbps",
+                self.rate_gbps.to_bits(),
+                "must be a positive number",
+            );
         }
         if !(1..=64).contains(&self.egress_depth) {
             return err("egress_depth", self.egress_depth.into(), "must be 1..=64");

@@ -1010,6 +1010,23 @@ fn max_residence_is_checked() {
 }
 
 #[test]
+fn a_rate_out_of_range_is_named_as_given() {
+    for (rate, shown) in [
+        (f64::NAN, "rate_gbps = NaN"),
+        (f64::INFINITY, "rate_gbps = inf"),
+        (-400.0, "rate_gbps = -400"),
+        (0.0, "rate_gbps = 0"),
+    ] {
+        let c = Config {
+            rate_gbps: rate,
+            ..Config::default()
+        };
+        let e = c.validate().unwrap_err().to_string();
+        assert_eq!(e, format!("{shown}: must be a positive number"));
+    }
+}
+
+#[test]
 fn reset_leaves_every_port_off_every_counter_zero_and_names_the_ports() {
     let c = Config {
         id: 0x0102,
