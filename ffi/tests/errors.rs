@@ -1390,7 +1390,7 @@ fn error_texts_name_the_function_the_argument_and_the_value() {
         ctx,
         ethlink_endpoint_new(ctx, &c, &mut h),
         ETHLINK_ERR_ARGUMENT,
-        &["cfg->max_regions = 0: must be 1..=65536"],
+        &["cfg->max_regions = 0: region table entries must be 1..=65536"],
     );
     let mut c = ep_cfg(2);
     c.link.vcs = 2;

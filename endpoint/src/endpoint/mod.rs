@@ -582,11 +582,7 @@ impl Endpoint {
         let mem = Memory::new(cfg.memory).map_err(|e| ConfigError {
             field: e.field,
             value: e.value,
-            rule: if e.field == "max_regions" {
-                "must be 1..=65536"
-            } else {
-                "a memory space's size must be 1..=2^57 bytes"
-            },
+            rule: e.rule(),
         })?;
         let mut ports = Vec::with_capacity(cfg.port_count());
         for s in 0..cfg.stacks {
