@@ -29,11 +29,12 @@ use crate::device::{Advanced, DeviceError, Output};
 /// The horizon of link.md §1 in nanoseconds: the latest time a reference backend takes.
 pub const HORIZON_NS: u64 = Instant::HORIZON.as_nanos();
 /// The most outputs (frames, deliveries, losses, link changes, completions) one `advance`
-/// returns.
-pub const MAX_ADVANCE_OUTPUTS: usize = 1 << 16;
+/// returns: what the boundary lets any device return ([`crate::boundary::MAX_OUTPUTS`]).
+pub const MAX_ADVANCE_OUTPUTS: usize = crate::boundary::MAX_OUTPUTS;
 /// The most bytes of frames, payloads and completion data (counted as bytes, not as their hex
-/// text) one `advance` returns: 32 MiB.
-pub const MAX_ADVANCE_BYTES: usize = 32 << 20;
+/// text) one `advance` returns: what the boundary lets any device return
+/// ([`crate::boundary::MAX_ADVANCE_BYTES`], 8 MiB).
+pub const MAX_ADVANCE_BYTES: usize = crate::boundary::MAX_ADVANCE_BYTES;
 /// The most deadlines one `advance` runs.
 pub const MAX_ADVANCE_STEPS: usize = 1 << 20;
 
