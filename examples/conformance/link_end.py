@@ -141,7 +141,8 @@ class LinkEnd:
         self.queues = [[] for _ in range(8)]  # payloads submitted, not sent yet
         self.rr = 0
         self.hold = [False] * 8
-        self.held = [[] for _ in range(8)]  # costs of payloads kept by a hold
+        self.held = [[] for _ in range(8)]  # (incarnation, cost) of payloads kept by a hold
+        self.incarnation = 0  # advances at every edge out of UP (LINK-6-4)
         self.echo_due = None  # nonce of the newest INIT to answer
         self.echoed = set()
         self.init_next = None
@@ -282,6 +283,7 @@ class LinkEnd:
     def leave_up(self, reason):
         """Every edge out of UP (Table LINK-T6), or physical down from INIT."""
         was_up = self.state == "UP"
+        self.incarnation += 1
         lost = len(self.replay)
         for _, frame, vc, payload in self.replay:
             self.lose(vc, "unknown_fate", payload)
@@ -349,7 +351,8 @@ class LinkEnd:
         self.echo_due = peer["nonce"]
 
     def on_init_echo(self, f, peer):
-        if self.state != "INIT" or peer["echo"] != self.nonce:
+        # LINK-2-18: no UP while the buffer holds a payload of an earlier incarnation.
+        if self.state != "INIT" or peer["echo"] != self.nonce or self.holds_stale():
             self.c["init_echoes_ignored"] += 1
             return
         if self.refuses(peer):
@@ -503,7 +506,7 @@ class LinkEnd:
             payload = self.payload_of(f)
             self.emit({"out": "delivered", "port": 0, "vc": v, "payload": payload.hex()})
             if self.hold[v]:
-                self.held[v].append(cost)
+                self.held[v].append((self.incarnation, cost))
             else:
                 self.free(v, cost)
         else:
@@ -534,6 +537,10 @@ class LinkEnd:
         if len(body) > total and f.hdr + 6 + len(body) > max(60, f.hdr + 6 + total):
             return b""
         return body[:total]
+
+    def holds_stale(self):
+        """Whether a payload kept by a hold came in an earlier incarnation (LINK-6-4)."""
+        return any(i != self.incarnation for held in self.held for i, _ in held)
 
     def free(self, v, cost):
         self.freed[v] = seq_add(self.freed[v], cost)
@@ -635,7 +642,8 @@ class LinkEnd:
 
     def transmit(self):
         """Sends every frame due now, in the order of LINK-3-15."""
-        if self.echo_due is not None and self.phys:
+        # LINK-2-18: no INIT_ECHO while the buffer holds a payload of an earlier incarnation.
+        if self.echo_due is not None and self.phys and not self.holds_stale():
             self.send(self.build(INIT_ECHO, self.params_body(self.echo_due)))
             self.c["init_echoes_sent"] += 1
             self.echoed.add(self.echo_due)
@@ -834,9 +842,17 @@ class LinkEnd:
                 raise Refused("VC %d" % vc)
             self.hold[vc] = bool(r["hold"])
             if not self.hold[vc]:
-                for cost in self.held[vc]:
-                    self.free(vc, cost)
+                # A payload of an earlier incarnation leaves the buffer without returning a
+                # credit: the counters were reset at UP (LINK-6-4).
+                stale = self.holds_stale()
+                for incarnation, cost in self.held[vc]:
+                    if incarnation == self.incarnation:
+                        self.free(vc, cost)
                 self.held[vc] = []
+                if stale and not self.holds_stale() and self.state == "INIT" and self.phys:
+                    # LINK-2-18: drained, a new nonce, then the echo and the INIT at once.
+                    self.draw_nonce()
+                    self.init_next = self.now
         elif kind == "withdraw":
             # LINK-6-5, LINK-6-6: every payload not sent yet leaves its queue and is reported,
             # after the outputs already pending, VC by VC in submission order. The replay

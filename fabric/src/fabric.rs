@@ -1525,11 +1525,27 @@ impl Fabric {
                 });
             }
         };
+        // A receive buffer is a fixed memory: every link checks, at every frame it accepts, that
+        // what its buffer holds stays within its grant (LINK-5-2, LINK-2-18).
+        let mut overruns: Vec<String> = Vec::new();
+        let mut overrun_of = |name: &dyn Fn() -> String, l: &ethlink_link::Link| {
+            if let Some(o) = l.buffer_overrun() {
+                overruns.push(format!(
+                    "{}: the receive buffer of VC {} held {} credits of a {}-credit grant at {} ns",
+                    name(),
+                    o.vc.index(),
+                    o.held,
+                    o.granted,
+                    o.at.as_nanos()
+                ));
+            }
+        };
         for (g, ep) in core.gpus.iter().enumerate() {
             for i in 0..ep.port_count() {
                 if let Some(l) = ep.link(i) {
                     add_link(l.counters());
                     stalls_of(format!("gpu{g}.port{i}"), l.counters());
+                    overrun_of(&|| format!("gpu{g}.port{i}"), l);
                 }
             }
         }
@@ -1556,6 +1572,7 @@ impl Fabric {
                 if let Some(l) = sw.link(p) {
                     add_link(l.counters());
                     stalls_of(format!("switch{k}.port{p}"), l.counters());
+                    overrun_of(&|| format!("switch{k}.port{p}"), l);
                 }
             }
             st.forwarded += r.forwarded;
@@ -1634,6 +1651,7 @@ impl Fabric {
             &ops,
             &integrity,
             &st,
+            overruns,
         );
         let pass = failures.is_empty();
         Report {
@@ -1680,6 +1698,7 @@ fn verdict(
     ops: &Operations,
     integrity: &crate::check::Integrity,
     st: &SwitchTotals,
+    overruns: Vec<String>,
 ) -> (bool, Vec<String>) {
     let mut v = Vec::new();
     for (n, what) in [
@@ -1696,6 +1715,7 @@ fn verdict(
         }
     }
     let data_intact = v.is_empty();
+    v.extend(overruns);
     if !all_up {
         v.push("some links never came up".to_owned());
     }

@@ -102,3 +102,150 @@ fn derived_buffers_keep_the_senders_going_where_32_kib_stalls_them() {
         && (p.end.starts_with("gpu") || p.end.starts_with("switch"))
         && p.end.contains(".port")));
 }
+
+/// An incast whose congested inputs are cut and restored again and again while the switches
+/// still hold their frames for the target's busy ports: 7 GPUs write 2 MiB each to GPU 0 over 2
+/// planes, and each sender loses one of its cables for 100 ns three times. Without LINK-2-18 a
+/// switch input grants its whole buffer again on top of the frames it still holds (seen: 2,193
+/// credits held of a 2,071-credit grant 844 ns after the first cut).
+fn incast_with_cuts() -> Scenario {
+    use ethlink_fabric::scenario::{Incast, Outage, OutageTarget};
+    let mut s = Scenario {
+        topology: Topology {
+            kind: TopologyKind::SingleTier,
+            gpus: 8,
+            stacks: 1,
+            ports_per_stack: 2,
+            ..Topology::default()
+        },
+        traffic: vec![Workload::Incast(Incast {
+            target: 0,
+            bytes: 2 << 20,
+            iterations: 1,
+            ..Incast::default()
+        })],
+        ..Scenario::default()
+    };
+    s.link.ber = 1e-7;
+    s.metrics.sample_ns = 0;
+    for (k, gpu) in (1..8u16).enumerate() {
+        for round in 0..3u64 {
+            s.outages.push(Outage {
+                what: OutageTarget::Link {
+                    gpu,
+                    port: (k % 2) as u16,
+                },
+                start_ns: 5_000 + round * 20_000 + k as u64 * 700,
+                duration_ns: Some(100),
+                blackout: false,
+            });
+        }
+    }
+    s
+}
+
+//= type=test
+//# LINK-2-18 While its receive buffer holds a frame it delivered before it last left UP, an end
+//# MUST NOT send an INIT_ECHO and MUST NOT enter UP: an INIT_ECHO it receives then is ignored and
+//# counted as LINK-2-17 says. Once its upper layer has drained them all it MUST draw a new nonce
+//# (LINK-2-9), answer the newest INIT it has received, and send its INIT at once.
+//# LINK-6-4 Frames the RX has already delivered stay delivered, and they stay in its receive
+//# buffer, charged to their VC, until the upper layer drains them.
+//# SW-7-7 Frames already received on a port whose link goes down or re-initialises MUST be
+//# forwarded as any other frame: their input link accepted them (LINK-6-4).
+#[test]
+fn cut_inputs_of_a_congested_switch_never_overfill_its_buffers() {
+    for seed in 1..=3 {
+        let mut s = incast_with_cuts();
+        s.seed = seed;
+        let r = run(&s);
+        assert!(
+            !r.failures.iter().any(|f| f.contains("receive buffer")),
+            "seed {seed}: {:?}",
+            r.failures
+        );
+        assert!(r.pass, "seed {seed}: {:?}", r.failures);
+        assert!(
+            r.links.reinits >= 42,
+            "seed {seed}: every cut re-initialised both ends"
+        );
+        assert!(
+            r.switch.held_max_bytes * 10 > r.switch.input_buffer_bytes * 9,
+            "seed {seed}: the inputs were nearly full ({} of {} B)",
+            r.switch.held_max_bytes,
+            r.switch.input_buffer_bytes
+        );
+    }
+}
+
+/// A target that stops taking requests for its response backlog (EP-8-4) while the links its
+/// request frames wait on are cut and restored: 7 GPUs load 256 B from GPU 0 with 64 loads
+/// outstanding each, GPU 0 may owe only 9,216 B of responses and grants 300 credits per VC, and
+/// each of its 2 cables is cut for 100 ns three times. An end that came UP on the peer's echo
+/// while still holding the last incarnation's requests (LINK-2-18 as first drafted: only the
+/// echo held back) deadlocked here: the target sent its responses to that port, whose peer could
+/// not come UP, stopped taking requests for the backlog they made, and 4,931 of the 7,000 loads
+/// ended in TIMEOUT after 10 ms.
+fn stalled_target_with_cuts() -> Scenario {
+    use ethlink_fabric::scenario::{LoadStore, Outage, OutageTarget, SizeWeight};
+    let mut s = Scenario {
+        topology: Topology {
+            kind: TopologyKind::SingleTier,
+            gpus: 8,
+            stacks: 1,
+            ports_per_stack: 2,
+            ..Topology::default()
+        },
+        traffic: vec![Workload::LoadStore(LoadStore {
+            gpus: Some((1..8).collect()),
+            targets: Some(vec![0]),
+            sizes: vec![SizeWeight {
+                bytes: 256,
+                weight: 1.0,
+            }],
+            read_share: 1.0,
+            outstanding: 64,
+            ops: Some(1_000),
+            ..LoadStore::default()
+        })],
+        ..Scenario::default()
+    };
+    s.link.ber = 1e-7;
+    s.endpoint.response_backlog = 9216;
+    s.link.rx_credits = Some(300);
+    s.metrics.sample_ns = 0;
+    for port in 0..2u16 {
+        for round in 0..3u64 {
+            s.outages.push(Outage {
+                what: OutageTarget::Link { gpu: 0, port },
+                start_ns: 3_000 + round * 10_000 + u64::from(port) * 4_000,
+                duration_ns: Some(100),
+                blackout: false,
+            });
+        }
+    }
+    s
+}
+
+//= type=test
+//# LINK-2-18 While its receive buffer holds a frame it delivered before it last left UP, an end
+//# MUST NOT send an INIT_ECHO and MUST NOT enter UP: an INIT_ECHO it receives then is ignored and
+//# counted as LINK-2-17 says. Once its upper layer has drained them all it MUST draw a new nonce
+//# (LINK-2-9), answer the newest INIT it has received, and send its INIT at once.
+#[test]
+fn a_target_that_stopped_taking_requests_keeps_its_buffers_across_cuts() {
+    for seed in 1..=3 {
+        let mut s = stalled_target_with_cuts();
+        s.seed = seed;
+        let r = run(&s);
+        assert!(r.pass, "seed {seed}: {:?}", r.failures);
+        assert!(
+            r.endpoints.backlog_stalls > 0,
+            "seed {seed}: the target stalled"
+        );
+        assert!(
+            r.links.reinits >= 12,
+            "seed {seed}: every cut re-initialised both ends"
+        );
+    }
+}

@@ -1297,11 +1297,9 @@ impl Pair {
                         self.report.unknown_fate += 1;
                     }
                 }
-                Event::LinkDown(_) => {
-                    // The reset freed the receive buffer (LINK-6-4): drop the old claims.
-                    self.dirs[e].drain.clear();
-                    self.dirs[e].drain_free_at = now;
-                }
+                // The frames delivered before stay in the buffer and drain as before (LINK-6-4);
+                // the link comes UP again once they have (LINK-2-18).
+                Event::LinkDown(_) => {}
                 Event::LinkUp(_) | Event::Notice(_) => {}
             }
         }
@@ -1318,7 +1316,7 @@ impl Pair {
             }
             for v in 0..c.vcs {
                 let vc = Vc::new(v).unwrap_or_default();
-                if l.rx_occupied(vc) > l.rx_grant(vc) {
+                if l.rx_held(vc) > l.rx_grant(vc) {
                     self.report.bound_violations += 1;
                 }
             }

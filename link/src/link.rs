@@ -84,7 +84,9 @@ pub enum LostReason {
 /// A claim on receive-buffer credits, handed out with each delivered frame. Give it back with
 /// [`Link::release`] when the upper layer has drained the frame from the buffer; that is what
 /// returns credits to the peer (LINK-5-4). It is neither `Copy` nor `Clone`, so it can be given
-/// back only once.
+/// back only once. A claim dropped without being given back is buffer never drained: it stays
+/// charged to its VC, and after the next re-initialisation the link does not come UP again
+/// (LINK-2-18).
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub struct Release {
     vc: Vc,
@@ -518,6 +520,22 @@ impl fmt::Display for BufferTooSmall {
 
 impl core::error::Error for BufferTooSmall {}
 
+/// A receive buffer that held more than its VC grants: what the check of every accepted frame
+/// found the first time it failed. CBFC (LINK-5-2, LINK-4-6) and the echo held back across a
+/// re-initialisation (LINK-2-18) make it impossible for a conformant pair; a fabric run that
+/// sees one fails.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct BufferOverrun {
+    /// When the frame that overfilled the buffer was accepted.
+    pub at: Instant,
+    /// The VC whose buffer it was.
+    pub vc: Vc,
+    /// Credits the buffer held with that frame.
+    pub held: u32,
+    /// Credits the VC grants (`rx_credits`).
+    pub granted: u32,
+}
+
 /// [`Link::release`] was given a claim this end did not hand out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ReleaseError {
@@ -675,8 +693,17 @@ pub struct Link {
     received: [u32; 8],
     freed: [u32; 8],
     freed_since_cf: u32,
-    /// Credits held over all VCs (the sum of `received - freed`).
+    /// Credits held over all VCs (the sum of `held`).
     rx_occupied_total: u64,
+    /// Credits of the frames each VC's buffer holds, whatever incarnation of the link accepted
+    /// them: what the memory holds, as against `received - freed`, which counts the current
+    /// incarnation only (LINK-6-4).
+    held: [u32; 8],
+    /// Credits, over all VCs, of the frames accepted before the last re-initialisation that
+    /// the buffer still holds (LINK-6-4); LINK-2-18 holds the echo back until it is 0.
+    held_stale: u64,
+    /// The first time a VC's buffer held more than it grants, if it ever did.
+    overrun: Option<BufferOverrun>,
     last_cf: Instant,
     cf_forced: bool,
     epoch: u32,
@@ -784,6 +811,9 @@ impl Link {
             freed: [0; 8],
             freed_since_cf: 0,
             rx_occupied_total: 0,
+            held: [0; 8],
+            held_stale: 0,
+            overrun: None,
             last_cf: Instant::ZERO,
             cf_forced: false,
             epoch: 0,
@@ -882,6 +912,19 @@ impl Link {
     pub fn rx_occupied(&self, vc: Vc) -> u32 {
         let v = vc.index();
         diff20(self.received[v], self.freed[v])
+    }
+
+    /// Credits of the frames `vc`'s receive buffer holds now, those of earlier incarnations of
+    /// the link included (LINK-6-4): what its memory holds, never more than
+    /// [`Link::rx_grant`] (checked at every accepted frame, see [`Link::buffer_overrun`]).
+    pub fn rx_held(&self, vc: Vc) -> u32 {
+        self.held[vc.index()]
+    }
+
+    /// The first time a receive buffer held more than its VC grants, if it ever did: `None` in
+    /// every run of a conformant pair.
+    pub fn buffer_overrun(&self) -> Option<BufferOverrun> {
+        self.overrun
     }
 
     /// Credits the receiver grants on `vc` (its configured buffer).
@@ -1204,12 +1247,35 @@ impl Link {
     }
 
     /// Gives back the buffer of a delivered frame (LINK-5-4). A claim from before a
-    /// re-initialisation is accepted and has no effect: the reset freed that buffer (LINK-6-4).
+    /// re-initialisation frees its buffer but returns no credit: the peer's credits were reset
+    /// (LINK-2-5, LINK-6-4). The last such claim given back lets an INIT_ECHO held back by
+    /// LINK-2-18 go: call [`Link::poll_transmit`] after it.
     pub fn release(&mut self, release: Release) -> Result<(), ReleaseError> {
+        let v = release.vc.index();
+        if release.credits > self.held[v] {
+            return Err(ReleaseError {
+                credits: release.credits,
+                occupied: self.held[v],
+            });
+        }
         if release.epoch != self.epoch {
+            //= docs/spec/link.md#6-flush-and-re-initialisation
+            //# LINK-6-4 Frames the RX has already delivered stay delivered, and they stay in its
+            //# receive buffer, charged to their VC, until the upper layer drains them.
+            self.held[v] -= release.credits;
+            let was = self.held_stale;
+            self.held_stale = self.held_stale.saturating_sub(u64::from(release.credits));
+            self.rx_occupied_total = self
+                .rx_occupied_total
+                .saturating_sub(u64::from(release.credits));
+            if was > 0 && self.held_stale == 0 && self.physical && self.agreed.is_none() {
+                // A new nonce, so that an echo the peer gave while this end could not come UP
+                // does not open the peer's LINK-2-8 gate: its DATA waits for this end to be UP.
+                self.nonce = self.draw_nonce();
+                self.init_next = self.now;
+            }
             return Ok(());
         }
-        let v = release.vc.index();
         let occupied = diff20(self.received[v], self.freed[v]);
         if release.credits > occupied {
             return Err(ReleaseError {
@@ -1221,6 +1287,7 @@ impl Link {
         //# LINK-5-4 On accepting a frame on VC *v* the RX MUST add its cost to `received[v]`; as
         //# the upper layer drains it, the RX MUST add its cost to `freed[v]`.
         self.freed[v] = add20(self.freed[v], release.credits);
+        self.held[v] -= release.credits;
         self.rx_occupied_total = self
             .rx_occupied_total
             .saturating_sub(u64::from(release.credits));
@@ -1492,12 +1559,19 @@ impl Link {
         //= docs/spec/link.md#3-link-level-retry-transmit-side
         //# LINK-3-15 When several frames are due, the TX MUST send them in this order: INIT_ECHO,
         //# INIT, NACK, ACK, CF, CC, retransmitted DATA, new DATA.
-        if let Some(echo) = self.echo_due {
+        //= docs/spec/link.md#2-bring-up
+        //# LINK-2-18 While its receive buffer holds a frame it delivered before it last left UP, an
+        //# end MUST NOT send an INIT_ECHO and MUST NOT enter UP: an INIT_ECHO it receives then is
+        //# ignored and counted as LINK-2-17 says. Once its upper layer has drained them all it MUST
+        //# draw a new nonce (LINK-2-9), answer the newest INIT it has received, and send its INIT
+        //# at once.
+        let echo_may_go = self.held_stale == 0;
+        if let Some(echo) = self.echo_due.filter(|_| echo_may_go) {
             //= docs/spec/link.md#2-bring-up
             //# LINK-2-2 An end that receives a valid INIT MUST answer it with an INIT_ECHO carrying
             //# the INIT's nonce as echo nonce and its own configured parameters, in any state but
             //# OFF, unless LINK-2-12 refuses it. When several INITs arrive before the wire can take
-            //# the INIT_ECHO, only the newest is answered.
+            //# the INIT_ECHO (or before LINK-2-18 lets it go), only the newest is answered.
             let init = self.own_init();
             let t = self.emit_control(
                 buf,
@@ -1914,7 +1988,13 @@ impl Link {
         //= docs/spec/link.md#2-bring-up
         //# LINK-2-17 INIT_ECHO frames with an echo nonce other than the end's current nonce, and
         //# every INIT_ECHO received while UP, MUST be ignored and counted.
-        if echo_nonce != self.nonce || self.agreed.is_some() {
+        //= docs/spec/link.md#2-bring-up
+        //# LINK-2-18 While its receive buffer holds a frame it delivered before it last left UP, an
+        //# end MUST NOT send an INIT_ECHO and MUST NOT enter UP: an INIT_ECHO it receives then is
+        //# ignored and counted as LINK-2-17 says. Once its upper layer has drained them all it MUST
+        //# draw a new nonce (LINK-2-9), answer the newest INIT it has received, and send its INIT
+        //# at once.
+        if echo_nonce != self.nonce || self.agreed.is_some() || self.held_stale > 0 {
             self.counters.init_echoes_ignored = self.counters.init_echoes_ignored.wrapping_add(1);
             return;
         }
@@ -1964,7 +2044,8 @@ impl Link {
         self.freed_seen = [0; 8];
         self.received = [0; 8];
         self.freed = [0; 8];
-        self.rx_occupied_total = 0;
+        // No frame of the last incarnation is in the buffer: LINK-2-18 kept this end out of UP,
+        // and the peer out of UP (it needs our echo), until they had left.
         self.stalled_since = [None; 8];
         self.freed_since_cf = 0;
         self.cf_forced = false;
@@ -2034,8 +2115,10 @@ impl Link {
         }
         self.echoed = None;
         self.peer_nonce = None;
-        // Delivered frames stay delivered; their buffer is freed by the reset (LINK-6-4).
+        // Delivered frames stay delivered, and in the buffer until drained (LINK-6-4): every
+        // claim handed out so far is now of an earlier incarnation.
         self.epoch = self.epoch.wrapping_add(1);
+        self.held_stale = self.rx_occupied_total;
         self.counters.reinits = self.counters.reinits.wrapping_add(1);
         if was_up || flushed > 0 {
             self.push_status(EvRec::Down(reason));
@@ -2621,6 +2704,15 @@ impl Link {
                 }
             }
             self.received[v] = add20(self.received[v], cost);
+            self.held[v] = self.held[v].saturating_add(cost);
+            if self.held[v] > self.cfg.rx_credits[v] && self.overrun.is_none() {
+                self.overrun = Some(BufferOverrun {
+                    at: now,
+                    vc: header.vc,
+                    held: self.held[v],
+                    granted: self.cfg.rx_credits[v],
+                });
+            }
             self.rx_occupied_total += u64::from(cost);
             let total = self.rx_occupied_total;
             self.counters.rx_occupied_max_credits =
@@ -3205,8 +3297,10 @@ mod tests {
     //# enter INIT (§2) with a new nonce (after physical down: when the physical link comes up
     //# again), reset its RX to OFF until UP, and report a link-down event to the upper layer; on UP
     //# it MUST report a link-up event.
-    //# LINK-6-4 Frames the RX has already delivered stay delivered; their buffer is freed by the
-    //# reset of LINK-2-5.
+    //# LINK-6-4 Frames the RX has already delivered stay delivered, and they stay in its receive
+    //# buffer, charged to their VC, until the upper layer drains them. Draining them returns no
+    //# credit: the counters of LINK-5-4 were reset at UP (LINK-2-5); LINK-2-18 keeps the peer from
+    //# being granted that buffer before it is empty.
     #[test]
     fn peer_restart_reinitialises_and_frees_the_buffer() {
         let (mut a, mut b) = up_pair(cfg(1, 1), cfg(2, 2));
@@ -3248,6 +3342,98 @@ mod tests {
         assert_eq!(b.rx_occupied(vc(0)), 0);
         assert_eq!(b.rx_counters(vc(0)), (0, 0));
         assert_eq!(b.counters().link_ups, 2);
+    }
+
+    /// Moves frames both ways until both ends are quiet, keeping every claim B is handed (B's
+    /// upper layer takes frames but drains none); returns B's claims and checks, after every
+    /// exchange, that what B's buffer holds stays within what it grants.
+    fn shuttle_holding(a: &mut Link, b: &mut Link, now: Instant, held: &mut Vec<Release>) {
+        for _ in 0..1000 {
+            let ab = drain_tx(a, now);
+            let ba = drain_tx(b, now);
+            if ab.is_empty() && ba.is_empty() {
+                break;
+            }
+            for f in &ab {
+                b.handle_frame(now, f);
+            }
+            for f in &ba {
+                a.handle_frame(now, f);
+            }
+            while let Some(e) = b.poll_event() {
+                if let Event::Delivered { release, .. } = e {
+                    held.push(release);
+                }
+            }
+            while a.poll_event().is_some() {}
+            let holds: u32 = held.iter().map(Release::credits).sum();
+            assert!(
+                holds <= b.rx_grant(vc(0)),
+                "B's buffer holds {holds} credits of frames it took but grants {}",
+                b.rx_grant(vc(0))
+            );
+        }
+    }
+
+    //= type=test
+    //# LINK-2-18 While its receive buffer holds a frame it delivered before it last left UP, an end
+    //# MUST NOT send an INIT_ECHO and MUST NOT enter UP: an INIT_ECHO it receives then is ignored
+    //# and counted as LINK-2-17 says. Once its upper layer has drained them all it MUST draw a new
+    //# nonce (LINK-2-9), answer the newest INIT it has received, and send its INIT at once.
+    //# LINK-6-4 Frames the RX has already delivered stay delivered, and they stay in its receive
+    //# buffer, charged to their VC, until the upper layer drains them.
+    #[test]
+    fn a_buffer_still_holding_the_last_incarnations_frames_is_not_granted_again() {
+        // The peer restarts while B's upper layer still holds most of B's buffer (a switch whose
+        // egress is congested, a target that stopped taking requests): B grants it again only
+        // once those frames have left.
+        let (mut a, mut b) = up_pair(cfg(1, 1), cfg(2, 2));
+        let grant = b.rx_grant(vc(0));
+        let mut held = Vec::new();
+        let mut i = 0u8;
+        while a.submit(vc(0), &payload(2000, i)).is_ok() && i < 40 {
+            i += 1;
+        }
+        shuttle_holding(&mut a, &mut b, t(10), &mut held);
+        let holds: u32 = held.iter().map(Release::credits).sum();
+        assert!(holds * 10 > grant * 9, "B holds {holds} of {grant} credits");
+        assert_eq!(b.rx_held(vc(0)), holds);
+        a.physical_down(t(20));
+        a.physical_up(t(20));
+        for _ in 0..40 {
+            let _ = a.submit(vc(0), &payload(2000, 0xEE));
+        }
+        shuttle_holding(&mut a, &mut b, t(30), &mut held);
+        assert!(
+            !a.is_up(),
+            "A came UP while B's buffer was still full of the old frames"
+        );
+        assert_eq!(
+            b.rx_held(vc(0)),
+            holds,
+            "the old frames are still B's to drain"
+        );
+        // Half drained is not drained: the echo waits for the last one.
+        let last = held.pop().unwrap();
+        for r in held.drain(..) {
+            b.release(r).unwrap();
+        }
+        shuttle_holding(&mut a, &mut b, t(40), &mut held);
+        assert!(!a.is_up() && held.is_empty());
+        b.release(last).unwrap();
+        assert_eq!(b.rx_held(vc(0)), 0);
+        shuttle_holding(&mut a, &mut b, t(50), &mut held);
+        // B ignored A's echo while it held the old frames; drained, it draws a new nonce and
+        // sends its echo and its INIT at once, and A sends DATA only after echoing that INIT.
+        assert!(b.counters().init_echoes_ignored > 0);
+        assert!(a.is_up() && b.is_up());
+        assert_eq!(
+            b.counters().rx_not_up,
+            0,
+            "no DATA reached B before it was UP"
+        );
+        assert!(!held.is_empty(), "A's queued frames flow once B has room");
+        assert!(b.buffer_overrun().is_none());
     }
 
     //= type=test

@@ -1880,8 +1880,8 @@ fn duplicate_data_discarded_counted_and_acked() {
 //# INIT_ECHO received while UP, MUST be ignored and counted.
 //# LINK-2-2 An end that receives a valid INIT MUST answer it with an INIT_ECHO carrying the INIT's
 //# nonce as echo nonce and its own configured parameters, in any state but OFF, unless LINK-2-12
-//# refuses it. When several INITs arrive before the wire can take the INIT_ECHO, only the newest is
-//# answered.
+//# refuses it. When several INITs arrive before the wire can take the INIT_ECHO (or before LINK-2-18
+//# lets it go), only the newest is answered.
 //# LINK-2-1 On entering INIT an end MUST draw a new nonce (LINK-2-9) and send its first INIT at
 //# once, then one every init_interval while it stays in INIT and physically up; each INIT carries
 //# the nonce and the end's configured parameters (never the agreed ones).
@@ -1982,8 +1982,14 @@ fn bringup_init_echo_with_wrong_nonce_is_ignored() {
 //# LINK-2-5 On entering UP an end MUST reset its TX sequence number and its RX expected sequence
 //# number to 0, its RX last good sequence number to 0xFFFFF (WIRE-4.2-1), and every credit counter
 //# of both sides to 0.
-//# LINK-6-4 Frames the RX has already delivered stay delivered; their buffer is freed by the reset
-//# of LINK-2-5.
+//# LINK-6-4 Frames the RX has already delivered stay delivered, and they stay in its receive
+//# buffer, charged to their VC, until the upper layer drains them. Draining them returns no credit:
+//# the counters of LINK-5-4 were reset at UP (LINK-2-5); LINK-2-18 keeps the peer from being
+//# granted that buffer before it is empty.
+//# LINK-2-18 While its receive buffer holds a frame it delivered before it last left UP, an end
+//# MUST NOT send an INIT_ECHO and MUST NOT enter UP: an INIT_ECHO it receives then is ignored and
+//# counted as LINK-2-17 says. Once its upper layer has drained them all it MUST draw a new nonce
+//# (LINK-2-9), answer the newest INIT it has received, and send its INIT at once.
 #[test]
 fn bringup_peer_restart_reinitialises() {
     let peer = config_b();
@@ -2047,10 +2053,33 @@ fn bringup_peer_restart_reinitialises() {
     // DATA before UP again is discarded and counted.
     link.handle_frame(t2, &data_frame(1, 0, false, &payload_for_frame(256, 41)));
     assert_eq!(link.counters().rx_not_up, 1);
-    // The INIT is answered, and INIT frames go out with the new nonce; no DATA.
+    // The frame delivered before is still in the buffer: INIT frames go out with the new
+    // nonce, but no INIT_ECHO, no DATA, and an echo of the new nonce brings nothing UP.
     let out = drain_tx(&mut link, t2);
-    assert!(kinds(&out).iter().all(|k| *k != FrameKind::Data));
+    assert!(
+        kinds(&out)
+            .iter()
+            .all(|k| *k != FrameKind::Data && *k != FrameKind::InitEcho)
+    );
+    assert_eq!(link.rx_held(vc(0)), 4);
+    link.handle_frame(
+        t2,
+        &emit(LinkFrame::InitEcho {
+            echo_nonce: link.nonce(),
+            init: init_of(&peer, 501),
+        }),
+    );
+    assert!(!link.is_up());
+    // Drained: no credit comes back, a new nonce is drawn, and the INIT_ECHO and an INIT go.
+    let before = link.nonce();
+    assert_eq!(link.release(claim.take().unwrap()), Ok(()));
+    assert_eq!(link.rx_held(vc(0)), 0);
     let new_nonce = link.nonce();
+    assert_ne!(new_nonce, before);
+    assert_eq!(
+        kinds(&drain_tx(&mut link, t2)),
+        vec![FrameKind::InitEcho, FrameKind::Init]
+    );
     // The peer's INIT of this attempt is in hand: its echo brings the link UP.
     link.handle_frame(
         t2,
@@ -2066,9 +2095,7 @@ fn bringup_peer_restart_reinitialises() {
     assert_eq!(link.rx_counters(vc(0)), (0, 0));
     assert_eq!(link.tx_counters(vc(0)), (0, 0));
     assert_eq!(link.rx_occupied(vc(0)), 0);
-    // The old claim is accepted and has no effect.
-    assert_eq!(link.release(claim.unwrap()), Ok(()));
-    assert_eq!(link.rx_counters(vc(0)), (0, 0));
+    assert!(claim.is_none());
     // The queued frames go now, from sequence number 0, and never the flushed ones.
     let out = drain_tx(&mut link, t2);
     let data: Vec<(u32, u32)> = out
@@ -4602,8 +4629,8 @@ fn one_percent_damage_with_small_buffers_never_flushes() {
 //= type=test
 //# LINK-2-2 An end that receives a valid INIT MUST answer it with an INIT_ECHO carrying the INIT's
 //# nonce as echo nonce and its own configured parameters, in any state but OFF, unless LINK-2-12
-//# refuses it. When several INITs arrive before the wire can take the INIT_ECHO, only the newest is
-//# answered.
+//# refuses it. When several INITs arrive before the wire can take the INIT_ECHO (or before LINK-2-18
+//# lets it go), only the newest is answered.
 //# LINK-2-6 An end that is UP and receives an INIT whose nonce differs from the peer's nonce it
 //# went UP with MUST re-initialise (§6), unless LINK-2-12 refuses that INIT: the peer has
 //# restarted. It then answers that INIT with an INIT_ECHO carrying its own new nonce, and sends its

@@ -2081,8 +2081,10 @@ prop_state_machine! {
     //# went UP with MUST re-initialise (§6), unless LINK-2-12 refuses that INIT: the peer has
     //# restarted. It then answers that INIT with an INIT_ECHO carrying its own new nonce, and sends
     //# its own INIT.
-    //# LINK-6-4 Frames the RX has already delivered stay delivered; their buffer is freed by the
-    //# reset of LINK-2-5.
+    //# LINK-6-4 Frames the RX has already delivered stay delivered, and they stay in its receive
+    //# buffer, charged to their VC, until the upper layer drains them. Draining them returns no
+    //# credit: the counters of LINK-5-4 were reset at UP (LINK-2-5); LINK-2-18 keeps the peer from
+    //# being granted that buffer before it is empty.
     #[test]
     fn restarts(sequential 1..=60 => LinkTest<Restarts>);
 }
@@ -2159,8 +2161,8 @@ fn double_bounce_comes_up() {
 //# the nonce and the end's configured parameters (never the agreed ones).
 //# LINK-2-2 An end that receives a valid INIT MUST answer it with an INIT_ECHO carrying the INIT's
 //# nonce as echo nonce and its own configured parameters, in any state but OFF, unless LINK-2-12
-//# refuses it. When several INITs arrive before the wire can take the INIT_ECHO, only the newest is
-//# answered.
+//# refuses it. When several INITs arrive before the wire can take the INIT_ECHO (or before LINK-2-18
+//# lets it go), only the newest is answered.
 //# LINK-2-3 An end MUST enter UP only when it receives an INIT_ECHO whose echo nonce is its
 //# current nonce, and MUST take the peer's nonce and parameters from that INIT_ECHO.
 #[test]
@@ -2204,8 +2206,10 @@ fn late_events_one_link_down() {
 //= type=test
 //# LINK-4-6 The RX MUST NOT accept a DATA frame whose cost (§5) exceeds the free buffer of its
 //# VC. [...] A conformant TX never causes this.
-//# LINK-6-4 Frames the RX has already delivered stay delivered; their buffer is freed by the
-//# reset of LINK-2-5.
+//# LINK-6-4 Frames the RX has already delivered stay delivered, and they stay in its receive
+//# buffer, charged to their VC, until the upper layer drains them. Draining them returns no credit:
+//# the counters of LINK-5-4 were reset at UP (LINK-2-5); LINK-2-18 keeps the peer from being
+//# granted that buffer before it is empty.
 #[test]
 fn late_events_buffer_freed_by_reset() {
     let mut steps = Vec::new();

@@ -590,6 +590,12 @@ impl Switch {
                     x.up = false;
                     x.link.withdraw();
                     self.flush_egress(p);
+                    //= docs/spec/switch.md#7-frames-a-switch-cannot-forward
+                    //# SW-7-7 Frames already received on a port whose link goes down or
+                    //# re-initialises MUST be forwarded as any other frame: their input link
+                    //# accepted them (LINK-6-4).
+                    // They stay in the VOQs with their claims; the link holds its INIT_ECHO
+                    // until the last claim is given back (LINK-2-18).
                 }
                 Event::Lost {
                     vc,

@@ -605,6 +605,15 @@ pub fn cases() -> Vec<Case> {
             &["LINK-6-5", "LINK-6-6"],
             withdraw_unsent,
         ),
+        le(
+            "LE-INIT-15",
+            "a peer that restarts while the device's upper layer holds frames of the last \
+             incarnation gets no INIT_ECHO, and its echo brings nothing UP, until they are \
+             drained; then one INIT_ECHO for its newest INIT; draining them returns no credit, \
+             and the new incarnation's grant is whole",
+            &["LINK-2-18", "LINK-6-4", "LINK-2-5", "LINK-2-6", "LINK-2-17"],
+            restart_with_a_held_buffer,
+        ),
     ]
 }
 
@@ -2779,6 +2788,117 @@ fn own_grant_checked(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
             )?;
         }
     }
+    Ok(())
+}
+
+fn restart_with_a_held_buffer(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    let dut = raw_start(ctx, quiet())?;
+    let mut peer = raw_init(ctx, RAW_NONCE);
+    peer.vcs = 1;
+    peer.mfs = 1024;
+    peer.credits = [512, 0, 0, 0, 0, 0, 0, 0];
+    raw_finish(ctx, dut, peer)?;
+    hold(ctx, 0, true)?;
+    for i in 0..3 {
+        accepted(ctx, &data_len(0, i, 128, i), 0, "LINK-4-1")?;
+    }
+    let _ = ctx.take_outputs();
+    // The peer restarts: twice, so that the echo due is for the newer nonce.
+    let mut peer2 = peer;
+    peer2.nonce = 0xBEEF_0002;
+    let mut sent = send(ctx, &init(peer2))?;
+    peer2.nonce = 0xBEEF_0003;
+    sent.extend(send(ctx, &init(peer2))?);
+    sent.extend(wait(ctx, 5_000)?);
+    let echoes = |sent: &[Sent]| -> Vec<u32> {
+        sent.iter()
+            .filter_map(|s| match s.frame {
+                Frm::InitEcho(e, _) => Some(e),
+                _ => None,
+            })
+            .collect()
+    };
+    let own = sent.iter().find_map(|s| match s.frame {
+        Frm::Init(i) => Some(i),
+        _ => None,
+    });
+    let Some(own) = own else {
+        return Err(Stop::fail(
+            "LINK-2-6",
+            "an INIT with a new nonce after the peer's restart",
+            format!("{:?}", sent.iter().map(|s| &s.frame).collect::<Vec<_>>()),
+        ));
+    };
+    check_eq(
+        "LINK-2-18",
+        "INIT_ECHOs sent while the buffer holds the last incarnation's frames",
+        echoes(&sent),
+        vec![],
+    )?;
+    // An echo of the device's own INIT does not bring it UP either: it is ignored and counted.
+    let before = ctx.counters()?;
+    ctx.inject(0, &init_echo(own.nonce, peer2))?;
+    let sent = wait(ctx, 200)?;
+    check_eq(
+        "LINK-2-18",
+        "link events on an INIT_ECHO while the buffer holds the last incarnation's frames",
+        link_events(&ctx.take_outputs()),
+        vec!["down:peer_restart".to_owned()],
+    )?;
+    check_eq(
+        "LINK-2-18",
+        "INIT_ECHOs ignored (init_echoes_ignored)",
+        counter_delta(ctx, &before, "init_echoes_ignored")?,
+        1,
+    )?;
+    check_eq("LINK-2-18", "INIT_ECHOs sent then", echoes(&sent), vec![])?;
+    // The peer, not UP without an echo, sends nothing but INIT; the device's upper layer drains.
+    hold(ctx, 0, false)?;
+    let sent = wait(ctx, 100)?;
+    check_eq(
+        "LINK-2-18",
+        "INIT_ECHOs once drained (echo nonce): one, for the newest INIT",
+        echoes(&sent),
+        vec![peer2.nonce],
+    )?;
+    // Drained, it draws a new nonce: the echo carries it and an INIT with it follows at once.
+    let renewed = sent.iter().find_map(|s| match s.frame {
+        Frm::Init(i) => Some(i.nonce),
+        _ => None,
+    });
+    let echoed_own = sent.iter().find_map(|s| match s.frame {
+        Frm::InitEcho(_, i) => Some(i.nonce),
+        _ => None,
+    });
+    check(
+        renewed.is_some_and(|n| n != own.nonce && n != 0) && echoed_own == renewed,
+        "LINK-2-18",
+        "once drained, a new nonce in the INIT_ECHO and in an INIT sent at once",
+        || {
+            format!(
+                "old nonce {:#x}, INIT_ECHO carries {echoed_own:x?}, INIT {renewed:x?}",
+                own.nonce
+            )
+        },
+    )?;
+    ctx.inject(0, &init_echo(renewed.unwrap_or_default(), peer2))?;
+    wait(ctx, 200)?;
+    let ev = link_events(&ctx.take_outputs());
+    check_eq("LINK-2-5", "link events", ev, vec!["up".to_owned()])?;
+    // The new incarnation's grant is whole, and no more: with the device holding every frame,
+    // frames of 1,000 B fill it to the last whole frame and the next one overruns it.
+    hold(ctx, 0, true)?;
+    let cost = (1000 + u32::from(dut.credit_overhead)).div_ceil(u32::from(dut.credit_size).max(1));
+    let fit = dut.credits[0] / cost.max(1);
+    for i in 0..fit {
+        accepted(ctx, &data_len(0, i, 1000, 10 + i), 0, "LINK-6-4")?;
+    }
+    counted_as(
+        ctx,
+        &data_len(0, fit, 1000, 10 + fit),
+        "credit_overruns.vc0",
+        "LINK-6-4",
+    )?;
     Ok(())
 }
 

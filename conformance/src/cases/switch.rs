@@ -183,6 +183,14 @@ pub fn cases() -> Vec<Case> {
             port_down_discarded,
         ),
         c(
+            "SWT-DISC-6",
+            "frames held in an input port's buffer when its peer restarts are forwarded once \
+             each when their egress frees; the port gives no INIT_ECHO, and its link no UP, \
+             until they have left, and nothing is discarded",
+            &["SW-7-7", "LINK-2-18", "LINK-6-4", "SW-4-4"],
+            input_restart_forwards_held_frames,
+        ),
+        c(
             "SWT-DISC-5",
             "frames of unknown fate in the replay buffer of an egress link that goes down are \
              counted in discard_port_down, as well as in tx_frames",
@@ -1782,6 +1790,87 @@ fn unroutable_discarded(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         "discard counters other than zero",
         d,
         vec!["port0.discard_unroutable.vc0=80".to_string()],
+    )
+}
+
+fn input_restart_forwards_held_frames(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    need_ports(ctx, 3)?;
+    let n = ctx.desc.ports;
+    let s = sw_setup(one_per_port(n), LinkParams::default(), None);
+    up_ports(
+        ctx,
+        &s,
+        &[0, 1, 2],
+        |p, c| if p == 2 { small_peer(c) } else { c },
+    )?;
+    // Port 2's peer holds what it gets: frames from port 0 for it fill port 0's input buffer.
+    ctx.peer_hold(2, true)?;
+    for k in 0..60u32 {
+        ctx.peer_submit(0, 0, &data(gpu_of(2), gpu_of(0), 0, k, 1000))?;
+    }
+    ctx.run_for(10_000)?;
+    let taken = ctr(ctx, 0, "rx_frames", 0)?;
+    let mut got: Vec<u32> = delivered(ctx, 2)?.iter().map(|d| d.1).collect();
+    let through = got.len() as u64;
+    if taken <= through + 4 {
+        return Err(Stop::Inconclusive(
+            "port 0's input buffer held too few frames for the egress".into(),
+        ));
+    }
+    // Port 0's peer restarts: a new incarnation (another nonce) with nothing queued.
+    let mut cfg = peer_config(ctx, 0);
+    cfg.nonce_seed ^= 0x5EED_0002;
+    let from = ctx.log().len();
+    ctx.attach(0, cfg)?;
+    ctx.run_for(20_000)?;
+    let echoes = |ctx: &Ctx<'_>, from: usize| {
+        ctx.log()[from..]
+            .iter()
+            .filter(|l| l.from_dut && l.port == 0 && kind_of(&l.bytes) == Some(Kind::InitEcho))
+            .count()
+    };
+    check_eq(
+        "LINK-2-18",
+        "INIT_ECHOs on port 0 while its input buffer holds the last incarnation's frames",
+        echoes(ctx, from),
+        0,
+    )?;
+    check(
+        !ctx.peer(0)?.link.is_up(),
+        "LINK-2-18",
+        "port 0's new peer is not UP while the switch holds the old frames",
+        || "it is UP".to_owned(),
+    )?;
+    // The egress frees: every frame port 0 took leaves by port 2, then port 0 comes UP.
+    ctx.peer_hold(2, false)?;
+    let up = ctx.run_until(100_000, |c| {
+        c.peer(0).map(|x| x.link.is_up()).unwrap_or(false)
+    })?;
+    check(
+        up && echoes(ctx, from) > 0,
+        "LINK-2-18",
+        "port 0's link comes UP once the frames held for port 2 have left",
+        || format!("UP: {up}, INIT_ECHOs: {}", echoes(ctx, from)),
+    )?;
+    ctx.run_for(20_000)?;
+    got.extend(delivered(ctx, 2)?.iter().map(|d| d.1));
+    got.sort_unstable();
+    let want: Vec<u32> = (0..u32::try_from(taken).unwrap_or(u32::MAX)).collect();
+    check(
+        got == want,
+        "SW-7-7",
+        format!(
+            "the {taken} frames port 0 took before its peer restarted ({through} through before \
+             it) leave by port 2, each once"
+        ),
+        || format!("tags {got:?}"),
+    )?;
+    let d = nonzero(ctx, &DISCARDS)?;
+    check_eq(
+        "SW-4-4",
+        "discard counters other than zero",
+        d,
+        Vec::<String>::new(),
     )
 }
 
