@@ -613,8 +613,8 @@ fn malformed_unroutable_and_port_down_frames_are_discarded_and_counted() {
     // Port 2 comes back: its counters were kept across the link going down and up.
     let before = b.sw.counters().ports[2];
     let now = Instant::from_nanos(b.now);
-    b.hold[2] = false;
-    b.held[2].clear();
+    // The peer drains what it held before: its link comes UP only then (LINK-2-18).
+    b.resume(2);
     b.peers[2].physical_up(now);
     b.sw.port_up(now, 2);
     b.run(20_000);
