@@ -109,39 +109,51 @@ fn derived_buffers_keep_the_senders_going_where_32_kib_stalls_them() {
 /// switch input grants its whole buffer again on top of the frames it still holds (seen: 2,193
 /// credits held of a 2,071-credit grant 844 ns after the first cut).
 fn incast_with_cuts() -> Scenario {
-    use ethlink_fabric::scenario::{Incast, Outage, OutageTarget};
-    let mut s = Scenario {
-        topology: Topology {
-            kind: TopologyKind::SingleTier,
-            gpus: 8,
-            stacks: 1,
-            ports_per_stack: 2,
-            ..Topology::default()
-        },
-        traffic: vec![Workload::Incast(Incast {
+    use ethlink_fabric::scenario::Incast;
+    let mut s = two_planes(
+        8,
+        Workload::Incast(Incast {
             target: 0,
             bytes: 2 << 20,
             iterations: 1,
             ..Incast::default()
-        })],
-        ..Scenario::default()
-    };
+        }),
+    );
     s.link.ber = 1e-7;
     s.metrics.sample_ns = 0;
     for (k, gpu) in (1..8u16).enumerate() {
-        for round in 0..3u64 {
-            s.outages.push(Outage {
-                what: OutageTarget::Link {
-                    gpu,
-                    port: (k % 2) as u16,
-                },
-                start_ns: 5_000 + round * 20_000 + k as u64 * 700,
-                duration_ns: Some(100),
-                blackout: false,
-            });
-        }
+        let from = 5_000 + k as u64 * 700;
+        cut_thrice(&mut s, gpu, (k % 2) as u16, from, 20_000);
     }
     s
+}
+
+/// Cuts the cable of `gpu`'s `port` for 100 ns three times, `every` ns apart from `from`.
+fn cut_thrice(s: &mut Scenario, gpu: u16, port: u16, from: u64, every: u64) {
+    use ethlink_fabric::scenario::{Outage, OutageTarget};
+    for round in 0..3u64 {
+        s.outages.push(Outage {
+            what: OutageTarget::Link { gpu, port },
+            start_ns: from + round * every,
+            duration_ns: Some(100),
+            blackout: false,
+        });
+    }
+}
+
+/// `gpus` GPUs of 2 ports on a single tier of 2 switches, with the scenario defaults otherwise.
+fn two_planes(gpus: u16, traffic: Workload) -> Scenario {
+    Scenario {
+        topology: Topology {
+            kind: TopologyKind::SingleTier,
+            gpus,
+            stacks: 1,
+            ports_per_stack: 2,
+            ..Topology::default()
+        },
+        traffic: vec![traffic],
+        ..Scenario::default()
+    }
 }
 
 //= type=test
@@ -187,16 +199,10 @@ fn cut_inputs_of_a_congested_switch_never_overfill_its_buffers() {
 /// not come UP, stopped taking requests for the backlog they made, and 4,931 of the 7,000 loads
 /// ended in TIMEOUT after 10 ms.
 fn stalled_target_with_cuts() -> Scenario {
-    use ethlink_fabric::scenario::{LoadStore, Outage, OutageTarget, SizeWeight};
-    let mut s = Scenario {
-        topology: Topology {
-            kind: TopologyKind::SingleTier,
-            gpus: 8,
-            stacks: 1,
-            ports_per_stack: 2,
-            ..Topology::default()
-        },
-        traffic: vec![Workload::LoadStore(LoadStore {
+    use ethlink_fabric::scenario::{LoadStore, SizeWeight};
+    let mut s = two_planes(
+        8,
+        Workload::LoadStore(LoadStore {
             gpus: Some((1..8).collect()),
             targets: Some(vec![0]),
             sizes: vec![SizeWeight {
@@ -207,22 +213,14 @@ fn stalled_target_with_cuts() -> Scenario {
             outstanding: 64,
             ops: Some(1_000),
             ..LoadStore::default()
-        })],
-        ..Scenario::default()
-    };
+        }),
+    );
     s.link.ber = 1e-7;
     s.endpoint.response_backlog = 9216;
     s.link.rx_credits = Some(300);
     s.metrics.sample_ns = 0;
     for port in 0..2u16 {
-        for round in 0..3u64 {
-            s.outages.push(Outage {
-                what: OutageTarget::Link { gpu: 0, port },
-                start_ns: 3_000 + round * 10_000 + u64::from(port) * 4_000,
-                duration_ns: Some(100),
-                blackout: false,
-            });
-        }
+        cut_thrice(&mut s, 0, port, 3_000 + u64::from(port) * 4_000, 10_000);
     }
     s
 }

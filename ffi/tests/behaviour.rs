@@ -5,6 +5,10 @@ use core::ptr::null_mut;
 
 use ethlink_ffi::*;
 
+mod common;
+
+use common::{blank_event, params_zero};
+
 fn payload(body: usize, fill: u8) -> Vec<u8> {
     let mut p = vec![fill; 8 + body];
     p[0..2].copy_from_slice(&1u16.to_be_bytes());
@@ -24,28 +28,7 @@ fn two_link_ends_exchange_payloads_through_the_abi() {
     let mut ctx = null_mut();
     ok(ethlink_ctx_new(&mut ctx));
     let mut cfg = LinkEndConfig {
-        link: LinkParams {
-            vcs: 0,
-            replay_count_max: 0,
-            credit_size: 0,
-            credit_overhead: 0,
-            mfs: 0,
-            rx_credits: [0; 8],
-            llr_window: 0,
-            replay_max_frames: 0,
-            replay_max_bytes: 0,
-            ack_spacing: 0,
-            cf_min_credits: 0,
-            tx_queue_frames: 0,
-            tx_queue_bytes: 0,
-            ack_timer_ns: 0,
-            replay_timer_ns: 0,
-            cf_min_interval_ns: 0,
-            cf_max_interval_ns: 0,
-            cc_interval_ns: 0,
-            init_interval_ns: 0,
-            init_timeout_ns: 0,
-        },
+        link: params_zero(),
         mac: [0; 6],
         caps: 0,
         seed: 0,
@@ -104,17 +87,7 @@ fn two_link_ends_exchange_payloads_through_the_abi() {
                 assert_eq!(port, 0);
                 wire.push((now + 50, 1 - i, buf[..len].to_vec()));
             }
-            let mut e = Event {
-                kind: 0,
-                port: 0,
-                vc: 0,
-                reason: 0,
-                op: 0,
-                status: 0,
-                status_raw: 0,
-                id: 0,
-                len: 0,
-            };
+            let mut e = blank_event();
             while ethlink_poll_event(ctx, h, &mut e, data.as_mut_ptr(), data.len()) == ETHLINK_OK {
                 match e.kind {
                     ETHLINK_EVENT_LINK_UP => up[i] = true,

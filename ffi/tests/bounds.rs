@@ -4,13 +4,11 @@
 //! cap: a poll that never ran dry fails the test instead of hanging it.
 #![allow(unsafe_code)]
 
-use core::ptr::null;
-
 use ethlink_ffi::*;
 
 mod common;
 
-use common::{ep_cfg, last_error, link_cfg, new_ctx, sw_cfg};
+use common::{blank_event, ep_cfg, last_error, link_cfg, ls_load, new_ctx, sw_cfg};
 
 /// 2^63 - 1, `ETHLINK_TIME_MAX_NS`.
 const TIME_MAX: u64 = 9_223_372_036_854_775_807;
@@ -34,24 +32,6 @@ fn devices(ctx: *mut Ctx) -> [(&'static str, u32); 3] {
     assert_eq!(ethlink_endpoint_new(ctx, &ep_cfg(1), &mut ep), ETHLINK_OK);
     assert_eq!(ethlink_switch_new(ctx, &sw_cfg(2), &mut sw), ETHLINK_OK);
     [("link end", le), ("endpoint", ep), ("switch", sw)]
-}
-
-fn ls_load() -> LsRequest {
-    LsRequest {
-        kind: ETHLINK_LS_LOAD,
-        space: ETHLINK_SPACE_GLOBAL,
-        width: 0,
-        ordered: 0,
-        dst: 1,
-        len: 8,
-        key: 7,
-        stream: 0,
-        addr: 0x1000,
-        value: 0,
-        compare: 0,
-        data: null(),
-        data_len: 0,
-    }
 }
 
 fn rdma_write() -> RdmaDesc {
@@ -278,17 +258,7 @@ fn an_endpoint_refuses_fences_and_operations_beyond_its_bounds() {
         &["ethlink_endpoint_post: post: 2112 completions wait to be taken"],
     );
     // Every completion comes out, the load's first; then there is room again.
-    let mut e = Event {
-        kind: 0,
-        port: 0,
-        vc: 0,
-        reason: 0,
-        op: 0,
-        status: 0,
-        status_raw: 0,
-        id: 0,
-        len: 0,
-    };
+    let mut e = blank_event();
     let mut data = vec![0u8; 9216];
     let mut ops = Vec::new();
     while ethlink_poll_event(ctx, h, &mut e, data.as_mut_ptr(), data.len()) == ETHLINK_OK {

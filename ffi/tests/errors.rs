@@ -13,7 +13,7 @@ use ethlink_ffi::*;
 
 mod common;
 
-use common::{ep_cfg, last_error, link_cfg, new_ctx, sw_cfg};
+use common::{blank_event, ep_cfg, last_error, link_cfg, ls_load, new_ctx, sw_cfg};
 
 /// The string `ethlink_code_name` returned.
 fn code_name(code: i32) -> String {
@@ -86,38 +86,6 @@ fn payload(body: usize, fill: u8) -> Vec<u8> {
     p[5] = 1;
     p[6..8].copy_from_slice(&(body as u16).to_be_bytes());
     p
-}
-
-fn blank_event() -> Event {
-    Event {
-        kind: 0,
-        port: 0,
-        vc: 0,
-        reason: 0,
-        op: 0,
-        status: 0,
-        status_raw: 0,
-        id: 0,
-        len: 0,
-    }
-}
-
-fn ls_load() -> LsRequest {
-    LsRequest {
-        kind: ETHLINK_LS_LOAD,
-        space: ETHLINK_SPACE_GLOBAL,
-        width: 0,
-        ordered: 0,
-        dst: 1,
-        len: 8,
-        key: 7,
-        stream: 0,
-        addr: 0x1000,
-        value: 0,
-        compare: 0,
-        data: null(),
-        data_len: 0,
-    }
 }
 
 fn rdma_read() -> RdmaDesc {

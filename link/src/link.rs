@@ -693,8 +693,6 @@ pub struct Link {
     received: [u32; 8],
     freed: [u32; 8],
     freed_since_cf: u32,
-    /// Credits held over all VCs (the sum of `held`).
-    rx_occupied_total: u64,
     /// Credits of the frames each VC's buffer holds, whatever incarnation of the link accepted
     /// them: what the memory holds, as against `received - freed`, which counts the current
     /// incarnation only (LINK-6-4).
@@ -810,7 +808,6 @@ impl Link {
             received: [0; 8],
             freed: [0; 8],
             freed_since_cf: 0,
-            rx_occupied_total: 0,
             held: [0; 8],
             held_stale: 0,
             overrun: None,
@@ -919,6 +916,11 @@ impl Link {
     /// [`Link::rx_grant`] (checked at every accepted frame, see [`Link::buffer_overrun`]).
     pub fn rx_held(&self, vc: Vc) -> u32 {
         self.held[vc.index()]
+    }
+
+    /// Credits the receive buffers of all VCs hold together.
+    fn held_total(&self) -> u64 {
+        self.held.iter().copied().map(u64::from).sum()
     }
 
     /// The first time a receive buffer held more than its VC grants, if it ever did: `None` in
@@ -1265,9 +1267,6 @@ impl Link {
             self.held[v] -= release.credits;
             let was = self.held_stale;
             self.held_stale = self.held_stale.saturating_sub(u64::from(release.credits));
-            self.rx_occupied_total = self
-                .rx_occupied_total
-                .saturating_sub(u64::from(release.credits));
             if was > 0 && self.held_stale == 0 && self.physical && self.agreed.is_none() {
                 // A new nonce, so that an echo the peer gave while this end could not come UP
                 // does not open the peer's LINK-2-8 gate: its DATA waits for this end to be UP.
@@ -1288,9 +1287,6 @@ impl Link {
         //# the upper layer drains it, the RX MUST add its cost to `freed[v]`.
         self.freed[v] = add20(self.freed[v], release.credits);
         self.held[v] -= release.credits;
-        self.rx_occupied_total = self
-            .rx_occupied_total
-            .saturating_sub(u64::from(release.credits));
         self.freed_since_cf = self.freed_since_cf.saturating_add(release.credits);
         Ok(())
     }
@@ -2118,7 +2114,7 @@ impl Link {
         // Delivered frames stay delivered, and in the buffer until drained (LINK-6-4): every
         // claim handed out so far is now of an earlier incarnation.
         self.epoch = self.epoch.wrapping_add(1);
-        self.held_stale = self.rx_occupied_total;
+        self.held_stale = self.held_total();
         self.counters.reinits = self.counters.reinits.wrapping_add(1);
         if was_up || flushed > 0 {
             self.push_status(EvRec::Down(reason));
@@ -2713,10 +2709,8 @@ impl Link {
                     granted: self.cfg.rx_credits[v],
                 });
             }
-            self.rx_occupied_total += u64::from(cost);
-            let total = self.rx_occupied_total;
             self.counters.rx_occupied_max_credits =
-                self.counters.rx_occupied_max_credits.max(total);
+                self.counters.rx_occupied_max_credits.max(self.held_total());
             self.counters.rx_frames[v] = self.counters.rx_frames[v].wrapping_add(1);
             self.counters.rx_bytes[v] = self.counters.rx_bytes[v].wrapping_add(len as u64);
             self.accept_seq(now, seq, len, header.flags.ack_req);

@@ -1793,7 +1793,10 @@ fn unroutable_discarded(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
     )
 }
 
-fn input_restart_forwards_held_frames(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+/// Ports 0, 1 and 2 UP, port 2's peer small and holding what it gets, and `frames` frames of
+/// 1000 B (tags 0 up) submitted by port 0's peer for port 2, run for 10 us: the switch's input
+/// buffer of port 0 fills and port 0's peer waits for credits with the rest.
+fn fill_input_0_for_held_port_2(ctx: &mut Ctx<'_>, frames: u32) -> Result<(), Stop> {
     need_ports(ctx, 3)?;
     let n = ctx.desc.ports;
     let s = sw_setup(one_per_port(n), LinkParams::default(), None);
@@ -1803,12 +1806,15 @@ fn input_restart_forwards_held_frames(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         &[0, 1, 2],
         |p, c| if p == 2 { small_peer(c) } else { c },
     )?;
-    // Port 2's peer holds what it gets: frames from port 0 for it fill port 0's input buffer.
     ctx.peer_hold(2, true)?;
-    for k in 0..60u32 {
+    for k in 0..frames {
         ctx.peer_submit(0, 0, &data(gpu_of(2), gpu_of(0), 0, k, 1000))?;
     }
-    ctx.run_for(10_000)?;
+    ctx.run_for(10_000)
+}
+
+fn input_restart_forwards_held_frames(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    fill_input_0_for_held_port_2(ctx, 60)?;
     let taken = ctr(ctx, 0, "rx_frames", 0)?;
     let mut got: Vec<u32> = delivered(ctx, 2)?.iter().map(|d| d.1).collect();
     let through = got.len() as u64;
@@ -1875,23 +1881,10 @@ fn input_restart_forwards_held_frames(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
 }
 
 fn port_down_discarded(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
-    need_ports(ctx, 3)?;
-    let n = ctx.desc.ports;
-    let s = sw_setup(one_per_port(n), LinkParams::default(), None);
-    up_ports(
-        ctx,
-        &s,
-        &[0, 1, 2],
-        |p, c| if p == 2 { small_peer(c) } else { c },
-    )?;
-    ctx.peer_hold(2, true)?;
     // 100 frames of 1000 B for port 2, whose peer holds 2.5 KiB: the switch's input buffer
     // (32 KiB) fills and port 0's peer waits for credits with the rest.
     let total = 100u64;
-    for k in 0..total as u32 {
-        ctx.peer_submit(0, 0, &data(gpu_of(2), gpu_of(0), 0, k, 1000))?;
-    }
-    ctx.run_for(10_000)?;
+    fill_input_0_for_held_port_2(ctx, total as u32)?;
     let tx_before = ctr(ctx, 2, "tx_frames", 0)?;
     let delivered_before = delivered(ctx, 2)?.len() as u64;
     if delivered_before >= 20 {

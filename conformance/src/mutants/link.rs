@@ -55,6 +55,9 @@ pub enum Break {
     NacksStomped,
     /// Counts a frame discarded for its size in `rx_fcs_errors` too (LINK-7-1).
     CountsRuntTwice,
+    /// Frees the frames its upper layer holds when the link leaves UP, as 1.2's LINK-6-4 read,
+    /// so that it answers a restarted peer at once (LINK-2-18).
+    FreesBufferAtReinit,
 }
 
 /// The reference link end with one [`Break`].
@@ -68,6 +71,8 @@ pub struct Mutant {
     accepted: BTreeMap<u32, (u8, Vec<u8>)>,
     peer_nonce: Option<u32>,
     vcs: u8,
+    /// VCs whose delivered payloads the harness asked to hold, one bit each.
+    holding: u8,
 }
 
 impl Mutant {
@@ -83,6 +88,7 @@ impl Mutant {
             accepted: BTreeMap::new(),
             peer_nonce: None,
             vcs: 4,
+            holding: 0,
         }
     }
 
@@ -191,6 +197,7 @@ impl Device for Mutant {
         self.extra.clear();
         self.accepted.clear();
         self.peer_nonce = None;
+        self.holding = 0;
         self.vcs = setup.link.vcs.unwrap_or(4);
         let mut inner = setup.clone();
         let asked = setup.link.clone();
@@ -254,6 +261,15 @@ impl Device for Mutant {
                 hex: to_hex(&data(*vc, 0, false, &p)),
             });
         }
+        if let Request::Hold { vc, hold, .. } = request
+            && *vc < 8
+        {
+            self.holding = if *hold {
+                self.holding | 1 << vc
+            } else {
+                self.holding & !(1 << vc)
+            };
+        }
         self.inner.request(time_ns, request)
     }
 
@@ -289,6 +305,14 @@ impl Device for Mutant {
                 Output::LinkDown { port, reason } => {
                     self.up = false;
                     out.push(Output::LinkDown { port, reason });
+                    if self.brk == Break::FreesBufferAtReinit {
+                        for vc in (0..8u8).filter(|v| self.holding >> v & 1 == 1) {
+                            for hold in [false, true] {
+                                self.inner
+                                    .request(time_ns, &Request::Hold { port, vc, hold })?;
+                            }
+                        }
+                    }
                 }
                 other => out.push(other),
             }
@@ -342,4 +366,5 @@ mutant_fns! {
     cc_while_busy => CcWhileBusy,
     nacks_stomped => NacksStomped,
     counts_runt_twice => CountsRuntTwice,
+    frees_buffer_at_reinit => FreesBufferAtReinit,
 }

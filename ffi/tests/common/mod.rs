@@ -4,7 +4,7 @@
 #![allow(dead_code, unreachable_pub)]
 
 use core::ffi::c_char;
-use core::ptr::null_mut;
+use core::ptr::{null, null_mut};
 
 use ethlink_ffi::*;
 
@@ -119,4 +119,38 @@ pub fn sw_cfg(ports: u16) -> SwitchConfig {
     assert_eq!(ethlink_switch_config_default(&mut c), ETHLINK_OK);
     c.ports = ports;
     c
+}
+
+/// An event record for `ethlink_poll_event` to fill.
+pub fn blank_event() -> Event {
+    Event {
+        kind: 0,
+        port: 0,
+        vc: 0,
+        reason: 0,
+        op: 0,
+        status: 0,
+        status_raw: 0,
+        id: 0,
+        len: 0,
+    }
+}
+
+/// An 8-byte LOAD of GPU 1's global address 0x1000 with key 7.
+pub fn ls_load() -> LsRequest {
+    LsRequest {
+        kind: ETHLINK_LS_LOAD,
+        space: ETHLINK_SPACE_GLOBAL,
+        width: 0,
+        ordered: 0,
+        dst: 1,
+        len: 8,
+        key: 7,
+        stream: 0,
+        addr: 0x1000,
+        value: 0,
+        compare: 0,
+        data: null(),
+        data_len: 0,
+    }
 }
