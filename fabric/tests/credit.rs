@@ -159,8 +159,10 @@ fn two_planes(gpus: u16, traffic: Workload) -> Scenario {
 //= type=test
 //# LINK-2-18 While its receive buffer holds a frame it delivered before it last left UP, an end
 //# MUST NOT send an INIT_ECHO and MUST NOT enter UP: an INIT_ECHO it receives then is ignored and
-//# counted as LINK-2-17 says. Once its upper layer has drained them all it MUST draw a new nonce
-//# (LINK-2-9), answer the newest INIT it has received, and send its INIT at once.
+//# counted as LINK-2-17 says. When its upper layer has drained the last of them, an end in INIT
+//# MUST draw a new nonce (LINK-2-9), answer the newest INIT it has received, if any, and send its
+//# INIT at once. (An end physically down draws its nonce when the physical link comes up,
+//# LINK-6-3.)
 //# LINK-6-4 Frames the RX has already delivered stay delivered, and they stay in its receive
 //# buffer, charged to their VC, until the upper layer drains them.
 //# SW-7-7 Frames already received on a port whose link goes down or re-initialises MUST be
@@ -228,8 +230,10 @@ fn stalled_target_with_cuts() -> Scenario {
 //= type=test
 //# LINK-2-18 While its receive buffer holds a frame it delivered before it last left UP, an end
 //# MUST NOT send an INIT_ECHO and MUST NOT enter UP: an INIT_ECHO it receives then is ignored and
-//# counted as LINK-2-17 says. Once its upper layer has drained them all it MUST draw a new nonce
-//# (LINK-2-9), answer the newest INIT it has received, and send its INIT at once.
+//# counted as LINK-2-17 says. When its upper layer has drained the last of them, an end in INIT
+//# MUST draw a new nonce (LINK-2-9), answer the newest INIT it has received, if any, and send its
+//# INIT at once. (An end physically down draws its nonce when the physical link comes up,
+//# LINK-6-3.)
 #[test]
 fn a_target_that_stopped_taking_requests_keeps_its_buffers_across_cuts() {
     for seed in 1..=3 {

@@ -1558,9 +1558,10 @@ impl Link {
         //= docs/spec/link.md#2-bring-up
         //# LINK-2-18 While its receive buffer holds a frame it delivered before it last left UP, an
         //# end MUST NOT send an INIT_ECHO and MUST NOT enter UP: an INIT_ECHO it receives then is
-        //# ignored and counted as LINK-2-17 says. Once its upper layer has drained them all it MUST
-        //# draw a new nonce (LINK-2-9), answer the newest INIT it has received, and send its INIT
-        //# at once.
+        //# ignored and counted as LINK-2-17 says. When its upper layer has drained the last of
+        //# them, an end in INIT MUST draw a new nonce (LINK-2-9), answer the newest INIT it has
+        //# received, if any, and send its INIT at once. (An end physically down draws its nonce
+        //# when the physical link comes up, LINK-6-3.)
         let echo_may_go = self.held_stale == 0;
         if let Some(echo) = self.echo_due.filter(|_| echo_may_go) {
             //= docs/spec/link.md#2-bring-up
@@ -1987,9 +1988,10 @@ impl Link {
         //= docs/spec/link.md#2-bring-up
         //# LINK-2-18 While its receive buffer holds a frame it delivered before it last left UP, an
         //# end MUST NOT send an INIT_ECHO and MUST NOT enter UP: an INIT_ECHO it receives then is
-        //# ignored and counted as LINK-2-17 says. Once its upper layer has drained them all it MUST
-        //# draw a new nonce (LINK-2-9), answer the newest INIT it has received, and send its INIT
-        //# at once.
+        //# ignored and counted as LINK-2-17 says. When its upper layer has drained the last of
+        //# them, an end in INIT MUST draw a new nonce (LINK-2-9), answer the newest INIT it has
+        //# received, if any, and send its INIT at once. (An end physically down draws its nonce
+        //# when the physical link comes up, LINK-6-3.)
         if echo_nonce != self.nonce || self.agreed.is_some() || self.held_stale > 0 {
             self.counters.init_echoes_ignored = self.counters.init_echoes_ignored.wrapping_add(1);
             return;
@@ -3372,8 +3374,10 @@ mod tests {
     //= type=test
     //# LINK-2-18 While its receive buffer holds a frame it delivered before it last left UP, an end
     //# MUST NOT send an INIT_ECHO and MUST NOT enter UP: an INIT_ECHO it receives then is ignored
-    //# and counted as LINK-2-17 says. Once its upper layer has drained them all it MUST draw a new
-    //# nonce (LINK-2-9), answer the newest INIT it has received, and send its INIT at once.
+    //# and counted as LINK-2-17 says. When its upper layer has drained the last of them, an end in
+    //# INIT MUST draw a new nonce (LINK-2-9), answer the newest INIT it has received, if any, and
+    //# send its INIT at once. (An end physically down draws its nonce when the physical link comes
+    //# up, LINK-6-3.)
     //# LINK-6-4 Frames the RX has already delivered stay delivered, and they stay in its receive
     //# buffer, charged to their VC, until the upper layer drains them.
     #[test]

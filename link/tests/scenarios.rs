@@ -1988,8 +1988,10 @@ fn bringup_init_echo_with_wrong_nonce_is_ignored() {
 //# granted that buffer before it is empty.
 //# LINK-2-18 While its receive buffer holds a frame it delivered before it last left UP, an end
 //# MUST NOT send an INIT_ECHO and MUST NOT enter UP: an INIT_ECHO it receives then is ignored and
-//# counted as LINK-2-17 says. Once its upper layer has drained them all it MUST draw a new nonce
-//# (LINK-2-9), answer the newest INIT it has received, and send its INIT at once.
+//# counted as LINK-2-17 says. When its upper layer has drained the last of them, an end in INIT
+//# MUST draw a new nonce (LINK-2-9), answer the newest INIT it has received, if any, and send its
+//# INIT at once. (An end physically down draws its nonce when the physical link comes up,
+//# LINK-6-3.)
 #[test]
 fn bringup_peer_restart_reinitialises() {
     let peer = config_b();
