@@ -1265,9 +1265,10 @@ impl Link {
             //# LINK-6-4 Frames the RX has already delivered stay delivered, and they stay in its
             //# receive buffer, charged to their VC, until the upper layer drains them.
             self.held[v] -= release.credits;
-            let was = self.held_stale;
             self.held_stale = self.held_stale.saturating_sub(u64::from(release.credits));
-            if was > 0 && self.held_stale == 0 && self.physical && self.agreed.is_none() {
+            // Every claim of an earlier incarnation is counted in `held_stale`, so this is the
+            // last of them.
+            if self.held_stale == 0 && self.physical && self.agreed.is_none() {
                 // A new nonce, so that an echo the peer gave while this end could not come UP
                 // does not open the peer's LINK-2-8 gate: its DATA waits for this end to be UP.
                 self.nonce = self.draw_nonce();
@@ -3411,13 +3412,15 @@ mod tests {
             holds,
             "the old frames are still B's to drain"
         );
-        // Half drained is not drained: the echo waits for the last one.
+        // Half drained is not drained: the echo, and the new nonce, wait for the last one.
+        let nonce = b.nonce();
         let last = held.pop().unwrap();
         for r in held.drain(..) {
             b.release(r).unwrap();
         }
         shuttle_holding(&mut a, &mut b, t(40), &mut held);
         assert!(!a.is_up() && held.is_empty());
+        assert_eq!(b.nonce(), nonce);
         b.release(last).unwrap();
         assert_eq!(b.rx_held(vc(0)), 0);
         shuttle_holding(&mut a, &mut b, t(50), &mut held);
@@ -3432,6 +3435,46 @@ mod tests {
         );
         assert!(!held.is_empty(), "A's queued frames flow once B has room");
         assert!(b.buffer_overrun().is_none());
+    }
+
+    /// An end that forgot the last incarnation's frames at the restart (as 1.2 read LINK-6-4)
+    /// grants its buffer again on top of them; the check of every accepted frame names the VC,
+    /// the credits and the time of the first overfill.
+    #[test]
+    fn a_buffer_granted_twice_is_reported_as_overrun() {
+        let (mut a, mut b) = up_pair(cfg(1, 1), cfg(2, 2));
+        let grant = b.rx_grant(vc(0));
+        let mut held = Vec::new();
+        for i in 0..40u8 {
+            let _ = a.submit(vc(0), &payload(2000, i));
+        }
+        shuttle_holding(&mut a, &mut b, t(10), &mut held);
+        a.physical_down(t(20));
+        a.physical_up(t(20));
+        for _ in 0..40 {
+            let _ = a.submit(vc(0), &payload(2000, 0xEE));
+        }
+        let mut more = Vec::new();
+        for _ in 0..10 {
+            let ab = drain_tx(&mut a, t(30));
+            let ba = drain_tx(&mut b, t(30));
+            for f in &ab {
+                b.handle_frame(t(30), f);
+                // The broken end: what it holds from before the restart is forgotten.
+                b.held_stale = 0;
+            }
+            for f in &ba {
+                a.handle_frame(t(30), f);
+            }
+            while let Some(e) = b.poll_event() {
+                if let Event::Delivered { release, .. } = e {
+                    more.push(release);
+                }
+            }
+        }
+        let o = b.buffer_overrun().expect("the buffer was overfilled");
+        assert_eq!((o.vc, o.granted, o.at), (vc(0), grant, t(30)));
+        assert!(o.held > grant && o.held <= b.rx_held(vc(0)));
     }
 
     //= type=test
