@@ -662,7 +662,9 @@ int32_t ethlink_link_submit(ethlink_ctx *ctx,
 
 // Link end: with `hold` = 1, the payloads delivered on `vc` from now on keep their space in
 // the receive buffer after their event is taken, so that the buffer fills and the peer runs
-// out of credits; with `hold` = 0, every payload kept is drained and its credits returned.
+// out of credits; with `hold` = 0, every payload kept is drained and its credits returned (none
+// for a payload delivered before the link last left UP: the link comes UP again only once every
+// such payload has been drained, LINK-6-4, LINK-2-18).
 //
 // Errors: NULL_POINTER, HANDLE, WRONG_ROLE, ARGUMENT (no such VC, `hold` neither 0 nor 1).
 int32_t ethlink_link_hold(ethlink_ctx *ctx,
