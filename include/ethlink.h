@@ -14,8 +14,9 @@
 // Version of the ABI this library exports: [`crate::ethlink_abi_version`] returns it. It changes
 // whenever a function, structure or constant changes meaning or layout. Version 2 refuses times
 // after `ETHLINK_TIME_MAX_NS`, a group MAC address as a link end's own, and fences and new
-// operations beyond the endpoint's bounds.
-#define ETHLINK_ABI_VERSION 2
+// operations beyond the endpoint's bounds. Version 3 adds `llr_max_age_ns` at the end of
+// `ethlink_link_params` (link.md LINK-3-18).
+#define ETHLINK_ABI_VERSION 3
 
 // The latest time a model takes, in nanoseconds: 2^63 - 1 (about 292 years; the largest
 // `int64_t`, and the largest SystemVerilog `longint`), the horizon of link.md LINK-1-2. A call
@@ -270,6 +271,8 @@ typedef struct {
   uint64_t init_interval_ns;
   // Time in INIT after which an initialisation timeout is counted.
   uint64_t init_timeout_ns;
+  // Longest a frame stays in the replay buffer after its first transmission; FLUSH then.
+  uint64_t llr_max_age_ns;
 } ethlink_link_params;
 
 // Configuration of a link end. Fill it with `ethlink_link_end_config_default` and change what

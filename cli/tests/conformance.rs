@@ -172,7 +172,7 @@ fn a_device_that_breaks_mid_run_gets_harness_errors_and_exit_1() {
              'llr_window': 524288, 'replay_max_frames': 115, 'replay_max_bytes': 58768, \
              'ack_spacing': 2048, 'ack_timer_ns': 500, 'replay_timer_ns': 5000, \
              'replay_count_max': 3, 'cf_min_credits': 8, 'cf_min_interval_ns': 100, \
-             'cf_max_interval_ns': 2000, 'cc_interval_ns': 10000, 'init_interval_ns': 1000}\n\
+             'cf_max_interval_ns': 2000, 'cc_interval_ns': 10000, 'init_interval_ns': 1000, 'llr_max_age_ns': 25000}\n\
         for line in sys.stdin:\n    \
             m = json.loads(line)\n    \
             if m['op'] == 'hello': print(json.dumps({'ok': True, 'version': 2, 'name': 'dies', 'role': 'link_end', 'ports': 1, 'seq': m['seq']}), flush=True)\n    \

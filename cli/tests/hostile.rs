@@ -69,7 +69,7 @@ fn device(dir: &Path, name: &str, role: &str, twist: &str) -> String {
          'mfs': 9216, 'llr_window': 524288, 'replay_max_frames': 115, 'replay_max_bytes': 58768, \
          'ack_spacing': 2048, 'ack_timer_ns': 500, 'replay_timer_ns': 5000, \
          'replay_count_max': 3, 'cf_min_credits': 8, 'cf_min_interval_ns': 100, \
-         'cf_max_interval_ns': 2000, 'cc_interval_ns': 10000, 'init_interval_ns': 1000}}\n\
+         'cf_max_interval_ns': 2000, 'cc_interval_ns': 10000, 'init_interval_ns': 1000, 'llr_max_age_ns': 25000}}\n\
          for line in sys.stdin:\n    \
              m = json.loads(line); op = m['op']\n    \
              if op == 'hello': a = {{'ok': True, 'version': 2, 'name': 'script', 'role': '{role}', 'caps': [], 'ports': 1}}\n    \

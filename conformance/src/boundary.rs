@@ -101,8 +101,9 @@ pub fn check_description(d: &mut Description) -> Result<(), String> {
     Ok(())
 }
 
-/// The name of each parameter of `p` with its value, in the order of link.md Table LINK-T1.
-fn fields(p: &LinkParams) -> [(&'static str, Option<u64>); 17] {
+/// The name of each parameter of `p` with its value, in the order of link.md Table LINK-T1, then
+/// `llr_max_age` (Table LINK-T2).
+fn fields(p: &LinkParams) -> [(&'static str, Option<u64>); 18] {
     [
         ("vcs", p.vcs.map(u64::from)),
         ("credit_size", p.credit_size.map(u64::from)),
@@ -121,6 +122,7 @@ fn fields(p: &LinkParams) -> [(&'static str, Option<u64>); 17] {
         ("cf_max_interval_ns", p.cf_max_interval_ns),
         ("cc_interval_ns", p.cc_interval_ns),
         ("init_interval_ns", p.init_interval_ns),
+        ("llr_max_age_ns", p.llr_max_age_ns),
     ]
 }
 

@@ -131,6 +131,9 @@ pub struct LinkParams {
     /// Period of INIT frames while initialising.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub init_interval_ns: Option<u64>,
+    /// Longest a frame stays in the replay buffer after its first transmission (LINK-3-18).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub llr_max_age_ns: Option<u64>,
 }
 
 /// A forwarding-table entry for a switch: frames for `dst` leave by one of `ports`

@@ -765,6 +765,9 @@ fn apply(c: &mut CParams, p: &LinkParams) {
     if let Some(v) = p.init_interval_ns {
         c.init_interval_ns = v;
     }
+    if let Some(v) = p.llr_max_age_ns {
+        c.llr_max_age_ns = v;
+    }
 }
 
 /// Every parameter of `c`.
@@ -787,6 +790,7 @@ fn params_of(c: &CParams) -> LinkParams {
         cf_max_interval_ns: Some(c.cf_max_interval_ns),
         cc_interval_ns: Some(c.cc_interval_ns),
         init_interval_ns: Some(c.init_interval_ns),
+        llr_max_age_ns: Some(c.llr_max_age_ns),
     }
 }
 
@@ -812,6 +816,7 @@ fn zeroed_params() -> CParams {
         cc_interval_ns: 0,
         init_interval_ns: 0,
         init_timeout_ns: 0,
+        llr_max_age_ns: 0,
     }
 }
 

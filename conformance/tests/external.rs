@@ -67,7 +67,7 @@ const PARAMS: &str = "{'vcs': 4, 'credit_size': 64, 'rx_credits': 512, 'credit_o
     'mfs': 9216, 'llr_window': 524288, 'replay_max_frames': 115, 'replay_max_bytes': 58768, \
     'ack_spacing': 2048, 'ack_timer_ns': 500, 'replay_timer_ns': 5000, 'replay_count_max': 3, \
     'cf_min_credits': 8, 'cf_min_interval_ns': 100, 'cf_max_interval_ns': 2000, \
-    'cc_interval_ns': 10000, 'init_interval_ns': 1000}";
+    'cc_interval_ns': 10000, 'init_interval_ns': 1000, 'llr_max_age_ns': 25000}";
 
 static SEQ: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 

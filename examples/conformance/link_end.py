@@ -49,12 +49,13 @@ DEFAULTS = {
     "cf_max_interval_ns": 2000,
     "cc_interval_ns": 10000,
     "init_interval_ns": 1000,
+    "llr_max_age_ns": 25000,
 }
 INIT_TIMEOUT_NS = 1_000_000
 
 LINK_COUNTERS = (
     "acks_sent acks_received nacks_sent nacks_received frames_replayed replays_by_nack "
-    "replay_timeouts flushes frames_unknown_fate rx_fcs_errors rx_damaged rx_stomped rx_foreign "
+    "replay_timeouts flushes flushes_aged frames_unknown_fate rx_fcs_errors rx_damaged rx_stomped rx_foreign "
     "rx_bad_version rx_unknown_kind rx_malformed_control rx_vc_not_agreed rx_not_up duplicates "
     "discarded_after_nack stale_acks stale_cf_entries stale_cc_entries cf_sent cf_received "
     "cc_sent cc_received inits_sent inits_received init_echoes_sent init_echoes_received "
@@ -172,6 +173,7 @@ class LinkEnd:
             "cf_max_interval_ns": (1, 10**9),
             "cc_interval_ns": (1, 10**9),
             "init_interval_ns": (1, 10**9),
+            "llr_max_age_ns": (1, 10**9),
         }
         for k, (lo, hi) in ranges.items():
             if not lo <= p[k] <= hi:
@@ -187,7 +189,7 @@ class LinkEnd:
         """What LINK-2-5 resets on entering UP (and the state of a fresh end)."""
         # TX
         self.tx_seq = 0
-        self.replay = []  # [seq, frame bytes], oldest first
+        self.replay = []  # (seq, frame bytes, vc, payload, first sent at), oldest first
         self.replay_bytes = 0
         self.replay_next = None  # index of the next frame to re-send, None: not replaying
         self.replay_sent_first = False
@@ -285,7 +287,7 @@ class LinkEnd:
         was_up = self.state == "UP"
         self.incarnation += 1
         lost = len(self.replay)
-        for _, frame, vc, payload in self.replay:
+        for _, frame, vc, payload, _ in self.replay:
             self.lose(vc, "unknown_fate", payload)
         self.c["frames_unknown_fate"] += lost
         self.replay = []
@@ -559,7 +561,7 @@ class LinkEnd:
             return
         if n:
             for _ in range(n):
-                _, frame, _, _ = self.replay.pop(0)
+                _, frame, _, _, _ = self.replay.pop(0)
                 self.replay_bytes -= len(frame)
             self.replay_count = 0
             if self.replay_next is not None:
@@ -589,6 +591,14 @@ class LinkEnd:
         self.leave_up("flush")
         self.enter_init()
 
+    def age_deadline(self):
+        # LINK-3-18: the oldest frame's first transmission plus llr_max_age.
+        return self.replay[0][4] + self.p["llr_max_age_ns"] if self.replay else None
+
+    def aged(self):
+        d = self.age_deadline()
+        return self.state == "UP" and d is not None and d <= self.now
+
     def on_cf(self, b):
         mask = b[0]
         for v in range(8):
@@ -608,6 +618,8 @@ class LinkEnd:
 
     def on_cc(self, b):
         mask = b[0]
+        if mask == 0:
+            return  # WIRE-4.3-2: ignored whole, no CF (LINK-5-13)
         for v in range(8):
             if not mask >> v & 1:
                 continue
@@ -661,7 +673,6 @@ class LinkEnd:
             self.c["nacks_sent"] += 1
             self.nack_due = self.ack_due = False
             self.rx_state = "NACK_SENT"
-            self.remembered = None
             self.bytes_since_ack = 0
             self.ack_deadline = None
         if self.ack_due:
@@ -685,6 +696,10 @@ class LinkEnd:
             self.send(self.build(CC, self.credit_body(self.consumed)))
             self.c["cc_sent"] += 1
             self.cc_deadline = self.now + self.p["cc_interval_ns"]
+        if self.aged():
+            self.c["flushes_aged"] += 1
+            self.flush()
+            return
         while self.replay_next is not None:
             entry = self.replay[self.replay_next]
             frame = bytearray(entry[1])
@@ -740,7 +755,7 @@ class LinkEnd:
                 self.send(frame)
                 if not self.replay:
                     self.replay_deadline = self.now + self.p["replay_timer_ns"]
-                self.replay.append((self.tx_seq, frame, v, payload))
+                self.replay.append((self.tx_seq, frame, v, payload, self.now))
                 self.replay_bytes += len(frame)
                 self.c["replay_frames_max"] = max(self.c["replay_frames_max"], len(self.replay))
                 self.c["replay_bytes_max"] = max(self.c["replay_bytes_max"], self.replay_bytes)
@@ -762,7 +777,7 @@ class LinkEnd:
             d.append(self.init_next)
             d.append(self.init_deadline)
         if self.state == "UP":
-            d += [self.replay_deadline, self.ack_deadline, self.cf_max_deadline]
+            d += [self.replay_deadline, self.ack_deadline, self.cf_max_deadline, self.age_deadline()]
             if not self.replay:
                 d.append(self.cc_deadline)
             if self.freed_since_cf >= self.p["cf_min_credits"] and self.last_cf is not None:
@@ -783,6 +798,10 @@ class LinkEnd:
         if self.cf_max_deadline is not None and self.cf_max_deadline <= t:
             self.cf_due = True
             self.cf_max_deadline = None
+        if self.aged():
+            self.c["flushes_aged"] += 1
+            self.flush()
+            return
         if self.replay_deadline is not None and self.replay_deadline <= t:
             self.replay_deadline = None
             if self.replay:

@@ -34,6 +34,7 @@ pub(crate) fn params_of(c: &LinkConfig) -> LinkParams {
         cc_interval_ns: ns(c.cc_interval),
         init_interval_ns: ns(c.init_interval),
         init_timeout_ns: ns(c.init_timeout),
+        llr_max_age_ns: ns(c.llr_max_age),
     }
 }
 
@@ -61,12 +62,13 @@ pub(crate) fn apply_params(base: &LinkConfig, p: &LinkParams) -> LinkConfig {
         cc_interval: d(p.cc_interval_ns),
         init_interval: d(p.init_interval_ns),
         init_timeout: d(p.init_timeout_ns),
+        llr_max_age: d(p.llr_max_age_ns),
         ..base.clone()
     }
 }
 
 /// The link parameters of [`LinkParams`], by the names a model's [`ConfigError`] gives them.
-const LINK_FIELDS: [&str; 20] = [
+const LINK_FIELDS: [&str; 21] = [
     "vcs",
     "credit_size",
     "rx_credits",
@@ -85,15 +87,17 @@ const LINK_FIELDS: [&str; 20] = [
     "cc_interval",
     "init_interval",
     "init_timeout",
+    "llr_max_age",
     "tx_queue_frames",
     "tx_queue_bytes",
 ];
 
 /// The durations among the fields a model's [`ConfigError`] names: the configuration structures
 /// give them in nanoseconds, with `_ns` after their name.
-const DURATIONS: [&str; 14] = [
+const DURATIONS: [&str; 15] = [
     "ack_timer",
     "replay_timer",
+    "llr_max_age",
     "cf_min_interval",
     "cf_max_interval",
     "cc_interval",

@@ -7,8 +7,9 @@ use core::ffi::c_char;
 /// Version of the ABI this library exports: [`crate::ethlink_abi_version`] returns it. It changes
 /// whenever a function, structure or constant changes meaning or layout. Version 2 refuses times
 /// after `ETHLINK_TIME_MAX_NS`, a group MAC address as a link end's own, and fences and new
-/// operations beyond the endpoint's bounds.
-pub const ETHLINK_ABI_VERSION: u32 = 2;
+/// operations beyond the endpoint's bounds. Version 3 adds `llr_max_age_ns` at the end of
+/// `ethlink_link_params` (link.md LINK-3-18).
+pub const ETHLINK_ABI_VERSION: u32 = 3;
 
 /// The latest time a model takes, in nanoseconds: 2^63 - 1 (about 292 years; the largest
 /// `int64_t`, and the largest SystemVerilog `longint`), the horizon of link.md LINK-1-2. A call
@@ -213,6 +214,8 @@ pub struct LinkParams {
     pub init_interval_ns: u64,
     /// Time in INIT after which an initialisation timeout is counted.
     pub init_timeout_ns: u64,
+    /// Longest a frame stays in the replay buffer after its first transmission; FLUSH then.
+    pub llr_max_age_ns: u64,
 }
 
 /// Configuration of a link end. Fill it with `ethlink_link_end_config_default` and change what

@@ -40,6 +40,10 @@ pub struct Config {
     pub replay_timer: Duration,
     /// Replays without progress before FLUSH, 1..=255.
     pub replay_count_max: u8,
+    /// Longest a frame stays in the replay buffer after it was first sent: when the oldest
+    /// frame reaches it the TX enters FLUSH (LINK-3-18), whatever the replay count. It bounds
+    /// how long a link can take to deliver a frame or give it up (link.md §3.1).
+    pub llr_max_age: Duration,
     /// Freed credits that trigger a CF.
     pub cf_min_credits: u32,
     /// Least time between two CF frames.
@@ -86,6 +90,7 @@ impl Default for Config {
             ack_timer: Duration::from_nanos(500),
             replay_timer: Duration::from_micros(5),
             replay_count_max: 3,
+            llr_max_age: Duration::from_micros(25),
             cf_min_credits: 8,
             cf_min_interval: Duration::from_nanos(100),
             cf_max_interval: Duration::from_micros(2),
@@ -237,6 +242,7 @@ impl Config {
         for (field, d) in [
             ("ack_timer", self.ack_timer),
             ("replay_timer", self.replay_timer),
+            ("llr_max_age", self.llr_max_age),
             ("cc_interval", self.cc_interval),
             ("init_interval", self.init_interval),
             ("init_timeout", self.init_timeout),
@@ -248,6 +254,7 @@ impl Config {
         for (field, d) in [
             ("ack_timer", self.ack_timer),
             ("replay_timer", self.replay_timer),
+            ("llr_max_age", self.llr_max_age),
             ("cf_min_interval", self.cf_min_interval),
             ("cf_max_interval", self.cf_max_interval),
             ("cc_interval", self.cc_interval),

@@ -34,6 +34,9 @@ pub struct Counters {
     pub replay_timeouts: u64,
     /// FLUSH entries.
     pub flushes: u64,
+    /// FLUSH entries because the oldest frame of the replay buffer reached `llr_max_age`
+    /// (LINK-3-18); counted in `flushes` too.
+    pub flushes_aged: u64,
     /// Frames reported of unknown fate by a FLUSH or a link down.
     pub frames_unknown_fate: u64,
     /// Frames discarded for a bad FCS (WIRE-2.5-3); they draw a NACK while UP (LINK-4-3).
@@ -187,6 +190,7 @@ impl Counters {
         f("replays_by_nack", None, self.replays_by_nack);
         f("replay_timeouts", None, self.replay_timeouts);
         f("flushes", None, self.flushes);
+        f("flushes_aged", None, self.flushes_aged);
         f("frames_unknown_fate", None, self.frames_unknown_fate);
         f("rx_fcs_errors", None, self.rx_fcs_errors);
         f("rx_damaged", None, self.rx_damaged);

@@ -566,6 +566,8 @@ struct ReplayMeta {
     payload_len: u16,
     /// Credits it cost (refunded by a stomp, LINK-3-12).
     credits: u32,
+    /// When it was first sent: its age runs from here (LINK-3-18).
+    sent: Instant,
     /// What its payload's writer vouched for, handed on with the frame when it is shared.
     provenance: Option<Provenance>,
 }
@@ -609,6 +611,7 @@ enum Pop {
 struct TimerNanos {
     ack_timer: u64,
     replay_timer: u64,
+    llr_max_age: u64,
     cf_min_interval: u64,
     cf_max_interval: u64,
     cc_interval: u64,
@@ -702,7 +705,11 @@ pub struct Link {
     held_stale: u64,
     /// The first time a VC's buffer held more than it grants, if it ever did.
     overrun: Option<BufferOverrun>,
+    /// When the last CF was sent, or UP when none has been since (`cf_max_interval` runs from
+    /// either).
     last_cf: Instant,
+    /// Whether a CF has been sent since UP: `cf_min_interval` runs only from a CF (LINK-5-5).
+    cf_sent_since_up: bool,
     cf_forced: bool,
     epoch: u32,
     rx: Ring<RxMeta>,
@@ -759,6 +766,7 @@ impl Link {
         let ns = TimerNanos {
             ack_timer: nanos(cfg.ack_timer),
             replay_timer: nanos(cfg.replay_timer),
+            llr_max_age: nanos(cfg.llr_max_age),
             cf_min_interval: nanos(cfg.cf_min_interval),
             cf_max_interval: nanos(cfg.cf_max_interval),
             cc_interval: nanos(cfg.cc_interval),
@@ -812,6 +820,7 @@ impl Link {
             held_stale: 0,
             overrun: None,
             last_cf: Instant::ZERO,
+            cf_sent_since_up: false,
             cf_forced: false,
             epoch: 0,
             rx,
@@ -1516,6 +1525,10 @@ impl Link {
             }
             return;
         }
+        if self.aged(now) {
+            self.flush_aged(now);
+            return;
+        }
         if self.replay_deadline.is_some_and(|d| d <= now) && self.replay_frames() > 0 {
             //= docs/spec/link.md#3-link-level-retry-transmit-side
             //# LINK-3-11 On the expiry of the replay timer the TX MUST start a replay of the whole
@@ -1631,8 +1644,10 @@ impl Link {
         if self.cf_due(now) {
             //= docs/spec/link.md#5-credit-based-flow-control
             //# LINK-5-5 The RX MUST send a CF carrying freed[v] when at least cf_min_credits
-            //# credits, summed over the VCs, have been freed since its last CF and cf_min_interval
-            //# has passed since it.
+            //# credits, summed over the VCs, have been freed since its last CF (or since UP) and,
+            //# if it has sent a CF since UP, cf_min_interval has passed since that CF. (1.3: the
+            //# first CF after UP waits for no interval, as Table LINK-T2 starts cf_min_interval at
+            //# a CF sent.)
             //= docs/spec/link.md#5-credit-based-flow-control
             //# LINK-5-10 The RX MUST send a CF every `cf_max_interval` while UP, whether its
             //# entries changed or not.
@@ -1643,6 +1658,7 @@ impl Link {
             let t = self.emit_control(buf, LinkFrame::CreditUpdate(repr))?;
             self.counters.cf_sent = self.counters.cf_sent.wrapping_add(1);
             self.last_cf = now;
+            self.cf_sent_since_up = true;
             self.freed_since_cf = 0;
             self.cf_forced = false;
             return Ok(Some(t));
@@ -1675,6 +1691,12 @@ impl Link {
             //# LINK-6-2 Frames submitted but not yet sent MUST stay queued across FLUSH and
             //# re-initialisation and be sent after the link is UP again, in order.
             // FLUSH: no DATA until the flushed frames are reported; the queues wait intact.
+            return Ok(None);
+        }
+        if self.aged(now) {
+            // The age limit passed before the timer was handled: no copy of the oldest frame,
+            // nor anything behind it, may go any more (LINK-3-18).
+            self.flush_aged(now);
             return Ok(None);
         }
         if let Some(i) = self.replay_cursor
@@ -1835,9 +1857,9 @@ impl Link {
         }
         let mut t = self.last_cf.saturating_add_nanos(self.ns.cf_max_interval);
         if self.freed_since_cf >= self.cfg.cf_min_credits {
-            t = t.min(self.last_cf.saturating_add_nanos(self.ns.cf_min_interval));
+            t = t.min(self.cf_min_deadline());
         }
-        for d in [self.ack_deadline, self.replay_deadline]
+        for d in [self.ack_deadline, self.replay_deadline, self.age_deadline()]
             .into_iter()
             .flatten()
         {
@@ -2049,6 +2071,7 @@ impl Link {
         self.freed_since_cf = 0;
         self.cf_forced = false;
         self.last_cf = now;
+        self.cf_sent_since_up = false;
         self.cc_next = now.saturating_add_nanos(self.ns.cc_interval);
         self.unacked_bytes = 0;
         self.ack_deadline = None;
@@ -2203,6 +2226,32 @@ impl Link {
         self.replay_cursor = Some(0);
         self.replay_sent_any = false;
         self.replay_deadline = Some(now.saturating_add_nanos(self.ns.replay_timer));
+    }
+
+    /// When the oldest frame of the replay buffer reaches `llr_max_age` (LINK-3-18).
+    fn age_deadline(&self) -> Option<Instant> {
+        if self.flushed > 0 {
+            return None;
+        }
+        self.replay
+            .get(0)
+            .map(|(m, _)| m.sent.saturating_add_nanos(self.ns.llr_max_age))
+    }
+
+    /// Whether the oldest frame of the replay buffer has reached `llr_max_age` at `now`.
+    fn aged(&self, now: Instant) -> bool {
+        self.agreed.is_some() && self.age_deadline().is_some_and(|d| d <= now)
+    }
+
+    /// FLUSH for age (LINK-3-18).
+    fn flush_aged(&mut self, now: Instant) {
+        //= docs/spec/link.md#3-link-level-retry-transmit-side
+        //# LINK-3-18 When the oldest frame of its replay buffer was first sent `llr_max_age` ago,
+        //# the TX MUST enter FLUSH (§6), whatever its replay count, and MUST NOT begin to send any
+        //# copy of that frame or of a frame behind it afterwards.
+        self.counters.flushes = self.counters.flushes.wrapping_add(1);
+        self.counters.flushes_aged = self.counters.flushes_aged.wrapping_add(1);
+        self.reinit(now, DownReason::Flush);
     }
 
     fn on_ack(&mut self, now: Instant, s: Seq, nack: bool) {
@@ -2511,6 +2560,7 @@ impl Link {
             payload_at: (self.eth_len + LINK_HEADER_LEN) as u16,
             payload_len: payload_len as u16,
             credits,
+            sent: now,
             provenance: rec.meta,
         };
         if let Err(rec) = self.replay.push_from(rec, 0, len, meta) {
@@ -2752,9 +2802,11 @@ impl Link {
                 //# control frames as in every other state.
                 //= docs/spec/link.md#4-link-level-retry-receive-side
                 //# LINK-4-8 In NACK_SENT, a DATA frame ahead of the expected one whose sequence
-                //# number is not beyond that of the previous such frame received since the last
-                //# NACK shows that a new replay has begun and has lost the expected frame again:
-                //# the RX MUST then send one more NACK. The REPLAY flag plays no part in it.
+                //# number is not beyond that of the previous such frame received since the RX left
+                //# SEND_ACKS (the gap frame that drew the NACK included) shows that a new replay
+                //# has begun and has lost the expected frame again: the RX MUST then send one more
+                //# NACK. The REPLAY flag plays no part in it. (1.3: 1.2 said "since the last NACK",
+                //# which left out the gap frame that drew it; Table LINK-T5 remembered it.)
                 if self.nack_ahead > 0 && ahead <= self.nack_ahead {
                     self.rx_state = RxState::SendNack;
                 }
@@ -2819,6 +2871,14 @@ impl Link {
     }
 
     fn on_cc(&mut self, c: &CreditRepr) {
+        //= docs/spec/wire.md#43-cf-credit-flow-kind-0x3
+        //# WIRE-4.3-2 A CF or CC frame whose VC mask is zero carries no information; a receiver MUST
+        //# accept and ignore it.
+        // Ignored whole: it recovers nothing and draws no CF (LINK-5-13 follows only a CC that
+        // carries an entry).
+        if c.counters.iter().all(Option::is_none) {
+            return;
+        }
         //= docs/spec/link.md#5-credit-based-flow-control
         //# LINK-5-8 On a CC the RX MUST, for every VC in the mask whose consumed[v] is ahead of
         //# received[v] by less than 2^19, add the difference to both received[v] and freed[v]:
@@ -2848,16 +2908,26 @@ impl Link {
             }
         }
         //= docs/spec/link.md#5-credit-based-flow-control
-        //# LINK-5-13 After a CC the RX MUST send a CF at once, without waiting for
-        //# `cf_min_interval`.
+        //# LINK-5-13 After a CC that carries at least one entry the RX MUST send a CF at once,
+        //# without waiting for cf_min_interval. A CC whose VC mask is zero is ignored whole
+        //# (wire.md WIRE-4.3-2) and draws no CF. (1.3: 1.2 did not say which CC draws the CF.)
         self.cf_forced = true;
     }
 
     fn cf_due(&self, now: Instant) -> bool {
         self.cf_forced
-            || (self.freed_since_cf >= self.cfg.cf_min_credits
-                && now >= self.last_cf.saturating_add_nanos(self.ns.cf_min_interval))
+            || (self.freed_since_cf >= self.cfg.cf_min_credits && now >= self.cf_min_deadline())
             || now >= self.last_cf.saturating_add_nanos(self.ns.cf_max_interval)
+    }
+
+    /// When `cf_min_interval` lets a CF for freed credits go: it runs from the last CF sent, and
+    /// before the first CF since UP nothing holds one back (LINK-5-5, Table LINK-T2).
+    fn cf_min_deadline(&self) -> Instant {
+        if self.cf_sent_since_up {
+            self.last_cf.saturating_add_nanos(self.ns.cf_min_interval)
+        } else {
+            self.last_cf
+        }
     }
 
     // ----- internals: frames and events ----------------------------------------------------
@@ -3787,9 +3857,11 @@ mod tests {
     //# LINK-4-7 In NACK_SENT the RX MUST discard every DATA frame but the expected one and MUST
     //# NOT send another NACK except as LINK-4-8 says
     //# LINK-4-8 In NACK_SENT, a DATA frame ahead of the expected one whose sequence number is not
-    //# beyond that of the previous such frame received since the last NACK shows that a new
-    //# replay has begun and has lost the expected frame again: the RX MUST then send one more
-    //# NACK.
+    //# beyond that of the previous such frame received since the RX left SEND_ACKS (the gap frame
+    //# that drew the NACK included) shows that a new replay has begun and has lost the expected
+    //# frame again: the RX MUST then send one more NACK. The REPLAY flag plays no part in it. (1.3:
+    //# 1.2 said "since the last NACK", which left out the gap frame that drew it; Table LINK-T5
+    //# remembered it.)
     //# LINK-4-5 A DATA frame whose sequence number is within llr_window behind the expected one is
     //# a duplicate: it MUST be discarded and counted.
     //# LINK-7-1 Every discard this document or wire.md requires to be counted MUST increment
@@ -3910,8 +3982,9 @@ mod tests {
     //# LINK-5-4 On accepting a frame on VC *v* the RX MUST add its cost to `received[v]`; as the
     //# upper layer drains it, the RX MUST add its cost to `freed[v]`.
     //# LINK-5-5 The RX MUST send a CF carrying freed[v] when at least cf_min_credits credits,
-    //# summed over the VCs, have been freed since its last CF and cf_min_interval has passed since
-    //# it.
+    //# summed over the VCs, have been freed since its last CF (or since UP) and, if it has sent a
+    //# CF since UP, cf_min_interval has passed since that CF. (1.3: the first CF after UP waits for
+    //# no interval, as Table LINK-T2 starts cf_min_interval at a CF sent.)
     //# LINK-5-9 Control frames MUST NOT consume credits and MUST NOT be refused for want of
     //# credit.
     #[test]

@@ -817,7 +817,9 @@ fn model_check_llr_cbfc_small() {
 //= docs/spec/link.md#5-credit-based-flow-control
 //= type=test
 //# LINK-5-5 The RX MUST send a CF carrying freed[v] when at least cf_min_credits credits, summed
-//# over the VCs, have been freed since its last CF and cf_min_interval has passed since it.
+//# over the VCs, have been freed since its last CF (or since UP) and, if it has sent a CF since UP,
+//# cf_min_interval has passed since that CF. (1.3: the first CF after UP waits for no interval, as
+//# Table LINK-T2 starts cf_min_interval at a CF sent.)
 //# LINK-5-6 [...] A lost CF is therefore repaired by the next one.
 #[test]
 fn completion_stays_reachable_small() {

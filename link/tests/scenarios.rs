@@ -1270,7 +1270,9 @@ fn drain_run(drain: f64) -> ethlink_link::harness::Report {
 /// stays within its grant and nothing is lost.
 //= type=test
 //# LINK-5-5 The RX MUST send a CF carrying freed[v] when at least cf_min_credits credits, summed
-//# over the VCs, have been freed since its last CF and cf_min_interval has passed since it.
+//# over the VCs, have been freed since its last CF (or since UP) and, if it has sent a CF since UP,
+//# cf_min_interval has passed since that CF. (1.3: the first CF after UP waits for no interval, as
+//# Table LINK-T2 starts cf_min_interval at a CF sent.)
 //# LINK-5-2 The TX MUST NOT send a new DATA frame on VC *v* unless its cost is at most
 //# `grant[v] - (consumed[v] - freed_seen[v])` (modulo 2^20).
 #[test]
@@ -1288,7 +1290,9 @@ fn cbfc_drain_half_line_rate() {
 /// A receiver that drains at line rate: goodput near line rate.
 //= type=test
 //# LINK-5-5 The RX MUST send a CF carrying freed[v] when at least cf_min_credits credits, summed
-//# over the VCs, have been freed since its last CF and cf_min_interval has passed since it.
+//# over the VCs, have been freed since its last CF (or since UP) and, if it has sent a CF since UP,
+//# cf_min_interval has passed since that CF. (1.3: the first CF after UP waits for no interval, as
+//# Table LINK-T2 starts cf_min_interval at a CF sent.)
 #[test]
 fn cbfc_drain_full_line_rate() {
     let line = 400.0 * payload_efficiency(4096);
@@ -1470,8 +1474,10 @@ fn replay_timer_recovers_lost_nack() {
 //# last acknowledgement progress: the count rises by one when a replay starts and returns to 0 when
 //# an ACK or NACK acknowledges at least one frame, and on entering UP.
 //# LINK-4-8 In NACK_SENT, a DATA frame ahead of the expected one whose sequence number is not
-//# beyond that of the previous such frame received since the last NACK shows that a new replay has
-//# begun and has lost the expected frame again: the RX MUST then send one more NACK.
+//# beyond that of the previous such frame received since the RX left SEND_ACKS (the gap frame that
+//# drew the NACK included) shows that a new replay has begun and has lost the expected frame again:
+//# the RX MUST then send one more NACK. The REPLAY flag plays no part in it. (1.3: 1.2 said "since
+//# the last NACK", which left out the gap frame that drew it; Table LINK-T5 remembered it.)
 #[test]
 fn replay_count_rollover_to_flush() {
     for failures in [3u32, 4] {
@@ -2639,7 +2645,9 @@ fn cf_entries_stale_or_impossible_are_ignored() {
 //= type=test
 //# LINK-5-8 On a CC the RX MUST, for every VC in the mask whose `consumed[v]` is ahead of
 //# `received[v]` by less than 2^19, add the difference to both `received[v]` and `freed[v]`
-//# LINK-5-13 After a CC the RX MUST send a CF at once, without waiting for `cf_min_interval`.
+//# LINK-5-13 After a CC that carries at least one entry the RX MUST send a CF at once, without
+//# waiting for cf_min_interval. A CC whose VC mask is zero is ignored whole (wire.md WIRE-4.3-2)
+//# and draws no CF. (1.3: 1.2 did not say which CC draws the CF.)
 #[test]
 fn cc_recovers_leaked_credits_and_answers_with_cf() {
     let (mut b, t) = lone_end_up(config_b(), &config_a(), 500);
@@ -2670,6 +2678,16 @@ fn cc_recovers_leaked_credits_and_answers_with_cf() {
     assert_eq!(b.counters().credits_recovered[0], 10);
     assert_eq!(b.rx_occupied(vc(0)), 0);
     assert_eq!(cf_after(&mut b), vec![Some(14)], "a CF at once");
+    // A CC with no entry carries nothing: taken, counted, no CF (WIRE-4.3-2).
+    let received = b.counters().cc_received;
+    b.handle_frame(
+        t,
+        &emit(LinkFrame::CreditResync(CreditRepr {
+            counters: [None; 8],
+        })),
+    );
+    assert_eq!(b.counters().cc_received, received + 1);
+    assert_eq!(cf_after(&mut b), vec![], "no CF for an empty CC");
     b.handle_frame(t, &cc(14));
     assert_eq!(b.rx_counters(vc(0)), (14, 14));
     assert_eq!(cf_after(&mut b), vec![Some(14)]);
@@ -2755,9 +2773,10 @@ fn init_out_of_range_is_malformed() {
 //# LINK-4-7 In NACK_SENT the RX MUST discard every DATA frame but the expected one and MUST NOT
 //# send another NACK except as LINK-4-8 says; it processes control frames as in every other state.
 //# LINK-4-8 In NACK_SENT, a DATA frame ahead of the expected one whose sequence number is not
-//# beyond that of the previous such frame received since the last NACK shows that a new replay has
-//# begun and has lost the expected frame again: the RX MUST then send one more NACK. The REPLAY
-//# flag plays no part in it.
+//# beyond that of the previous such frame received since the RX left SEND_ACKS (the gap frame that
+//# drew the NACK included) shows that a new replay has begun and has lost the expected frame again:
+//# the RX MUST then send one more NACK. The REPLAY flag plays no part in it. (1.3: 1.2 said "since
+//# the last NACK", which left out the gap frame that drew it; Table LINK-T5 remembered it.)
 #[test]
 fn nack_sent_discards_quietly_and_renacks_a_lost_replay() {
     let (mut b, t) = lone_end_up(config_b(), &config_a(), 500);
@@ -2901,7 +2920,9 @@ fn mac_addresses() {
 /// `cf_min_interval`.
 //= type=test
 //# LINK-5-5 The RX MUST send a CF carrying freed[v] when at least cf_min_credits credits, summed
-//# over the VCs, have been freed since its last CF and cf_min_interval has passed since it.
+//# over the VCs, have been freed since its last CF (or since UP) and, if it has sent a CF since UP,
+//# cf_min_interval has passed since that CF. (1.3: the first CF after UP waits for no interval, as
+//# Table LINK-T2 starts cf_min_interval at a CF sent.)
 //# LINK-5-7 The TX MUST send a CC carrying consumed[v] when its replay buffer is empty and at least
 //# cc_interval has passed since UP or since its last CC. (A VC that has been without credit for
 //# cc_interval therefore gets a CC as soon as the replay buffer is empty.)
@@ -4591,8 +4612,10 @@ fn ack_req_at_half_the_replay_buffer_and_round_robin_over_vcs() {
 /// and in order, and no more replays than damaged DATA frames.
 //= type=test
 //# LINK-4-8 In NACK_SENT, a DATA frame ahead of the expected one whose sequence number is not
-//# beyond that of the previous such frame received since the last NACK shows that a new replay has
-//# begun and has lost the expected frame again: the RX MUST then send one more NACK.
+//# beyond that of the previous such frame received since the RX left SEND_ACKS (the gap frame that
+//# drew the NACK included) shows that a new replay has begun and has lost the expected frame again:
+//# the RX MUST then send one more NACK. The REPLAY flag plays no part in it. (1.3: 1.2 said "since
+//# the last NACK", which left out the gap frame that drew it; Table LINK-T5 remembered it.)
 //# LINK-3-9 A NACK or a replay-timer expiry that comes while a replay is due but has not sent its
 //# first frame yet MUST NOT start another replay and MUST NOT count towards `replay_count_max`
 #[test]
@@ -4785,4 +4808,150 @@ fn only_a_cut_through_end_takes_a_frame_back() {
     assert_eq!(l.stomp_last(), None);
     assert_eq!((l.replay_frames(), l.next_seq()), (1, Seq::new(1)));
     assert_eq!(l.counters().tx_stomped, 0);
+}
+
+// ----- How long a link keeps a frame (§3.1) ------------------------------------------------------
+
+/// A degraded link that delivers the oldest frame of every pass and loses the rest: each replay
+/// makes progress, so the replay count never reaches `replay_count_max` (LINK-3-7), yet the frames
+/// deep in the buffer wait one replay timer per frame ahead of them. `llr_max_age` ends it: no
+/// copy of a frame leaves after its age limit, the TX FLUSHes and reports the rest of unknown
+/// fate, and after the re-initialisation the queued frames go.
+//= type=test
+//# LINK-3-18 When the oldest frame of its replay buffer was first sent `llr_max_age` ago, the
+//# TX MUST enter FLUSH (§6), whatever its replay count, and MUST NOT begin to send any copy of that
+//# frame or of a frame behind it afterwards.
+#[test]
+fn a_link_that_delivers_one_frame_per_replay_gives_up_at_llr_max_age() {
+    let a_cfg = config_a();
+    let age_ns = a_cfg.llr_max_age.as_nanos() as u64;
+    let replay_ns = a_cfg.replay_timer.as_nanos() as u64;
+    let mut bench = Bench::up(a_cfg, config_b());
+    // Epoch 1 is the first initialisation. In it, each pass over the replay buffer (a pass starts
+    // whenever a sequence number is not beyond the previous one) delivers its first frame and
+    // loses the rest; later epochs lose nothing.
+    let epoch = Rc::new(Cell::new(0u32));
+    let last = Rc::new(Cell::new(None::<u32>));
+    let delivered_in_pass = Rc::new(Cell::new(false));
+    let (ep, la, dp) = (epoch.clone(), last.clone(), delivered_in_pass.clone());
+    bench.set_filter(move |s| match s.data {
+        Some((_, seq, replay)) if s.dir == 0 => {
+            if seq == 0 && !replay {
+                ep.set(ep.get() + 1);
+                la.set(None);
+            }
+            if la.get().is_none_or(|l| seq <= l) {
+                dp.set(false);
+            }
+            la.set(Some(seq));
+            if ep.get() != 1 || !dp.get() {
+                dp.set(true);
+                Fate::Deliver
+            } else {
+                Fate::Drop
+            }
+        }
+        _ => Fate::Deliver,
+    });
+    let frames = 40u32;
+    for i in 0..frames {
+        bench.submit(0, 0, &payload_for_frame(1024, i));
+    }
+    bench.settle(2_000_000);
+
+    // Every copy of every frame left the TX before the frame's age limit.
+    let mut first = std::collections::HashMap::new();
+    let mut latest_copy = 0u64;
+    for s in bench
+        .trace
+        .iter()
+        .filter(|s| s.dir == 0 && s.kind == FrameKind::Data)
+    {
+        let tag = tag_of(data_payload(&s.bytes));
+        let t0 = *first.entry(tag).or_insert(s.at_ns);
+        let age = s.at_ns - t0;
+        assert!(
+            age < age_ns,
+            "frame {tag} was sent again {age} ns after its first transmission (llr_max_age {age_ns} ns)"
+        );
+        latest_copy = latest_copy.max(age);
+    }
+    assert!(
+        latest_copy > age_ns - 2 * replay_ns,
+        "the replays ran up to the limit"
+    );
+    let a = bench.end(0).counters().clone();
+    assert_eq!((a.flushes, a.flushes_aged), (1, 1), "one FLUSH, for age");
+    // What was not delivered in time was reported of unknown fate, and every frame reached B
+    // once or was reported: none twice, none silently.
+    let delivered = bench.delivered_tags(1, 0);
+    let lost: Vec<u32> = bench.events[0]
+        .iter()
+        .filter_map(|(_, e)| match e {
+            Ev::Lost { payload, .. } => Some(tag_of(payload)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(lost.len() as u64, a.frames_unknown_fate);
+    assert!(!lost.is_empty());
+    let mut all: Vec<u32> = delivered
+        .iter()
+        .copied()
+        .filter(|t| !lost.contains(t))
+        .collect();
+    all.extend(&lost);
+    all.sort_unstable();
+    all.dedup();
+    assert_eq!(all, (0..frames).collect::<Vec<_>>());
+    assert!(
+        delivered.windows(2).all(|w| w[0] < w[1]),
+        "B delivered in order, each once: {delivered:?}"
+    );
+}
+
+/// `cf_min_interval` runs from a CF sent: the first CF after UP goes as soon as `cf_min_credits`
+/// are freed, the next one `cf_min_interval` after it.
+//= type=test
+//# LINK-5-5 The RX MUST send a CF carrying `freed[v]` when at least `cf_min_credits` credits,
+//# summed over the VCs, have been freed since its last CF (or since UP) and, if it has sent a CF
+//# since UP, `cf_min_interval` has passed since that CF.
+#[test]
+fn the_first_cf_after_up_waits_for_no_interval() {
+    let cfg = Config {
+        cf_min_credits: 2,
+        cf_min_interval: ethlink_link::Duration::from_micros(5),
+        cf_max_interval: ethlink_link::Duration::from_millis(1),
+        ..config_b()
+    };
+    let (mut b, t) = lone_end_up(cfg, &config_a(), 500);
+    let cfs = |out: &[Vec<u8>]| {
+        links(out)
+            .iter()
+            .filter(|l| matches!(l, LinkFrame::CreditUpdate(_)))
+            .count()
+    };
+    b.handle_frame(t, &data_frame(0, 0, false, &payload_for_frame(128, 0)));
+    for c in claims_of(&mut b) {
+        b.release(c).unwrap();
+    }
+    assert_eq!(b.poll_timeout(), Some(t), "the CF is due at once");
+    assert_eq!(cfs(&drain_tx(&mut b, t)), 1, "the first CF goes at once");
+    b.handle_frame(t, &data_frame(1, 0, false, &payload_for_frame(128, 1)));
+    for c in claims_of(&mut b) {
+        b.release(c).unwrap();
+    }
+    assert_eq!(
+        cfs(&drain_tx(&mut b, t)),
+        0,
+        "the second waits cf_min_interval"
+    );
+    let due = Instant::from_nanos(t.as_nanos() + 5_000);
+    // The ACK timer comes first; its ACK is no CF.
+    let ack_at = b.poll_timeout().unwrap();
+    assert!(ack_at < due);
+    b.handle_timeout(ack_at);
+    assert_eq!(cfs(&drain_tx(&mut b, ack_at)), 0);
+    assert_eq!(b.poll_timeout(), Some(due));
+    b.handle_timeout(due);
+    assert_eq!(cfs(&drain_tx(&mut b, due)), 1);
 }

@@ -1873,8 +1873,9 @@ prop_state_machine! {
     //# LINK-5-4 On accepting a frame on VC *v* the RX MUST add its cost to `received[v]`; as the
     //# upper layer drains it, the RX MUST add its cost to `freed[v]`.
     //# LINK-5-5 The RX MUST send a CF carrying freed[v] when at least cf_min_credits credits,
-    //# summed over the VCs, have been freed since its last CF and cf_min_interval has passed since
-    //# it.
+    //# summed over the VCs, have been freed since its last CF (or since UP) and, if it has sent a
+    //# CF since UP, cf_min_interval has passed since that CF. (1.3: the first CF after UP waits for
+    //# no interval, as Table LINK-T2 starts cf_min_interval at a CF sent.)
     //# LINK-5-7 The TX MUST send a CC carrying consumed[v] when its replay buffer is empty and at
     //# least cc_interval has passed since UP or since its last CC. (A VC that has been without
     //# credit for cc_interval therefore gets a CC as soon as the replay buffer is empty.)
@@ -1915,8 +1916,9 @@ prop_state_machine! {
     //# LINK-5-4 On accepting a frame on VC *v* the RX MUST add its cost to `received[v]`; as the
     //# upper layer drains it, the RX MUST add its cost to `freed[v]`.
     //# LINK-5-5 The RX MUST send a CF carrying freed[v] when at least cf_min_credits credits,
-    //# summed over the VCs, have been freed since its last CF and cf_min_interval has passed since
-    //# it.
+    //# summed over the VCs, have been freed since its last CF (or since UP) and, if it has sent a
+    //# CF since UP, cf_min_interval has passed since that CF. (1.3: the first CF after UP waits for
+    //# no interval, as Table LINK-T2 starts cf_min_interval at a CF sent.)
     //# LINK-5-7 The TX MUST send a CC carrying consumed[v] when its replay buffer is empty and at
     //# least cc_interval has passed since UP or since its last CC. (A VC that has been without
     //# credit for cc_interval therefore gets a CC as soon as the replay buffer is empty.)
@@ -1959,8 +1961,9 @@ prop_state_machine! {
     //# LINK-5-4 On accepting a frame on VC *v* the RX MUST add its cost to `received[v]`; as the
     //# upper layer drains it, the RX MUST add its cost to `freed[v]`.
     //# LINK-5-5 The RX MUST send a CF carrying freed[v] when at least cf_min_credits credits,
-    //# summed over the VCs, have been freed since its last CF and cf_min_interval has passed since
-    //# it.
+    //# summed over the VCs, have been freed since its last CF (or since UP) and, if it has sent a
+    //# CF since UP, cf_min_interval has passed since that CF. (1.3: the first CF after UP waits for
+    //# no interval, as Table LINK-T2 starts cf_min_interval at a CF sent.)
     //# LINK-5-7 The TX MUST send a CC carrying consumed[v] when its replay buffer is empty and at
     //# least cc_interval has passed since UP or since its last CC. (A VC that has been without
     //# credit for cc_interval therefore gets a CC as soon as the replay buffer is empty.)
@@ -1986,8 +1989,11 @@ prop_state_machine! {
     //# LINK-4-7 In NACK_SENT the RX MUST discard every DATA frame but the expected one and MUST NOT
     //# send another NACK except as LINK-4-8 says
     //# LINK-4-8 In NACK_SENT, a DATA frame ahead of the expected one whose sequence number is not
-    //# beyond that of the previous such frame received since the last NACK shows that a new replay
-    //# has begun and has lost the expected frame again: the RX MUST then send one more NACK.
+    //# beyond that of the previous such frame received since the RX left SEND_ACKS (the gap frame
+    //# that drew the NACK included) shows that a new replay has begun and has lost the expected
+    //# frame again: the RX MUST then send one more NACK. The REPLAY flag plays no part in it. (1.3:
+    //# 1.2 said "since the last NACK", which left out the gap frame that drew it; Table LINK-T5
+    //# remembered it.)
     //# LINK-4-5 A DATA frame whose sequence number is within `llr_window` behind the expected one
     //# is a duplicate: it MUST be discarded
     //# LINK-5-3 Retransmissions (LINK-3-5, LINK-3-11) MUST NOT consume credits again: a sequence
@@ -2034,8 +2040,9 @@ prop_state_machine! {
     //# LINK-5-4 On accepting a frame on VC *v* the RX MUST add its cost to `received[v]`; as the
     //# upper layer drains it, the RX MUST add its cost to `freed[v]`.
     //# LINK-5-5 The RX MUST send a CF carrying freed[v] when at least cf_min_credits credits,
-    //# summed over the VCs, have been freed since its last CF and cf_min_interval has passed since
-    //# it.
+    //# summed over the VCs, have been freed since its last CF (or since UP) and, if it has sent a
+    //# CF since UP, cf_min_interval has passed since that CF. (1.3: the first CF after UP waits for
+    //# no interval, as Table LINK-T2 starts cf_min_interval at a CF sent.)
     //# LINK-5-7 The TX MUST send a CC carrying consumed[v] when its replay buffer is empty and at
     //# least cc_interval has passed since UP or since its last CC. (A VC that has been without
     //# credit for cc_interval therefore gets a CC as soon as the replay buffer is empty.)
@@ -2061,8 +2068,11 @@ prop_state_machine! {
     //# LINK-4-7 In NACK_SENT the RX MUST discard every DATA frame but the expected one and MUST NOT
     //# send another NACK except as LINK-4-8 says
     //# LINK-4-8 In NACK_SENT, a DATA frame ahead of the expected one whose sequence number is not
-    //# beyond that of the previous such frame received since the last NACK shows that a new replay
-    //# has begun and has lost the expected frame again: the RX MUST then send one more NACK.
+    //# beyond that of the previous such frame received since the RX left SEND_ACKS (the gap frame
+    //# that drew the NACK included) shows that a new replay has begun and has lost the expected
+    //# frame again: the RX MUST then send one more NACK. The REPLAY flag plays no part in it. (1.3:
+    //# 1.2 said "since the last NACK", which left out the gap frame that drew it; Table LINK-T5
+    //# remembered it.)
     //# LINK-4-5 A DATA frame whose sequence number is within `llr_window` behind the expected one
     //# is a duplicate: it MUST be discarded
     //# LINK-5-3 Retransmissions (LINK-3-5, LINK-3-11) MUST NOT consume credits again: a sequence

@@ -614,6 +614,35 @@ pub fn cases() -> Vec<Case> {
             &["LINK-2-18", "LINK-6-4", "LINK-2-5", "LINK-2-6", "LINK-2-17"],
             restart_with_a_held_buffer,
         ),
+        le(
+            "LE-LLR-27",
+            "a peer that acknowledges one frame per replay keeps the replay count at 0, yet the \
+             device sends no copy of a frame llr_max_age after its first transmission: it \
+             FLUSHes, reports the rest of unknown fate in order and counts flushes_aged",
+            &["LINK-3-18", "LINK-6-1", "LINK-3-7"],
+            aged_out,
+        ),
+        le(
+            "LE-LLR-28",
+            "in NACK_SENT a gap frame not beyond the one that drew the NACK draws one more NACK; \
+             a frame beyond it draws none",
+            &["LINK-4-8", "LINK-4-7"],
+            nack_again_for_the_same_gap,
+        ),
+        le(
+            "LE-CBFC-12",
+            "the first CF after UP goes as soon as cf_min_credits are freed; the next waits \
+             cf_min_interval from it",
+            &["LINK-5-5"],
+            first_cf_after_up,
+        ),
+        le(
+            "LE-CBFC-13",
+            "a CC whose VC mask is zero is taken and ignored: no CF; a CC with an entry draws a \
+             CF at once",
+            &["WIRE-4.3-2", "LINK-5-13"],
+            empty_cc_draws_no_cf,
+        ),
     ]
 }
 
@@ -3835,5 +3864,153 @@ fn withdraw_unsent(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         "payloads reported lost after the ACK",
         lost(&outs),
         Vec::new(),
+    )
+}
+
+// ----- 1.3: frame age, NACK memory, first CF, empty CC ----------------------------------------
+
+fn aged_out(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    raw_up(
+        ctx,
+        LinkParams {
+            replay_timer_ns: Some(2_000),
+            replay_count_max: Some(2),
+            llr_max_age_ns: Some(7_000),
+            ..quiet()
+        },
+    )?;
+    let start = ctx.now();
+    for t in 0..8 {
+        submit(ctx, 0, &payload(200, t))?;
+    }
+    let sent = wait(ctx, 100)?;
+    check_eq("LINK-3-2", "eight new DATA frames", data_of(&sent).len(), 8)?;
+    // Each replay the peer acknowledges the oldest frame: progress, so the count stays at 0
+    // (LINK-3-7) and replay_count_max 2 never ends the link.
+    for k in 0..3u32 {
+        ctx.inject(0, &ack(k))?;
+        let sent = wait(ctx, 2_100)?;
+        let d = data_of(&sent);
+        check(
+            d.first().map(|x| x.0) == Some(k + 1) && d.iter().all(|x| x.1 != 0),
+            "LINK-3-7",
+            format!("a replay from frame {} after the ACK of frame {k}", k + 1),
+            || format!("DATA (seq, flags, tag) {d:?}"),
+        )?;
+    }
+    ctx.inject(0, &ack(3))?;
+    let sent = wait(ctx, 2_100)?;
+    let late: Vec<(u64, u32)> = sent
+        .iter()
+        .filter_map(|s| match s.frame {
+            Frm::Data { seq, .. } => Some((s.time.saturating_sub(start), seq)),
+            _ => None,
+        })
+        .collect();
+    check(
+        late.is_empty(),
+        "LINK-3-18",
+        "no copy of frames 4..7 after llr_max_age (7000 ns) from their first transmission",
+        || format!("(ns after the first transmission, seq) {late:?}"),
+    )?;
+    let outs = ctx.take_outputs();
+    check_eq(
+        "LINK-3-18",
+        "link events",
+        link_events(&outs),
+        vec!["down:flush".to_owned()],
+    )?;
+    check_eq(
+        "LINK-6-1",
+        "frames reported lost, in order",
+        lost(&outs),
+        (4..8).map(|t| ("unknown_fate".to_owned(), t)).collect(),
+    )?;
+    let c = ctx.counters()?;
+    let get = |n: &str| c.get(n).copied().unwrap_or(0);
+    check_eq(
+        "LINK-3-18",
+        "(flushes, flushes_aged, frames_unknown_fate)",
+        (
+            get("flushes"),
+            get("flushes_aged"),
+            get("frames_unknown_fate"),
+        ),
+        (1, 1, 4),
+    )
+}
+
+fn nack_again_for_the_same_gap(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    raw_up(ctx, quiet())?;
+    // Frame 1 with 0 missing: the gap draws the NACK.
+    let sent = send(ctx, &data_len(0, 1, 128, 1))?;
+    one_nack(&sent, before(0), "LINK-4-3")?;
+    // A new replay that lost frame 0 again brings frame 1 first: not beyond the frame that drew
+    // the NACK, so one more NACK.
+    let sent = send(ctx, &data_len(0, 1, 128, 1))?;
+    one_nack(&sent, before(0), "LINK-4-8")?;
+    // Frame 2 of the same replay is beyond it: nothing.
+    let sent = send(ctx, &data_len(0, 2, 128, 2))?;
+    no_nack(&sent, "LINK-4-7", "frame 2 is beyond frame 1")?;
+    let sent = accepted(ctx, &data_len(0, 0, 128, 0), 0, "LINK-4-1")?;
+    no_nack(&sent, "LINK-4-7", "the expected frame")
+}
+
+fn first_cf_after_up(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    raw_up(
+        ctx,
+        LinkParams {
+            cf_min_credits: Some(2),
+            cf_min_interval_ns: Some(5_000),
+            ..quiet()
+        },
+    )?;
+    // 128 B: 2 credits of 64 B, drained by the upper layer at once.
+    ctx.inject(0, &data_len(0, 0, 128, 0))?;
+    let sent = wait(ctx, 200)?;
+    let first = cfs(&sent);
+    check(
+        first.len() == 1,
+        "LINK-5-5",
+        "one CF at once: no CF had been sent since UP, so no cf_min_interval holds it",
+        || format!("CFs (time, entries) {first:?}"),
+    )?;
+    let at = first.first().map_or(0, |c| c.0);
+    ctx.inject(0, &data_len(0, 1, 128, 1))?;
+    let sent = wait(ctx, 200)?;
+    check(
+        cfs(&sent).is_empty(),
+        "LINK-5-5",
+        "no second CF within cf_min_interval (5000 ns) of the first",
+        || format!("CFs (time, entries) {:?}", cfs(&sent)),
+    )?;
+    let sent = wait(ctx, 5_000)?;
+    let second = cfs(&sent);
+    check(
+        second.len() == 1 && second[0].0 >= at + 5_000,
+        "LINK-5-5",
+        format!(
+            "one CF at or after {} (the first CF + cf_min_interval)",
+            at + 5_000
+        ),
+        || format!("CFs (time, entries) {second:?}"),
+    )
+}
+
+fn empty_cc_draws_no_cf(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    raw_up(ctx, quiet())?;
+    let sent = counted_as(ctx, &cc(&[]), "cc_received", "WIRE-4.3-2")?;
+    check(
+        cfs(&sent).is_empty(),
+        "WIRE-4.3-2",
+        "no CF for a CC that carries no entry",
+        || format!("CFs (time, entries) {:?}", cfs(&sent)),
+    )?;
+    let sent = counted_as(ctx, &cc(&[(0, 0)]), "cc_received", "LINK-5-13")?;
+    check(
+        cfs(&sent).len() == 1,
+        "LINK-5-13",
+        "one CF at once after a CC with an entry",
+        || format!("CFs (time, entries) {:?}", cfs(&sent)),
     )
 }

@@ -58,6 +58,9 @@ pub enum Break {
     /// Frees the frames its upper layer holds when the link leaves UP, as 1.2's LINK-6-4 read,
     /// so that it answers a restarted peer at once (LINK-2-18).
     FreesBufferAtReinit,
+    /// Runs with an `llr_max_age` of 1 s whatever it reports (LINK-3-18): a link that keeps
+    /// delivering a few frames per replay holds a frame for ever, as 1.2 allowed.
+    NoAgeLimit,
 }
 
 /// The reference link end with one [`Break`].
@@ -206,12 +209,14 @@ impl Device for Mutant {
                 inner.link.ack_timer_ns = Some(asked.ack_timer_ns.unwrap_or(500) * 4);
             }
             Break::NoPeriodicCf => inner.link.cf_max_interval_ns = Some(1_000_000_000),
+            Break::NoAgeLimit => inner.link.llr_max_age_ns = Some(1_000_000_000),
             _ => return self.inner.reset(setup),
         }
         let mut p = self.inner.reset(&inner)?;
         // The parameters it reports are the ones asked for.
         p.ack_timer_ns = Some(asked.ack_timer_ns.unwrap_or(500));
         p.cf_max_interval_ns = Some(asked.cf_max_interval_ns.unwrap_or(2_000));
+        p.llr_max_age_ns = Some(asked.llr_max_age_ns.unwrap_or(25_000));
         Ok(p)
     }
 
@@ -367,4 +372,5 @@ mutant_fns! {
     nacks_stomped => NacksStomped,
     counts_runt_twice => CountsRuntTwice,
     frees_buffer_at_reinit => FreesBufferAtReinit,
+    no_age_limit => NoAgeLimit,
 }

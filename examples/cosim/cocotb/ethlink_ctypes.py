@@ -10,7 +10,7 @@ import ctypes
 from ctypes import POINTER, byref, c_char_p, c_int32, c_size_t, c_uint8, c_uint16, c_uint32
 from ctypes import c_uint64, c_void_p
 
-ABI_VERSION = 2
+ABI_VERSION = 3
 OK = 0
 NONE = 1
 ERR_REFUSED = -6
@@ -48,6 +48,7 @@ class LinkParams(ctypes.Structure):
         ("cc_interval_ns", c_uint64),
         ("init_interval_ns", c_uint64),
         ("init_timeout_ns", c_uint64),
+        ("llr_max_age_ns", c_uint64),
     ]
 
 

@@ -63,6 +63,7 @@ pub fn params_zero() -> LinkParams {
         cc_interval_ns: 0,
         init_interval_ns: 0,
         init_timeout_ns: 0,
+        llr_max_age_ns: 0,
     }
 }
 
