@@ -15,7 +15,8 @@
 // whenever a function, structure or constant changes meaning or layout. Version 2 refuses times
 // after `ETHLINK_TIME_MAX_NS`, a group MAC address as a link end's own, and fences and new
 // operations beyond the endpoint's bounds. Version 3 adds `llr_max_age_ns` at the end of
-// `ethlink_link_params` (link.md LINK-3-18).
+// `ethlink_link_params` (link.md LINK-3-18) and `hold_max_ns` after `busy_backoff_ns` in
+// `ethlink_endpoint_config` (endpoint.md EP-8-9).
 #define ETHLINK_ABI_VERSION 3
 
 // The latest time a model takes, in nanoseconds: 2^63 - 1 (about 292 years; the largest
@@ -340,6 +341,8 @@ typedef struct {
   uint64_t frame_lifetime_ns;
   // Wait before the first retry of an operation answered BUSY.
   uint64_t busy_backoff_ns;
+  // Longest a target keeps a request frame it stopped taking; discarded unperformed then.
+  uint64_t hold_max_ns;
   // Bytes of global memory.
   uint64_t global_size;
   // Bytes of shared memory.

@@ -210,6 +210,9 @@ pub struct EndpointParams {
     /// `response_backlog`: bytes of responses held before the target stops taking requests.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub response_backlog: Option<u32>,
+    /// `hold_max`: longest the target keeps a request frame it stopped taking (EP-8-9).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hold_max_ns: Option<u64>,
     /// `max_regions`: entries of the region table of each space.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_regions: Option<u32>,

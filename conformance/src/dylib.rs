@@ -381,6 +381,9 @@ impl DylibDevice {
                     if let Some(v) = e.response_backlog {
                         cfg.response_backlog = v;
                     }
+                    if let Some(v) = e.hold_max_ns {
+                        cfg.hold_max_ns = v;
+                    }
                     if let Some(v) = e.max_regions {
                         cfg.max_regions = v;
                     }
@@ -855,6 +858,7 @@ fn zeroed_endpoint() -> EndpointConfig {
         tag_quarantine_ns: 0,
         frame_lifetime_ns: 0,
         busy_backoff_ns: 0,
+        hold_max_ns: 0,
         global_size: 0,
         shared_size: 0,
         seed: 0,

@@ -119,6 +119,9 @@ pub struct Config {
     pub max_read_jobs: u32,
     /// Bytes of responses held before the target stops taking requests, at least 9216.
     pub response_backlog: u32,
+    /// Longest a target keeps a request frame it stopped taking (EP-8-4): one held this long
+    /// is discarded unperformed (EP-8-9), 1 us..=1 s. `frame_lifetime` counts it (Figure EP-F1).
+    pub hold_max: Duration,
     /// Bytes queued per port and VC before the RDMA engine waits, at least 9216.
     pub port_queue: u32,
     /// The sizes of the memory spaces and of their region tables.
@@ -155,6 +158,7 @@ impl Default for Config {
             max_reassembly_blocks: 1 << 24,
             max_read_jobs: 256,
             response_backlog: 1 << 20,
+            hold_max: Duration::from_micros(25),
             port_queue: 64 * 1024,
             memory: MemoryConfig::default(),
             caps: DEFAULT_CAPS,
@@ -314,6 +318,9 @@ impl Config {
                 self.response_backlog.into(),
                 "must be at least 9216",
             );
+        }
+        if !(1_000..=1_000_000_000).contains(&ns(self.hold_max)) {
+            return err("hold_max", ns(self.hold_max), "must be 1 us..=1 s");
         }
         if self.port_queue < 9216 {
             return err(

@@ -90,6 +90,9 @@ pub struct Counters {
     pub responses_lost: u64,
     /// Times the target stopped taking requests for its response backlog (EP-8-4).
     pub backlog_stalls: u64,
+    /// Request frames discarded unperformed because the target had held them for `hold_max`
+    /// (EP-8-9).
+    pub held_expired: u64,
     /// RDMA writes and reads in reassembly now (target writes and requester read chunks).
     pub reassembly_now: u64,
     /// Highest `reassembly_now`.
@@ -130,6 +133,7 @@ impl Counters {
             responses_expired: 0,
             responses_lost: 0,
             backlog_stalls: 0,
+            held_expired: 0,
             reassembly_now: 0,
             reassembly_max: 0,
             reorder_bytes_now: 0,
@@ -221,6 +225,7 @@ impl Counters {
         f("responses_expired", None, None, self.responses_expired);
         f("responses_lost", None, None, self.responses_lost);
         f("backlog_stalls", None, None, self.backlog_stalls);
+        f("held_expired", None, None, self.held_expired);
         f("reassembly_now", None, None, self.reassembly_now);
         f("reassembly_max", None, None, self.reassembly_max);
         f("reorder_bytes_now", None, None, self.reorder_bytes_now);

@@ -1990,8 +1990,10 @@ fn fence_is_answered_after_the_requests_before_it() {
 /// again, answers every request exactly once.
 #[test]
 fn response_backlog_stalls_requests_and_drops_nothing() {
+    // The frames wait longer than the default hold_max: this test is about the stall alone.
     let cfg = Config {
         response_backlog: 9216,
+        hold_max: Duration::from_millis(10),
         ..ep_config()
     };
     let mut p = Peer::new(cfg);
@@ -2054,6 +2056,86 @@ fn response_backlog_stalls_requests_and_drops_nothing() {
     assert_eq!(p.ep.link(0).expect("port 0").rx_occupied(vc0), 0);
 }
 
+/// A target whose backlog stays full holds request frames; when it takes them again, those it has
+/// held for `hold_max` or longer are discarded unperformed and unanswered (their stores never
+/// reach memory), and their credits come back; a frame held for less is served as usual.
+//= type=test
+//# EP-8-9 A target MUST NOT perform any request of a frame it has held (EP-8-4) for `hold_max` or
+//# longer since its link delivered it: it MUST discard such a frame whole, without answering,
+//# count it in `held_expired` and return its credits.
+#[test]
+fn a_request_frame_held_past_hold_max_is_never_performed() {
+    let cfg = Config {
+        response_backlog: 9216,
+        hold_max: Duration::from_micros(25),
+        ..ep_config()
+    };
+    let mut p = Peer::new(cfg);
+    p.hold = true;
+    // Loads of 256 B fill the backlog while the peer takes nothing.
+    for chunk in (0..200u16).collect::<Vec<_>>().chunks(20) {
+        let txns: Vec<TxnRepr<'_>> = chunk
+            .iter()
+            .map(|&tag| TxnRepr::Load {
+                tag,
+                target: target(K1, BIG + u64::from(tag) * 256),
+                len: 256,
+            })
+            .collect();
+        p.send(0, &txns);
+    }
+    p.run_for(5_000);
+    assert!(p.ep.counters().backlog_stalls > 0, "the backlog is full");
+    // Stores behind them wait in the link's buffer, then the backlog stays full past hold_max.
+    let data = [0xA5u8; 64];
+    let stores: Vec<TxnRepr<'_>> = (0..8u16)
+        .map(|k| TxnRepr::Store {
+            tag: 0x4000 + k,
+            target: target(K1, BIG + 0x10_0000 + u64::from(k) * 64),
+            data: &data,
+        })
+        .collect();
+    p.send(0, &stores);
+    let before = p.read(BIG + 0x10_0000, 8 * 64);
+    p.run_for(40_000);
+    let served = p.ep.counters().requests_served;
+    p.resume();
+    p.run_for(200_000);
+    let rx = p.take();
+    let c = p.ep.counters().clone();
+    assert!(c.held_expired > 0, "no held frame expired");
+    assert_eq!(
+        p.read(BIG + 0x10_0000, 8 * 64),
+        before,
+        "a store held for more than hold_max was performed"
+    );
+    assert!(
+        rx.iter().all(|t| !(0x4000..0x4008).contains(&t.tag)),
+        "a store held for more than hold_max was answered"
+    );
+    assert!(
+        c.requests_served >= served,
+        "requests taken before the hold are served"
+    );
+    let vc0 = Vc::new(0).expect("vc");
+    assert_eq!(
+        p.ep.link(0).expect("port 0").rx_occupied(vc0),
+        0,
+        "the discarded frames' credits came back"
+    );
+    // A request that arrives now is served as usual.
+    p.send(
+        0,
+        &[TxnRepr::Store {
+            tag: 0x4100,
+            target: target(K1, BIG + 0x10_0000),
+            data: &data,
+        }],
+    );
+    assert!(p.run_until_rx(100_000, 0x82, 0x4100) || p.rx.iter().any(|t| t.tag == 0x4100));
+    assert_eq!(p.read(BIG + 0x10_0000, 64), data.to_vec());
+}
+
 /// Responses that wait in the link's transmit queue are part of the backlog: with the peer
 /// taking nothing, a few hundred responses, far fewer than the link's queue would hold, stop the
 /// intake of requests, and every one is answered once the peer takes frames again.
@@ -2061,6 +2143,7 @@ fn response_backlog_stalls_requests_and_drops_nothing() {
 fn response_backlog_counts_the_links_transmit_queue() {
     let cfg = Config {
         response_backlog: 9216,
+        hold_max: Duration::from_millis(10),
         ..ep_config()
     };
     let mut p = Peer::new(cfg);
@@ -2118,6 +2201,7 @@ fn fences_waiting_for_a_read_count_in_the_backlog() {
     // The read stays alive without progress for the whole test (its op_timeout, EP-6-15).
     let cfg = Config {
         response_backlog: 512 * 1024,
+        hold_max: Duration::from_millis(10),
         op_timeout: Duration::from_millis(5),
         tag_quarantine: Duration::from_millis(6),
         ..ep_config()

@@ -94,7 +94,7 @@ const LINK_FIELDS: [&str; 21] = [
 
 /// The durations among the fields a model's [`ConfigError`] names: the configuration structures
 /// give them in nanoseconds, with `_ns` after their name.
-const DURATIONS: [&str; 15] = [
+const DURATIONS: [&str; 16] = [
     "ack_timer",
     "replay_timer",
     "llr_max_age",
@@ -108,6 +108,7 @@ const DURATIONS: [&str; 15] = [
     "tag_quarantine",
     "frame_lifetime",
     "busy_backoff",
+    "hold_max",
     "latency",
     "max_residence",
 ];

@@ -68,6 +68,7 @@ pub(crate) fn default_config() -> EndpointConfig {
         tag_quarantine_ns: ns(c.tag_quarantine),
         frame_lifetime_ns: ns(c.frame_lifetime),
         busy_backoff_ns: ns(c.busy_backoff),
+        hold_max_ns: ns(c.hold_max),
         global_size: c.memory.global_size,
         shared_size: c.memory.shared_size,
         seed: c.link.nonce_seed,
@@ -146,6 +147,7 @@ impl EndpointDev {
         c.tag_quarantine = d(cfg.tag_quarantine_ns);
         c.frame_lifetime = d(cfg.frame_lifetime_ns);
         c.busy_backoff = d(cfg.busy_backoff_ns);
+        c.hold_max = d(cfg.hold_max_ns);
         let ep = Endpoint::new(c).map_err(|e| config_error(&e, &[("ports", "ports_per_stack")]))?;
         let n = ep.port_count();
         Ok(EndpointDev {

@@ -8,7 +8,8 @@ use core::ffi::c_char;
 /// whenever a function, structure or constant changes meaning or layout. Version 2 refuses times
 /// after `ETHLINK_TIME_MAX_NS`, a group MAC address as a link end's own, and fences and new
 /// operations beyond the endpoint's bounds. Version 3 adds `llr_max_age_ns` at the end of
-/// `ethlink_link_params` (link.md LINK-3-18).
+/// `ethlink_link_params` (link.md LINK-3-18) and `hold_max_ns` after `busy_backoff_ns` in
+/// `ethlink_endpoint_config` (endpoint.md EP-8-9).
 pub const ETHLINK_ABI_VERSION: u32 = 3;
 
 /// The latest time a model takes, in nanoseconds: 2^63 - 1 (about 292 years; the largest
@@ -287,6 +288,8 @@ pub struct EndpointConfig {
     pub frame_lifetime_ns: u64,
     /// Wait before the first retry of an operation answered BUSY.
     pub busy_backoff_ns: u64,
+    /// Longest a target keeps a request frame it stopped taking; discarded unperformed then.
+    pub hold_max_ns: u64,
     /// Bytes of global memory.
     pub global_size: u64,
     /// Bytes of shared memory.

@@ -44,6 +44,16 @@ pub fn cases() -> Vec<Case> {
             response_backlog,
         ),
         case(
+            "EPT-BACK-2",
+            "a target whose backlog stays full past hold_max performs no request of a frame it \
+             held that long: a STORE behind the backlog is neither performed nor answered, it \
+             is counted in held_expired and its credits come back; a STORE sent afterwards is \
+             served",
+            &["EP-8-9", "EP-8-4", "TXN-5-7"],
+            &[],
+            held_past_hold_max,
+        ),
+        case(
             "EPT-MFS-1",
             "the MFS a device announces holds its largest RDMA_WRITE segment with a tag (segment + \
              64 bytes); with an MFS too small for its segment it refuses the setting or cuts \
@@ -230,8 +240,10 @@ fn vcs_do_not_block(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
 }
 
 fn response_backlog(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    // The frames wait 50 us: a hold_max above that keeps EP-8-9 out of this case.
     let e = EndpointParams {
         response_backlog: Some(9216),
+        hold_max_ns: Some(10_000_000),
         ..EndpointParams::default()
     };
     ep_up_with(ctx, 1, setup_ep(few_credits(), Some(e)))?;
@@ -319,6 +331,87 @@ fn response_backlog(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         "the responses on VC 2, in the order of their requests",
         order,
         want,
+    )
+}
+
+fn held_past_hold_max(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    let e = EndpointParams {
+        response_backlog: Some(9216),
+        hold_max_ns: Some(20_000),
+        ..EndpointParams::default()
+    };
+    ep_up_with(ctx, 1, setup_ep(few_credits(), Some(e)))?;
+    let base = G.0 + 0x8000;
+    mem_write(ctx, Space::Global, base, &pattern(0x8000, 0x2B))?;
+    let marker_at = G.0 + 0x100;
+    mem_write(ctx, Space::Global, marker_at, &[0; 8])?;
+    let expired0 = ctx.counter("held_expired")?;
+    // The peer takes nothing: the loads' responses fill the backlog, and the STORE's frame,
+    // behind them, is held.
+    ctx.peer_hold(0, true)?;
+    let (tag0, n) = (0x2300u16, 120u16);
+    send_loads(ctx, 0, tag0, base, n)?;
+    let marker = [0x5Au8, 0xA5, 0xC3, 0x3C, 9, 8, 7, 6];
+    let store_tag = 0x23FF;
+    send(ctx, 0, 0, &[store(store_tag, 0, G.2, marker_at, &marker)])?;
+    let mut seen = Seen::default();
+    // Held for 50 us, past hold_max (20 us); then the backlog drains.
+    seen.run(ctx, 1, 50_000, |_| false)?;
+    let vc0 = ethlink_protocol::Vc::new(0).ok_or_else(|| Stop::Harness("vc 0".into()))?;
+    let credits_held = ctx.peer(0)?.link.tx_credits_available(vc0);
+    ctx.peer_hold(0, false)?;
+    seen.run(ctx, 1, 300_000, |_| false)?;
+    //= docs/spec/endpoint.md#8-target
+    //= type=test
+    //# EP-8-9 A target MUST NOT perform any request of a frame it has held (EP-8-4) for `hold_max`
+    //# or longer since its link delivered it: it MUST discard such a frame whole, without
+    //# answering, count it in `held_expired` and return its credits.
+    expect_mem(
+        ctx,
+        "EP-8-9",
+        Space::Global,
+        marker_at,
+        &[0; 8],
+        "the STORE's frame was held 50 us, past hold_max (20 us): never performed",
+    )?;
+    let answered: Vec<u16> = seen
+        .txns
+        .iter()
+        .filter(|t| t.tag == store_tag)
+        .map(|t| t.tag)
+        .collect();
+    check(
+        answered.is_empty(),
+        "EP-8-9",
+        "no response to the STORE held past hold_max",
+        || format!("{} responses with its tag", answered.len()),
+    )?;
+    check(
+        ctx.counter("held_expired")? > expired0,
+        "EP-8-9",
+        "held_expired counts the discarded frame",
+        || format!("held_expired {expired0} before, unchanged after"),
+    )?;
+    let credits_after = ctx.peer(0)?.link.tx_credits_available(vc0);
+    check(
+        credits_held < credits_after,
+        "EP-8-9",
+        "the credits of the discarded frame come back",
+        || format!("credits of VC 0 at the peer: {credits_held} while held, {credits_after} after"),
+    )?;
+    // A STORE sent now is served as usual.
+    let again = 0x23FE;
+    send(ctx, 0, 0, &[store(again, 0, G.2, marker_at, &marker)])?;
+    seen.run(ctx, 1, 100_000, |s| s.txns.iter().any(|t| t.tag == again))?;
+    let t = one_response(&seen, again, "a STORE sent after the hold")?;
+    check_resp(t, 0x82, st::OK, &[], "TXN-2-2")?;
+    expect_mem(
+        ctx,
+        "EP-8-9",
+        Space::Global,
+        marker_at,
+        &marker,
+        "a STORE taken at once is performed",
     )
 }
 

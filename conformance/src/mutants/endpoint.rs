@@ -41,6 +41,9 @@ enum Flaw {
     OpTimeoutIgnored,
     /// Its timers count whole microseconds: an `op_timeout` setting is rounded down to one.
     OpTimeoutRoundedDown,
+    /// It accepts a `hold_max` setting and performs a held request however long it was held,
+    /// as 1.2 allowed (EP-8-9).
+    HoldUnbounded,
 }
 
 /// A broken reference endpoint.
@@ -100,6 +103,9 @@ pub fn mutants() -> Vec<(&'static str, Maker)> {
         }),
         ("op_timeout_rounded_down", || {
             Box::new(Mutant::new(Flaw::OpTimeoutRoundedDown))
+        }),
+        ("hold_unbounded", || {
+            Box::new(Mutant::new(Flaw::HoldUnbounded))
         }),
     ]
 }
@@ -167,6 +173,7 @@ impl Device for Mutant {
                     e.policy = Some("round-robin".into());
                 }
                 Flaw::OpTimeoutIgnored => e.op_timeout_ns = None,
+                Flaw::HoldUnbounded => e.hold_max_ns = Some(1_000_000_000),
                 Flaw::OpTimeoutRoundedDown => {
                     e.op_timeout_ns = e.op_timeout_ns.map(|ns| (ns / 1000).max(1) * 1000);
                 }

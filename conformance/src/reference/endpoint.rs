@@ -206,6 +206,9 @@ fn endpoint_params(cfg: &mut Config, e: &EndpointParams) -> Result<(), DeviceErr
     if let Some(v) = e.response_backlog {
         cfg.response_backlog = v;
     }
+    if let Some(v) = e.hold_max_ns {
+        cfg.hold_max = Duration::from_nanos(v);
+    }
     if let Some(v) = e.max_regions {
         cfg.memory.max_regions = v;
     }

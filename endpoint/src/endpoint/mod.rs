@@ -84,8 +84,9 @@ struct Port {
     out: [VecDeque<OutFrame>; 4],
     out_bytes: [usize; 4],
     packers: BTreeMap<(u8, u16), Packer>,
-    /// Request frames held back by the response backlog (EP-8-4), with their credits.
-    inbound: VecDeque<(Vec<u8>, Release)>,
+    /// Request frames held back by the response backlog (EP-8-4), with their credits and when
+    /// the link delivered them (EP-8-9).
+    inbound: VecDeque<(Vec<u8>, Release, Instant)>,
     /// The requests of the frames submitted to the link that it may still report lost,
     /// per VC in submission order (EP-9-1).
     sent_meta: [VecDeque<Vec<TagEra>>; 4],
@@ -906,7 +907,7 @@ impl Endpoint {
             if p.inbound.is_empty() {
                 self.counters.backlog_stalls = self.counters.backlog_stalls.wrapping_add(1);
             }
-            p.inbound.push_back((buf, release));
+            p.inbound.push_back((buf, release, self.now));
         } else {
             let Some(p) = self.ports.get_mut(i) else {
                 return;

@@ -46,11 +46,20 @@ impl Endpoint {
                 let Some(p) = self.ports.get_mut(i) else {
                     break;
                 };
-                let Some((buf, release)) = p.inbound.pop_front() else {
+                let Some((buf, release, at)) = p.inbound.pop_front() else {
                     break;
                 };
                 let _ = p.link.get_mut().release(release);
-                self.on_payload(i, &buf, None);
+                //= docs/spec/endpoint.md#8-target
+                //# EP-8-9 A target MUST NOT perform any request of a frame it has held (EP-8-4)
+                //# for `hold_max` or longer since its link delivered it: it MUST discard such a
+                //# frame whole, without answering, count it in `held_expired` and return its
+                //# credits.
+                if self.now.since(at) >= self.cfg.hold_max {
+                    self.counters.held_expired = self.counters.held_expired.wrapping_add(1);
+                } else {
+                    self.on_payload(i, &buf, None);
+                }
                 self.pool.push(buf);
             }
         }

@@ -94,6 +94,7 @@ pub fn ep_cfg(ports: u8) -> EndpointConfig {
         tag_quarantine_ns: 0,
         frame_lifetime_ns: 0,
         busy_backoff_ns: 0,
+        hold_max_ns: 0,
         global_size: 0,
         shared_size: 0,
         seed: 0,
