@@ -232,6 +232,14 @@ pub const NO_CASE: &[(&str, &str)] = &[
         "applies only to a device that stomps a frame it is sending (WIRE-2.5-4); nothing at the boundary can make a device stomp, since only the device learns that its outgoing frame is damaged",
     ),
     (
+        "LINK-3-19",
+        "the transmit queue's bounds are local settings the boundary neither sets nor reads, and a submit the device refuses is a refusal the harness cannot tell from a broken device",
+    ),
+    (
+        "LINK-7-5",
+        "counts the frames a device stomps (LINK-3-12); nothing at a link end's boundary can make it stomp one",
+    ),
+    (
         "SW-1-1",
         "the horizon (2^63 - 1 ns) is reached only by advancing a device there, timer by timer; the switch's unit tests set the time there directly",
     ),

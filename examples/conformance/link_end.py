@@ -203,6 +203,8 @@ class LinkEnd:
         self.expected = 0
         self.last_good = SEQ_MASK
         self.remembered = None
+        self.dup_run = False
+        self.dup_bytes = 0
         self.ack_due = False
         self.nack_due = False
         self.bytes_since_ack = 0
@@ -287,6 +289,9 @@ class LinkEnd:
         was_up = self.state == "UP"
         self.incarnation += 1
         lost = len(self.replay)
+        # LINK-6-7: the link-down event first, then the frames of unknown fate in order.
+        if was_up or lost:
+            self.emit({"out": "link_down", "port": 0, "reason": reason})
         for _, frame, vc, payload, _ in self.replay:
             self.lose(vc, "unknown_fate", payload)
         self.c["frames_unknown_fate"] += lost
@@ -302,8 +307,6 @@ class LinkEnd:
         self.ack_deadline = None
         self.gate_open = False
         self.end_stalls()
-        if was_up or lost:
-            self.emit({"out": "link_down", "port": 0, "reason": reason})
         if was_up or self.state == "INIT":
             self.c["reinits"] += 1
 
@@ -476,7 +479,17 @@ class LinkEnd:
             self.accept(f)
         elif 1 <= seq_diff(self.expected, f.seq) <= self.window():
             self.c["duplicates"] += 1
-            self.ack_due = True
+            # LINK-4-16: the first duplicate since an accept, a NACK or UP makes an ACK due;
+            # then one per ack_spacing bytes of duplicates.
+            if self.dup_run:
+                self.dup_bytes += len(f.raw)
+                if self.dup_bytes >= self.p["ack_spacing"]:
+                    self.dup_bytes = 0
+                    self.ack_due = True
+            else:
+                self.dup_run = True
+                self.dup_bytes = 0
+                self.ack_due = True
         else:
             self.c["discarded_after_nack"] += 1
             if self.rx_state == "SEND_ACKS":
@@ -519,6 +532,7 @@ class LinkEnd:
             self.nack_due = False
         self.rx_state = "SEND_ACKS"
         self.remembered = None
+        self.dup_run = False
         self.bytes_since_ack += n
         if self.ack_deadline is None:
             self.ack_deadline = self.now + self.p["ack_timer_ns"]
@@ -673,6 +687,7 @@ class LinkEnd:
             self.c["nacks_sent"] += 1
             self.nack_due = self.ack_due = False
             self.rx_state = "NACK_SENT"
+            self.dup_run = False
             self.bytes_since_ack = 0
             self.ack_deadline = None
         if self.ack_due:

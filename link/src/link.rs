@@ -689,6 +689,10 @@ pub struct Link {
     /// In SEND_NACK and NACK_SENT: how far ahead of the expected number the last gap frame was
     /// (0: none since the NACK) (LINK-4-8).
     nack_ahead: u32,
+    /// Whether a duplicate has made an ACK due since the RX last accepted a frame, sent a NACK
+    /// or came UP, and the duplicate bytes since that ACK fell due (LINK-4-16).
+    dup_run: bool,
+    dup_bytes: u32,
     unacked_bytes: u32,
     ack_deadline: Option<Instant>,
     ack_due: bool,
@@ -810,6 +814,8 @@ impl Link {
             expected: Seq::new(0),
             last_good: Seq::new(Seq::MASK),
             nack_ahead: 0,
+            dup_run: false,
+            dup_bytes: 0,
             unacked_bytes: 0,
             ack_deadline: None,
             ack_due: false,
@@ -1147,6 +1153,10 @@ impl Link {
                 vcs: self.cfg.vcs,
             });
         };
+        //= docs/spec/link.md#3-link-level-retry-transmit-side
+        //# LINK-3-19 An end MUST bound the transmit queue of each VC by `tx_queue_frames` frames and
+        //# `tx_queue_bytes` bytes (Table LINK-T1) and MUST refuse a frame whose submission would
+        //# exceed either, saying which, without changing what is queued.
         let full = || SubmitError::QueueFull {
             vc: v as u8,
             frames: q.len(),
@@ -1339,6 +1349,18 @@ impl Link {
         if self.replay.is_empty() {
             self.replay_deadline = None;
             self.replay_cursor = None;
+        }
+        //= docs/spec/link.md#7-counters
+        //# LINK-7-5 A DATA frame the end takes back by LINK-3-12 MUST be counted in `tx_stomped`
+        //# and in neither `tx_frames` nor `tx_bytes`.
+        // Counted when it was written, it is taken back out: a count kept at the end of each
+        // frame, when its FCS goes, gives the same figures.
+        if let (Some(f), Some(b)) = (
+            self.counters.tx_frames.get_mut(v),
+            self.counters.tx_bytes.get_mut(v),
+        ) {
+            *f = f.wrapping_sub(1);
+            *b = b.wrapping_sub(len as u64);
         }
         self.counters.tx_stomped = self.counters.tx_stomped.wrapping_add(1);
         Some(Stomped {
@@ -1623,6 +1645,7 @@ impl Link {
             //# last good sequence number and enter NACK_SENT.
             let t = self.emit_control(buf, LinkFrame::Nack(self.last_good))?;
             self.rx_state = RxState::NackSent;
+            self.dup_run = false;
             self.counters.nacks_sent = self.counters.nacks_sent.wrapping_add(1);
             self.acked_now();
             return Ok(Some(t));
@@ -2081,6 +2104,7 @@ impl Link {
         self.replay_count = 0;
         self.replay_deadline = None;
         self.nack_ahead = 0;
+        self.dup_run = false;
         self.rx_state = RxState::SendAcks;
         self.agreed = Some(agreed);
         self.peer_nonce = Some(peer.nonce);
@@ -2095,6 +2119,11 @@ impl Link {
         }
     }
 
+    //= docs/spec/link.md#2-bring-up
+    //# LINK-2-19 While UP, a frame at the front of its VC's transmit queue whose VC is not agreed,
+    //# or that is longer than the agreed MFS, MUST NOT be sent: the end MUST report it to the upper
+    //# layer as lost (reason VC not agreed, or longer than the peer's MFS), count it
+    //# (`not_agreed_vc`, `oversize_for_peer`) and go on with the frame behind it.
     fn reject_not_agreed(&mut self, v: usize) {
         // Withdrawn frames are reported as such; the frame behind them is looked at once they
         // are gone.
@@ -2142,6 +2171,10 @@ impl Link {
         self.epoch = self.epoch.wrapping_add(1);
         self.held_stale = self.held_total();
         self.counters.reinits = self.counters.reinits.wrapping_add(1);
+        //= docs/spec/link.md#6-flush-and-re-initialisation
+        //# LINK-6-7 An end MUST report the link-down event of an edge out of UP before the frames
+        //# of unknown fate that edge reports (LINK-6-1), those in sequence order, and all of them
+        //# before the link-up event of the next incarnation.
         if was_up || flushed > 0 {
             self.push_status(EvRec::Down(reason));
         }
@@ -2435,6 +2468,9 @@ impl Link {
             //# WIRE-2.4-8 A transmitter MUST NOT send a frame longer than the MFS in force on its
             //# link: its own configured MFS until the link is UP, the MFS agreed at bring-up once
             //# it is.
+            //= docs/spec/link.md#2-bring-up
+            //# LINK-2-19 [...] a frame too long, when its VC's turn comes to send it
+            //# (LINK-3-17). Other VCs are not held back.
             if len > usize::from(agreed.mfs) {
                 self.counters.oversize_for_peer = self.counters.oversize_for_peer.wrapping_add(1);
                 self.queue_blocked[v] = true;
@@ -2662,6 +2698,13 @@ impl Link {
         }
     }
 
+    /// An ACK or a NACK was sent: it settles the ACK that was due.
+    //= docs/spec/link.md#4-link-level-retry-receive-side
+    //# LINK-4-18 An ACK, a CF and a CC are each either due or not: the triggers that come before
+    //# the wire takes it (`ack_spacing`, `ack_timer`, ACK_REQ, a duplicate; freed credits, the two
+    //# CF intervals, a CC received; `cc_interval`) MUST make one frame, not one per trigger. A NACK
+    //# carries the last good sequence number too, so sending it MUST settle an ACK that was due
+    //# (the bytes and the timer of LINK-4-2 and LINK-4-14 start again from it).
     fn acked_now(&mut self) {
         self.unacked_bytes = 0;
         self.ack_deadline = None;
@@ -2776,10 +2819,21 @@ impl Link {
             //# expected one is a duplicate: it MUST be discarded and counted.
             self.counters.duplicates = self.counters.duplicates.wrapping_add(1);
             //= docs/spec/link.md#4-link-level-retry-receive-side
-            //# LINK-4-16 For every duplicate (LINK-4-5) the RX MUST send an ACK carrying the last
-            //# accepted sequence number, in NACK_SENT too, so that a TX whose ACKs were lost
-            //# learns of them.
-            self.ack_due = true;
+            //# LINK-4-16 The RX MUST make an ACK due on the first duplicate (LINK-4-5) since it last
+            //# accepted a frame, sent a NACK or came UP, and again each time the duplicates since
+            //# that ACK fell due reach `ack_spacing` bytes, in NACK_SENT too, so that a TX whose ACKs
+            //# were lost learns of them.
+            if self.dup_run {
+                self.dup_bytes = self.dup_bytes.saturating_add(len as u32);
+                if self.dup_bytes >= self.cfg.ack_spacing {
+                    self.dup_bytes = 0;
+                    self.ack_due = true;
+                }
+            } else {
+                self.dup_run = true;
+                self.dup_bytes = 0;
+                self.ack_due = true;
+            }
             return;
         }
         // A gap: the frame is ahead of the expected one by `ahead`.
@@ -2825,6 +2879,7 @@ impl Link {
         //# LINK-4-9 When the expected frame is accepted while a NACK is due but not yet sent
         //# (SEND_NACK), the NACK MUST be cancelled: the RX returns to SEND_ACKS.
         self.rx_state = RxState::SendAcks;
+        self.dup_run = false;
         self.unacked_bytes = self.unacked_bytes.saturating_add(len as u32);
         //= docs/spec/link.md#4-link-level-retry-receive-side
         //# LINK-4-14 The RX MUST send an ACK when an accepted frame has waited `ack_timer` for
@@ -4185,6 +4240,11 @@ mod tests {
         assert_eq!(a.replay_bytes(), 2 * 3124);
     }
 
+    //= docs/spec/link.md#3-link-level-retry-transmit-side
+    //= type=test
+    //# LINK-3-19 An end MUST bound the transmit queue of each VC by `tx_queue_frames` frames and
+    //# `tx_queue_bytes` bytes (Table LINK-T1) and MUST refuse a frame whose submission would exceed
+    //# either, saying which, without changing what is queued.
     #[test]
     fn submit_refuses_with_a_reason_and_never_drops() {
         let mut c = cfg(1, 1);

@@ -851,6 +851,11 @@ fn llr_flush_after_replay_count_max() {
     assert_eq!(second, vec![(0, false, 7), (1, false, 8), (2, false, 9)]);
 
     // Events of A: up, down (FLUSH), the four frames lost in order, up again.
+    //= docs/spec/link.md#6-flush-and-re-initialisation
+    //= type=test
+    //# LINK-6-7 An end MUST report the link-down event of an edge out of UP before the frames of
+    //# unknown fate that edge reports (LINK-6-1), those in sequence order, and all of them before
+    //# the link-up event of the next incarnation.
     let evs: Vec<Ev> = bench.events[0].iter().map(|(_, e)| e.clone()).collect();
     let mut expected = vec![Ev::Down(DownReason::Flush)];
     for tag in 3..7 {
@@ -1828,8 +1833,11 @@ fn ack_with_bad_sequence_number_is_ignored() {
 //= type=test
 //# LINK-4-5 A DATA frame whose sequence number is within `llr_window` behind the expected one is a
 //# duplicate: it MUST be discarded and counted.
-//# LINK-4-16 For every duplicate (LINK-4-5) the RX MUST send an ACK carrying the last accepted
-//# sequence number, in NACK_SENT too, so that a TX whose ACKs were lost learns of them.
+//# LINK-4-16 The RX MUST make an ACK due on the first duplicate (LINK-4-5) since it last accepted a
+//# frame, sent a NACK or came UP, and again each time the duplicates since that ACK fell due reach
+//# ack_spacing bytes, in NACK_SENT too, so that a TX whose ACKs were lost learns of them. (1.3: 1.2
+//# asked an ACK for every duplicate, which made a go-back-N replay of *n* frames the RX already had
+//# cost *n* ACK frames ahead of DATA; one per ack_spacing is the rate of LINK-4-2.)
 #[test]
 fn duplicate_data_discarded_counted_and_acked() {
     let mut bench = Bench::up(config_a(), config_b());
@@ -2998,6 +3006,10 @@ fn cf_and_cc_timing() {
 //= type=test
 //# WIRE-2.4-8 A transmitter MUST NOT send a frame longer than the MFS in force on its link.
 #[test]
+//# LINK-2-19 While UP, a frame at the front of its VC's transmit queue whose VC is not agreed, or
+//# that is longer than the agreed MFS, MUST NOT be sent: the end MUST report it to the upper layer
+//# as lost (reason VC not agreed, or longer than the peer's MFS), count it (`not_agreed_vc`,
+//# `oversize_for_peer`) and go on with the frame behind it.
 fn queued_frame_beyond_the_peer_mfs_is_reported() {
     let b_cfg = Config {
         mfs: 1500,
@@ -4216,9 +4228,21 @@ fn a_stomped_frame_is_taken_back_and_its_number_reused() {
         (0, Seq::new(0), credits)
     );
     assert_eq!(l.counters().tx_stomped, 1);
+    //= docs/spec/link.md#7-counters
+    //= type=test
+    //# LINK-7-5 A DATA frame the end takes back by LINK-3-12 MUST be counted in `tx_stomped` and in
+    //# neither `tx_frames` nor `tx_bytes`.
+    assert_eq!(
+        (l.counters().tx_frames[0], l.counters().tx_bytes[0]),
+        (0, 0)
+    );
     let mut buf = vec![0u8; 9216];
     let tx = l.poll_transmit(t, &mut buf).unwrap().unwrap();
     assert_eq!((tx.data, tx.len), (Some((vc(0), Seq::new(0), false)), 512));
+    assert_eq!(
+        (l.counters().tx_frames[0], l.counters().tx_bytes[0]),
+        (1, 512)
+    );
     // After any input nothing can be stomped.
     l.handle_frame(t, &emit(LinkFrame::Ack(Seq::new(0xFFFFF))));
     assert_eq!(l.stomp_last(), None);
@@ -4954,4 +4978,69 @@ fn the_first_cf_after_up_waits_for_no_interval() {
     assert_eq!(b.poll_timeout(), Some(due));
     b.handle_timeout(due);
     assert_eq!(cfs(&drain_tx(&mut b, due)), 1);
+}
+
+/// Triggers that come before the wire takes the frame make one frame: ACK_REQ and a duplicate
+/// together draw one ACK; a NACK due beside an ACK goes alone and settles it; several duplicates in
+/// a row draw one ACK, not one each, until they reach `ack_spacing`.
+//= type=test
+//# LINK-4-18 An ACK, a CF and a CC are each either due or not: the triggers that come before the
+//# wire takes it (`ack_spacing`, `ack_timer`, ACK_REQ, a duplicate; freed credits, the two CF
+//# intervals, a CC received; `cc_interval`) MUST make one frame, not one per trigger. A NACK
+//# carries the last good sequence number too, so sending it MUST settle an ACK that was due (the
+//# bytes and the timer of LINK-4-2 and LINK-4-14 start again from it).
+//# LINK-4-16 The RX MUST make an ACK due on the first duplicate (LINK-4-5) since it last accepted
+//# a frame, sent a NACK or came UP, and again each time the duplicates since that ACK fell due
+//# reach `ack_spacing` bytes, in NACK_SENT too, so that a TX whose ACKs were lost learns of them.
+#[test]
+fn due_frames_are_flags_and_duplicates_are_acked_at_the_ack_rate() {
+    let (mut b, t) = lone_end_up(config_b(), &config_a(), 500);
+    let acks_nacks = |out: &[Vec<u8>]| -> (Vec<u32>, Vec<u32>) {
+        let mut a = Vec::new();
+        let mut n = Vec::new();
+        for l in links(out) {
+            match l {
+                LinkFrame::Ack(s) => a.push(s.value()),
+                LinkFrame::Nack(s) => n.push(s.value()),
+                _ => {}
+            }
+        }
+        (a, n)
+    };
+    b.handle_frame(t, &data_frame(0, 0, false, &payload_for_frame(128, 0)));
+    b.handle_frame(
+        t,
+        &data_frame_flags(1, 0, false, true, &payload_for_frame(128, 1)),
+    );
+    b.handle_frame(t, &data_frame(0, 0, false, &payload_for_frame(128, 0)));
+    assert_eq!(
+        acks_nacks(&drain_tx(&mut b, t)),
+        (vec![1], vec![]),
+        "one ACK"
+    );
+    // ACK_REQ and a gap together: the NACK goes, the ACK it settles does not.
+    b.handle_frame(
+        t,
+        &data_frame_flags(2, 0, false, true, &payload_for_frame(128, 2)),
+    );
+    b.handle_frame(t, &data_frame(4, 0, false, &payload_for_frame(128, 4)));
+    assert_eq!(
+        acks_nacks(&drain_tx(&mut b, t)),
+        (vec![], vec![2]),
+        "the NACK alone"
+    );
+    // A replay of frames the RX has: the first duplicate draws an ACK, the next ones none until
+    // they reach ack_spacing (2048 B: 16 frames of 128 B).
+    let mut acks = Vec::new();
+    for round in 0..40u32 {
+        let seq = round % 3;
+        b.handle_frame(t, &data_frame(seq, 0, true, &payload_for_frame(128, seq)));
+        acks.extend(acks_nacks(&drain_tx(&mut b, t)).0);
+    }
+    assert_eq!(
+        acks,
+        vec![2, 2, 2],
+        "40 duplicates of 128 B: the first, then one per 2048 B"
+    );
+    assert_eq!(b.counters().duplicates, 41);
 }

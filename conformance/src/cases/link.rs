@@ -432,6 +432,7 @@ pub fn cases() -> Vec<Case> {
                 "LINK-4-11",
                 "LINK-4-3",
                 "WIRE-2.4-8",
+                "LINK-2-19",
             ],
             agreement,
         ),
@@ -619,8 +620,22 @@ pub fn cases() -> Vec<Case> {
             "a peer that acknowledges one frame per replay keeps the replay count at 0, yet the \
              device sends no copy of a frame llr_max_age after its first transmission: it \
              FLUSHes, reports the rest of unknown fate in order and counts flushes_aged",
-            &["LINK-3-18", "LINK-6-1", "LINK-3-7"],
+            &["LINK-3-18", "LINK-6-1", "LINK-3-7", "LINK-6-7"],
             aged_out,
+        ),
+        le(
+            "LE-LLR-29",
+            "triggers that come together make one frame: a frame with ACK_REQ and a duplicate \
+             draw one ACK; a NACK due with an ACK goes alone and settles it",
+            &["LINK-4-18", "LINK-4-15", "LINK-4-16"],
+            one_frame_per_due,
+        ),
+        le(
+            "LE-INIT-16",
+            "an INIT_ECHO with a foreign nonce and grants LINK-2-12 would refuse is counted in \
+             init_echoes_ignored, not init_refused",
+            &["LINK-2-17", "LINK-2-12"],
+            echo_ignored_before_refused,
         ),
         le(
             "LE-LLR-28",
@@ -1457,14 +1472,11 @@ fn duplicate_acked(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
 
 fn wrap_boundaries(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
     raw_up(ctx, quiet())?;
-    for s in [0xFFFFF, 0x80000] {
+    // The first duplicate since UP draws an ACK of 0xFFFFF; the second, 128 B later, none
+    // (LINK-4-16: one per ack_spacing of duplicates).
+    for (s, want) in [(0xFFFFF, vec![0xFFFFF]), (0x80000, vec![])] {
         let sent = counted_as(ctx, &data_len(0, s, 128, 9), "duplicates", "WIRE-3-4")?;
-        check_eq(
-            "LINK-4-16",
-            "ACKs after a duplicate",
-            acks(&sent),
-            vec![0xFFFFF],
-        )?;
+        check_eq("LINK-4-16", "ACKs after a duplicate", acks(&sent), want)?;
         no_nack(&sent, "WIRE-3-4", "a duplicate behind 0 across the wrap")?;
     }
     let sent = counted_as(
@@ -2756,6 +2768,14 @@ fn agreement(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
             ("vc_not_agreed".to_owned(), 30),
         ],
     )?;
+    let c = ctx.counters()?;
+    let get = |n: &str| c.get(n).copied().unwrap_or(0);
+    check_eq(
+        "LINK-2-19",
+        "(not_agreed_vc, oversize_for_peer)",
+        (get("not_agreed_vc"), get("oversize_for_peer")),
+        (1, 1),
+    )?;
     for t in 0..20 {
         submit(ctx, 0, &payload(100, t))?;
     }
@@ -3920,6 +3940,17 @@ fn aged_out(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         link_events(&outs),
         vec!["down:flush".to_owned()],
     )?;
+    let down_at = outs
+        .iter()
+        .position(|o| matches!(o, Output::LinkDown { .. }))
+        .unwrap_or(usize::MAX);
+    let lost_at: Vec<usize> = lost_at(&outs).iter().map(|l| l.0).collect();
+    check(
+        lost_at.iter().all(|&i| i > down_at),
+        "LINK-6-7",
+        "the link-down event before the frames of unknown fate",
+        || format!("link-down at output {down_at}, lost frames at {lost_at:?}"),
+    )?;
     check_eq(
         "LINK-6-1",
         "frames reported lost, in order",
@@ -4013,4 +4044,45 @@ fn empty_cc_draws_no_cf(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         "one CF at once after a CC with an entry",
         || format!("CFs (time, entries) {:?}", cfs(&sent)),
     )
+}
+
+fn one_frame_per_due(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    raw_up(ctx, quiet())?;
+    accepted(ctx, &data_len(0, 0, 128, 0), 0, "LINK-4-1")?;
+    // ACK_REQ on frame 1 and a duplicate of frame 0, handed over together: one ACK of 1.
+    ctx.inject(0, &flagged(data_len(0, 1, 128, 1), 0x02))?;
+    ctx.inject(0, &data_len(0, 0, 128, 0))?;
+    let sent = wait(ctx, 100)?;
+    check_eq(
+        "LINK-4-18",
+        "ACKs for ACK_REQ and a duplicate",
+        acks(&sent),
+        vec![1],
+    )?;
+    // ACK_REQ on frame 2 and a gap (frame 4) together: the NACK carries 2 and settles the ACK.
+    ctx.inject(0, &flagged(data_len(0, 2, 128, 2), 0x02))?;
+    ctx.inject(0, &data_len(0, 4, 128, 4))?;
+    let sent = wait(ctx, 100)?;
+    check_eq("LINK-4-18", "NACKs", nacks(&sent), vec![2])?;
+    check_eq(
+        "LINK-4-18",
+        "ACKs beside the NACK",
+        acks(&sent),
+        Vec::<u32>::new(),
+    )
+}
+
+fn echo_ignored_before_refused(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    let dut = raw_start(ctx, quiet())?;
+    let mut bad = raw_init(ctx, RAW_NONCE);
+    // Grants of 1 credit cannot carry a frame of the MFS (LINK-2-12).
+    bad.credits = [1, 1, 1, 1, 0, 0, 0, 0];
+    let sent = counted_as(
+        ctx,
+        &init_echo(dut.nonce ^ 0x5A5A_5A5A, bad),
+        "init_echoes_ignored",
+        "LINK-2-17",
+    )?;
+    no_data(&sent, "LINK-2-17", "still in INIT")?;
+    counted_as(ctx, &init_echo(dut.nonce, bad), "init_refused", "LINK-2-12").map(|_| ())
 }
