@@ -85,7 +85,7 @@ fn two_percent_loss_at_the_defaults_keeps_95_percent_of_the_goodput() {
     assert_eq!(uint(p, "link_vcs"), 4);
     assert_eq!(uint(p, "replay_max_frames"), 115);
     assert_eq!(uint(p, "replay_max_bytes"), 58_768);
-    assert_eq!(uint(p, "credits"), 512);
+    assert_eq!(uint(p, "credits"), 1280);
     assert_eq!(float(p, "loss"), 0.02);
     assert_sound(&r);
     assert_eq!(uint(&r, "offered"), 100_000);
@@ -213,13 +213,13 @@ fn a_receiver_that_never_drains_stops_the_sender_at_its_buffer() {
     assert_sound(&r);
     assert!(flag(&r, "timed_out"), "{r}");
     assert!(uint(&r, "credit_stalls") > 0, "{r}");
-    // 512 credits of 64 B hold 8 frames of 4096 B: exactly those are delivered, no more.
+    // 1280 credits of 64 B hold 20 frames of 4096 B: exactly those are delivered, no more.
     let p = &r["parameters"];
     let buffer = uint(p, "credits") * uint(p, "credit_size");
-    assert_eq!(buffer / uint(p, "frame_size"), 8);
-    assert_eq!(uint(&r, "delivered"), 8, "{r}");
+    assert_eq!(buffer / uint(p, "frame_size"), 20);
+    assert_eq!(uint(&r, "delivered"), 20, "{r}");
     assert_eq!(uint(&r, "max_rx_buffer_bytes"), buffer, "{r}");
-    assert_eq!(uint(&r, "lost"), 92, "{r}");
+    assert_eq!(uint(&r, "lost"), 80, "{r}");
     assert_eq!(uint(&r, "unknown_fate"), 0, "{r}");
     assert!(uint(&r, "simulated_time_ns") <= 200_000, "{r}");
 }

@@ -285,7 +285,7 @@ fn every_link_run_ends_within_its_event_budget() {
     for (option, value, says) in [
         ("--control-loss", "1", "the link never comes up"),
         ("--ber", "1", "every frame is damaged"),
-        ("--drain", "0", "at most 8 of the 2000 frames fit"),
+        ("--drain", "0", "at most 20 of the 2000 frames fit"),
     ] {
         let (code, r, err) = link_json(&[
             "--frames",

@@ -34,7 +34,7 @@ LOG = bool(os.environ.get("ETHLINK_DEVICE_LOG"))
 DEFAULTS = {
     "vcs": 4,
     "credit_size": 64,
-    "rx_credits": 512,
+    "rx_credits": 1280,
     "credit_overhead": 0,
     "mfs": 9216,
     "llr_window": 1 << 19,

@@ -80,7 +80,7 @@ impl Default for Config {
             vlan: None,
             vcs: 4,
             credit_size: 64,
-            rx_credits: [512, 512, 512, 512, 0, 0, 0, 0],
+            rx_credits: [1280, 1280, 1280, 1280, 0, 0, 0, 0],
             credit_overhead: 0,
             mfs: 9216,
             llr_window: Seq::MAX_WINDOW,

@@ -3136,6 +3136,8 @@ mod tests {
         Config {
             mac: MacAddr([2, 0, 0, 0, 0, mac]),
             nonce_seed: seed,
+            // 32 KiB per VC, the grant these tests count with.
+            rx_credits: [512, 512, 512, 512, 0, 0, 0, 0],
             ..Config::default()
         }
     }

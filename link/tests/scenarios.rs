@@ -105,10 +105,15 @@ struct Bench {
     steps: u64,
 }
 
+/// The grant these tests count with: 32 KiB per VC, small enough that the credit tests run
+/// into it quickly (the default, Table LINK-T7, is 80 KiB).
+const TEST_GRANT: [u32; 8] = [512, 512, 512, 512, 0, 0, 0, 0];
+
 fn config_a() -> Config {
     Config {
         mac: MAC_A,
         nonce_seed: 1,
+        rx_credits: TEST_GRANT,
         ..Config::default()
     }
 }
@@ -117,6 +122,7 @@ fn config_b() -> Config {
     Config {
         mac: MAC_B,
         nonce_seed: 2,
+        rx_credits: TEST_GRANT,
         ..Config::default()
     }
 }
@@ -960,7 +966,16 @@ fn llr_agreed_window_caps_outstanding_frames() {
 }
 
 fn pair_scenario(meters: f64, frames: u64, frame_size: usize) -> Scenario {
+    let d = Scenario::default();
     Scenario {
+        a: Config {
+            rx_credits: TEST_GRANT,
+            ..d.a.clone()
+        },
+        b: Config {
+            rx_credits: TEST_GRANT,
+            ..d.b.clone()
+        },
         wire: Wire {
             propagation_ns: Wire::cable_ns(meters),
             ..Wire::default()
