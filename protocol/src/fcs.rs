@@ -90,6 +90,23 @@ pub fn check(frame: &[u8]) -> bool {
 mod tests {
     use super::*;
 
+    /// The residues wire.md §2.5 names: the CRC of a whole frame, its FCS included, is a constant
+    /// that tells a good FCS from a stomped one without a second CRC.
+    #[test]
+    fn residues_tell_a_good_fcs_from_a_stomped_one() {
+        for len in [60usize, 61, 1000, 9212] {
+            let body: std::vec::Vec<u8> = (0..len).map(|i| (i * 31 + len) as u8).collect();
+            let mut good = body.clone();
+            good.extend_from_slice(&fcs_bytes(&body));
+            let mut stomped = body.clone();
+            stomped.extend_from_slice(&stomped_bytes(&body));
+            assert_eq!(crc32(&good), 0x2144_DF1C, "{len}");
+            assert_eq!(crc32(&stomped), 0xFFFF_FFFF, "{len}");
+            assert_eq!(!crc32(&good), 0xDEBB_20E3);
+            assert_eq!(!crc32(&stomped), 0);
+        }
+    }
+
     //= type=test
     // WIRE-2.5-1: the catalogue check value of CRC-32/ISO-HDLC.
     #[test]
