@@ -2262,12 +2262,11 @@ impl Link {
     }
 
     /// When the oldest frame of the replay buffer reaches `llr_max_age` (LINK-3-18).
+    /// Frames flushed and not yet reported are of the last incarnation: the oldest frame is the
+    /// first behind them.
     fn age_deadline(&self) -> Option<Instant> {
-        if self.flushed > 0 {
-            return None;
-        }
         self.replay
-            .get(0)
+            .get(self.flushed)
             .map(|(m, _)| m.sent.saturating_add_nanos(self.ns.llr_max_age))
     }
 
