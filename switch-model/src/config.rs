@@ -96,7 +96,7 @@ impl Config {
 
     /// The link configuration of port `p` (SW-9-4, SW-9-5): the MAC address
     /// `02:01:<id>:<p>` (id and port big-endian, two bytes each), its own nonce seed, role
-    /// Switch and no capability.
+    /// Switch, and CUT_THROUGH in cut-through mode (SW-6-5, SW-6-6).
     pub fn port_link(&self, p: u16) -> LinkConfig {
         let mut l = self.link.clone();
         //= docs/spec/switch.md#9-reset-and-identity
@@ -114,14 +114,20 @@ impl Config {
         //# SW-9-5 Every port of a switch MUST announce role Switch (2) in its INIT and INIT_ECHO
         //# frames.
         l.role = Role::Switch;
-        //= docs/spec/switch.md#6-latency-and-cut-through
-        //# SW-6-5 A switch that checks the FCS of every frame before it forwards it MUST NOT
-        //# announce CUT_THROUGH.
         //= docs/spec/switch.md#9-reset-and-identity
         //# SW-9-6 Every port of a switch that sends 802.1Q-tagged frames MUST announce TAGGED
         // The port's link adds TAGGED to what it announces whenever it is configured with a tag
         // (classes.md CLS-3-2), so a tagging port announces it without more here.
-        l.caps = Capabilities::NONE;
+        //= docs/spec/switch.md#6-latency-and-cut-through
+        //# SW-6-5 A switch that checks the FCS of every frame before it forwards it MUST NOT
+        //# announce CUT_THROUGH.
+        //= docs/spec/switch.md#6-latency-and-cut-through
+        //# SW-6-7 A cut-through switch MUST announce CUT_THROUGH in the INIT and INIT_ECHO frames
+        //# of every port.
+        l.caps = match self.mode {
+            Mode::CutThrough => Capabilities::CUT_THROUGH,
+            Mode::StoreAndForward => Capabilities::NONE,
+        };
         l
     }
 }

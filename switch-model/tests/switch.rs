@@ -1072,10 +1072,32 @@ fn reset_leaves_every_port_off_every_counter_zero_and_names_the_ports() {
     assert_eq!(init.role, Role::Switch);
     //= docs/spec/switch.md#6-latency-and-cut-through
     //= type=test
+    //# SW-6-7 A cut-through switch MUST announce CUT_THROUGH in the INIT and INIT_ECHO frames
+    //# of every port.
+    assert_eq!(init.caps, Capabilities::CUT_THROUGH);
+    // The same switch storing every frame whole announces nothing.
+    let mut sf = Switch::new(
+        Config {
+            ports: 2,
+            mode: Mode::StoreAndForward,
+            ..Config::default()
+        },
+        routes(2),
+    )
+    .unwrap();
+    sf.port_up(Instant::ZERO, 1);
+    let t = sf
+        .poll_transmit(Instant::ZERO, 1, &mut buf)
+        .unwrap()
+        .unwrap();
+    let LinkFrame::Init(init) = FrameRepr::parse_bytes(&buf[..t.len], 9216).unwrap().link else {
+        panic!("not an INIT")
+    };
+    //= docs/spec/switch.md#6-latency-and-cut-through
+    //= type=test
     //# SW-6-5 A switch that checks the FCS of every frame before it forwards it MUST NOT
     //# announce CUT_THROUGH.
     assert_eq!(init.caps, Capabilities::NONE);
-    assert!(!init.caps.contains(Capabilities::CUT_THROUGH));
     // The same switch with tagging ports announces TAGGED on every port.
     let mut tagged = Config {
         id: 0x0102,
@@ -1101,7 +1123,13 @@ fn reset_leaves_every_port_off_every_counter_zero_and_names_the_ports() {
     //= docs/spec/switch.md#9-reset-and-identity
     //= type=test
     //# SW-9-6 Every port of a switch that sends 802.1Q-tagged frames MUST announce TAGGED
-    assert_eq!((init.role, init.caps), (Role::Switch, Capabilities::TAGGED));
+    assert_eq!(
+        (init.role, init.caps),
+        (
+            Role::Switch,
+            Capabilities::TAGGED | Capabilities::CUT_THROUGH
+        )
+    );
 }
 
 #[test]
