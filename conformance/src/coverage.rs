@@ -240,6 +240,30 @@ pub const NO_CASE: &[(&str, &str)] = &[
         "a switch that checks every FCS before forwarding is indistinguishable at its ports from a cut-through switch whose frames all arrive intact; the boundary cannot make a switch stomp, so only the announcement is seen, not the checking behind it",
     ),
     (
+        "SW-6-7",
+        "the boundary exchanges whole frames with the device (a frame is delivered once it has arrived whole), so a frame's header never reaches the device before its end and no frame can be cut through there; switch-model/tests/cut_through.rs and fabric/tests/cut_through.rs drive the reference switch header first",
+    ),
+    (
+        "SW-6-8",
+        "the boundary exchanges whole frames with the device (a frame is delivered once it has arrived whole), so a frame's header never reaches the device before its end and no frame can be cut through there; switch-model/tests/cut_through.rs and fabric/tests/cut_through.rs drive the reference switch header first",
+    ),
+    (
+        "SW-6-9",
+        "the boundary exchanges whole frames with the device (a frame is delivered once it has arrived whole), so a frame's header never reaches the device before its end and no frame can be cut through there; switch-model/tests/cut_through.rs and fabric/tests/cut_through.rs drive the reference switch header first",
+    ),
+    (
+        "SW-6-10",
+        "the boundary exchanges whole frames with the device (a frame is delivered once it has arrived whole), so a frame's header never reaches the device before its end and no frame can be cut through there; switch-model/tests/cut_through.rs and fabric/tests/cut_through.rs drive the reference switch header first",
+    ),
+    (
+        "SW-6-11",
+        "the boundary exchanges whole frames with the device (a frame is delivered once it has arrived whole), so a frame's header never reaches the device before its end and no frame can be cut through there; switch-model/tests/cut_through.rs and fabric/tests/cut_through.rs drive the reference switch header first",
+    ),
+    (
+        "SW-6-12",
+        "the boundary exchanges whole frames with the device (a frame is delivered once it has arrived whole), so a frame's header never reaches the device before its end and no frame can be cut through there; switch-model/tests/cut_through.rs and fabric/tests/cut_through.rs drive the reference switch header first",
+    ),
+    (
         "SW-8-3",
         "a wrap at 2^64 needs 2^64 events, unreachable in bounded time, and the boundary has no way to preset a counter",
     ),

@@ -100,7 +100,7 @@ pub fn cases() -> Vec<Case> {
             "SWT-FCS-1",
             "frames received with a bad FCS are never forwarded as they are; their replays are \
              forwarded once, in order; no stomped frame from a switch without CUT_THROUGH",
-            &["SW-6-3", "SW-6-4", "SW-6-6", "SW-6-2", "CLS-3-3"],
+            &["SW-6-3", "SW-6-4", "SW-6-6", "SW-6-2", "CLS-3-3", "SW-8-5"],
             bad_fcs_not_forwarded,
         ),
         c(
@@ -2120,6 +2120,14 @@ fn bad_fcs_not_forwarded(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
     check_eq(
         "SW-6-4",
         "port1.tx_frames.vc0",
+        ctr(ctx, 1, "tx_frames", 0)?,
+        40,
+    )?;
+    // A copy the switch stomped is not a frame forwarded: tx_frames counts each frame once,
+    // whatever copies of it were given up.
+    check_eq(
+        "SW-8-5",
+        "port1.tx_frames.vc0 (each of the 40 frames once, no stomped copy)",
         ctr(ctx, 1, "tx_frames", 0)?,
         40,
     )
