@@ -264,6 +264,18 @@ pub const NO_CASE: &[(&str, &str)] = &[
         "the boundary exchanges whole frames with the device (a frame is delivered once it has arrived whole), so a frame's header never reaches the device before its end and no frame can be cut through there; switch-model/tests/cut_through.rs and fabric/tests/cut_through.rs drive the reference switch header first",
     ),
     (
+        "SW-2-11",
+        "a port coming back UP while a path is busy: the boundary can take a port down and up, but a switch's choice of port for a path hangs on its hash and the links' states, and an external device's pin_guard is not known, so no case can tell a busy bucket from an idle one without reading the device; switch-model/tests/repin.rs checks it on the reference",
+    ),
+    (
+        "SW-2-13",
+        "needs a path pinned to a port that then goes down and a frame of it after; the frames lost with the port are the endpoints' to retry, and the move of an idle path to another port when its port is down is what the equal-ports cases with a port down show (SW-2-3); switch-model/tests/repin.rs checks it",
+    ),
+    (
+        "SW-2-14",
+        "about which pin_guard a switch accepts; the boundary's setup does not carry pin_guard",
+    ),
+    (
         "SW-8-3",
         "a wrap at 2^64 needs 2^64 events, unreachable in bounded time, and the boundary has no way to preset a counter",
     ),

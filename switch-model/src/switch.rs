@@ -21,9 +21,11 @@ use crate::voq::{Payload, Queued, Voqs};
 
 mod aging;
 mod cut;
+mod pins;
 
 pub use cut::FrameEnd;
 use cut::Pending;
+use pins::Pin;
 
 //= docs/spec/switch.md#5-arbitration
 //# SW-5-2 An egress port MUST offer ready frames of the response VCs (2 and 3, endpoint.md
@@ -86,6 +88,8 @@ struct Port {
     served: Option<Instant>,
     /// The frame the last poll of the port wrote ends with a stomped FCS (§6).
     stomped: bool,
+    /// When its link last came UP (the path pins, §2.4).
+    up_since: Instant,
 }
 
 /// An N-port EthLink switch.
@@ -130,6 +134,10 @@ pub struct Switch {
     pending: Vec<Option<Pending>>,
     /// The serial of the last frame forwarded on its header.
     serial: u32,
+    /// The path pins (§2.4), `pin_buckets` of them.
+    pins: Vec<Pin>,
+    /// Their guard, nanoseconds.
+    pin_guard_ns: u64,
 }
 
 impl fmt::Debug for Switch {
@@ -188,6 +196,7 @@ impl Switch {
                 aging: false,
                 served: None,
                 stomped: false,
+                up_since: Instant::ZERO,
             });
         }
         let voq = Voqs::new(n, vcs);
@@ -215,6 +224,8 @@ impl Switch {
             resubmit: Vec::new(),
             pending: vec![None; n],
             serial: 0,
+            pins: vec![Pin::default(); cfg.pin_buckets as usize],
+            pin_guard_ns: cfg.pin_guard_ns(),
             cfg,
         })
     }
@@ -260,8 +271,8 @@ impl Switch {
         self.routes.set_groups(dst, ports, groups)
     }
 
-    /// The egress port the switch would choose now for a frame of this path (switch.md §2.1),
-    /// if any.
+    /// The egress port the function of switch.md §2.1 gives now for a frame of this path, if
+    /// any, before the path pins of §2.4.
     pub fn route(&self, src: GpuId, dst: GpuId, path: PathId, vc: Vc) -> Option<u16> {
         let h = path_hash(src, dst, path, vc);
         self.routes.choose(dst, h, |e| {
@@ -660,6 +671,7 @@ impl Switch {
             match ev {
                 Event::LinkUp(_) => {
                     x.up = true;
+                    x.up_since = self.now;
                     self.mark(p);
                 }
                 // A refused INIT or a slow initialisation: the link's counters keep it.
@@ -836,10 +848,11 @@ impl Switch {
         //# SW-2-3 An egress port whose link is not UP MUST NOT be chosen while the table lists
         //# another port for the destination whose link is UP.
         //= docs/spec/switch.md#21-the-choice-among-equal-ports
-        //# SW-2-4 When an entry of one group lists more than one port, the egress port MUST be
-        //# the one the function of this section gives for the frame's source GPU, destination
-        //# GPU, path id and VC and the link states of the listed ports. (1.2: "of one group"; an
-        //# entry of several groups is SW-2-9.)
+        //# SW-2-4 When an entry of one group lists more than one port, the egress port MUST be the
+        //# one the function of this section gives for the frame's source GPU, destination GPU, path
+        //# id and VC and the link states of the listed ports. (1.2: "of one group"; an entry of
+        //# several groups is SW-2-9. 1.3: a path whose bucket is busy keeps its port, §2.4, SW-2-11
+        //# and SW-2-12.)
         //= docs/spec/wire.md#5-data-frames-the-network-header
         //# WIRE-5-4 A switch MUST forward a DATA frame on its destination GPU id: to one of the
         //# egress ports its forwarding table lists for that destination, and when it lists several,
@@ -847,7 +860,8 @@ impl Switch {
         //# path id and the VC, so that every frame of one path and VC takes the same egress port
         //# (switch.md SW-2-4, whose §2.1 writes the function out). (1.1: the source GPU id was
         //# missing from the inputs.)
-        let egress = self.route(repr.src, repr.dst, repr.path, vc);
+        let h = path_hash(repr.src, repr.dst, repr.path, vc);
+        let egress = self.pinned(h, repr.dst);
         let Some(e) = egress.map(usize::from) else {
             //= docs/spec/switch.md#7-frames-a-switch-cannot-forward
             //# SW-7-2 A DATA frame for a GPU the table does not list, or all of whose listed

@@ -104,6 +104,14 @@ pub fn cases() -> Vec<Case> {
             bad_fcs_not_forwarded,
         ),
         c(
+            "SWT-PIN-1",
+            "a table write that moves a busy path to another port keeps the path on its port \
+             until it is idle, so that no later frame overtakes an earlier one; once idle, the \
+             path takes the new entry",
+            &["SW-2-12", "SW-2-7"],
+            pinned_across_a_table_write,
+        ),
+        c(
             "SWT-ORD-1",
             "under incast, the frames of each input leave the egress in the order they were \
              received, each once, and the egress takes the inputs round-robin",
@@ -2321,6 +2329,8 @@ fn table_written_while_running(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         received(ctx, &[0, 1, 2])?,
         vec![(1, 1)],
     )?;
+    // The path idle for far longer than any guard of the path pins (SW-2-12): the write moves it.
+    ctx.run_for(1_000_000)?;
     set_route(ctx, 50, vec![2])?;
     ctx.run_for(100)?;
     ctx.peer_submit(0, 0, &data(50, gpu_of(0), 0, 2, 64))?;
@@ -2373,7 +2383,8 @@ fn egress_kept_on_arrival(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
     }
     let at = ctx.now();
     set_route(ctx, 50, vec![2])?;
-    ctx.peer_submit(0, 0, &data(50, gpu_of(0), 0, 2, 64))?;
+    // Frame 2 on another path: frame 1's path is busy and keeps its port (SW-2-12).
+    ctx.peer_submit(0, 0, &data(50, gpu_of(0), 1, 2, 64))?;
     ctx.run_for(20_000)?;
     let left = data_log(ctx, 1, true).get(&1).map(|x| x.0);
     if left.is_some_and(|t| t < at) {
@@ -2479,4 +2490,50 @@ fn tagged_ports_announce(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         )?;
     }
     Ok(())
+}
+
+fn pinned_across_a_table_write(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    need_ports(ctx, 3)?;
+    let n = ctx.desc.ports;
+    let mut routes = one_per_port(n);
+    routes.push(Route::new(50, vec![1]));
+    up_ports(
+        ctx,
+        &sw_setup(routes, LinkParams::default(), None),
+        &[0, 1, 2],
+        |_, c| c,
+    )?;
+    // Port 1's peer reads nothing for a while: frames of the path wait for port 1.
+    ctx.peer_hold(1, true)?;
+    for k in 0..30u32 {
+        ctx.peer_submit(0, 0, &data(50, gpu_of(0), 0, k, 2000))?;
+    }
+    ctx.run_for(3_000)?;
+    set_route(ctx, 50, vec![2])?;
+    ctx.run_for(100)?;
+    for k in 30..40u32 {
+        ctx.peer_submit(0, 0, &data(50, gpu_of(0), 0, k, 2000))?;
+    }
+    ctx.run_for(3_000)?;
+    ctx.peer_hold(1, false)?;
+    ctx.run_for(100_000)?;
+    let got = received(ctx, &[0, 1, 2])?;
+    let on1: Vec<u32> = got.iter().filter(|x| x.0 == 1).map(|x| x.1).collect();
+    check(
+        on1 == (0..40).collect::<Vec<_>>() && got.len() == 40,
+        "SW-2-12",
+        "the 40 frames of the busy path, 10 of them sent after its entry moved to port 2, all \
+         on port 1, once each",
+        || format!("(port, tag) received: {got:?}"),
+    )?;
+    // Idle for far longer than any guard, the path takes the new entry.
+    ctx.run_for(1_000_000)?;
+    ctx.peer_submit(0, 0, &data(50, gpu_of(0), 0, 40, 2000))?;
+    ctx.run_for(10_000)?;
+    check_eq(
+        "SW-2-7",
+        "(port, tag) received once the path was idle",
+        received(ctx, &[0, 1, 2])?,
+        vec![(2, 40)],
+    )
 }

@@ -19,6 +19,7 @@ use ethlink_protocol::{
 use super::{Switch, recycle_queued};
 use crate::config::Mode;
 use crate::counters::bump;
+use crate::routes::path_hash;
 use crate::voq::{Payload, Queued};
 
 /// What the wire makes of a frame whose header has arrived, as the switch will find it when its
@@ -63,7 +64,9 @@ pub(super) struct Pending {
 
 /// What the header of a frame gives the switch.
 struct Head {
-    e: usize,
+    /// The path's hash and destination.
+    h: u64,
+    dst: GpuId,
     vc: Vc,
     /// The payload (network header and transactions) as the header declares it: offset and
     /// length in the frame.
@@ -215,7 +218,9 @@ impl Switch {
         if u32::try_from(cost).unwrap_or(u32::MAX) > free {
             return None;
         }
-        let e = usize::from(self.route(src, dst, path, vc)?);
+        // Routable now (the pins of §2.4 choose among the ports at the queueing).
+        self.route(src, dst, path, vc)?;
+        let h = path_hash(src, dst, path, vc);
         let hdr = nh + NETWORK_HEADER_LEN;
         // The verdict of the end, applied to the copy sent (SW-6-2, SW-6-9, SW-6-10).
         let first = self.first_bit(hdr);
@@ -224,7 +229,8 @@ impl Switch {
             .is_some_and(|t| t.as_nanos().saturating_sub(first.as_nanos()) <= self.max_res_ns);
         let good = end.fcs == FcsStatus::Good && bytes.len() == declared && in_time;
         Some(Head {
-            e,
+            h,
+            dst,
             vc,
             at: nh,
             len,
@@ -243,7 +249,9 @@ impl Switch {
     /// Queues a frame forwarded on its header toward its egress port, not yet accepted.
     fn begin_cut(&mut self, i: usize, h: Head, payload: Payload) {
         let v = h.vc.index();
-        let e = h.e;
+        let Some(e) = self.pinned(h.h, h.dst).map(usize::from) else {
+            return;
+        };
         self.serial = self.serial.wrapping_add(1).max(1);
         let serial = self.serial;
         //= docs/spec/switch.md#6-latency-and-cut-through
