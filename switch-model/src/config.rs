@@ -113,6 +113,17 @@ impl Config {
         if res <= lat {
             return err("max_residence", res, "must be more than latency");
         }
+        //= docs/spec/switch.md#5-arbitration
+        //# SW-5-4 A switch MUST carry VCs 0 to 3 on every port: it MUST announce at least 4 VCs in
+        //# the INIT and INIT_ECHO frames of every port and refuse a configuration that gives a
+        //# port fewer.
+        if self.link.vcs < 4 {
+            return err(
+                "link.vcs",
+                self.link.vcs.into(),
+                "must be at least 4: a switch port carries VCs 0 to 3",
+            );
+        }
         if !(1..=1 << 20).contains(&self.pin_buckets) {
             return err("pin_buckets", self.pin_buckets.into(), "must be 1..=2^20");
         }

@@ -415,3 +415,21 @@ fn a_guard_not_above_max_residence_is_refused() {
     c.pin_buckets = 0;
     assert!(Switch::new(c, Routes::new()).is_err());
 }
+
+#[test]
+fn a_switch_port_carries_at_least_four_vcs() {
+    let mut c = config();
+    c.link.vcs = 2;
+    //= docs/spec/switch.md#5-arbitration
+    //= type=test
+    //# SW-5-4 A switch MUST carry VCs 0 to 3 on every port: it MUST announce at least 4 VCs in
+    //# the INIT and INIT_ECHO frames of every port and refuse a configuration that gives a port
+    //# fewer.
+    let e = Switch::new(c.clone(), Routes::new()).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "link.vcs = 2: must be at least 4: a switch port carries VCs 0 to 3"
+    );
+    c.link = c.link.with_uniform_credits(4, 512);
+    assert!(Switch::new(c, Routes::new()).is_ok());
+}

@@ -34,9 +34,9 @@ pub fn cases() -> Vec<Case> {
     vec![
         c(
             "SWT-INIT-1",
-            "every port comes UP announcing role Switch, exactly the declared capabilities and \
-             the MAC address 02:01:s1:s0:p1:p0",
-            &["CLS-2-1", "CLS-2-2", "SW-9-5", "SW-9-4"],
+            "every port comes UP announcing role Switch, exactly the declared capabilities, at \
+             least 4 VCs and the MAC address 02:01:s1:s0:p1:p0",
+            &["CLS-2-1", "CLS-2-2", "SW-9-5", "SW-9-4", "SW-5-4"],
             init_announces_switch,
         ),
         c(
@@ -676,6 +676,12 @@ fn init_announces_switch(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
                 &format!("role announced on port {p}"),
                 init.role,
                 ethlink_protocol::Role::Switch,
+            )?;
+            check(
+                init.vcs >= 4,
+                "SW-5-4",
+                format!("port {p} announces at least 4 VCs"),
+                || format!("it announces {}", init.vcs),
             )?;
             let mut caps: Vec<String> = init.caps.names().map(str::to_owned).collect();
             caps.sort();
