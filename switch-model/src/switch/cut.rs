@@ -28,7 +28,8 @@ use crate::voq::{Payload, Queued};
 ///
 /// A MAC learns these only at the frame's end. A simulated wire knows them when the frame's first
 /// bit arrives; the switch uses them only for its egress copy of the frame
-/// ([`Switch::handle_header`]), whose end they decide.
+/// ([`Switch::handle_header`]), whose end they decide. They must be true: a copy begun on an
+/// end said good is sent whole, even if the end then delivered is refused by the input link.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FrameEnd {
     /// The FCS as the input port's MAC will judge it.
