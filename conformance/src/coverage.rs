@@ -276,6 +276,10 @@ pub const NO_CASE: &[(&str, &str)] = &[
         "about which pin_guard a switch accepts; the boundary's setup does not carry pin_guard",
     ),
     (
+        "SW-2-15",
+        "a duty of the tables of a whole fabric, which management writes; one switch at the boundary forwards by whatever table it is given",
+    ),
+    (
         "SW-8-3",
         "a wrap at 2^64 needs 2^64 events, unreachable in bounded time, and the boundary has no way to preset a counter",
     ),

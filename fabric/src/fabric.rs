@@ -927,6 +927,12 @@ impl Fabric {
                 for p in 0..ports {
                     let base = p * per_plane;
                     for l in 0..leaves {
+                        //= docs/spec/switch.md#25-routing-free-of-deadlock
+                        //# SW-2-15 The forwarding tables of the switches of a fabric MUST NOT let
+                        //# a frame follow a cycle of switches toward any destination, through any
+                        //# port any entry lists, whatever group of preference (§2.3) is in use.
+                        // Up*/down*: a leaf sends its own GPUs' frames down and every other up,
+                        // and a spine sends every frame down to its GPU's leaf.
                         let mut routes = Routes::new();
                         for g in 0..g_n {
                             let id = GpuId::new(g as u16).unwrap_or_default();
