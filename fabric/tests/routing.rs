@@ -59,7 +59,6 @@ fn the_tables_of_every_topology_are_free_of_cycles() {
                 leaves: 4,
                 spines: 3,
                 leaf_uplinks: how,
-                ..Topology::default()
             },
             ..Scenario::default()
         };
