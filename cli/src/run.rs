@@ -2152,6 +2152,15 @@ pub fn render_text(
             sw.lost_port_down,
             sw.malformed
         );
+        if sw.cut_through > 0 {
+            let _ = writeln!(
+                out,
+                "  cut through: {} frames began to leave before their last byte arrived; {} of \
+                 them ended with a stomped FCS (their input frame damaged, stomped or cut); link \
+                 ends: tx_stomped {}, rx_stomped {}",
+                sw.cut_through, sw.stomped, r.links.tx_stomped, r.links.rx_stomped
+            );
+        }
     }
     let e = &r.endpoints;
     let _ = writeln!(

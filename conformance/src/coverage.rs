@@ -236,6 +236,10 @@ pub const NO_CASE: &[(&str, &str)] = &[
         "the transmit queue's bounds are local settings the boundary neither sets nor reads, and a submit the device refuses is a refusal the harness cannot tell from a broken device",
     ),
     (
+        "WIRE-7-6",
+        "binds the reports of tools (a decoder, a verdict, a trace), not a device's behaviour at its ports; the decoder's own tests check it",
+    ),
+    (
         "LINK-7-5",
         "counts the frames a device stomps (LINK-3-12); nothing at a link end's boundary can make it stomp one",
     ),
@@ -246,6 +250,46 @@ pub const NO_CASE: &[(&str, &str)] = &[
     (
         "SW-6-5",
         "a switch that checks every FCS before forwarding is indistinguishable at its ports from a cut-through switch whose frames all arrive intact; the boundary cannot make a switch stomp, so only the announcement is seen, not the checking behind it",
+    ),
+    (
+        "SW-6-7",
+        "the boundary exchanges whole frames with the device (a frame is delivered once it has arrived whole), so a frame's header never reaches the device before its end and no frame can be cut through there; switch-model/tests/cut_through.rs and fabric/tests/cut_through.rs drive the reference switch header first",
+    ),
+    (
+        "SW-6-8",
+        "the boundary exchanges whole frames with the device (a frame is delivered once it has arrived whole), so a frame's header never reaches the device before its end and no frame can be cut through there; switch-model/tests/cut_through.rs and fabric/tests/cut_through.rs drive the reference switch header first",
+    ),
+    (
+        "SW-6-9",
+        "the boundary exchanges whole frames with the device (a frame is delivered once it has arrived whole), so a frame's header never reaches the device before its end and no frame can be cut through there; switch-model/tests/cut_through.rs and fabric/tests/cut_through.rs drive the reference switch header first",
+    ),
+    (
+        "SW-6-10",
+        "the boundary exchanges whole frames with the device (a frame is delivered once it has arrived whole), so a frame's header never reaches the device before its end and no frame can be cut through there; switch-model/tests/cut_through.rs and fabric/tests/cut_through.rs drive the reference switch header first",
+    ),
+    (
+        "SW-6-11",
+        "the boundary exchanges whole frames with the device (a frame is delivered once it has arrived whole), so a frame's header never reaches the device before its end and no frame can be cut through there; switch-model/tests/cut_through.rs and fabric/tests/cut_through.rs drive the reference switch header first",
+    ),
+    (
+        "SW-6-12",
+        "the boundary exchanges whole frames with the device (a frame is delivered once it has arrived whole), so a frame's header never reaches the device before its end and no frame can be cut through there; switch-model/tests/cut_through.rs and fabric/tests/cut_through.rs drive the reference switch header first",
+    ),
+    (
+        "SW-2-11",
+        "a port coming back UP while a path is busy: the boundary can take a port down and up, but a switch's choice of port for a path hangs on its hash and the links' states, and an external device's pin_guard is not known, so no case can tell a busy bucket from an idle one without reading the device; switch-model/tests/repin.rs checks it on the reference",
+    ),
+    (
+        "SW-2-13",
+        "needs a path pinned to a port that then goes down and a frame of it after; the frames lost with the port are the endpoints' to retry, and the move of an idle path to another port when its port is down is what the equal-ports cases with a port down show (SW-2-3); switch-model/tests/repin.rs checks it",
+    ),
+    (
+        "SW-2-14",
+        "about which pin_guard a switch accepts; the boundary's setup does not carry pin_guard",
+    ),
+    (
+        "SW-2-15",
+        "a duty of the tables of a whole fabric, which management writes; one switch at the boundary forwards by whatever table it is given",
     ),
     (
         "SW-8-3",

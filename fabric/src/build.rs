@@ -79,6 +79,19 @@ pub(crate) fn endpoint_config(s: &Scenario, g: u16) -> EpConfig {
     }
 }
 
+/// The guard of the path pins (switch.md §2.4): the rest of a frame's lifetime after a switch.
+/// In two tiers a leaf's frames may cross a spine and a leaf after it (`k = 2`); the default
+/// (`k = 0`, this switch and the link after it) serves a single tier.
+fn pin_guard(s: &Scenario, link: &ethlink_link::Config) -> Option<std::time::Duration> {
+    if s.topology.kind != crate::scenario::TopologyKind::TwoTier {
+        return None;
+    }
+    let res = SwConfig::default().max_residence;
+    let hop = link.replay_timer * (u32::from(link.replay_count_max) + 1)
+        + std::time::Duration::from_micros(1);
+    Some(res * 3 + hop * 3)
+}
+
 /// The configuration of switch `id` with `ports` ports.
 pub(crate) fn switch_config(s: &Scenario, id: u16, ports: u16) -> SwConfig {
     let w = &s.switch;
@@ -96,7 +109,9 @@ pub(crate) fn switch_config(s: &Scenario, id: u16, ports: u16) -> SwConfig {
         rate_gbps: s.link.rate_gbps,
         egress_depth: w.egress_depth,
         max_residence: SwConfig::default().max_residence,
+        pin_guard: pin_guard(s, &link),
         link,
+        ..SwConfig::default()
     }
 }
 

@@ -23,10 +23,11 @@ use ethlink_endpoint::{
     Completion, Endpoint, IssueError, LsRequest, OpId, OpKind, Perms, PostError, RdmaDesc, RdmaDir,
     Region, Remote,
 };
-use ethlink_link::Instant;
 use ethlink_link::harness::{Channel, Faults, Verdict, Wire, WireBytes};
+use ethlink_link::{Instant, SharedFrame};
+use ethlink_protocol::fcs::FcsStatus;
 use ethlink_protocol::{FrameKind, GpuId, Space};
-use ethlink_switch::{Routes, Switch};
+use ethlink_switch::{FrameEnd, Mode, Routes, Switch};
 
 use crate::build::{endpoint_config, key_of, switch_config};
 use crate::check::mix64;
@@ -114,6 +115,8 @@ pub type CaptureSink = Box<dyn FnMut(&CapturedFrame<'_>)>;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Ev {
     Arrive(u32),
+    /// The header of the next frame on a channel toward a cut-through switch has arrived.
+    Header(u32),
     WireFree(u32),
     Timer(u32),
     OutageOn(u32),
@@ -140,7 +143,32 @@ struct Chan {
     cable: u32,
     /// Time of the pending arrival event, or NONE.
     armed: u64,
+    /// Toward a cut-through switch: its latency, ps, below which a frame's serialisation after
+    /// its header leaves nothing to cut through; NONE otherwise.
+    cut_ps: u64,
+    /// Toward a cut-through switch: the frames whose header has yet to arrive, in order.
+    headers: VecDeque<Header>,
+    /// Time of the pending header event, or NONE.
+    hdr_armed: u64,
 }
+
+/// A frame on its way to a cut-through switch, to be shown to it when its header has arrived.
+#[derive(Debug)]
+struct Header {
+    at_ps: u64,
+    frame: HeaderBytes,
+    end: FrameEnd,
+}
+
+#[derive(Debug)]
+enum HeaderBytes {
+    Shared(SharedFrame),
+    Owned(Vec<u8>),
+}
+
+/// Bytes of a frame's header (Ethernet, link and network headers, untagged) and its preamble
+/// and gap: what has crossed the wire when a switch may read the header.
+const HEADER_BYTES: usize = 14 + 6 + 8;
 
 #[derive(Debug)]
 struct Cable {
@@ -165,6 +193,9 @@ pub(crate) struct Core {
     port_node: Vec<u32>,
     chans: Vec<Chan>,
     cables: Vec<Cable>,
+    /// Per cable: when its outages begin (ps, once traffic has begun), to tell a frame whose
+    /// end the wire will not deliver.
+    cuts: Vec<Vec<u64>>,
     armed: Vec<u64>,
     /// Per node: its timers are due (a deadline event fired, or it was found due).
     due: Vec<bool>,
@@ -234,6 +265,7 @@ impl Core {
         let gp = self.ports_of(n).start + u32::from(p);
         // Nodes hand their DATA frames out by reference, shared with the port's replay buffer:
         // the wire carries the reference, not a copy.
+        let mut stomped = false;
         let res = if n < self.n_gpus {
             match self.gpus.get_mut(n as usize) {
                 Some(ep) => ep.poll_transmit_shared(inst, usize::from(p), &mut self.txbuf),
@@ -241,7 +273,13 @@ impl Core {
             }
         } else {
             match self.sws.get_mut((n - self.n_gpus) as usize) {
-                Some(sw) => sw.poll_transmit_shared(inst, usize::from(p), &mut self.txbuf),
+                Some(sw) => {
+                    let r = sw.poll_transmit_shared(inst, usize::from(p), &mut self.txbuf);
+                    // A cut-through switch ends this frame with a stomped FCS (switch.md §6):
+                    // the wire writes its complement.
+                    stomped = sw.stomped(usize::from(p));
+                    r
+                }
                 None => return false,
             }
         };
@@ -260,6 +298,8 @@ impl Core {
             .is_some_and(|c| c.blackout > 0);
         let verdict = if blackout {
             Verdict::Drop
+        } else if stomped {
+            Verdict::Stomp
         } else {
             Verdict::Pass
         };
@@ -267,6 +307,19 @@ impl Core {
             .capture
             .as_ref()
             .is_some_and(|(cc, _)| *cc == chan.cable);
+        // Toward a cut-through switch, a DATA frame long enough to be cut through is shown to
+        // the switch when its header arrives, besides arriving whole at its end.
+        let cut_ps = chan.cut_ps;
+        let head = if cut_ps != NONE && t.kind == FrameKind::Data {
+            let ser = chan.ch.serialisation_ps(t.len);
+            let hdr = chan.ch.serialisation_ps(HEADER_BYTES);
+            (ser > hdr.saturating_add(cut_ps)).then(|| match &shared {
+                Some(f) => HeaderBytes::Shared(f.clone()),
+                None => HeaderBytes::Owned(self.txbuf.get(..t.len).unwrap_or(&[]).to_vec()),
+            })
+        } else {
+            None
+        };
         // The wire takes the reference over; a copy of it stays here only for a capture.
         let (out, shared) = match shared {
             Some(f) if captured => {
@@ -296,12 +349,51 @@ impl Core {
         }
         let to = (chan.to_node, chan.to_port);
         let cable = chan.cable;
+        if let Some(frame) = head
+            && !out.fate.vanish
+        {
+            let first = out
+                .arrive_ps
+                .saturating_sub(chan.ch.serialisation_ps(t.len));
+            let at_ps = first.saturating_add(chan.ch.serialisation_ps(HEADER_BYTES));
+            let fcs = if out.fate.stomp {
+                FcsStatus::Stomped
+            } else if out.fate.corrupt {
+                FcsStatus::Bad
+            } else {
+                FcsStatus::Good
+            };
+            // The end never arrives when an outage cuts the cable first.
+            let cut = self
+                .cuts
+                .get(cable as usize)
+                .is_some_and(|c| c.iter().any(|&t| t > at_ps && t <= out.arrive_ps));
+            let end = FrameEnd {
+                fcs,
+                at: (!cut).then(|| Instant::from_nanos(out.arrive_ps / PS_PER_NS)),
+            };
+            if chan.hdr_armed == NONE {
+                chan.hdr_armed = at_ps;
+                self.heap.push(at_ps, Ev::Header(ci));
+            }
+            chan.headers.push_back(Header { at_ps, frame, end });
+        }
         if let Some((cc, sink)) = self.capture.as_mut()
             && *cc == cable
         {
             let frame = match &shared {
-                Some(f) if !f.has_fcs() => {
+                Some(f) if !f.has_fcs() || stomped => {
                     f.write_exact(&mut self.capbuf);
+                    if stomped {
+                        // As the wire sends it: the complement of its FCS (WIRE-2.5-4).
+                        let body = self.capbuf.len().saturating_sub(4);
+                        let fcs = ethlink_protocol::fcs::stomped_bytes(
+                            self.capbuf.get(..body).unwrap_or(&[]),
+                        );
+                        if let Some(tail) = self.capbuf.get_mut(body..) {
+                            tail.copy_from_slice(&fcs);
+                        }
+                    }
                     &self.capbuf[..]
                 }
                 Some(f) => f.as_bytes(),
@@ -330,6 +422,41 @@ impl Core {
         true
     }
 
+    /// The header of the next frame on channel `ci`, toward a cut-through switch, has arrived.
+    fn header(&mut self, ci: u32, t: u64) {
+        let now = self.now;
+        let Some(chan) = self.chans.get_mut(ci as usize) else {
+            return;
+        };
+        if chan.hdr_armed != t {
+            // Superseded: the wire was cut since.
+            return;
+        }
+        chan.hdr_armed = NONE;
+        let (n, p) = (chan.to_node, usize::from(chan.to_port));
+        while chan.headers.front().is_some_and(|h| h.at_ps <= now) {
+            let Some(h) = chan.headers.pop_front() else {
+                break;
+            };
+            let at = Instant::from_nanos(h.at_ps / PS_PER_NS);
+            if let Some(sw) = self
+                .sws
+                .get_mut(n.saturating_sub(self.n_gpus) as usize)
+                .filter(|_| n >= self.n_gpus)
+            {
+                match &h.frame {
+                    HeaderBytes::Shared(f) => sw.handle_header_by_ref(at, p, f, h.end),
+                    HeaderBytes::Owned(b) => sw.handle_header(at, p, b, h.end),
+                }
+            }
+        }
+        if let Some(next) = chan.headers.front() {
+            chan.hdr_armed = next.at_ps;
+            self.heap.push(next.at_ps, Ev::Header(ci));
+        }
+        self.mark(n);
+    }
+
     /// The arrival event of channel `ci` for time `t` fired.
     fn arrive(&mut self, ci: u32, t: u64) {
         let now = self.now;
@@ -345,8 +472,8 @@ impl Core {
         let (n, p) = (chan.to_node, usize::from(chan.to_port));
         // The wire knows what it did to each frame's FCS, as a receiving MAC that checked it
         // would: the link ends take that status instead of computing the CRC a second time on
-        // the hop. No end of this fabric stomps a frame it sends, so an undamaged frame's FCS
-        // is the correct one its sender computed.
+        // the hop. A frame a cut-through switch stomps crosses its wire stomped (the wire wrote
+        // the complement); any other undamaged frame's FCS is the one its sender computed.
         while let Some((bytes, fcs)) = chan.ch.pop_arrival_wire(now) {
             if n < self.n_gpus {
                 if let Some(ep) = self.gpus.get_mut(n as usize) {
@@ -479,6 +606,8 @@ impl Core {
                 if let Some(x) = self.chans.get_mut(ch as usize) {
                     x.ch.clear(now);
                     x.armed = NONE;
+                    x.headers.clear();
+                    x.hdr_armed = NONE;
                 }
             }
         }
@@ -798,6 +927,12 @@ impl Fabric {
                 for p in 0..ports {
                     let base = p * per_plane;
                     for l in 0..leaves {
+                        //= docs/spec/switch.md#25-routing-free-of-deadlock
+                        //# SW-2-15 The forwarding tables of the switches of a fabric MUST NOT let
+                        //# a frame follow a cycle of switches toward any destination, through any
+                        //# port any entry lists, whatever group of preference (§2.3) is in use.
+                        // Up*/down*: a leaf sends its own GPUs' frames down and every other up,
+                        // and a spine sends every frame down to its GPU's leaf.
                         let mut routes = Routes::new();
                         for g in 0..g_n {
                             let id = GpuId::new(g as u16).unwrap_or_default();
@@ -894,6 +1029,18 @@ impl Fabric {
                     to_port: to.1,
                     cable: ci as u32,
                     armed: NONE,
+                    cut_ps: to
+                        .0
+                        .checked_sub(gn)
+                        .and_then(|s| sws.get(s as usize))
+                        .filter(|sw| sw.config().mode == Mode::CutThrough)
+                        .map_or(NONE, |sw| {
+                            u64::try_from(sw.config().latency.as_nanos())
+                                .unwrap_or(u64::MAX)
+                                .saturating_mul(PS_PER_NS)
+                        }),
+                    headers: VecDeque::new(),
+                    hdr_armed: NONE,
                 });
                 let gp = node_base[from.0 as usize] + u32::from(from.1);
                 out_chan[gp as usize] = id;
@@ -921,6 +1068,7 @@ impl Fabric {
             out_chan,
             port_node,
             chans,
+            cuts: vec![Vec::new(); cables.len()],
             cables,
             armed: vec![NONE; n_nodes],
             due: vec![false; n_nodes],
@@ -1111,6 +1259,13 @@ impl Fabric {
         for (i, o) in self.scen.outages.iter().enumerate() {
             let at = after(o.start_ns);
             self.core.push(at, Ev::OutageOn(i as u32));
+            if !o.blackout {
+                for &c in self.outages.get(i).map_or(&[][..], |v| &v[..]) {
+                    if let Some(cuts) = self.core.cuts.get_mut(c as usize) {
+                        cuts.push(at);
+                    }
+                }
+            }
             let on = now_ns.saturating_add(o.start_ns);
             let off = match o.duration_ns {
                 Some(d) => {
@@ -1326,6 +1481,7 @@ impl Fabric {
             self.core.events += 1;
             match e.ev {
                 Ev::Arrive(c) => self.core.arrive(c, e.t),
+                Ev::Header(c) => self.core.header(c, e.t),
                 Ev::WireFree(gp) => {
                     let n = self.core.port_node.get(gp as usize).copied().unwrap_or(0);
                     if n >= self.core.n_gpus {
@@ -1506,6 +1662,8 @@ impl Fabric {
             links.flushes += lc.flushes;
             links.frames_unknown_fate += lc.frames_unknown_fate;
             links.fcs_errors += lc.rx_fcs_errors;
+            links.tx_stomped += lc.tx_stomped;
+            links.rx_stomped += lc.rx_stomped;
             links.duplicates += lc.duplicates;
             links.credit_stalls += lc.credit_stalls_total();
             links.credit_stall_ns += lc.credit_stall_ns.iter().sum::<u64>();
@@ -1563,6 +1721,8 @@ impl Fabric {
                 r.lost_port_down += pc.discard_port_down.iter().sum::<u64>()
                     + pc.discard_egress_refused.iter().sum::<u64>();
                 r.discard_aged += pc.discard_aged.iter().sum::<u64>();
+                r.cut_through += pc.tx_cut.iter().sum::<u64>();
+                r.stomped += pc.tx_stomped.iter().sum::<u64>();
                 let b: u64 = pc.tx_bytes.iter().sum();
                 if b > 0 {
                     sw_port_bytes.push(b);
@@ -1582,6 +1742,8 @@ impl Fabric {
             st.lost_port_down += r.lost_port_down;
             st.buffer_drops += r.buffer_drops;
             st.discard_aged += r.discard_aged;
+            st.cut_through += r.cut_through;
+            st.stomped += r.stomped;
             st.switches.push(r);
         }
         links.port_stalls = port_stalls;

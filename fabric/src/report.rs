@@ -196,6 +196,10 @@ pub struct Throughput {
 pub struct LinkTotals {
     /// Link ends.
     pub ends: u64,
+    /// DATA frames taken back after a stomped FCS (link `tx_stomped`).
+    pub tx_stomped: u64,
+    /// Frames discarded on arrival for a stomped FCS (link `rx_stomped`).
+    pub rx_stomped: u64,
     /// DATA frames sent for the first time.
     pub data_frames: u64,
     /// DATA frames retransmitted (LLR replays).
@@ -304,6 +308,10 @@ pub struct SwitchReport {
     pub buffer_drops: u64,
     /// Frames discarded for staying longer than `max_residence` (switch.md §4).
     pub discard_aged: u64,
+    /// Frames whose copy began before their last byte had arrived (cut-through, switch.md §6).
+    pub cut_through: u64,
+    /// Of those, copies ended with a stomped FCS (switch.md §6).
+    pub stomped: u64,
 }
 
 /// Switch counters summed, and per switch.
@@ -325,6 +333,10 @@ pub struct SwitchTotals {
     pub buffer_drops: u64,
     /// Frames discarded for staying longer than `max_residence`.
     pub discard_aged: u64,
+    /// Frames whose copy began before their last byte had arrived (cut-through).
+    pub cut_through: u64,
+    /// Of those, copies ended with a stomped FCS.
+    pub stomped: u64,
     /// Per switch.
     pub switches: Vec<SwitchReport>,
 }

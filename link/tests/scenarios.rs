@@ -5097,6 +5097,9 @@ fn frames_flushed_for_age_and_not_yet_reported_do_not_age_the_next_incarnation()
     assert!(a.is_up());
     let later = Instant::from_nanos(age.as_nanos() + 1_000);
     a.handle_timeout(later);
-    assert!(a.is_up(), "the flushed frame's age ended the new incarnation");
+    assert!(
+        a.is_up(),
+        "the flushed frame's age ended the new incarnation"
+    );
     assert_eq!(a.counters().flushes, 1);
 }

@@ -281,6 +281,13 @@ pub struct Frame<B> {
     fcs_len: usize,
 }
 
+//= docs/spec/wire.md#7-receive-pipeline
+//# WIRE-7-6 A report of a discard that names a requirement (a decoder's verdict, a conformance
+//# verdict, a trace) MUST name the first id of the discard's row in Table WIRE-T1: the rule the
+//# frame broke; the other ids of the row say what the receiver does with it.
+// Every error below carries the first id of its row: WIRE-2.4-2, WIRE-2.5-3, WIRE-2.5-5,
+// WIRE-2.1-2, WIRE-3-2, WIRE-3-3, then WIRE-4-1 and WIRE-4.5-1 for control bodies, WIRE-2.4-3
+// and WIRE-5-3 for DATA payloads, WIRE-6.1-3 for transactions.
 impl<B: AsRef<[u8]>> Frame<B> {
     /// Checks the frame-level requirements of wire.md §2 and §3, in the order of the receive
     /// pipeline (wire.md §7): size (WIRE-2.4-2), FCS (WIRE-2.5-3, stomped WIRE-2.5-5),
@@ -1905,6 +1912,46 @@ mod tests {
             FrameRepr::parse_bytes(&long, 325).unwrap_err().spec,
             "WIRE-4-1"
         );
+    }
+
+    /// Each frame-level discard of Table WIRE-T1 is reported under the first id of its row.
+    //= docs/spec/wire.md#7-receive-pipeline
+    //= type=test
+    //# WIRE-7-6 A report of a discard that names a requirement (a decoder's verdict, a conformance
+    //# verdict, a trace) MUST name the first id of the discard's row in Table WIRE-T1
+    #[test]
+    fn every_frame_level_discard_names_the_first_id_of_its_row() {
+        let (_, ack_frame, _) = vectors().into_iter().find(|v| v.0 == "ACK").expect("ACK");
+        let ack_frame = ack_frame.to_vec();
+        let mut bad_fcs = ack_frame.clone();
+        let n = bad_fcs.len();
+        bad_fcs[n - 1] ^= 1;
+        let stomped = {
+            let mut f = ack_frame[..n - 4].to_vec();
+            f.extend_from_slice(&crate::fcs::stomped_bytes(&ack_frame[..n - 4]));
+            f
+        };
+        let with = |at: usize, v: u8| {
+            let mut f = ack_frame[..n - 4].to_vec();
+            f[at] = v;
+            f.extend_from_slice(&crate::fcs::fcs_bytes(&f));
+            f
+        };
+        let rows: [(&str, Vec<u8>, &str); 6] = [
+            ("runt", ack_frame[..63].to_vec(), "WIRE-2.4-2"),
+            ("bad FCS", bad_fcs, "WIRE-2.5-3"),
+            ("stomped", stomped, "WIRE-2.5-5"),
+            ("EtherType", with(12, 0x08), "WIRE-2.1-2"),
+            (
+                "version",
+                with(14, 0x20 | (ack_frame[14] & 0x0F)),
+                "WIRE-3-2",
+            ),
+            ("kind", with(14, 0x1F), "WIRE-3-3"),
+        ];
+        for (what, f, id) in rows {
+            assert_eq!(parse_err(&f).spec, id, "{what}");
+        }
     }
 
     //= type=test

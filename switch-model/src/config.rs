@@ -36,6 +36,12 @@ pub struct Config {
     pub max_residence: Duration,
     /// Every port's link; `rx_credits` is the input buffer of each VC.
     pub link: LinkConfig,
+    /// Buckets of the path pins (switch.md §2.4), 1..=2^20.
+    pub pin_buckets: u32,
+    /// How long a path's bucket must be idle before the path may move to another UP port
+    /// (switch.md §2.4); `None`: `max_residence` plus the link's lifetime of a frame,
+    /// `(replay_count_max + 1) x replay_timer`.
+    pub pin_guard: Option<Duration>,
 }
 
 impl Default for Config {
@@ -55,6 +61,8 @@ impl Default for Config {
             egress_depth: 2,
             max_residence: Duration::from_micros(40),
             link,
+            pin_buckets: 4096,
+            pin_guard: None,
         }
     }
 }
@@ -64,6 +72,20 @@ fn nanos(d: Duration) -> u64 {
 }
 
 impl Config {
+    /// The guard of the path pins (switch.md §2.4), nanoseconds: `pin_guard`, or by default
+    /// the longest a frame already forwarded may still take to leave this switch and cross the
+    /// link after it.
+    pub fn pin_guard_ns(&self) -> u64 {
+        self.pin_guard.map_or_else(
+            || {
+                let link = nanos(self.link.replay_timer)
+                    .saturating_mul(u64::from(self.link.replay_count_max) + 1);
+                nanos(self.max_residence).saturating_add(link)
+            },
+            nanos,
+        )
+    }
+
     /// Checks the parameters against switch.md Table SW-T1 and the link's against link.md.
     pub fn validate(&self) -> Result<(), ConfigError> {
         let err = |field, value, rule| Err(ConfigError { field, value, rule });
@@ -91,12 +113,37 @@ impl Config {
         if res <= lat {
             return err("max_residence", res, "must be more than latency");
         }
+        //= docs/spec/switch.md#5-arbitration
+        //# SW-5-4 A switch MUST carry VCs 0 to 3 on every port: it MUST announce at least 4 VCs in
+        //# the INIT and INIT_ECHO frames of every port and refuse a configuration that gives a
+        //# port fewer.
+        if self.link.vcs < 4 {
+            return err(
+                "link.vcs",
+                self.link.vcs.into(),
+                "must be at least 4: a switch port carries VCs 0 to 3",
+            );
+        }
+        if !(1..=1 << 20).contains(&self.pin_buckets) {
+            return err("pin_buckets", self.pin_buckets.into(), "must be 1..=2^20");
+        }
+        if let Some(g) = self.pin_guard {
+            let g = nanos(g);
+            if g > 10_000_000_000 {
+                return err("pin_guard", g, "must be at most 10 s");
+            }
+            //= docs/spec/switch.md#24-path-pins
+            //# SW-2-14 A switch MUST refuse a `pin_guard` that is not more than `max_residence`.
+            if g <= res {
+                return err("pin_guard", g, "must be more than max_residence");
+            }
+        }
         self.link.validate()
     }
 
     /// The link configuration of port `p` (SW-9-4, SW-9-5): the MAC address
     /// `02:01:<id>:<p>` (id and port big-endian, two bytes each), its own nonce seed, role
-    /// Switch and no capability.
+    /// Switch, and CUT_THROUGH in cut-through mode (SW-6-5, SW-6-6).
     pub fn port_link(&self, p: u16) -> LinkConfig {
         let mut l = self.link.clone();
         //= docs/spec/switch.md#9-reset-and-identity
@@ -114,14 +161,20 @@ impl Config {
         //# SW-9-5 Every port of a switch MUST announce role Switch (2) in its INIT and INIT_ECHO
         //# frames.
         l.role = Role::Switch;
-        //= docs/spec/switch.md#6-latency-and-cut-through
-        //# SW-6-5 A switch that checks the FCS of every frame before it forwards it MUST NOT
-        //# announce CUT_THROUGH.
         //= docs/spec/switch.md#9-reset-and-identity
         //# SW-9-6 Every port of a switch that sends 802.1Q-tagged frames MUST announce TAGGED
         // The port's link adds TAGGED to what it announces whenever it is configured with a tag
         // (classes.md CLS-3-2), so a tagging port announces it without more here.
-        l.caps = Capabilities::NONE;
+        //= docs/spec/switch.md#6-latency-and-cut-through
+        //# SW-6-5 A switch that checks the FCS of every frame before it forwards it MUST NOT
+        //# announce CUT_THROUGH.
+        //= docs/spec/switch.md#6-latency-and-cut-through
+        //# SW-6-7 A cut-through switch MUST announce CUT_THROUGH in the INIT and INIT_ECHO frames
+        //# of every port.
+        l.caps = match self.mode {
+            Mode::CutThrough => Capabilities::CUT_THROUGH,
+            Mode::StoreAndForward => Capabilities::NONE,
+        };
         l
     }
 }

@@ -36,6 +36,12 @@ pub struct PortCounters {
     pub held_max_bytes: [u64; 8],
     /// Highest residence of a frame this egress port began to send, nanoseconds (SW-4-6).
     pub residence_max_ns: [u64; 8],
+    /// Frames whose first transmission on this egress port began before their last byte had
+    /// arrived at their input port (cut through, SW-6-7), stomped ones included.
+    pub tx_cut: [u64; 8],
+    /// Frames this egress port began to send before their input accepted them and ended with a
+    /// stomped FCS (SW-6-2, SW-6-9); never counted in `tx_frames`.
+    pub tx_stomped: [u64; 8],
 }
 
 impl PortCounters {
@@ -58,7 +64,7 @@ impl PortCounters {
     /// Calls `f` with the name of every counter of Tables SW-T3 and SW-T4 (as switch.md names
     /// them), the VC and its value: the form a register map or a report reads.
     pub fn for_each(&self, mut f: impl FnMut(&'static str, u8, u64)) {
-        let all: [(&'static str, &[u64; 8]); 12] = [
+        let all: [(&'static str, &[u64; 8]); 14] = [
             ("rx_frames", &self.rx_frames),
             ("rx_bytes", &self.rx_bytes),
             ("tx_frames", &self.tx_frames),
@@ -71,6 +77,8 @@ impl PortCounters {
             ("held_bytes", &self.held_bytes),
             ("held_max_bytes", &self.held_max_bytes),
             ("residence_max_ns", &self.residence_max_ns),
+            ("tx_cut", &self.tx_cut),
+            ("tx_stomped", &self.tx_stomped),
         ];
         for (name, values) in all {
             for (v, x) in values.iter().enumerate() {
@@ -166,7 +174,7 @@ mod tests {
         let mut q = PortCounters::default();
         q.residence_max_ns[3] = 9;
         q.for_each(|name, vc, x| names.push((name, vc, x)));
-        assert_eq!(names.len(), 12 * 8);
+        assert_eq!(names.len(), 14 * 8);
         assert_eq!(names[0], ("rx_frames", 0, 0));
         assert!(names.contains(&("residence_max_ns", 3, 9)));
         let mut p = PortCounters::default();

@@ -36,4 +36,4 @@ pub use config::{Config, Mode};
 pub use counters::{Counters, PortCounters};
 pub use ethlink_link::ConfigError;
 pub use routes::{ROUTE_PORTS_MAX, RouteError, Routes, path_hash, select};
-pub use switch::Switch;
+pub use switch::{FrameEnd, Switch};

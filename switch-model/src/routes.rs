@@ -247,10 +247,10 @@ pub(crate) fn check_entry(list: &[u16], ports: Option<u16>) -> Result<(), RouteE
 /// through the SplitMix64 finaliser.
 pub fn path_hash(src: GpuId, dst: GpuId, path: PathId, vc: Vc) -> u64 {
     //= docs/spec/switch.md#21-the-choice-among-equal-ports
-    //# SW-2-4 When an entry of one group lists more than one port, the egress port MUST be the
-    //# one the function of this section gives for the frame's source GPU, destination GPU, path
-    //# id and VC and the link states of the listed ports. (1.2: "of one group"; an entry of
-    //# several groups is SW-2-9.)
+    //# SW-2-4 When an entry of one group lists more than one port, the egress port MUST be the one
+    //# the function of this section gives for the frame's source GPU, destination GPU, path id and
+    //# VC and the link states of the listed ports. (1.2: "of one group"; an entry of several groups
+    //# is SW-2-9. 1.3: a path whose bucket is busy keeps its port, §2.4, SW-2-11 and SW-2-12.)
     let key = u64::from(src.value()) << 32
         | u64::from(dst.value()) << 16
         | u64::from(path.0) << 8

@@ -20,6 +20,12 @@ use crate::timers::Timers;
 use crate::voq::{Payload, Queued, Voqs};
 
 mod aging;
+mod cut;
+mod pins;
+
+pub use cut::FrameEnd;
+use cut::Pending;
+use pins::Pin;
 
 //= docs/spec/switch.md#5-arbitration
 //# SW-5-2 An egress port MUST offer ready frames of the response VCs (2 and 3, endpoint.md
@@ -59,6 +65,10 @@ enum Accepted<K> {
 struct InLink {
     arrived: Instant,
     input: u16,
+    /// A frame forwarded on its header (§6): its serial (0 for a frame that arrived whole before
+    /// it was handed on), and whether its copy is to end with a stomped FCS.
+    serial: u32,
+    stomp: bool,
 }
 
 #[derive(Debug)]
@@ -76,6 +86,10 @@ struct Port {
     /// When the link's timers last ran: a deadline at or before it that the link still
     /// reports is work for its wire, which the next poll of the port does.
     served: Option<Instant>,
+    /// The frame the last poll of the port wrote ends with a stomped FCS (§6).
+    stomped: bool,
+    /// When its link last came UP (the path pins, §2.4).
+    up_since: Instant,
 }
 
 /// An N-port EthLink switch.
@@ -115,6 +129,15 @@ pub struct Switch {
     max_res_ns: u64,
     /// Frames taken back from a link for aging that are still young, to submit again.
     resubmit: Vec<(Vc, Outgoing, InLink)>,
+    /// Per input port: the frame forwarded on its header whose end its link has not judged yet
+    /// (cut-through, §6).
+    pending: Vec<Option<Pending>>,
+    /// The serial of the last frame forwarded on its header.
+    serial: u32,
+    /// The path pins (§2.4), `pin_buckets` of them.
+    pins: Vec<Pin>,
+    /// Their guard, nanoseconds.
+    pin_guard_ns: u64,
 }
 
 impl fmt::Debug for Switch {
@@ -172,6 +195,8 @@ impl Switch {
                 in_link: Default::default(),
                 aging: false,
                 served: None,
+                stomped: false,
+                up_since: Instant::ZERO,
             });
         }
         let voq = Voqs::new(n, vcs);
@@ -197,6 +222,10 @@ impl Switch {
             ser_ps_per_byte: 8000.0 / cfg.rate_gbps,
             max_res_ns: u64::try_from(cfg.max_residence.as_nanos()).unwrap_or(u64::MAX),
             resubmit: Vec::new(),
+            pending: vec![None; n],
+            serial: 0,
+            pins: vec![Pin::default(); cfg.pin_buckets as usize],
+            pin_guard_ns: cfg.pin_guard_ns(),
             cfg,
         })
     }
@@ -242,8 +271,8 @@ impl Switch {
         self.routes.set_groups(dst, ports, groups)
     }
 
-    /// The egress port the switch would choose now for a frame of this path (switch.md §2.1),
-    /// if any.
+    /// The egress port the function of switch.md §2.1 gives now for a frame of this path, if
+    /// any, before the path pins of §2.4.
     pub fn route(&self, src: GpuId, dst: GpuId, path: PathId, vc: Vc) -> Option<u16> {
         let h = path_hash(src, dst, path, vc);
         self.routes.choose(dst, h, |e| {
@@ -356,6 +385,8 @@ impl Switch {
             x.link.physical_down(self.now);
             x.served = None;
         }
+        // A frame forwarded on its header loses its end with the wire.
+        self.settle_stale(p);
         self.drain(p);
         self.mark(p);
         self.refresh();
@@ -419,11 +450,20 @@ impl Switch {
         got: Option<(Vc, Accepted<K>, Release)>,
         held: impl FnOnce(K) -> Payload,
     ) {
-        if let Some((vc, payload, release)) = got {
+        let got = got.map(|(vc, payload, release)| {
             let payload = match payload {
                 Accepted::Laid(laid) => Payload::Laid(laid),
                 Accepted::Kept(k) => held(k),
             };
+            (vc, payload, release)
+        });
+        // The end of a frame forwarded on its header: settled with what the link made of it.
+        let got = if self.pending.get(p).is_some_and(Option::is_some) {
+            self.settle_cut(p, got)
+        } else {
+            got
+        };
+        if let Some((vc, payload, release)) = got {
             self.receive(p, vc, payload, release);
         }
         self.drain(p);
@@ -491,7 +531,10 @@ impl Switch {
         self.refresh();
     }
 
-    /// The next frame for port `p`'s wire, written into `buf`.
+    /// The next frame for port `p`'s wire, written into `buf`. Call it only when the port's
+    /// wire is free: the frame it writes goes out at once, and a frame ended with a stomped FCS
+    /// ([`Switch::stomped`]) is taken back from the port's link as it is written (switch.md
+    /// §6).
     pub fn poll_transmit(
         &mut self,
         now: Instant,
@@ -513,6 +556,16 @@ impl Switch {
         self.transmit(now, p, buf, true)
     }
 
+    /// Whether the DATA frame the last poll of port `p` wrote is one the switch ends with a
+    /// stomped FCS (§6): it began to send it before the frame's end, which turned out bad, and
+    /// its link has taken it back (LINK-3-12). [`Switch::poll_transmit`] has written the
+    /// stomped FCS into the frame already; a frame handed out by reference
+    /// ([`Switch::poll_transmit_shared`]) carries its correct FCS, which the wire replaces by
+    /// its complement.
+    pub fn stomped(&self, p: usize) -> bool {
+        self.ports.get(p).is_some_and(|x| x.stomped)
+    }
+
     fn transmit(
         &mut self,
         now: Instant,
@@ -525,6 +578,7 @@ impl Switch {
         let Some(x) = self.ports.get_mut(p) else {
             return Ok(None);
         };
+        x.stomped = false;
         let t = if shared {
             x.link.poll_transmit_shared(self.now, buf)
         } else {
@@ -550,14 +604,52 @@ impl Switch {
             // ends (SW-4-6).
             let v = vc.index();
             if let Some(f) = x.in_link.get_mut(v).and_then(VecDeque::pop_front) {
-                let res = self.now.as_nanos().saturating_sub(f.arrived.as_nanos());
-                if let Some(m) = self
-                    .counters
-                    .ports
-                    .get_mut(p)
-                    .and_then(|c| c.residence_max_ns.get_mut(v))
-                {
+                let cut = f.serial != 0
+                    && self
+                        .pending
+                        .get(usize::from(f.input))
+                        .and_then(Option::as_ref)
+                        .is_some_and(|pd| pd.serial == f.serial);
+                let c = self.counters.ports.get_mut(p);
+                if cut {
+                    if let Some(c) = c {
+                        bump(&mut c.tx_cut, v, 1);
+                    }
+                } else if let Some(m) = c.and_then(|c| c.residence_max_ns.get_mut(v)) {
+                    // A frame begun before its last byte arrived has no residence (§1).
+                    let res = self.now.as_nanos().saturating_sub(f.arrived.as_nanos());
                     *m = (*m).max(res);
+                }
+                if f.stomp {
+                    //= docs/spec/switch.md#6-latency-and-cut-through
+                    //# SW-6-2 A switch that has begun to send a frame whose FCS then turns out bad
+                    //# (damaged, or stomped by the hop before) MUST end it with a stomped FCS
+                    //# (WIRE-2.5-4).
+                    //= docs/spec/switch.md#6-latency-and-cut-through
+                    //# SW-6-12 A cut-through switch MUST NOT let its egress link begin a replay
+                    //# while that link is sending a frame: a replay waits for the end of the
+                    //# frame in flight, and a stomped frame is out of the replay buffer before it
+                    //# starts.
+                    // The copy is taken back as it is written, before any input could start a
+                    // replay; and a port is polled only when its wire is free (the caller's
+                    // part, `poll_transmit`), so nothing starts inside the frame.
+                    if x.link.stomp_last().is_some() {
+                        x.stomped = true;
+                        if let Some(c) = self.counters.ports.get_mut(p) {
+                            bump(&mut c.tx_stomped, v, 1);
+                        }
+                        if let Ok(Some((tx, None))) = &t
+                            && let Some(frame) = buf.get_mut(..tx.len)
+                        {
+                            let body = frame.len().saturating_sub(ethlink_protocol::fcs::FCS_LEN);
+                            let stomped = ethlink_protocol::fcs::stomped_bytes(
+                                frame.get(..body).unwrap_or(&[]),
+                            );
+                            if let Some(fcs) = frame.get_mut(body..) {
+                                fcs.copy_from_slice(&stomped);
+                            }
+                        }
+                    }
                 }
             }
         }
@@ -579,6 +671,7 @@ impl Switch {
             match ev {
                 Event::LinkUp(_) => {
                     x.up = true;
+                    x.up_since = self.now;
                     self.mark(p);
                 }
                 // A refused INIT or a slow initialisation: the link's counters keep it.
@@ -673,11 +766,20 @@ impl Switch {
             self.voq.inputs(e, v, &mut inputs);
             for i in inputs.iter().copied().map(usize::from) {
                 while let Some(f) = self.voq.pop_front(e, v, i) {
+                    if f.release.is_none() {
+                        // Forwarded on its header, not accepted yet: received as any frame if
+                        // its input link accepts it.
+                        self.cut_left(i, false);
+                        recycle_queued(&mut self.pool, f.payload);
+                        continue;
+                    }
                     self.leave(i, v, f.payload.len());
                     //= docs/spec/switch.md#7-frames-a-switch-cannot-forward
                     //# SW-7-4 Every discarded frame's credits MUST be returned at once.
-                    if let Some(x) = self.ports.get_mut(i) {
-                        let _ = x.link.release(f.release);
+                    if let Some(x) = self.ports.get_mut(i)
+                        && let Some(release) = f.release
+                    {
+                        let _ = x.link.release(release);
                     }
                     self.mark(i);
                     if let Some(c) = self.counters.ports.get_mut(e) {
@@ -716,20 +818,16 @@ impl Switch {
     //# stomped FCS.
     //= docs/spec/switch.md#6-latency-and-cut-through
     //# SW-6-4 A switch MUST NOT keep a frame received with a bad FCS to send it again
-    //= docs/spec/switch.md#6-latency-and-cut-through
-    //# SW-6-2 A switch that has begun to send a frame whose FCS then turns out bad (damaged, or
-    //# stomped by the hop before) MUST end it with a stomped FCS (WIRE-2.5-4).
     // The input link hands over only frames whose FCS it has checked (it discards and NACKs a
-    // damaged one, and discards a stomped one, WIRE-2.5-3, WIRE-2.5-5), and a frame is sent only
-    // from here: this switch never begins a frame before its FCS is known, so it never has a
-    // frame to stomp, and announces no CUT_THROUGH (Config::port_link).
+    // damaged one, and discards a stomped one, WIRE-2.5-3, WIRE-2.5-5): a frame received here
+    // is whole and good. The only frames sent before their FCS is known are those forwarded on
+    // their header in cut-through mode (`cut.rs`), whose copy ends stomped unless their input
+    // link accepts them; the copy of a bad frame is never kept, and its replay, accepted later,
+    // arrives here as any frame.
     fn receive(&mut self, i: usize, vc: Vc, payload: Payload, release: Release) {
         let v = vc.index();
         let len = payload.len();
-        if let Some(c) = self.counters.ports.get_mut(i) {
-            bump(&mut c.rx_frames, v, 1);
-            bump(&mut c.rx_bytes, v, len as u64);
-        }
+        self.count_rx(i, v, len);
         let repr = match DataRepr::parse(payload.bytes()) {
             Ok(r) => r,
             Err(_) => {
@@ -739,7 +837,7 @@ impl Switch {
                 if let Some(c) = self.counters.ports.get_mut(i) {
                     bump(&mut c.discard_malformed, v, 1);
                 }
-                self.discard(i, payload, release);
+                self.discard(i, payload, Some(release));
                 return;
             }
         };
@@ -750,10 +848,11 @@ impl Switch {
         //# SW-2-3 An egress port whose link is not UP MUST NOT be chosen while the table lists
         //# another port for the destination whose link is UP.
         //= docs/spec/switch.md#21-the-choice-among-equal-ports
-        //# SW-2-4 When an entry of one group lists more than one port, the egress port MUST be
-        //# the one the function of this section gives for the frame's source GPU, destination
-        //# GPU, path id and VC and the link states of the listed ports. (1.2: "of one group"; an
-        //# entry of several groups is SW-2-9.)
+        //# SW-2-4 When an entry of one group lists more than one port, the egress port MUST be the
+        //# one the function of this section gives for the frame's source GPU, destination GPU, path
+        //# id and VC and the link states of the listed ports. (1.2: "of one group"; an entry of
+        //# several groups is SW-2-9. 1.3: a path whose bucket is busy keeps its port, §2.4, SW-2-11
+        //# and SW-2-12.)
         //= docs/spec/wire.md#5-data-frames-the-network-header
         //# WIRE-5-4 A switch MUST forward a DATA frame on its destination GPU id: to one of the
         //# egress ports its forwarding table lists for that destination, and when it lists several,
@@ -761,7 +860,8 @@ impl Switch {
         //# path id and the VC, so that every frame of one path and VC takes the same egress port
         //# (switch.md SW-2-4, whose §2.1 writes the function out). (1.1: the source GPU id was
         //# missing from the inputs.)
-        let egress = self.route(repr.src, repr.dst, repr.path, vc);
+        let h = path_hash(repr.src, repr.dst, repr.path, vc);
+        let egress = self.pinned(h, repr.dst);
         let Some(e) = egress.map(usize::from) else {
             //= docs/spec/switch.md#7-frames-a-switch-cannot-forward
             //# SW-7-2 A DATA frame for a GPU the table does not list, or all of whose listed
@@ -769,7 +869,7 @@ impl Switch {
             if let Some(c) = self.counters.ports.get_mut(i) {
                 bump(&mut c.discard_unroutable, v, 1);
             }
-            self.discard(i, payload, release);
+            self.discard(i, payload, Some(release));
             return;
         };
         //= docs/spec/switch.md#6-latency-and-cut-through
@@ -787,18 +887,7 @@ impl Switch {
             }
         };
         let ready = Instant::from_nanos(start.saturating_add(lat)).max(self.now);
-        //= docs/spec/switch.md#4-buffers-losslessness-and-lifetime
-        //# SW-4-5 A switch MUST keep, for every input port and VC, the payload bytes of the
-        //# received frames it holds (`held_bytes`) and the highest value that count has reached
-        //# since reset (`held_max_bytes`).
-        if let Some(c) = self.counters.ports.get_mut(i)
-            && let Some(h) = c.held_bytes.get_mut(v)
-        {
-            *h += len as u64;
-            if let Some(m) = c.held_max_bytes.get_mut(v) {
-                *m = (*m).max(*h);
-            }
-        }
+        self.hold(i, v, len);
         //= docs/spec/switch.md#4-buffers-losslessness-and-lifetime
         //# SW-4-3 A frame waiting for an egress port that cannot take it MUST NOT hold back a
         //# frame received after it on the same input port and VC for another egress port that
@@ -818,7 +907,7 @@ impl Switch {
             i,
             Queued {
                 payload,
-                release,
+                release: Some(release),
                 ready,
                 arrived: self.now,
             },
@@ -850,10 +939,12 @@ impl Switch {
     //= docs/spec/switch.md#7-frames-a-switch-cannot-forward
     //# SW-7-6 A switch MUST count every frame it discards in exactly one of the discard counters
     //# of Table SW-T3.
-    fn discard(&mut self, i: usize, payload: Payload, release: Release) {
+    fn discard(&mut self, i: usize, payload: Payload, release: Option<Release>) {
         //= docs/spec/switch.md#7-frames-a-switch-cannot-forward
         //# SW-7-4 Every discarded frame's credits MUST be returned at once.
-        if let Some(x) = self.ports.get_mut(i) {
+        if let Some(x) = self.ports.get_mut(i)
+            && let Some(release) = release
+        {
             let _ = x.link.release(release);
         }
         recycle_queued(&mut self.pool, payload);
@@ -981,6 +1072,12 @@ impl Switch {
                         if let Some(w) = x.waiting.get_mut(v) {
                             *w = w.saturating_sub(1);
                         }
+                        if release.is_none() {
+                            // Not accepted yet: counted, if it is, when received again.
+                            self.cut_left(i, false);
+                            recycle(&mut self.pool, payload);
+                            continue;
+                        }
                         if let Some(c) = self.counters.ports.get_mut(e) {
                             bump(&mut c.discard_egress_refused, v, 1);
                         }
@@ -992,15 +1089,36 @@ impl Switch {
                 if let Some(w) = x.waiting.get_mut(v) {
                     *w = w.saturating_sub(1);
                 }
+                if let Some(r) = x.rr.get_mut(v) {
+                    *r = u16::try_from((i + 1) % n).unwrap_or(0);
+                }
+                let Some(release) = release else {
+                    // Forwarded on its header, not accepted yet: counted and its credits
+                    // returned when its input link accepts it; its copy ends stomped if it
+                    // does not (§6).
+                    let pd = self.cut_left(i, true);
+                    if let Some(q) = self.ports.get_mut(e).and_then(|x| x.in_link.get_mut(v)) {
+                        q.push_back(InLink {
+                            arrived,
+                            input: u16::try_from(i).unwrap_or(u16::MAX),
+                            serial: pd.map_or(0, |p| p.serial),
+                            stomp: pd.is_some_and(|p| !p.good),
+                        });
+                    }
+                    continue;
+                };
                 if let Some(q) = x.in_link.get_mut(v) {
                     q.push_back(InLink {
                         arrived,
                         input: u16::try_from(i).unwrap_or(u16::MAX),
+                        serial: 0,
+                        stomp: false,
                     });
                 }
-                if let Some(r) = x.rr.get_mut(v) {
-                    *r = u16::try_from((i + 1) % n).unwrap_or(0);
-                }
+                //= docs/spec/switch.md#8-counters
+                //# SW-8-5 A switch MUST count a frame in `tx_frames` of its egress port once the
+                //# frame has been handed to that port's link and accepted by its input link, and
+                //# MUST NOT count in `tx_frames` a frame whose copy it ends with a stomped FCS.
                 if let Some(c) = self.counters.ports.get_mut(e) {
                     bump(&mut c.tx_frames, v, 1);
                     bump(&mut c.tx_bytes, v, len as u64);

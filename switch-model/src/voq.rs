@@ -88,10 +88,13 @@ impl Payload {
 pub(crate) struct Queued {
     /// The payload.
     pub(crate) payload: Payload,
-    pub(crate) release: Release,
+    /// Its credits in its input link's buffer; `None` while the frame is cut through and its
+    /// input link has not accepted it yet (switch.md §6).
+    pub(crate) release: Option<Release>,
     /// When it may be handed to its egress link (SW-6-1).
     pub(crate) ready: Instant,
-    /// When its input link delivered it: the start of its residence (SW-4-6).
+    /// When its input link delivered it (its last byte arrived): the start of its residence
+    /// (SW-4-6).
     pub(crate) arrived: Instant,
 }
 
@@ -372,6 +375,30 @@ impl<T> Voqs<T> {
             self.head_changed(e, v);
         }
         head
+    }
+
+    /// The newest frame of input `i` waiting for egress `e` on VC `v`.
+    pub(crate) fn back_mut(&mut self, e: usize, v: usize, i: usize) -> Option<&mut T> {
+        let key = self.key(e, v, i);
+        let slot = self.index.get(key)?;
+        self.slab.get_mut(slot as usize)?.back_mut()
+    }
+
+    /// Takes the newest frame of input `i` waiting for egress `e` on VC `v`.
+    pub(crate) fn pop_back(&mut self, e: usize, v: usize, i: usize) -> Option<T> {
+        let key = self.key(e, v, i);
+        let slot = self.index.get(key)?;
+        let queue = self.slab.get_mut(slot as usize)?;
+        let f = queue.pop_back()?;
+        self.len -= 1;
+        let emptied = queue.is_empty();
+        if emptied {
+            self.head_changed(e, v);
+            self.index.remove(key);
+            self.free.push(slot);
+            self.set_bit(e, v, i, false);
+        }
+        Some(f)
     }
 
     /// Takes the oldest frame of input `i` waiting for egress `e` on VC `v`.

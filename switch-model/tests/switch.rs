@@ -282,6 +282,8 @@ fn cfg(ports: u16) -> Config {
     };
     c.link.tx_queue_frames = 512;
     c.link.tx_queue_bytes = 1 << 20;
+    // 32 KiB per VC: the tests fill the peers' and the inputs' buffers with a few dozen frames.
+    c.link.rx_credits = [512, 512, 512, 512, 0, 0, 0, 0];
     c
 }
 
@@ -674,10 +676,10 @@ const VECTORS: [(u16, u16, u8, u8, u64, u16, u16); 8] = [
 fn the_choice_among_equal_ports_matches_the_vectors() {
     //= docs/spec/switch.md#21-the-choice-among-equal-ports
     //= type=test
-    //# SW-2-4 When an entry of one group lists more than one port, the egress port MUST be the
-    //# one the function of this section gives for the frame's source GPU, destination GPU, path
-    //# id and VC and the link states of the listed ports. (1.2: "of one group"; an entry of
-    //# several groups is SW-2-9.)
+    //# SW-2-4 When an entry of one group lists more than one port, the egress port MUST be the one
+    //# the function of this section gives for the frame's source GPU, destination GPU, path id and
+    //# VC and the link states of the listed ports. (1.2: "of one group"; an entry of several groups
+    //# is SW-2-9. 1.3: a path whose bucket is busy keeps its port, §2.4, SW-2-11 and SW-2-12.)
     let listed = [8u16, 9, 10, 11];
     for (src, dst, path, vc, h, all_up, nine_down) in VECTORS {
         let got = path_hash(gpu(src), gpu(dst), PathId(path), Vc::new(vc).unwrap());
@@ -885,14 +887,15 @@ fn forwarding_table_entries_are_bounded_and_checked() {
 #[test]
 fn a_table_write_applies_to_frames_received_after_it() {
     let mut c = cfg(4);
-    c.max_residence = Duration::from_secs(1);
+    // The path pins' guard is then 30 us + 4 x 5 us (§2.4).
+    c.max_residence = Duration::from_micros(30);
     let mut b = Bench::new(c, routes(4));
     // Egress 2 stalls; frames for GPU 2 queue for it.
     b.hold[2] = true;
     for k in 0..60u16 {
         b.send(0, 0, 2, 0, 0, k, 1000);
     }
-    b.run(20_000);
+    b.run(10_000);
     let before = b.rx[2].len();
     assert!(before < 60);
     //= docs/spec/switch.md#22-the-forwarding-table
@@ -900,18 +903,28 @@ fn a_table_write_applies_to_frames_received_after_it() {
     //# SW-2-7 A switch MUST let its forwarding table be written while it runs, one entry at a
     //# time, each write replacing the whole entry at once.
     b.sw.set_route(gpu(2), &[3]).unwrap();
+    assert_eq!(b.sw.routes().ports(gpu(2)), &[3]);
+    // The path is busy: its frames keep to port 2 behind those already waiting (§2.4).
     for k in 100..110u16 {
         b.send(0, 0, 2, 0, 0, k, 1000);
     }
-    b.run(20_000);
+    b.run(2_000);
     //= docs/spec/switch.md#22-the-forwarding-table
     //= type=test
     //# SW-2-8 A frame MUST leave by the egress port chosen when it was received, even if the
     //# table changes before it leaves.
-    assert_eq!(b.tags(3), (100..110).collect::<Vec<_>>());
+    assert!(b.tags(3).is_empty());
     b.resume(2);
     b.run(50_000);
-    assert_eq!(b.tags(2), (0..60).collect::<Vec<_>>());
+    let want: Vec<u16> = (0..60).chain(100..110).collect();
+    assert_eq!(b.tags(2), want);
+    // Idle for longer than the guard, the path takes the new entry.
+    b.run(50_000);
+    for k in 200..210u16 {
+        b.send(0, 0, 2, 0, 0, k, 1000);
+    }
+    b.run(20_000);
+    assert_eq!(b.tags(3), (200..210).collect::<Vec<_>>());
     assert_eq!(b.sw.counters().discarded(), 0);
 }
 
@@ -1072,10 +1085,32 @@ fn reset_leaves_every_port_off_every_counter_zero_and_names_the_ports() {
     assert_eq!(init.role, Role::Switch);
     //= docs/spec/switch.md#6-latency-and-cut-through
     //= type=test
+    //# SW-6-7 A cut-through switch MUST announce CUT_THROUGH in the INIT and INIT_ECHO frames
+    //# of every port.
+    assert_eq!(init.caps, Capabilities::CUT_THROUGH);
+    // The same switch storing every frame whole announces nothing.
+    let mut sf = Switch::new(
+        Config {
+            ports: 2,
+            mode: Mode::StoreAndForward,
+            ..Config::default()
+        },
+        routes(2),
+    )
+    .unwrap();
+    sf.port_up(Instant::ZERO, 1);
+    let t = sf
+        .poll_transmit(Instant::ZERO, 1, &mut buf)
+        .unwrap()
+        .unwrap();
+    let LinkFrame::Init(init) = FrameRepr::parse_bytes(&buf[..t.len], 9216).unwrap().link else {
+        panic!("not an INIT")
+    };
+    //= docs/spec/switch.md#6-latency-and-cut-through
+    //= type=test
     //# SW-6-5 A switch that checks the FCS of every frame before it forwards it MUST NOT
     //# announce CUT_THROUGH.
     assert_eq!(init.caps, Capabilities::NONE);
-    assert!(!init.caps.contains(Capabilities::CUT_THROUGH));
     // The same switch with tagging ports announces TAGGED on every port.
     let mut tagged = Config {
         id: 0x0102,
@@ -1101,7 +1136,13 @@ fn reset_leaves_every_port_off_every_counter_zero_and_names_the_ports() {
     //= docs/spec/switch.md#9-reset-and-identity
     //= type=test
     //# SW-9-6 Every port of a switch that sends 802.1Q-tagged frames MUST announce TAGGED
-    assert_eq!((init.role, init.caps), (Role::Switch, Capabilities::TAGGED));
+    assert_eq!(
+        (init.role, init.caps),
+        (
+            Role::Switch,
+            Capabilities::TAGGED | Capabilities::CUT_THROUGH
+        )
+    );
 }
 
 #[test]

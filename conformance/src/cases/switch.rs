@@ -34,9 +34,9 @@ pub fn cases() -> Vec<Case> {
     vec![
         c(
             "SWT-INIT-1",
-            "every port comes UP announcing role Switch, exactly the declared capabilities and \
-             the MAC address 02:01:s1:s0:p1:p0",
-            &["CLS-2-1", "CLS-2-2", "SW-9-5", "SW-9-4"],
+            "every port comes UP announcing role Switch, exactly the declared capabilities, at \
+             least 4 VCs and the MAC address 02:01:s1:s0:p1:p0",
+            &["CLS-2-1", "CLS-2-2", "SW-9-5", "SW-9-4", "SW-5-4"],
             init_announces_switch,
         ),
         c(
@@ -100,8 +100,16 @@ pub fn cases() -> Vec<Case> {
             "SWT-FCS-1",
             "frames received with a bad FCS are never forwarded as they are; their replays are \
              forwarded once, in order; no stomped frame from a switch without CUT_THROUGH",
-            &["SW-6-3", "SW-6-4", "SW-6-6", "SW-6-2", "CLS-3-3"],
+            &["SW-6-3", "SW-6-4", "SW-6-6", "SW-6-2", "CLS-3-3", "SW-8-5"],
             bad_fcs_not_forwarded,
+        ),
+        c(
+            "SWT-PIN-1",
+            "a table write that moves a busy path to another port keeps the path on its port \
+             until it is idle, so that no later frame overtakes an earlier one; once idle, the \
+             path takes the new entry",
+            &["SW-2-12", "SW-2-7"],
+            pinned_across_a_table_write,
         ),
         c(
             "SWT-ORD-1",
@@ -669,6 +677,12 @@ fn init_announces_switch(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
                 init.role,
                 ethlink_protocol::Role::Switch,
             )?;
+            check(
+                init.vcs >= 4,
+                "SW-5-4",
+                format!("port {p} announces at least 4 VCs"),
+                || format!("it announces {}", init.vcs),
+            )?;
             let mut caps: Vec<String> = init.caps.names().map(str::to_owned).collect();
             caps.sort();
             check_eq(
@@ -774,7 +788,12 @@ fn reset_state(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
 fn reset_drops_held_frames(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
     need_ports(ctx, 3)?;
     let n = ctx.desc.ports;
-    let s = sw_setup(one_per_port(n), LinkParams::default(), None);
+    // Grants of 32 KiB: 60 frames of 1 KB fill port 1's peer and leave the rest in the switch.
+    let link = LinkParams {
+        rx_credits: Some(512),
+        ..LinkParams::default()
+    };
+    let s = sw_setup(one_per_port(n), link, None);
     up_ports(ctx, &s, &[0, 1], |_, c| c)?;
     // Port 1's peer keeps everything: the switch holds frames for it.
     ctx.peer_hold(1, true)?;
@@ -2122,6 +2141,14 @@ fn bad_fcs_not_forwarded(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         "port1.tx_frames.vc0",
         ctr(ctx, 1, "tx_frames", 0)?,
         40,
+    )?;
+    // A copy the switch stomped is not a frame forwarded: tx_frames counts each frame once,
+    // whatever copies of it were given up.
+    check_eq(
+        "SW-8-5",
+        "port1.tx_frames.vc0 (each of the 40 frames once, no stomped copy)",
+        ctr(ctx, 1, "tx_frames", 0)?,
+        40,
     )
 }
 
@@ -2313,6 +2340,8 @@ fn table_written_while_running(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         received(ctx, &[0, 1, 2])?,
         vec![(1, 1)],
     )?;
+    // The path idle for far longer than any guard of the path pins (SW-2-12): the write moves it.
+    ctx.run_for(1_000_000)?;
     set_route(ctx, 50, vec![2])?;
     ctx.run_for(100)?;
     ctx.peer_submit(0, 0, &data(50, gpu_of(0), 0, 2, 64))?;
@@ -2365,7 +2394,8 @@ fn egress_kept_on_arrival(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
     }
     let at = ctx.now();
     set_route(ctx, 50, vec![2])?;
-    ctx.peer_submit(0, 0, &data(50, gpu_of(0), 0, 2, 64))?;
+    // Frame 2 on another path: frame 1's path is busy and keeps its port (SW-2-12).
+    ctx.peer_submit(0, 0, &data(50, gpu_of(0), 1, 2, 64))?;
     ctx.run_for(20_000)?;
     let left = data_log(ctx, 1, true).get(&1).map(|x| x.0);
     if left.is_some_and(|t| t < at) {
@@ -2471,4 +2501,50 @@ fn tagged_ports_announce(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         )?;
     }
     Ok(())
+}
+
+fn pinned_across_a_table_write(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    need_ports(ctx, 3)?;
+    let n = ctx.desc.ports;
+    let mut routes = one_per_port(n);
+    routes.push(Route::new(50, vec![1]));
+    up_ports(
+        ctx,
+        &sw_setup(routes, LinkParams::default(), None),
+        &[0, 1, 2],
+        |_, c| c,
+    )?;
+    // Port 1's peer reads nothing for a while: frames of the path wait for port 1.
+    ctx.peer_hold(1, true)?;
+    for k in 0..30u32 {
+        ctx.peer_submit(0, 0, &data(50, gpu_of(0), 0, k, 2000))?;
+    }
+    ctx.run_for(3_000)?;
+    set_route(ctx, 50, vec![2])?;
+    ctx.run_for(100)?;
+    for k in 30..40u32 {
+        ctx.peer_submit(0, 0, &data(50, gpu_of(0), 0, k, 2000))?;
+    }
+    ctx.run_for(3_000)?;
+    ctx.peer_hold(1, false)?;
+    ctx.run_for(100_000)?;
+    let got = received(ctx, &[0, 1, 2])?;
+    let on1: Vec<u32> = got.iter().filter(|x| x.0 == 1).map(|x| x.1).collect();
+    check(
+        on1 == (0..40).collect::<Vec<_>>() && got.len() == 40,
+        "SW-2-12",
+        "the 40 frames of the busy path, 10 of them sent after its entry moved to port 2, all \
+         on port 1, once each",
+        || format!("(port, tag) received: {got:?}"),
+    )?;
+    // Idle for far longer than any guard, the path takes the new entry.
+    ctx.run_for(1_000_000)?;
+    ctx.peer_submit(0, 0, &data(50, gpu_of(0), 0, 40, 2000))?;
+    ctx.run_for(10_000)?;
+    check_eq(
+        "SW-2-7",
+        "(port, tag) received once the path was idle",
+        received(ctx, &[0, 1, 2])?,
+        vec![(2, 40)],
+    )
 }
