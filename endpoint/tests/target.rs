@@ -109,6 +109,8 @@ struct Peer {
     /// While set, delivered frames are recorded but their buffers are not given back: the peer
     /// stops taking frames and the endpoint runs out of credits.
     hold: bool,
+    /// The longest DATA payload the endpoint has sent the peer.
+    largest_payload: usize,
     held: Vec<Release>,
     /// Every transaction the endpoint sent to the peer, in arrival order.
     rx: Vec<Txn>,
@@ -144,6 +146,7 @@ impl Peer {
             link: Link::new(link_cfg).expect("link config"),
             now: 0,
             hold: false,
+            largest_payload: 0,
             held: Vec::new(),
             rx: Vec::new(),
             completions: Vec::new(),
@@ -220,6 +223,7 @@ impl Peer {
                 Some(other) => panic!("the peer's link reported {other:?}"),
             };
             self.rx.extend(split(vc.value(), &payload));
+            self.largest_payload = self.largest_payload.max(payload.len());
             if self.hold {
                 self.held.push(release);
             } else {
@@ -2882,4 +2886,45 @@ fn a_response_of_unknown_fate_is_not_sent_again() {
     assert!(p.run_until_rx(100_000, 0x81, 0x78));
     p.run_for(10_000);
     assert_eq!(with_tag(&p.take(), 0x78).len(), 1);
+}
+
+/// Responses packed as full as they go: every frame leaves room for an 802.1Q tag, so a switch
+/// whose egress tags carries it on a link of the same MFS.
+//= docs/spec/endpoint.md#7-packing
+//= type=test
+//# EP-7-1 [...] The frame it packs MUST leave room for an 802.1Q tag: it is at most the agreed MFS
+//# less 4 bytes when the port does not tag.
+#[test]
+fn packed_frames_leave_room_for_a_tag() {
+    let cfg = Config {
+        pack_delay: Duration::from_micros(50),
+        ..ep_config()
+    };
+    let mut p = Peer::new(cfg);
+    // 240 loads of 156 B: 56 of their responses (164 B each) after the 8-byte network header
+    // would make a frame of exactly 9216 B; with the room for a tag, 55 go in a frame.
+    for chunk in (0..240u16).collect::<Vec<_>>().chunks(60) {
+        let txns: Vec<TxnRepr<'_>> = chunk
+            .iter()
+            .map(|&tag| TxnRepr::Load {
+                tag,
+                target: target(K1, BIG + u64::from(tag) * 256),
+                len: 156,
+            })
+            .collect();
+        p.send(0, &txns);
+    }
+    p.run_for(200_000);
+    assert_eq!(p.take().len(), 240);
+    let mfs = usize::from(p.ep.link(0).expect("port 0").agreed().expect("UP").mfs);
+    // Ethernet header 14, link header 6, FCS 4: the frame of the largest payload.
+    let frame = p.largest_payload + 14 + 6 + 4;
+    assert!(
+        frame <= mfs - 4,
+        "a packed frame of {frame} B with an MFS of {mfs}"
+    );
+    assert!(
+        frame > mfs - 4 - 164,
+        "frames were not packed full: {frame} B"
+    );
 }

@@ -87,8 +87,9 @@ fn pin_guard(s: &Scenario, link: &ethlink_link::Config) -> Option<std::time::Dur
         return None;
     }
     let res = SwConfig::default().max_residence;
-    let hop = link.replay_timer * (u32::from(link.replay_count_max) + 1)
-        + std::time::Duration::from_micros(1);
+    // A link gives a frame up by llr_max_age after its first transmission (LINK-3-18); 1 us
+    // for the wire.
+    let hop = link.llr_max_age + std::time::Duration::from_micros(1);
     Some(res * 3 + hop * 3)
 }
 

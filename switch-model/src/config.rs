@@ -39,8 +39,8 @@ pub struct Config {
     /// Buckets of the path pins (switch.md §2.4), 1..=2^20.
     pub pin_buckets: u32,
     /// How long a path's bucket must be idle before the path may move to another UP port
-    /// (switch.md §2.4); `None`: `max_residence` plus the link's lifetime of a frame,
-    /// `(replay_count_max + 1) x replay_timer`.
+    /// (switch.md §2.4); `None`: `max_residence` plus the link's limit on a frame's life,
+    /// `llr_max_age` (link.md LINK-3-18), and 1 us for the wire.
     pub pin_guard: Option<Duration>,
 }
 
@@ -78,8 +78,7 @@ impl Config {
     pub fn pin_guard_ns(&self) -> u64 {
         self.pin_guard.map_or_else(
             || {
-                let link = nanos(self.link.replay_timer)
-                    .saturating_mul(u64::from(self.link.replay_count_max) + 1);
+                let link = nanos(self.link.llr_max_age).saturating_add(1_000);
                 nanos(self.max_residence).saturating_add(link)
             },
             nanos,

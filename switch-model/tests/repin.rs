@@ -411,7 +411,7 @@ fn a_guard_not_above_max_residence_is_refused() {
     assert!(Switch::new(c.clone(), Routes::new()).is_ok());
     // The default: max_residence and the port link's lifetime of a frame.
     c.pin_guard = None;
-    assert_eq!(c.pin_guard_ns(), 40_000 + 4 * 5_000);
+    assert_eq!(c.pin_guard_ns(), 40_000 + 25_000 + 1_000);
     c.pin_buckets = 0;
     assert!(Switch::new(c, Routes::new()).is_err());
 }

@@ -887,7 +887,7 @@ fn forwarding_table_entries_are_bounded_and_checked() {
 #[test]
 fn a_table_write_applies_to_frames_received_after_it() {
     let mut c = cfg(4);
-    // The path pins' guard is then 30 us + 4 x 5 us (§2.4).
+    // The path pins' guard is then 30 us + 25 us + 1 us (§2.4).
     c.max_residence = Duration::from_micros(30);
     let mut b = Bench::new(c, routes(4));
     // Egress 2 stalls; frames for GPU 2 queue for it.

@@ -398,6 +398,9 @@ pub struct Seen {
     pub other: Vec<Output>,
     /// A payload the device sent that does not parse.
     pub bad: Option<String>,
+    /// The longest payload the device sent that carried more than one transaction (a packed
+    /// frame), in bytes: network header and transactions, padding excluded.
+    pub largest_packed: usize,
 }
 
 /// A completion the device reported.
@@ -415,6 +418,15 @@ pub struct Done {
     pub at_ns: u64,
 }
 
+/// The bytes of a DATA payload up to its last transaction: the network header's payload length
+/// (WIRE-5-2), without the link's padding.
+fn packed_len(payload: &[u8]) -> usize {
+    match payload.get(6..8) {
+        Some(b) => 8 + usize::from(u16::from_be_bytes([b[0], b[1]])),
+        None => payload.len(),
+    }
+}
+
 impl Seen {
     /// Takes what is new from the peers of the first `ports` ports and the device's outputs.
     pub fn poll(&mut self, ctx: &mut Ctx<'_>, ports: u16) {
@@ -424,7 +436,12 @@ impl Seen {
             };
             for (vc, payload) in got {
                 match parse_payload(p, vc, &payload) {
-                    Ok(t) => self.txns.extend(t),
+                    Ok(t) => {
+                        if t.len() > 1 {
+                            self.largest_packed = self.largest_packed.max(packed_len(&payload));
+                        }
+                        self.txns.extend(t);
+                    }
                     Err(e) => {
                         self.bad.get_or_insert(format!(
                             "port {p} vc {vc}: {e}: payload {}",

@@ -44,6 +44,14 @@ pub fn cases() -> Vec<Case> {
             response_backlog,
         ),
         case(
+            "EPT-PACK-2",
+            "as a target with PACKING, responses packed as full as they go leave room for an \
+             802.1Q tag: no frame is longer than the agreed MFS less 4 bytes when untagged",
+            &["EP-7-1"],
+            &["packing"],
+            packed_frames_leave_tag_room,
+        ),
+        case(
             "EPT-BACK-2",
             "a target whose backlog stays full past hold_max performs no request of a frame it \
              held that long: a STORE behind the backlog is neither performed nor answered, it \
@@ -331,6 +339,42 @@ fn response_backlog(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         "the responses on VC 2, in the order of their requests",
         order,
         want,
+    )
+}
+
+fn packed_frames_leave_tag_room(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    ep_up_with(ctx, 1, setup_ep(LinkParams::default(), None))?;
+    let mfs = usize::from(
+        ctx.params
+            .mfs
+            .ok_or_else(|| Stop::Harness("the reset answer gives no mfs".into()))?,
+    );
+    // LOAD_RESP of 156 B are 164-byte transactions: 56 of them behind the 8-byte network header
+    // make a frame of exactly 9216 B untagged, one more than EP-7-1 allows.
+    let (tag0, n) = (0x2400u16, 240u16);
+    let mut k = 0u16;
+    while k < n {
+        let txns: Vec<Vec<u8>> = (k..n.min(k + 60))
+            .map(|j| load(tag0 + j, 0, G.2, G.0 + 0x8000 + 256 * u64::from(j), 156))
+            .collect();
+        send(ctx, 0, 0, &txns)?;
+        k += 60;
+    }
+    let mut seen = Seen::default();
+    seen.run(ctx, 1, 300_000, |s| {
+        s.txns.iter().filter(|t| t.opcode >= 0x80).count() >= usize::from(n)
+    })?;
+    // Ethernet header 14, link header 6, FCS 4 around the payload, untagged; a tagged frame is
+    // 4 bytes longer and may be: the bound on the payload is the same.
+    let frame = seen.largest_packed + 24;
+    check(
+        seen.largest_packed == 0 || frame + 4 <= mfs,
+        "EP-7-1",
+        format!(
+            "every packed frame at most {} B untagged (the MFS {mfs} less 4)",
+            mfs - 4
+        ),
+        || format!("a packed frame of {frame} B untagged"),
     )
 }
 

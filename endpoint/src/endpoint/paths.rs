@@ -247,17 +247,14 @@ impl Endpoint {
         }
     }
 
-    /// Largest payload (network header and transactions) a frame on port `i` can carry.
+    /// Largest payload (network header and transactions) a frame on port `i` can carry, with
+    /// room for an 802.1Q tag whether or not the port tags (EP-7-1): a switch whose egress port
+    /// tags then still carries the frame.
     fn max_payload(&self, i: usize) -> usize {
         let Some(p) = self.ports.get(i) else { return 0 };
         let link = p.link.get();
         let mfs = link.agreed().map_or(link.config().mfs, |a| a.mfs);
-        let eth = ETH_HEADER_LEN
-            + if link.config().vlan.is_some() {
-                VLAN_TAG_LEN
-            } else {
-                0
-            };
+        let eth = ETH_HEADER_LEN + VLAN_TAG_LEN;
         // frame_len(eth, payload) = eth + link header + payload (+ pad) + FCS.
         let overhead = frame_len(eth, 64).saturating_sub(64);
         usize::from(mfs).saturating_sub(overhead)
@@ -312,7 +309,8 @@ impl Endpoint {
         //= docs/spec/endpoint.md#7-packing
         //# EP-7-1 The endpoint MAY put several transactions with the same destination, path and VC
         //# into one frame (WIRE-5-5), up to the MFS agreed on the port and 255 transactions, if it
-        //# has the PACKING capability (§11).
+        //# has the PACKING capability (§11). The frame it packs MUST leave room for an 802.1Q tag:
+        //# it is at most the agreed MFS less 4 bytes when the port does not tag.
         let full = self
             .ports
             .get(i)
