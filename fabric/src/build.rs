@@ -33,6 +33,7 @@ pub(crate) fn link_config(s: &Scenario) -> LinkConfig {
         ack_timer: dur(l.ack_timer_ns),
         replay_timer: dur(l.replay_timer_ns),
         replay_count_max: l.replay_count_max,
+        llr_max_age: dur(l.llr_max_age_ns),
         cf_min_credits: l.cf_min_credits,
         cf_min_interval: dur(l.cf_min_interval_ns),
         cf_max_interval: dur(l.cf_max_interval_ns),
@@ -68,6 +69,7 @@ pub(crate) fn endpoint_config(s: &Scenario, g: u16) -> EpConfig {
         max_reassemblies: e.max_reassemblies,
         max_read_jobs: e.max_read_jobs,
         response_backlog: e.response_backlog,
+        hold_max: dur(e.hold_max_ns),
         port_queue: e.port_queue,
         memory: MemoryConfig {
             global_size: e.global_bytes,

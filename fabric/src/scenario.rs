@@ -337,6 +337,9 @@ pub struct LinkParams {
     pub replay_timer_ns: u64,
     /// Replays without progress before FLUSH.
     pub replay_count_max: u8,
+    /// Longest a frame stays in a replay buffer after its first transmission, ns (link.md
+    /// LINK-3-18).
+    pub llr_max_age_ns: u64,
     /// Freed credits that trigger a CF.
     pub cf_min_credits: u32,
     /// Least time between CFs, ns.
@@ -375,6 +378,7 @@ impl Default for LinkParams {
             ack_timer_ns: ns(l.ack_timer),
             replay_timer_ns: ns(l.replay_timer),
             replay_count_max: l.replay_count_max,
+            llr_max_age_ns: ns(l.llr_max_age),
             cf_min_credits: l.cf_min_credits,
             cf_min_interval_ns: ns(l.cf_min_interval),
             cf_max_interval_ns: ns(l.cf_max_interval),
@@ -448,6 +452,8 @@ pub struct EndpointParams {
     pub max_read_jobs: u32,
     /// Bytes of responses held before the target stops taking requests.
     pub response_backlog: u32,
+    /// Longest a target keeps a request frame it stopped taking, ns (endpoint.md EP-8-9).
+    pub hold_max_ns: u64,
     /// Bytes queued per port and VC before the RDMA engine waits.
     pub port_queue: u32,
     /// Size of each GPU's global memory space, bytes.
@@ -472,6 +478,7 @@ impl Default for EndpointParams {
             max_reassemblies: c.max_reassemblies,
             max_read_jobs: c.max_read_jobs,
             response_backlog: c.response_backlog,
+            hold_max_ns: ns(c.hold_max),
             port_queue: c.port_queue,
             global_bytes: c.memory.global_size,
         }

@@ -50,6 +50,7 @@ impl Scenario {
             ("time_limit_ns".into(), self.time_limit_ns),
             ("link.ack_timer_ns".into(), l.ack_timer_ns),
             ("link.replay_timer_ns".into(), l.replay_timer_ns),
+            ("link.llr_max_age_ns".into(), l.llr_max_age_ns),
             ("link.cf_min_interval_ns".into(), l.cf_min_interval_ns),
             ("link.cf_max_interval_ns".into(), l.cf_max_interval_ns),
             ("link.cc_interval_ns".into(), l.cc_interval_ns),
@@ -57,6 +58,7 @@ impl Scenario {
             ("endpoint.pack_delay_ns".into(), e.pack_delay_ns),
             ("endpoint.op_timeout_ns".into(), e.op_timeout_ns),
             ("endpoint.tag_quarantine_ns".into(), e.tag_quarantine_ns),
+            ("endpoint.hold_max_ns".into(), e.hold_max_ns),
             ("switch.latency_ns".into(), self.switch.latency_ns),
             ("metrics.sample_ns".into(), self.metrics.sample_ns),
         ];
