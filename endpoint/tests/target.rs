@@ -2896,6 +2896,29 @@ fn a_response_of_unknown_fate_is_not_sent_again() {
 //# less 4 bytes when the port does not tag.
 #[test]
 fn packed_frames_leave_room_for_a_tag() {
+    // Loads of 172 B: 51 responses of 180 B make a payload of 9188 B, a frame of exactly the MFS
+    // less 4; the packer fills frames to that and no further.
+    let largest = |len: u16| {
+        let cfg = Config {
+            pack_delay: Duration::from_micros(50),
+            ..ep_config()
+        };
+        let mut p = Peer::new(cfg);
+        let txns: Vec<TxnRepr<'_>> = (0..120u16)
+            .map(|tag| TxnRepr::Load {
+                tag,
+                target: target(K1, BIG + u64::from(tag) * 256),
+                len,
+            })
+            .collect();
+        for chunk in txns.chunks(60) {
+            p.send(0, chunk);
+        }
+        p.run_for(200_000);
+        assert_eq!(p.take().len(), 120);
+        p.largest_payload + 14 + 6 + 4
+    };
+    assert_eq!(largest(172), 9216 - 4);
     let cfg = Config {
         pack_delay: Duration::from_micros(50),
         ..ep_config()
@@ -2926,5 +2949,17 @@ fn packed_frames_leave_room_for_a_tag() {
     assert!(
         frame > mfs - 4 - 164,
         "frames were not packed full: {frame} B"
+    );
+}
+
+/// The counters by the names endpoint.md Table EP-T3 gives them.
+#[test]
+fn counters_name_held_expired() {
+    let p = Peer::new(ep_config());
+    let mut names = Vec::new();
+    p.ep.counters().for_each(|n, _, _, _| names.push(n));
+    assert!(
+        names.contains(&"held_expired") && names.contains(&"backlog_stalls"),
+        "{names:?}"
     );
 }
