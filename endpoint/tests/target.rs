@@ -300,6 +300,23 @@ impl Peer {
         }
     }
 
+    /// LOADs of `len` bytes on VC 0, tag `t` reading 256 * `t` bytes into the region, sent
+    /// `per_frame` to a frame.
+    fn send_loads(&mut self, tags: core::ops::Range<u16>, per_frame: usize, len: u16) {
+        let tags: Vec<u16> = tags.collect();
+        for chunk in tags.chunks(per_frame) {
+            let txns: Vec<TxnRepr<'_>> = chunk
+                .iter()
+                .map(|&tag| TxnRepr::Load {
+                    tag,
+                    target: target(K1, BIG + u64::from(tag) * 256),
+                    len,
+                })
+                .collect();
+            self.send(0, &txns);
+        }
+    }
+
     /// Runs for `ns` nanoseconds.
     fn run_for(&mut self, ns: u64) {
         let end = self.now + ns;
@@ -2006,17 +2023,7 @@ fn response_backlog_stalls_requests_and_drops_nothing() {
     let mut p = Peer::new(cfg);
     let n: u16 = 2400;
     p.hold = true;
-    for chunk in (0..n).collect::<Vec<_>>().chunks(250) {
-        let txns: Vec<TxnRepr<'_>> = chunk
-            .iter()
-            .map(|&tag| TxnRepr::Load {
-                tag,
-                target: target(K1, BIG + u64::from(tag) * 256),
-                len: 256,
-            })
-            .collect();
-        p.send(0, &txns);
-    }
+    p.send_loads(0..n, 250, 256);
     p.run_for(100_000);
     let answered = p.rx.len();
     //= docs/spec/endpoint.md#8-target
@@ -2080,17 +2087,7 @@ fn a_request_frame_held_past_hold_max_is_never_performed() {
     let mut p = Peer::new(cfg);
     p.hold = true;
     // Loads of 256 B fill the backlog while the peer takes nothing.
-    for chunk in (0..200u16).collect::<Vec<_>>().chunks(20) {
-        let txns: Vec<TxnRepr<'_>> = chunk
-            .iter()
-            .map(|&tag| TxnRepr::Load {
-                tag,
-                target: target(K1, BIG + u64::from(tag) * 256),
-                len: 256,
-            })
-            .collect();
-        p.send(0, &txns);
-    }
+    p.send_loads(0..200u16, 20, 256);
     p.run_for(5_000);
     assert!(p.ep.counters().backlog_stalls > 0, "the backlog is full");
     // Stores behind them wait in the link's buffer, then the backlog stays full past hold_max.
@@ -2156,17 +2153,7 @@ fn response_backlog_counts_the_links_transmit_queue() {
     let mut p = Peer::new(cfg);
     let n: u16 = 300;
     p.hold = true;
-    for chunk in (0..n).collect::<Vec<_>>().chunks(10) {
-        let txns: Vec<TxnRepr<'_>> = chunk
-            .iter()
-            .map(|&tag| TxnRepr::Load {
-                tag,
-                target: target(K1, BIG + u64::from(tag) * 256),
-                len: 256,
-            })
-            .collect();
-        p.send(0, &txns);
-    }
+    p.send_loads(0..n, 10, 256);
     p.run_for(100_000);
     let vc2 = Vc::new(2).expect("vc");
     let (frames, bytes) = p.ep.link(0).expect("port 0").queued(vc2);
@@ -2904,16 +2891,7 @@ fn packed_frames_leave_room_for_a_tag() {
             ..ep_config()
         };
         let mut p = Peer::new(cfg);
-        let txns: Vec<TxnRepr<'_>> = (0..120u16)
-            .map(|tag| TxnRepr::Load {
-                tag,
-                target: target(K1, BIG + u64::from(tag) * 256),
-                len,
-            })
-            .collect();
-        for chunk in txns.chunks(60) {
-            p.send(0, chunk);
-        }
+        p.send_loads(0..120, 60, len);
         p.run_for(200_000);
         assert_eq!(p.take().len(), 120);
         p.largest_payload + 14 + 6 + 4
@@ -2926,17 +2904,7 @@ fn packed_frames_leave_room_for_a_tag() {
     let mut p = Peer::new(cfg);
     // 240 loads of 156 B: 56 of their responses (164 B each) after the 8-byte network header
     // would make a frame of exactly 9216 B; with the room for a tag, 55 go in a frame.
-    for chunk in (0..240u16).collect::<Vec<_>>().chunks(60) {
-        let txns: Vec<TxnRepr<'_>> = chunk
-            .iter()
-            .map(|&tag| TxnRepr::Load {
-                tag,
-                target: target(K1, BIG + u64::from(tag) * 256),
-                len: 156,
-            })
-            .collect();
-        p.send(0, &txns);
-    }
+    p.send_loads(0..240u16, 60, 156);
     p.run_for(200_000);
     assert_eq!(p.take().len(), 240);
     let mfs = usize::from(p.ep.link(0).expect("port 0").agreed().expect("UP").mfs);

@@ -99,9 +99,15 @@ impl Switch {
         let Some(h) = self.cut_header(p, bytes, end) else {
             return;
         };
+        let payload = self.laid_copy(bytes, &h);
+        self.begin_cut(p, h, payload);
+    }
+
+    /// A copy of the payload the header `h` declares, laid out for an egress link: a frame
+    /// shorter than its header says ends with what it has, zeros after (the copy is stomped).
+    fn laid_copy(&mut self, bytes: &[u8], h: &Head) -> Payload {
         let buf = self.pool.pop().unwrap_or_default();
         let mut out = self.layout.outgoing_room(buf, h.len);
-        // A frame shorter than its header says ends with what it has: the copy is stomped.
         let have = bytes.get(h.at..).unwrap_or(&[]);
         let n = have.len().min(h.len);
         if let (Some(d), Some(s)) = (out.payload_mut().get_mut(..n), have.get(..n)) {
@@ -110,7 +116,7 @@ impl Switch {
         if let Some(rest) = out.payload_mut().get_mut(n..) {
             rest.fill(0);
         }
-        self.begin_cut(p, h, Payload::Laid(out));
+        Payload::Laid(out)
     }
 
     /// As [`Switch::handle_header`] for a frame held by reference: the switch keeps a reference
@@ -136,17 +142,8 @@ impl Switch {
             };
             self.begin_cut(p, h, payload);
         } else {
-            let buf = self.pool.pop().unwrap_or_default();
-            let mut out = self.layout.outgoing_room(buf, h.len);
-            let have = bytes.get(h.at..).unwrap_or(&[]);
-            let n = have.len().min(h.len);
-            if let (Some(d), Some(s)) = (out.payload_mut().get_mut(..n), have.get(..n)) {
-                d.copy_from_slice(s);
-            }
-            if let Some(rest) = out.payload_mut().get_mut(n..) {
-                rest.fill(0);
-            }
-            self.begin_cut(p, h, Payload::Laid(out));
+            let payload = self.laid_copy(bytes, &h);
+            self.begin_cut(p, h, payload);
         }
     }
 
