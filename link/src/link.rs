@@ -2818,10 +2818,13 @@ impl Link {
             //# expected one is a duplicate: it MUST be discarded and counted.
             self.counters.duplicates = self.counters.duplicates.wrapping_add(1);
             //= docs/spec/link.md#4-link-level-retry-receive-side
-            //# LINK-4-16 The RX MUST make an ACK due on the first duplicate (LINK-4-5) since it last
-            //# accepted a frame, sent a NACK or came UP, and again each time the duplicates since
-            //# that ACK fell due reach `ack_spacing` bytes, in NACK_SENT too, so that a TX whose ACKs
-            //# were lost learns of them.
+            //# LINK-4-16 The RX MUST make an ACK due on the first duplicate (LINK-4-5) since it
+            //# last accepted a frame, sent a NACK or came UP, and again each time the duplicates
+            //# received after the one that last made an ACK due reach ack_spacing bytes (counted as LINK-1-1
+            //# says), in NACK_SENT too, so that a TX whose ACKs were lost learns of them.
+            //# (1.3: 1.2 asked an ACK for every duplicate, which made a go-back-N replay of *n*
+            //# frames the RX already had cost *n* ACK frames ahead of DATA; one per ack_spacing is
+            //# the rate of LINK-4-2.)
             if self.dup_run {
                 self.dup_bytes = self.dup_bytes.saturating_add(len as u32);
                 if self.dup_bytes >= self.cfg.ack_spacing {

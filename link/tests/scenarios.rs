@@ -1849,10 +1849,11 @@ fn ack_with_bad_sequence_number_is_ignored() {
 //# LINK-4-5 A DATA frame whose sequence number is within `llr_window` behind the expected one is a
 //# duplicate: it MUST be discarded and counted.
 //# LINK-4-16 The RX MUST make an ACK due on the first duplicate (LINK-4-5) since it last accepted a
-//# frame, sent a NACK or came UP, and again each time the duplicates since that ACK fell due reach
-//# ack_spacing bytes, in NACK_SENT too, so that a TX whose ACKs were lost learns of them. (1.3: 1.2
-//# asked an ACK for every duplicate, which made a go-back-N replay of *n* frames the RX already had
-//# cost *n* ACK frames ahead of DATA; one per ack_spacing is the rate of LINK-4-2.)
+//# frame, sent a NACK or came UP, and again each time the duplicates received after the one that
+//# last made an ACK due reach ack_spacing bytes (counted as LINK-1-1 says), in NACK_SENT too, so
+//# that a TX whose ACKs were lost learns of them. (1.3: 1.2 asked an ACK for every duplicate, which
+//# made a go-back-N replay of *n* frames the RX already had cost *n* ACK frames ahead of DATA; one
+//# per ack_spacing is the rate of LINK-4-2.)
 #[test]
 fn duplicate_data_discarded_counted_and_acked() {
     let mut bench = Bench::up(config_a(), config_b());
@@ -5004,9 +5005,12 @@ fn the_first_cf_after_up_waits_for_no_interval() {
 //# intervals, a CC received; `cc_interval`) MUST make one frame, not one per trigger. A NACK
 //# carries the last good sequence number too, so sending it MUST settle an ACK that was due (the
 //# bytes and the timer of LINK-4-2 and LINK-4-14 start again from it).
-//# LINK-4-16 The RX MUST make an ACK due on the first duplicate (LINK-4-5) since it last accepted
-//# a frame, sent a NACK or came UP, and again each time the duplicates since that ACK fell due
-//# reach `ack_spacing` bytes, in NACK_SENT too, so that a TX whose ACKs were lost learns of them.
+//# LINK-4-16 The RX MUST make an ACK due on the first duplicate (LINK-4-5) since it last accepted a
+//# frame, sent a NACK or came UP, and again each time the duplicates received after the one that
+//# last made an ACK due reach ack_spacing bytes (counted as LINK-1-1 says), in NACK_SENT too, so
+//# that a TX whose ACKs were lost learns of them. (1.3: 1.2 asked an ACK for every duplicate, which
+//# made a go-back-N replay of *n* frames the RX already had cost *n* ACK frames ahead of DATA; one
+//# per ack_spacing is the rate of LINK-4-2.)
 #[test]
 fn due_frames_are_flags_and_duplicates_are_acked_at_the_ack_rate() {
     let (mut b, t) = lone_end_up(config_b(), &config_a(), 500);
