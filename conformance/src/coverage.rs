@@ -228,10 +228,6 @@ pub const NO_CASE: &[(&str, &str)] = &[
         "a time after the horizon is refused or taken as the horizon; the boundary's cases never run that far (see LINK-1-2), and the C ABI's tests check the refusal",
     ),
     (
-        "LINK-3-12",
-        "applies only to a device that stomps a frame it is sending (WIRE-2.5-4); nothing at the boundary can make a device stomp, since only the device learns that its outgoing frame is damaged",
-    ),
-    (
         "LINK-3-19",
         "the transmit queue's bounds are local settings the boundary neither sets nor reads, and a submit the device refuses is a refusal the harness cannot tell from a broken device",
     ),
@@ -246,34 +242,6 @@ pub const NO_CASE: &[(&str, &str)] = &[
     (
         "SW-1-1",
         "the horizon (2^63 - 1 ns) is reached only by advancing a device there, timer by timer; the switch's unit tests set the time there directly",
-    ),
-    (
-        "SW-6-5",
-        "a switch that checks every FCS before forwarding is indistinguishable at its ports from a cut-through switch whose frames all arrive intact; the boundary cannot make a switch stomp, so only the announcement is seen, not the checking behind it",
-    ),
-    (
-        "SW-6-7",
-        "the boundary exchanges whole frames with the device (a frame is delivered once it has arrived whole), so a frame's header never reaches the device before its end and no frame can be cut through there; switch-model/tests/cut_through.rs and fabric/tests/cut_through.rs drive the reference switch header first",
-    ),
-    (
-        "SW-6-8",
-        "the boundary exchanges whole frames with the device (a frame is delivered once it has arrived whole), so a frame's header never reaches the device before its end and no frame can be cut through there; switch-model/tests/cut_through.rs and fabric/tests/cut_through.rs drive the reference switch header first",
-    ),
-    (
-        "SW-6-9",
-        "the boundary exchanges whole frames with the device (a frame is delivered once it has arrived whole), so a frame's header never reaches the device before its end and no frame can be cut through there; switch-model/tests/cut_through.rs and fabric/tests/cut_through.rs drive the reference switch header first",
-    ),
-    (
-        "SW-6-10",
-        "the boundary exchanges whole frames with the device (a frame is delivered once it has arrived whole), so a frame's header never reaches the device before its end and no frame can be cut through there; switch-model/tests/cut_through.rs and fabric/tests/cut_through.rs drive the reference switch header first",
-    ),
-    (
-        "SW-6-11",
-        "the boundary exchanges whole frames with the device (a frame is delivered once it has arrived whole), so a frame's header never reaches the device before its end and no frame can be cut through there; switch-model/tests/cut_through.rs and fabric/tests/cut_through.rs drive the reference switch header first",
-    ),
-    (
-        "SW-6-12",
-        "the boundary exchanges whole frames with the device (a frame is delivered once it has arrived whole), so a frame's header never reaches the device before its end and no frame can be cut through there; switch-model/tests/cut_through.rs and fabric/tests/cut_through.rs drive the reference switch header first",
     ),
     (
         "SW-2-11",

@@ -30,6 +30,10 @@ pub struct Logged {
     pub from_dut: bool,
     /// The frame, FCS included.
     pub bytes: Vec<u8>,
+    /// For a frame sent to the device whose header the harness gave it ahead
+    /// (docs/conformance.md \u{a7}3.3 `header`): when its first bit arrived; `time_ns` is when
+    /// its last did.
+    pub first_ns: Option<u64>,
 }
 
 /// The direction of a frame on an attached port's wire.
@@ -53,6 +57,10 @@ pub enum Fault {
     /// Carry it `ns` later than it would have arrived (frames behind it are not held back: this
     /// reorders).
     Delay(u64),
+    /// Its first bit arrives on time and its last `ns` later than it would have: a sender that
+    /// stalls inside the frame. Only a device given headers ahead ([`Ctx::cut_headers`]) can
+    /// tell it from [`Fault::Delay`].
+    Stall(u64),
 }
 
 /// The exerciser hook of an attached port: sees every frame, may edit its bytes, decides its
@@ -84,6 +92,11 @@ pub enum PeerEvent {
 
 struct InFlight {
     at_ns: u64,
+    /// When its first bit arrives, for a frame to the device whose header is given ahead; taken
+    /// once the header has been.
+    first_ns: Option<u64>,
+    /// When its header was given to the device.
+    began_ns: Option<u64>,
     seq: u64,
     dir: Dir,
     bytes: Vec<u8>,
@@ -143,6 +156,10 @@ pub struct Ctx<'d> {
     pub wire: WireSpec,
     /// The simulated time the case may use; a case that needs more is a harness error.
     pub limit_ns: u64,
+    /// Give the device each frame a peer sends it ahead, when its first bit arrives (the
+    /// `header` request of docs/conformance.md \u{a7}3.3), as well as whole at its end: for the
+    /// cut-through cases of a switch that declares `cut_through`.
+    pub cut_headers: bool,
     now: u64,
     /// The time of the last `advance`: frames the device sends come after it.
     advanced: u64,
@@ -170,6 +187,7 @@ impl<'d> Ctx<'d> {
             params: LinkParams::default(),
             wire: WireSpec::default(),
             limit_ns: 1_000_000_000,
+            cut_headers: false,
             now: 0,
             advanced: 0,
             next_dut: None,
@@ -310,6 +328,7 @@ impl<'d> Ctx<'d> {
             port,
             from_dut,
             bytes,
+            first_ns: None,
         });
         Ok(())
     }
@@ -421,6 +440,9 @@ impl<'d> Ctx<'d> {
             }
             for f in &p.wire {
                 next = next.min(f.at_ns.max(self.now + 1));
+                if let Some(first) = f.first_ns {
+                    next = next.min(first.max(self.now + 1));
+                }
             }
         }
         next
@@ -457,9 +479,33 @@ impl<'d> Ctx<'d> {
                     Dir::ToDut => {
                         let port = port as u16;
                         self.record(port, false, now, f.bytes.clone())?;
+                        if let Some(l) = self.log.last_mut() {
+                            l.first_ns = f.began_ns;
+                        }
                         self.dut.frame(port, now, &f.bytes)?;
                     }
                 }
+            }
+        }
+        // Then the headers whose first bit has arrived: a frame ending now comes before the
+        // header of the frame behind it on its wire.
+        for port in 0..self.peers.len() {
+            let Some(p) = self.peers[port].as_mut() else {
+                continue;
+            };
+            let mut due: Vec<(u64, u64, u64, Vec<u8>)> = Vec::new();
+            for f in p.wire.iter_mut() {
+                if let Some(first) = f.first_ns
+                    && first <= now
+                {
+                    f.first_ns = None;
+                    f.began_ns = Some(now);
+                    due.push((now, f.seq, f.at_ns, f.bytes.clone()));
+                }
+            }
+            due.sort_by_key(|d| (d.0, d.1));
+            for (t, _, end, bytes) in due {
+                self.dut.header(port as u16, t, end, &bytes)?;
             }
         }
         // The peers act.
@@ -555,7 +601,7 @@ impl<'d> Ctx<'d> {
             Some(h) => h(Dir::FromDut, time_ns, &mut bytes),
             None => Fault::Pass,
         };
-        push_with_fault(&mut p.wire, fault, at, seq, Dir::FromDut, bytes);
+        push_with_fault(&mut p.wire, fault, (at, None), seq, Dir::FromDut, bytes);
         Ok(())
     }
 
@@ -567,6 +613,7 @@ impl<'d> Ctx<'d> {
     fn pump_peer(&mut self, port: usize) -> Result<(), Stop> {
         let now = self.now;
         let wire = self.wire;
+        let cut_headers = self.cut_headers;
         let mut buf = std::mem::take(&mut self.buf);
         let mut seq = self.seq;
         let Some(p) = self.peers[port].as_mut() else {
@@ -596,10 +643,11 @@ impl<'d> Ctx<'d> {
                 None => Fault::Pass,
             };
             seq += 1;
+            let first = cut_headers.then_some(start + wire.delay_ns);
             push_with_fault(
                 &mut p.wire,
                 fault,
-                start + ser + wire.delay_ns,
+                (start + ser + wire.delay_ns, first),
                 seq,
                 Dir::ToDut,
                 bytes,
@@ -683,42 +731,36 @@ impl<'d> Ctx<'d> {
     }
 }
 
+/// Puts a frame on a wire as `fault` says: `at` is when its last bit would arrive, `first` when
+/// its first would, for a frame whose header is given ahead.
 fn push_with_fault(
     wire: &mut Vec<InFlight>,
     fault: Fault,
-    at: u64,
+    (at, first): (u64, Option<u64>),
     seq: u64,
     dir: Dir,
     bytes: Vec<u8>,
 ) {
-    match fault {
-        Fault::Pass => wire.push(InFlight {
-            at_ns: at,
+    let mut push = |at_ns, first_ns, bytes| {
+        wire.push(InFlight {
+            at_ns,
+            first_ns,
+            began_ns: None,
             seq,
             dir,
             bytes,
-        }),
+        });
+    };
+    match fault {
+        Fault::Pass => push(at, first, bytes),
         Fault::Drop => {}
         Fault::Duplicate => {
-            wire.push(InFlight {
-                at_ns: at,
-                seq,
-                dir,
-                bytes: bytes.clone(),
-            });
-            wire.push(InFlight {
-                at_ns: at + 1,
-                seq,
-                dir,
-                bytes,
-            });
+            push(at, first, bytes.clone());
+            // The second copy comes whole, right behind the first.
+            push(at + 1, None, bytes);
         }
-        Fault::Delay(ns) => wire.push(InFlight {
-            at_ns: at + ns,
-            seq,
-            dir,
-            bytes,
-        }),
+        Fault::Delay(ns) => push(at + ns, first.map(|f| f + ns), bytes),
+        Fault::Stall(ns) => push(at + ns, first, bytes),
     }
 }
 

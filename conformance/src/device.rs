@@ -571,6 +571,22 @@ pub trait Device: Send {
     fn reset(&mut self, setup: &Setup) -> Result<LinkParams, DeviceError>;
     /// A frame arrives whole on `port` at `time_ns`.
     fn frame(&mut self, port: u16, time_ns: u64, frame: &[u8]) -> Result<(), DeviceError>;
+    /// The first bit of a frame arrives on `port` at `time_ns`; its last will at `end_ns`, when
+    /// [`Device::frame`] gives the frame whole. `frame` is the whole frame, as it will end: a
+    /// cut-through switch may begin to forward it on its header (switch.md \u{a7}6), and must
+    /// make its copy end as `frame` and `end_ns` decide. A device that never forwards before a
+    /// frame's end ignores it, as this default does. Given only to a device that declares
+    /// `cut_through`, in the cases that need it (docs/conformance.md \u{a7}3.3 `header`).
+    fn header(
+        &mut self,
+        port: u16,
+        time_ns: u64,
+        end_ns: u64,
+        frame: &[u8],
+    ) -> Result<(), DeviceError> {
+        let _ = (port, time_ns, end_ns, frame);
+        Ok(())
+    }
     /// An upper-layer request at `time_ns`.
     fn request(&mut self, time_ns: u64, request: &Request) -> Result<Reply, DeviceError>;
     /// Lets time run to `time_ns` and returns everything produced up to then, in time order, with

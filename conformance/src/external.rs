@@ -86,6 +86,18 @@ pub enum Op<'a> {
         /// The whole frame, FCS included, as hex.
         hex: String,
     },
+    /// The first bit of a frame arrives on `port` at `time_ns`, its last at `end_ns`: its
+    /// header, given ahead to a switch that may cut it through (docs/conformance.md \u{a7}3.3).
+    Header {
+        /// The port.
+        port: u16,
+        /// When its first bit arrives.
+        time_ns: u64,
+        /// When its last bit will.
+        end_ns: u64,
+        /// The whole frame as it will end, FCS included, as hex.
+        hex: String,
+    },
     /// An upper-layer request at `time_ns`; the answer carries the reply.
     Request {
         /// Its time.
@@ -110,6 +122,7 @@ impl Op<'_> {
             Op::Hello { .. } => "hello",
             Op::Reset { .. } => "reset",
             Op::Frame { .. } => "frame",
+            Op::Header { .. } => "header",
             Op::Request { .. } => "request",
             Op::Advance { .. } => "advance",
             Op::Counters => "counters",
@@ -722,6 +735,24 @@ impl Device for ExternalDevice {
         Ok(())
     }
 
+    fn header(
+        &mut self,
+        port: u16,
+        time_ns: u64,
+        end_ns: u64,
+        frame: &[u8],
+    ) -> Result<(), DeviceError> {
+        self.time("header", time_ns)?;
+        let obj = self.call(&Op::Header {
+            port,
+            time_ns,
+            end_ns,
+            hex: to_hex(frame),
+        })?;
+        let Empty {} = self.decode("header", obj)?;
+        Ok(())
+    }
+
     fn request(&mut self, time_ns: u64, request: &Request) -> Result<Reply, DeviceError> {
         self.time("request", time_ns)?;
         let obj = self.call(&Op::Request { time_ns, request })?;
@@ -814,6 +845,12 @@ enum In {
         time_ns: u64,
         hex: String,
     },
+    Header {
+        port: u16,
+        time_ns: u64,
+        end_ns: u64,
+        hex: String,
+    },
     Request {
         time_ns: u64,
         request: Request,
@@ -894,6 +931,15 @@ fn answer(dev: &mut dyn Device, msg: In) -> (Value, bool) {
                 Err(e) => err(e),
             }
         }
+        In::Header {
+            port,
+            time_ns,
+            end_ns,
+            hex,
+        } => match from_hex("header", &hex).and_then(|b| dev.header(port, time_ns, end_ns, &b)) {
+            Ok(()) => ok(Value::Null),
+            Err(e) => err(e),
+        },
         In::Request { time_ns, request } => match dev.request(time_ns, &request) {
             Ok(r) => ok(serde_json::json!({ "reply": r })),
             Err(e) => err(e),

@@ -216,6 +216,15 @@ impl Device for DropApart {
     fn frame(&mut self, port: u16, time_ns: u64, frame: &[u8]) -> Result<(), DeviceError> {
         self.dut()?.frame(port, time_ns, frame)
     }
+    fn header(
+        &mut self,
+        port: u16,
+        time_ns: u64,
+        end_ns: u64,
+        frame: &[u8],
+    ) -> Result<(), DeviceError> {
+        self.dut()?.header(port, time_ns, end_ns, frame)
+    }
     fn request(
         &mut self,
         time_ns: u64,

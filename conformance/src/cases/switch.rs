@@ -36,7 +36,9 @@ pub fn cases() -> Vec<Case> {
             "SWT-INIT-1",
             "every port comes UP announcing role Switch, exactly the declared capabilities, at \
              least 4 VCs and the MAC address 02:01:s1:s0:p1:p0",
-            &["CLS-2-1", "CLS-2-2", "SW-9-5", "SW-9-4", "SW-5-4"],
+            &[
+                "CLS-2-1", "CLS-2-2", "SW-9-5", "SW-9-4", "SW-5-4", "SW-6-7", "SW-6-5",
+            ],
             init_announces_switch,
         ),
         c(
@@ -240,8 +242,66 @@ pub fn cases() -> Vec<Case> {
             &["SW-9-6", "CLS-3-2"],
             tagged_ports_announce,
         ),
+        cut_case(
+            "SWT-CUT-1",
+            "cut-through: a frame begun on its header whose FCS turns out bad ends stomped, its \
+             sequence number goes to the next frame, a replay on the egress link waits for the \
+             frame in flight, and stomped copies are counted apart",
+            &[
+                "SW-6-1",
+                "SW-6-2",
+                "SW-6-11",
+                "SW-6-12",
+                "SW-8-5",
+                "LINK-3-12",
+                "SW-6-4",
+            ],
+            cut::stomps_damaged,
+        ),
+        cut_case(
+            "SWT-CUT-2",
+            "cut-through: frames beyond a gap and duplicates are not begun on their headers, and \
+             every frame is forwarded once",
+            &["SW-6-8", "SW-6-11", "SW-6-1", "SW-6-12"],
+            cut::no_cut_unless_accepted,
+        ),
+        cut_case(
+            "SWT-CUT-3",
+            "cut-through: a frame whose end is longer or shorter than its network header declares \
+             ends stomped and is discarded as malformed",
+            &["SW-6-9", "SW-6-11", "SW-7-1", "SW-8-5"],
+            cut::stomps_wrong_length,
+        ),
+        cut_case(
+            "SWT-CUT-4",
+            "cut-through: a frame whose last byte arrives more than max_residence after its first \
+             ends stomped, and is forwarded whole once it has arrived",
+            &["SW-6-10", "SW-6-11", "LINK-3-12", "SW-8-5"],
+            cut::stomps_stalled,
+        ),
     ]
 }
+
+/// A case of the cut-through profile (switch.md \u{a7}6): for a switch that declares
+/// `cut_through`.
+fn cut_case(
+    id: &'static str,
+    title: &'static str,
+    reqs: &'static [&'static str],
+    run: fn(&mut Ctx<'_>) -> Result<(), Stop>,
+) -> Case {
+    Case {
+        id,
+        title,
+        reqs,
+        level: Level::Must,
+        role: Role::Switch,
+        needs: &["cut_through"],
+        run,
+    }
+}
+
+mod cut;
 
 // ---------------------------------------------------------------------------------------------
 // Building and reading payloads.
@@ -685,6 +745,27 @@ fn init_announces_switch(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
             )?;
             let mut caps: Vec<String> = init.caps.names().map(str::to_owned).collect();
             caps.sort();
+            let cuts = caps.iter().any(|c| c == "cut_through");
+            if ctx.has_cap("cut_through") {
+                check(
+                    cuts,
+                    "SW-6-7",
+                    format!(
+                        "port {p}, of a switch that declares cut_through, announces CUT_THROUGH"
+                    ),
+                    || format!("it announces {caps:?}"),
+                )?;
+            } else {
+                check(
+                    !cuts,
+                    "SW-6-5",
+                    format!(
+                        "port {p}, of a switch that does not declare cut_through, does not \
+                         announce CUT_THROUGH"
+                    ),
+                    || format!("it announces {caps:?}"),
+                )?;
+            }
             check_eq(
                 "CLS-2-2",
                 &format!("capabilities announced on port {p}"),

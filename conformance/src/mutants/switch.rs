@@ -12,6 +12,7 @@ use crate::device::{
     Setup, from_hex, to_hex,
 };
 use crate::reference::RefSwitch;
+use crate::reference::switch::CutFlaw;
 
 /// Builds a fresh mutant.
 pub type Make = fn() -> Box<dyn Device>;
@@ -55,12 +56,26 @@ pub fn mutants() -> Vec<(&'static str, Make)> {
         ("switch_keeps_counters_across_reset", || {
             Box::new(Wrapped::new(Break::CountersSurviveReset))
         }),
+        ("switch_cuts_through_without_stomping", || {
+            Box::new(Wrapped::new(Break::Cut(CutFlaw::NeverStomps)))
+        }),
+        ("switch_cuts_through_a_stalled_frame", || {
+            Box::new(Wrapped::new(Break::Cut(CutFlaw::IgnoresStall)))
+        }),
+        ("switch_cuts_through_trusting_the_declared_length", || {
+            Box::new(Wrapped::new(Break::Cut(CutFlaw::IgnoresLength)))
+        }),
+        ("switch_sends_over_its_own_frames", || {
+            Box::new(Wrapped::new(Break::Cut(CutFlaw::OverlapsFrames)))
+        }),
     ]
 }
 
 /// What a mutant breaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Break {
+    /// The reference switch with a flaw of its cut-through decisions (switch.md \u{a7}6).
+    Cut(CutFlaw),
     /// Every DATA frame it sends carries the path id XOR 0x80 (SW-2-2).
     RewriteHeader,
     /// Every port its table lists is taken as the next port (SW-2-1).
@@ -124,6 +139,10 @@ impl Wrapped {
         } else {
             RefSwitch::default()
         };
+        let mut inner = inner;
+        if let Break::Cut(flaw) = what {
+            inner.flaw = Some(flaw);
+        }
         let ports = crate::reference::switch::PORTS;
         Wrapped {
             inner,
@@ -316,6 +335,16 @@ impl Device for Wrapped {
             }
         }
         self.inner.frame(port, time_ns, frame)
+    }
+
+    fn header(
+        &mut self,
+        port: u16,
+        time_ns: u64,
+        end_ns: u64,
+        frame: &[u8],
+    ) -> Result<(), DeviceError> {
+        self.inner.header(port, time_ns, end_ns, frame)
     }
 
     fn request(&mut self, time_ns: u64, request: &Request) -> Result<Reply, DeviceError> {

@@ -12,8 +12,11 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use ethlink_link::Instant;
-use ethlink_protocol::GpuId;
-use ethlink_switch::{Config, Routes, Switch};
+use ethlink_protocol::fcs::FcsStatus;
+use ethlink_protocol::{
+    ETH_HEADER_LEN, GpuId, LINK_HEADER_LEN, NETWORK_HEADER_LEN, TPID_8021Q, VLAN_TAG_LEN, frame_len,
+};
+use ethlink_switch::{Config, FrameEnd, Routes, Switch};
 
 use crate::device::{
     Advanced, Counters, Description, Device, DeviceError, LinkParams, Output, PROTOCOL_VERSION,
@@ -24,6 +27,28 @@ use crate::reference::{Outputs, reportable, within_horizon};
 
 /// Ports of the reference switch as the suite runs it.
 pub const PORTS: u16 = 8;
+
+/// A deliberate flaw of the cut-through decisions, for the suite's mutants: the switch reads a
+/// frame's end wrongly when it begins to forward the frame on its header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CutFlaw {
+    /// Every end is taken as good: a damaged frame's copy ends with a good FCS (SW-6-2).
+    NeverStomps,
+    /// An end arriving late is taken as on time (SW-6-10).
+    IgnoresStall,
+    /// A frame is taken to be as long as its header says (SW-6-9).
+    IgnoresLength,
+    /// A port begins a frame while its wire is still busy with the one before (SW-6-12).
+    OverlapsFrames,
+}
+
+/// A header given ahead (the `header` request), due to the switch once its bytes have arrived.
+struct Ahead {
+    /// When the header's last byte arrives.
+    due: u64,
+    end: FrameEnd,
+    bytes: Vec<u8>,
+}
 
 /// The reference switch as a device under test.
 pub struct RefSwitch {
@@ -42,6 +67,10 @@ pub struct RefSwitch {
     phys_down: Vec<bool>,
     /// Per port: the link's flush count last seen, to name why a link went down.
     flushes: Vec<u64>,
+    /// Per port: the header of the frame arriving, given ahead and not yet due.
+    ahead: Vec<Option<Ahead>>,
+    /// A flaw the suite's mutants build in.
+    pub(crate) flaw: Option<CutFlaw>,
 }
 
 impl Default for RefSwitch {
@@ -69,6 +98,8 @@ impl RefSwitch {
             up: vec![false; n],
             phys_down: vec![true; n],
             flushes: vec![0; n],
+            ahead: (0..n).map(|_| None).collect(),
+            flaw: None,
         }
     }
 
@@ -95,9 +126,17 @@ impl RefSwitch {
         ((len as f64 + 20.0) * 8.0 / self.base.rate_gbps).ceil() as u64
     }
 
-    /// Everything due at `t`: timers, then every port whose wire is free sends its next frame.
+    /// Everything due at `t`: headers that have arrived, timers, then every port whose wire is
+    /// free sends its next frame.
     fn step(&mut self, t: u64, out: &mut Outputs) -> Result<(), DeviceError> {
         let at = Instant::from_nanos(t);
+        for p in 0..self.ahead.len() {
+            if self.ahead[p].as_ref().is_some_and(|a| a.due <= t)
+                && let Some(a) = self.ahead[p].take()
+            {
+                self.sw()?.handle_header(at, p, &a.bytes, a.end);
+            }
+        }
         let mut buf = std::mem::take(&mut self.buf);
         let result = (|| {
             let sw = self
@@ -136,7 +175,11 @@ impl RefSwitch {
                                     hex: to_hex(buf.get(..tx.len).unwrap_or_default()),
                                 },
                             )?;
-                            let busy = self.ser_ns(tx.len);
+                            let busy = if self.flaw == Some(CutFlaw::OverlapsFrames) {
+                                0
+                            } else {
+                                self.ser_ns(tx.len)
+                            };
                             if let Some(f) = self.free.get_mut(usize::from(p)) {
                                 *f = t.saturating_add(busy);
                             }
@@ -211,7 +254,8 @@ impl RefSwitch {
             .map(|&p| self.free[usize::from(p)])
             .filter(|&f| f > self.now)
             .min();
-        [timer, wire]
+        let ahead = self.ahead.iter().flatten().map(|a| a.due).min();
+        [timer, wire, ahead]
             .into_iter()
             .flatten()
             .min()
@@ -259,6 +303,7 @@ impl Device for RefSwitch {
         self.up = vec![false; n];
         self.phys_down = vec![true; n];
         self.flushes = vec![0; n];
+        self.ahead = (0..n).map(|_| None).collect();
         Ok(params_of(&cfg.link))
     }
 
@@ -266,7 +311,58 @@ impl Device for RefSwitch {
         let p = self.port(port)?;
         self.now = self.now.max(within_horizon("frame:", time_ns)?);
         let now = Instant::from_nanos(self.now);
+        // A header given ahead and not due yet: the frame ended first, and is received whole.
+        if let Some(a) = self.ahead.get_mut(p) {
+            *a = None;
+        }
         self.sw()?.handle_frame(now, p, frame);
+        Ok(())
+    }
+
+    fn header(
+        &mut self,
+        port: u16,
+        time_ns: u64,
+        end_ns: u64,
+        frame: &[u8],
+    ) -> Result<(), DeviceError> {
+        let p = self.port(port)?;
+        let first = within_horizon("header:", time_ns)?;
+        let end_ns = within_horizon("header:", end_ns)?;
+        if end_ns < first {
+            return Err(DeviceError::Broken(format!(
+                "header: the frame ends at {end_ns} ns, before its first bit at {first} ns"
+            )));
+        }
+        // The switch reads the header once its bytes (Ethernet, link and network headers) have
+        // arrived at the line rate, preamble included.
+        let tagged = frame.get(12..14) == Some(&TPID_8021Q.to_be_bytes()[..]);
+        let eth = ETH_HEADER_LEN + if tagged { VLAN_TAG_LEN } else { 0 };
+        let hdr = eth + LINK_HEADER_LEN + NETWORK_HEADER_LEN;
+        let due = first.saturating_add(self.ser_ns(hdr));
+        if due >= end_ns {
+            return Ok(());
+        }
+        let mut end = FrameEnd {
+            fcs: FcsStatus::of(frame),
+            at: Some(Instant::from_nanos(end_ns)),
+        };
+        let mut bytes = frame.to_vec();
+        match self.flaw {
+            Some(CutFlaw::NeverStomps) => end.fcs = FcsStatus::Good,
+            Some(CutFlaw::IgnoresStall) => end.at = Some(Instant::from_nanos(due)),
+            Some(CutFlaw::IgnoresLength) => {
+                let nh = eth + LINK_HEADER_LEN;
+                if let Some(l) = frame.get(nh + 6..nh + 8) {
+                    let plen = usize::from(u16::from_be_bytes([l[0], l[1]]));
+                    bytes.resize(frame_len(eth, NETWORK_HEADER_LEN + plen), 0);
+                }
+            }
+            _ => {}
+        }
+        if let Some(a) = self.ahead.get_mut(p) {
+            *a = Some(Ahead { due, end, bytes });
+        }
         Ok(())
     }
 
