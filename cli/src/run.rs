@@ -1688,9 +1688,14 @@ fn describe_outage(o: &ethlink_fabric::scenario::Outage) -> String {
         OutageTarget::Plane { plane } => format!("plane {plane}"),
     };
     let how = if o.blackout {
-        "blacked out (frames vanish)"
+        "blacked out (frames vanish)".to_owned()
+    } else if o.trickle > 0 {
+        format!(
+            "trickling (the first {} DATA frames after each 1 us pause arrive)",
+            o.trickle
+        )
     } else {
-        "cut"
+        "cut".to_owned()
     };
     let until = match o.duration_ns {
         Some(d) => format!("for {}", time(d)),
@@ -1989,6 +1994,13 @@ pub fn render_text(
                     i.bytes_in_flight
                 ));
             }
+            if i.loads_unjudged > 0 {
+                notes.push(format!(
+                    "{} loads of ordered streams not judged: they, or a store before them on \
+                     the stream, were sent again (TXN-5-6)",
+                    i.loads_unjudged
+                ));
+            }
             if notes.is_empty() {
                 String::new()
             } else {
@@ -2098,8 +2110,9 @@ pub fn render_text(
     let _ = writeln!(
         out,
         "Link layer ({} ends): {} DATA frames, {} replayed (LLR: {} replays by NACK, {} by \
-         timer), {} NACKs, {} flushes, {} FCS errors, {} frames of unknown fate; credit stalls \
-         {} ({}), credit overruns {}; {} link-ups, {} re-inits; replay buffer high-water {} B",
+         timer), {} NACKs, {} flushes ({} for age), {} FCS errors, {} frames of unknown fate; \
+         credit stalls {} ({}), credit overruns {}; {} link-ups, {} re-inits; replay buffer \
+         high-water {} B, longest wait for an ACK {}",
         lk.ends,
         lk.data_frames,
         lk.frames_replayed,
@@ -2107,6 +2120,7 @@ pub fn render_text(
         lk.replay_timeouts,
         lk.nacks,
         lk.flushes,
+        lk.flushes_aged,
         lk.fcs_errors,
         lk.frames_unknown_fate,
         lk.credit_stalls,
@@ -2114,7 +2128,8 @@ pub fn render_text(
         lk.credit_overruns,
         lk.link_ups,
         lk.reinits,
-        lk.replay_bytes_max
+        lk.replay_bytes_max,
+        time(lk.replay_age_max_ns)
     );
     if !lk.port_stalls.is_empty() {
         let mut worst: Vec<_> = lk.port_stalls.iter().collect();

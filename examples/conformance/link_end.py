@@ -61,7 +61,7 @@ LINK_COUNTERS = (
     "cc_sent cc_received inits_sent inits_received init_echoes_sent init_echoes_received "
     "init_echoes_ignored init_refused init_timeouts link_ups reinits oversize_for_peer "
     "not_agreed_vc frames_withdrawn tx_stomped replay_bytes_max replay_frames_max "
-    "rx_occupied_max_credits"
+    "rx_occupied_max_credits replay_age_max_ns"
 ).split()
 VC_COUNTERS = (
     "tx_frames tx_bytes rx_frames rx_bytes credit_overruns credit_stalls credit_stall_ns "
@@ -574,6 +574,9 @@ class LinkEnd:
             self.c["stale_acks"] += 1
             return
         if n:
+            # The oldest frame acknowledged waited longest (replay_age_max_ns, LINK-3-18).
+            age = self.now - self.replay[0][4]
+            self.c["replay_age_max_ns"] = max(self.c["replay_age_max_ns"], age)
             for _ in range(n):
                 _, frame, _, _, _ = self.replay.pop(0)
                 self.replay_bytes -= len(frame)

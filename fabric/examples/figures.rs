@@ -72,6 +72,7 @@ fn main() {
             start_ns: 100_000,
             duration_ns: None,
             blackout: false,
+            trickle: 0,
         }],
         ..Scenario::default()
     };

@@ -144,6 +144,10 @@ pub struct Integrity {
     pub loads_checked: u64,
     /// Loads that returned other data than the reference (must be 0).
     pub loads_mismatched: u64,
+    /// Loads of an ordered stream left unjudged: they, or a store issued before them on the
+    /// stream, were sent again, and a request sent again may be performed after requests of its
+    /// stream issued later (transaction.md TXN-5-6).
+    pub loads_unjudged: u64,
     /// The first mismatches found (at most 16).
     pub examples: Vec<Mismatch>,
 }
@@ -192,6 +196,19 @@ impl Reference {
         if let Some(g) = self.gpus.get_mut(gpu) {
             g.apply(addr, addr.saturating_add(len), content);
         }
+    }
+
+    /// `[addr, addr + len)` of `gpu` holds one of several writes that completed OK, which one
+    /// the protocol does not say (a store sent again may land after a later one, TXN-5-6).
+    pub(crate) fn unsure(&mut self, gpu: usize, addr: u64, len: u64) {
+        if let Some(g) = self.gpus.get_mut(gpu) {
+            g.apply(addr, addr.saturating_add(len), Content::Unknown);
+        }
+    }
+
+    /// A load of an ordered stream that cannot be judged (TXN-5-6).
+    pub(crate) fn load_unjudged(&mut self) {
+        self.integrity.loads_unjudged += 1;
     }
 
     /// A write to `[addr, addr + len)` of `gpu` was still outstanding when the run ended: its

@@ -150,7 +150,15 @@ struct Chan {
     headers: VecDeque<Header>,
     /// Time of the pending header event, or NONE.
     hdr_armed: u64,
+    /// While its cable trickles: DATA frames sent since the last pause, and when the last one
+    /// began (ps).
+    run: u32,
+    last_data_ps: u64,
 }
+
+/// A pause of the DATA frames in one direction of a trickling cable after which it carries
+/// frames again, ps.
+const TRICKLE_PAUSE_PS: u64 = 1_000_000;
 
 /// A frame on its way to a cut-through switch, to be shown to it when its header has arrived.
 #[derive(Debug)]
@@ -176,6 +184,8 @@ struct Cable {
     chans: [u32; 2],
     down: u32,
     blackout: u32,
+    /// While a trickle outage runs: the DATA frames that arrive after each pause (0: off).
+    trickle: u32,
 }
 
 /// Nodes, cables and the event queue.
@@ -292,11 +302,21 @@ impl Core {
         let Some(chan) = self.chans.get_mut(ci as usize) else {
             return false;
         };
-        let blackout = self
+        let (blackout, trickle) = self
             .cables
             .get(chan.cable as usize)
-            .is_some_and(|c| c.blackout > 0);
-        let verdict = if blackout {
+            .map_or((false, 0), |c| (c.blackout > 0, c.trickle));
+        // A trickling cable carries the first `trickle` DATA frames after each pause in their
+        // direction, and loses the rest of the run.
+        let trickle = trickle > 0 && t.kind == FrameKind::Data && {
+            if self.now.saturating_sub(chan.last_data_ps) >= TRICKLE_PAUSE_PS {
+                chan.run = 0;
+            }
+            chan.last_data_ps = self.now;
+            chan.run = chan.run.saturating_add(1);
+            chan.run > trickle
+        };
+        let verdict = if blackout || trickle {
             Verdict::Drop
         } else if stomped {
             Verdict::Stomp
@@ -817,6 +837,14 @@ impl workload::Host for Cx<'_> {
         self.ops.reference.load_result(gpu, addr, expected, found);
     }
 
+    fn reference_unsure(&mut self, gpu: u16, addr: u64, len: u64) {
+        self.ops.reference.unsure(usize::from(gpu), addr, len);
+    }
+
+    fn load_unjudged(&mut self) {
+        self.ops.reference.load_unjudged();
+    }
+
     /// Counts an open-loop arrival that found no tag.
     fn refused_no_tag(&mut self) {
         self.ops.refused_no_tag += 1;
@@ -1041,6 +1069,8 @@ impl Fabric {
                         }),
                     headers: VecDeque::new(),
                     hdr_armed: NONE,
+                    run: 0,
+                    last_data_ps: 0,
                 });
                 let gp = node_base[from.0 as usize] + u32::from(from.1);
                 out_chan[gp as usize] = id;
@@ -1051,6 +1081,7 @@ impl Fabric {
                 chans: ids,
                 down: 0,
                 blackout: 0,
+                trickle: 0,
             });
             cable_info.push(CableInfo {
                 index: ci,
@@ -1259,7 +1290,7 @@ impl Fabric {
         for (i, o) in self.scen.outages.iter().enumerate() {
             let at = after(o.start_ns);
             self.core.push(at, Ev::OutageOn(i as u32));
-            if !o.blackout {
+            if !o.blackout && o.trickle == 0 {
                 for &c in self.outages.get(i).map_or(&[][..], |v| &v[..]) {
                     if let Some(cuts) = self.core.cuts.get_mut(c as usize) {
                         cuts.push(at);
@@ -1321,6 +1352,7 @@ impl Fabric {
     /// while at least one of its outages runs.
     fn outage(&mut self, k: usize, on: bool) {
         let blackout = self.scen.outages.get(k).is_some_and(|o| o.blackout);
+        let trickle = self.scen.outages.get(k).map_or(0, |o| o.trickle);
         let Some(cables) = self.outages.get(k) else {
             return;
         };
@@ -1328,6 +1360,12 @@ impl Fabric {
             let Some(cb) = self.core.cables.get_mut(c as usize) else {
                 continue;
             };
+            if trickle > 0 {
+                // The links stay up; the last trickle outage to begin sets how many frames pass,
+                // and the cable carries every frame again once one ends.
+                cb.trickle = if on { trickle } else { 0 };
+                continue;
+            }
             let count = if blackout {
                 &mut cb.blackout
             } else {
@@ -1660,6 +1698,7 @@ impl Fabric {
             links.cf += lc.cf_sent;
             links.cc += lc.cc_sent;
             links.flushes += lc.flushes;
+            links.flushes_aged += lc.flushes_aged;
             links.frames_unknown_fate += lc.frames_unknown_fate;
             links.fcs_errors += lc.rx_fcs_errors;
             links.tx_stomped += lc.tx_stomped;
@@ -1671,6 +1710,7 @@ impl Fabric {
             links.link_ups += lc.link_ups;
             links.reinits += lc.reinits;
             links.replay_bytes_max = links.replay_bytes_max.max(lc.replay_bytes_max);
+            links.replay_age_max_ns = links.replay_age_max_ns.max(lc.replay_age_max_ns);
         };
         let mut port_stalls = Vec::new();
         let mut stalls_of = |end: String, lc: &ethlink_link::Counters| {
@@ -1685,8 +1725,19 @@ impl Fabric {
         };
         // A receive buffer is a fixed memory: every link checks, at every frame it accepts, that
         // what its buffer holds stays within its grant (LINK-5-2, LINK-2-18).
+        // And a frame lives in a replay buffer at most `llr_max_age` from its first
+        // transmission (LINK-3-18).
+        let max_age = scen.link.llr_max_age_ns;
         let mut overruns: Vec<String> = Vec::new();
         let mut overrun_of = |name: &dyn Fn() -> String, l: &ethlink_link::Link| {
+            let age = l.counters().replay_age_max_ns;
+            if age > max_age {
+                overruns.push(format!(
+                    "{}: a frame waited {age} ns in the replay buffer for its ACK, beyond \
+                     llr_max_age ({max_age} ns, LINK-3-18)",
+                    name()
+                ));
+            }
             if let Some(o) = l.buffer_overrun() {
                 overruns.push(format!(
                     "{}: the receive buffer of VC {} held {} credits of a {}-credit grant at {} ns",

@@ -218,6 +218,9 @@ pub struct LinkTotals {
     pub cc: u64,
     /// FLUSH entries.
     pub flushes: u64,
+    /// FLUSH entries because a frame reached `llr_max_age` (LINK-3-18); counted in `flushes`
+    /// too.
+    pub flushes_aged: u64,
     /// Frames reported of unknown fate (FLUSH or link down).
     pub frames_unknown_fate: u64,
     /// Frames received with a bad FCS.
@@ -236,6 +239,9 @@ pub struct LinkTotals {
     pub reinits: u64,
     /// Highest replay buffer occupancy of any end, bytes.
     pub replay_bytes_max: u64,
+    /// Longest any frame waited in a replay buffer from its first transmission to its ACK, ns
+    /// (at most `llr_max_age`, LINK-3-18).
+    pub replay_age_max_ns: u64,
     /// Every link end that waited for credit, in the order of the GPUs and their ports, then the
     /// switches and theirs.
     pub port_stalls: Vec<PortStall>,

@@ -26,7 +26,7 @@
 //!   "endpoint": { "policy": "spray", "op_timeout_ns": 200000, ... },
 //!   "switch": { "latency_ns": 250, "mode": "cut_through", "egress_depth": 2, ... },
 //!   "outages": [ { "what": { "kind": "switch", "switch": 0 }, "start_ns": 20000,
-//!                  "duration_ns": null, "blackout": false } ],
+//!                  "duration_ns": null, "blackout": false, "trickle": 0 } ],
 //!   "traffic": [
 //!     { "kind": "load_store", "sizes": [ { "bytes": 64, "weight": 1.0 } ], "read_share": 0.5,
 //!       "outstanding": 8 },
@@ -105,7 +105,10 @@
 //! (every cable of the switch) or `{ "kind": "plane", "plane": p }` (every switch of plane `p`).
 //! From `start_ns` for `duration_ns` (null: to the end) the cables are cut: both ends see the
 //! physical link go down and the frames in flight are lost. With `blackout` the physical links
-//! stay up and every frame vanishes instead (the links replay until they FLUSH).
+//! stay up and every frame vanishes instead (the links replay until they FLUSH). With
+//! `trickle = n` the physical links stay up and only the first n DATA frames after each pause of
+//! 1 us arrive: a degraded link whose replays each make some progress, which only `llr_max_age`
+//! ends (link.md LINK-3-18).
 
 use std::fmt;
 
@@ -569,6 +572,12 @@ pub struct Outage {
     /// The physical links stay up and frames vanish, instead of the links going down.
     #[serde(default)]
     pub blackout: bool,
+    /// The physical links stay up and of the DATA frames each direction of the cables carries
+    /// only the first `trickle` after a pause of 1 us arrive, the rest of each run vanishing
+    /// (control frames pass): a degraded link whose every replay brings a few frames through.
+    /// 0: off; never with `blackout`.
+    #[serde(default)]
+    pub trickle: u32,
 }
 
 /// One entry of a size distribution.

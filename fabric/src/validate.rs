@@ -299,6 +299,12 @@ impl Scenario {
         if o.duration_ns == Some(0) {
             return err(format!("outages.{i}.duration_ns"), "must be at least 1 ns");
         }
+        if o.trickle > 0 && o.blackout {
+            return err(
+                format!("outages.{i}.trickle"),
+                "a blackout lets no frame through: give trickle or blackout, not both",
+            );
+        }
         Ok(())
     }
 

@@ -61,6 +61,11 @@ pub(crate) trait Host {
     fn load_checked(&mut self, gpu: u16, addr: u64, expected: &[u8], found: &[u8]);
     /// Counts an open-loop arrival that found no tag.
     fn refused_no_tag(&mut self);
+    /// Records that `gpu`'s `[addr, addr + len)` holds one of several writes that completed
+    /// OK, which one the protocol leaves open (TXN-5-6).
+    fn reference_unsure(&mut self, gpu: u16, addr: u64, len: u64);
+    /// Counts a load of an ordered stream that cannot be judged (TXN-5-6).
+    fn load_unjudged(&mut self);
 }
 
 const PS_PER_NS: u64 = 1000;
@@ -356,19 +361,61 @@ struct LsSource {
 struct StreamSlot {
     shadow: Vec<u8>,
     applied: u64,
+    /// The store last applied to the reference may have been overtaken (see
+    /// [`StreamPending::broken`]).
+    applied_broken: bool,
+    /// The sequence number of the last store issued on the slot.
+    last_store: u64,
+    /// A store sent again, or overtaken, completed when stores of the slot issued later than it
+    /// had been issued, up to this sequence number: the slot holds one of them, and a load issued
+    /// before a later store cannot be judged.
+    unsure_upto: u64,
+}
+
+/// A load of a stream that returned other data than the stores issued before it on the stream
+/// wrote, while operations of the stream issued before it were still outstanding. If one of them
+/// completes having been sent again, or having been outstanding when an earlier one was sent
+/// again, the stream may have been pinned anew between its issue and the load's, and the load
+/// may have overtaken a store on the old path (TXN-5-6): it is left unjudged. If they all
+/// complete without, it returned wrong data.
+#[derive(Debug)]
+struct Doubt {
+    /// The operations it waits on, by issue order.
+    waits: BTreeSet<u64>,
+    excused: bool,
+    dst: u16,
+    addr: u64,
+    expected: Vec<u8>,
+    found: Vec<u8>,
 }
 
 /// An outstanding operation on a stream slot.
 #[derive(Debug)]
 enum StreamOp {
-    Store { seq: u64, seed: u64, addr: u64 },
-    Load { addr: u64, expected: Vec<u8> },
+    Store {
+        seq: u64,
+        seed: u64,
+        addr: u64,
+    },
+    /// `slot_last`: the sequence number of the last store issued on its slot when it was.
+    Load {
+        addr: u64,
+        expected: Vec<u8>,
+        slot_last: u64,
+    },
 }
 
 /// An outstanding operation on a stream slot, and the slot (numbered after the ordinary ones).
 #[derive(Debug)]
 struct StreamPending {
     slot: u64,
+    /// Its stream, and its place in the issue order of every stream operation.
+    stream: u32,
+    order: u64,
+    /// An operation of its stream issued before it completed, while it was outstanding, having
+    /// been sent again: the stream may have been pinned anew between the two issues, and this
+    /// one may have overtaken requests on the old path (TXN-5-6).
+    broken: bool,
     op: StreamOp,
 }
 
@@ -400,6 +447,10 @@ pub(crate) struct LsState {
     /// Outstanding operations on stream slots by (GPU, tag).
     stream_ops: BTreeMap<(u16, u16), StreamPending>,
     stream_seq: u64,
+    /// Stream operations issued so far.
+    stream_order: u64,
+    /// Loads waiting to be judged, by (GPU, stream).
+    doubts: BTreeMap<(u16, u32), Vec<Doubt>>,
     rng: Pcg64Mcg,
     pub(crate) stopping: bool,
     pub(crate) done: bool,
@@ -448,6 +499,8 @@ impl LsState {
             stream_state: BTreeMap::new(),
             stream_ops: BTreeMap::new(),
             stream_seq: 0,
+            stream_order: 0,
+            doubts: BTreeMap::new(),
             rng,
             stopping: false,
             done: false,
@@ -652,7 +705,7 @@ impl LsState {
         let slot_len = self.slot as usize;
         let st = self.stream_state.entry(key).or_insert_with(|| StreamSlot {
             shadow: vec![0; slot_len],
-            applied: 0,
+            ..StreamSlot::default()
         });
         let remote = Remote {
             gpu: GpuId::new(dst).unwrap_or_default(),
@@ -664,7 +717,11 @@ impl LsState {
             let expected = st.shadow.get(..usize::from(len)).unwrap_or(&[]).to_vec();
             (
                 LsOp::Load { len },
-                StreamOp::Load { addr, expected },
+                StreamOp::Load {
+                    addr,
+                    expected,
+                    slot_last: st.last_store,
+                },
                 u64::from(len),
             )
         } else {
@@ -701,14 +758,29 @@ impl LsState {
         };
         match cx.issue(gpu, req, token, bytes, effect) {
             Ok(tag) => {
-                if let StreamOp::Store { .. } = pending
-                    && let Some(dst_bytes) = st.shadow.get_mut(..bytes as usize)
-                    && let Some(src_bytes) = self.data.get(..bytes as usize)
-                {
-                    dst_bytes.copy_from_slice(src_bytes);
+                if let StreamOp::Store { seq, .. } = pending {
+                    st.last_store = seq;
+                    if let Some(dst_bytes) = st.shadow.get_mut(..bytes as usize)
+                        && let Some(src_bytes) = self.data.get(..bytes as usize)
+                    {
+                        dst_bytes.copy_from_slice(src_bytes);
+                    }
                 }
-                self.stream_ops
-                    .insert((gpu, tag), StreamPending { slot, op: pending });
+                self.stream_order += 1;
+                let stream = match ordering {
+                    Ordering::Stream(k) => k,
+                    Ordering::Unordered => u32::MAX,
+                };
+                self.stream_ops.insert(
+                    (gpu, tag),
+                    StreamPending {
+                        slot,
+                        stream,
+                        order: self.stream_order,
+                        broken: false,
+                        op: pending,
+                    },
+                );
                 if let Some(s) = self.src.get_mut(i) {
                     s.outstanding += 1;
                     s.issued += 1;
@@ -740,34 +812,8 @@ impl LsState {
             _ => None,
         };
         let pending_slot = pending.as_ref().map(|p| p.slot);
-        if let Some(StreamPending { slot, op }) = pending {
-            let spoiled = self
-                .src
-                .get(i)
-                .is_some_and(|s| s.spoiled.contains(&(dst, slot)));
-            match op {
-                StreamOp::Store { seq, seed, addr } => {
-                    let st = self.stream_state.get_mut(&(i as u32, dst, slot));
-                    if !c.status.is_ok() {
-                        cx.reference_write(dst, addr, self.slot, seed, false);
-                    } else if let Some(st) = st
-                        && seq > st.applied
-                    {
-                        // The latest store issued among those completed is what memory holds
-                        // once they are all performed.
-                        st.applied = seq;
-                        cx.reference_write(dst, addr, self.slot, seed, true);
-                    }
-                }
-                StreamOp::Load { addr, expected } => {
-                    if c.status.is_ok()
-                        && !spoiled
-                        && let ethlink_endpoint::CompletionData::Load(b) = c.data
-                    {
-                        cx.load_checked(dst, addr, &expected, b.as_slice());
-                    }
-                }
-            }
+        if let Some(p) = pending {
+            self.stream_done(cx, gpu, i, dst, p, c);
         }
         if let Some(s) = self.src.get_mut(i) {
             s.outstanding = s.outstanding.saturating_sub(1);
@@ -789,6 +835,136 @@ impl LsState {
             self.top_up(cx, i);
         }
         self.check_done();
+    }
+
+    /// An operation on a slot of an ordered stream of GPU `gpu` (source index `i`) to `dst`
+    /// completed: applies a store to the reference, judges a load, and judges the loads that
+    /// waited on it.
+    fn stream_done(
+        &mut self,
+        cx: &mut dyn Host,
+        gpu: u16,
+        i: usize,
+        dst: u16,
+        p: StreamPending,
+        c: &Completion,
+    ) {
+        let spoiled = self
+            .src
+            .get(i)
+            .is_some_and(|s| s.spoiled.contains(&(dst, p.slot)));
+        let again = c.retries > 0;
+        if again {
+            // Sent again after its deadline, it may have had its stream pinned anew: every
+            // operation of the stream issued after it may have overtaken requests on the old
+            // path (TXN-5-6).
+            for q in self
+                .stream_ops
+                .range_mut((gpu, 0)..=(gpu, u16::MAX))
+                .map(|(_, q)| q)
+                .filter(|q| q.stream == p.stream && q.order > p.order)
+            {
+                q.broken = true;
+            }
+        }
+        let slot_len = self.slot;
+        match p.op {
+            StreamOp::Store { seq, seed, addr } => {
+                if let Some(st) = self.stream_state.get_mut(&(i as u32, dst, p.slot)) {
+                    let overtaken = again || p.broken;
+                    if !c.status.is_ok() {
+                        cx.reference_write(dst, addr, slot_len, seed, false);
+                    } else if (overtaken && st.last_store > seq)
+                        || (seq < st.applied && st.applied_broken)
+                    {
+                        // Sent again, or perhaps overtaken, with other stores of the slot
+                        // issued: it may have landed before or after them (transaction.md
+                        // TXN-5-6), so the slot holds one of them, which is not known until a
+                        // store issued after this completion lands.
+                        st.applied = st.applied.max(st.last_store);
+                        st.applied_broken = false;
+                        st.unsure_upto = st.last_store;
+                        cx.reference_unsure(dst, addr, slot_len);
+                    } else if seq > st.applied {
+                        // The latest store issued among those completed is what memory holds
+                        // once they are all performed.
+                        st.applied = seq;
+                        st.applied_broken = overtaken;
+                        cx.reference_write(dst, addr, slot_len, seed, true);
+                    }
+                }
+            }
+            StreamOp::Load {
+                addr,
+                expected,
+                slot_last,
+            } => {
+                if c.status.is_ok()
+                    && !spoiled
+                    && let ethlink_endpoint::CompletionData::Load(b) = c.data
+                {
+                    let found = b.as_slice();
+                    let unsure = self
+                        .stream_state
+                        .get(&(i as u32, dst, p.slot))
+                        .is_some_and(|st| slot_last <= st.unsure_upto);
+                    let waits: BTreeSet<u64> = self
+                        .stream_ops
+                        .range((gpu, 0)..=(gpu, u16::MAX))
+                        .map(|(_, q)| q)
+                        .filter(|q| q.stream == p.stream && q.order < p.order)
+                        .map(|q| q.order)
+                        .collect();
+                    if found == expected.as_slice() {
+                        cx.load_checked(dst, addr, &expected, found);
+                    } else if again || p.broken || unsure {
+                        // Sent again, it may have been performed after stores issued later;
+                        // issued after its stream was pinned anew, it may have overtaken a
+                        // store on the old path; or its slot holds a store that landed out of
+                        // order (TXN-5-6).
+                        cx.load_unjudged();
+                    } else if waits.is_empty() {
+                        cx.load_checked(dst, addr, &expected, found);
+                    } else {
+                        self.doubts.entry((gpu, p.stream)).or_default().push(Doubt {
+                            waits,
+                            excused: false,
+                            dst,
+                            addr,
+                            expected,
+                            found: found.to_vec(),
+                        });
+                    }
+                }
+            }
+        }
+        // Loads that waited on this operation are judged once everything they wait on has
+        // completed.
+        if let Some(list) = self.doubts.get_mut(&(gpu, p.stream)) {
+            let mut k = 0;
+            while k < list.len() {
+                let d = &mut list[k];
+                // An operation it waited on that was sent again, or that was outstanding when
+                // one issued before it was (its stream perhaps pinned anew then), may have been
+                // overtaken by the load (TXN-5-6).
+                if d.waits.remove(&p.order) && (again || p.broken) {
+                    d.excused = true;
+                }
+                if d.waits.is_empty() {
+                    let d = list.swap_remove(k);
+                    if d.excused {
+                        cx.load_unjudged();
+                    } else {
+                        cx.load_checked(d.dst, d.addr, &d.expected, &d.found);
+                    }
+                } else {
+                    k += 1;
+                }
+            }
+            if list.is_empty() {
+                self.doubts.remove(&(gpu, p.stream));
+            }
+        }
     }
 
     fn on_room(&mut self, cx: &mut dyn Host, gpu: u16) {

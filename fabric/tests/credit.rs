@@ -137,6 +137,7 @@ fn cut_thrice(s: &mut Scenario, gpu: u16, port: u16, from: u64, every: u64) {
             start_ns: from + round * every,
             duration_ns: Some(100),
             blackout: false,
+            trickle: 0,
         });
     }
 }

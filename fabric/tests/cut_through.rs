@@ -144,6 +144,7 @@ fn a_cable_cut_under_cut_through_traffic_loses_no_write() {
         start_ns: 3_000,
         duration_ns: Some(4_000),
         blackout: false,
+        trickle: 0,
     }];
     let r = Fabric::new(&s).expect("valid").run(None);
     assert_eq!(r.ops.duplicated, 0);

@@ -307,6 +307,7 @@ fn a_leaf_up_port_going_down_moves_its_destinations_to_the_other_spines() {
         start_ns: 1_000,
         duration_ns: Some(19_000),
         blackout: false,
+        trickle: 0,
     }];
     let r = run(&s);
     assert_clean_writes(&r);
@@ -415,6 +416,7 @@ fn a_whole_switch_plane_failing_mid_run_loses_no_operation() {
         start_ns: 3_000,
         duration_ns: None,
         blackout: false,
+        trickle: 0,
     }];
     s.traffic = vec![
         Workload::LoadStore(ls(600, 16)),
@@ -568,6 +570,7 @@ fn a_cut_cable_comes_back_and_a_capture_sees_its_frames() {
         start_ns: 2_000,
         duration_ns: Some(5_000),
         blackout: false,
+        trickle: 0,
     }];
     s.traffic = vec![
         Workload::LoadStore(ls(400, 4)),
@@ -718,6 +721,7 @@ fn a_blacked_out_cable_flushes_its_links_and_loses_no_operation() {
         start_ns: 2_000,
         duration_ns: Some(40_000),
         blackout: true,
+        trickle: 0,
     }];
     s.traffic = vec![
         Workload::LoadStore(ls(2_000, 8)),
@@ -765,6 +769,7 @@ fn scenarios_are_checked_key_by_key() {
         start_ns: 0,
         duration_ns: None,
         blackout: false,
+        trickle: 0,
     });
     assert_eq!(s.validate().unwrap_err().key, "outages.0.what.switch");
     // JSON: defaults fill in, unknown keys are refused.

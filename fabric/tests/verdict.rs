@@ -131,6 +131,7 @@ fn a_scenario_may_allow_errors_or_forbid_them() {
             start_ns: 3_000,
             duration_ns: Some(200_000),
             blackout: false,
+            trickle: 0,
         })
         .collect();
     let r = run(&s);
@@ -194,6 +195,7 @@ fn times_beyond_the_limit_are_refused_with_the_limit() {
                 start_ns: v,
                 duration_ns: None,
                 blackout: false,
+                trickle: 0,
             }];
         }),
         ("traffic.0.start_ns", |s, v| {
@@ -230,6 +232,7 @@ fn times_at_the_limit_keep_the_clock_going_forward() {
         start_ns: MAX_TIME_NS,
         duration_ns: Some(MAX_TIME_NS),
         blackout: false,
+        trickle: 0,
     }];
     let r = run(&s);
     assert!(r.pass, "{:?}", r.failures);

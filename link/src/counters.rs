@@ -1,5 +1,5 @@
 //! The counters of link.md §7 (Table LINK-T3). Every field is a 64-bit unsigned counter that
-//! wraps modulo 2^64 (as link.md §7 states above the table), but the three high-water marks at
+//! wraps modulo 2^64 (as link.md §7 states above the table), but the four high-water marks at
 //! the end.
 
 //= docs/spec/link.md#7-counters
@@ -123,6 +123,9 @@ pub struct Counters {
     pub replay_frames_max: u64,
     /// Highest occupancy of the receive buffer, in credits, over all VCs together.
     pub rx_occupied_max_credits: u64,
+    /// Longest time, ns, from a frame's first transmission to the ACK or NACK that removed it
+    /// from the replay buffer (never more than `llr_max_age`, LINK-3-18).
+    pub replay_age_max_ns: u64,
 }
 
 impl Counters {
@@ -230,6 +233,7 @@ impl Counters {
             None,
             self.rx_occupied_max_credits,
         );
+        f("replay_age_max_ns", None, self.replay_age_max_ns);
         for (v, x) in self.tx_frames.iter().enumerate() {
             f("tx_frames", Some(v as u8), *x);
         }

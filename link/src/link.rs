@@ -2304,6 +2304,13 @@ impl Link {
             self.counters.stale_acks = self.counters.stale_acks.wrapping_add(1);
             return;
         }
+        if n > 0
+            && let Some((m, _)) = self.replay.get(self.flushed)
+        {
+            // The oldest frame acknowledged is the one that waited longest.
+            let age = now.as_nanos().saturating_sub(m.sent.as_nanos());
+            self.counters.replay_age_max_ns = self.counters.replay_age_max_ns.max(age);
+        }
         for _ in 0..n {
             self.replay.pop_front();
         }

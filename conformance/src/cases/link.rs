@@ -3968,6 +3968,18 @@ fn aged_out(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
             get("frames_unknown_fate"),
         ),
         (1, 1, 4),
+    )?;
+    // The frames acknowledged waited in the replay buffer, never longer than llr_max_age.
+    let max_age = ctx.params.llr_max_age_ns.unwrap_or(25_000);
+    let age = get("replay_age_max_ns");
+    check(
+        (1..=max_age).contains(&age),
+        "LINK-3-18",
+        format!(
+            "replay_age_max_ns (Table LINK-T3) between 1 and llr_max_age ({max_age} ns): frames \
+             0 to 3 waited for their ACK"
+        ),
+        || format!("it reads {age}"),
     )
 }
 
