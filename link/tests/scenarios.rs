@@ -4922,6 +4922,13 @@ fn a_link_that_delivers_one_frame_per_replay_gives_up_at_llr_max_age() {
     );
     let a = bench.end(0).counters().clone();
     assert_eq!((a.flushes, a.flushes_aged), (1, 1), "one FLUSH, for age");
+    // The frames acknowledged one per replay waited long for their ACK, never past the limit
+    // (Table LINK-T3 replay_age_max_ns).
+    assert!(
+        a.replay_age_max_ns > replay_ns && a.replay_age_max_ns <= age_ns,
+        "replay_age_max_ns {} (replay timer {replay_ns} ns, llr_max_age {age_ns} ns)",
+        a.replay_age_max_ns
+    );
     // What was not delivered in time was reported of unknown fate, and every frame reached B
     // once or was reported: none twice, none silently.
     let delivered = bench.delivered_tags(1, 0);
@@ -5106,4 +5113,30 @@ fn frames_flushed_for_age_and_not_yet_reported_do_not_age_the_next_incarnation()
         "the flushed frame's age ended the new incarnation"
     );
     assert_eq!(a.counters().flushes, 1);
+}
+
+/// `replay_age_max_ns` counts frames an ACK or NACK acknowledged, and only those: a NACK that
+/// acknowledges nothing, long after the frame it asks for was sent, leaves it unchanged, and a
+/// frame then lost with the link was never acknowledged. The ACK that acknowledges a frame sets
+/// it to that frame's wait.
+#[test]
+fn replay_age_max_counts_only_frames_acknowledged() {
+    let peer = config_b();
+    let (mut link, t) = lone_end_up(config_a(), &peer, 500);
+    link.submit(vc(0), &payload_for_frame(256, 0)).unwrap();
+    link.submit(vc(0), &payload_for_frame(256, 1)).unwrap();
+    let sent = drain_tx(&mut link, t);
+    assert_eq!(link.replay_frames(), 2, "{:?}", kinds(&sent));
+    // A NACK for the frame before the first, 10 us later: it acknowledges nothing.
+    let late = Instant::from_nanos(t.as_nanos() + 10_000);
+    link.handle_frame(late, &emit(LinkFrame::Nack(Seq::new(0xFFFFF))));
+    assert_eq!(link.counters().replay_age_max_ns, 0);
+    // An ACK of frame 0 2 us later: it waited 12 us.
+    let acked = Instant::from_nanos(t.as_nanos() + 12_000);
+    drain_tx(&mut link, acked);
+    link.handle_frame(acked, &emit(LinkFrame::Ack(Seq::new(0))));
+    assert_eq!(link.counters().replay_age_max_ns, 12_000);
+    // Frame 1, never acknowledged, goes with the link: the mark stays.
+    link.physical_down(Instant::from_nanos(t.as_nanos() + 20_000));
+    assert_eq!(link.counters().replay_age_max_ns, 12_000);
 }
