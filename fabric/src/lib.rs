@@ -32,6 +32,7 @@ mod build;
 mod check;
 mod credit;
 mod fabric;
+pub mod litmus;
 pub mod memory;
 mod queue;
 pub mod report;
