@@ -37,7 +37,7 @@ use crate::report::{
     Series, SimTotals, SwitchReport, SwitchTotals, Throughput, Wall, peak_rss_bytes,
 };
 use crate::scenario::{
-    ErrorsExpected, LeafUplinks, OutageTarget, Scenario, ScenarioError, TopologyKind,
+    ErrorsExpected, LeafUplinks, OutageTarget, Scenario, ScenarioError, TopologyKind, Workload,
 };
 use crate::track::{Effect, OpRec, Tracker};
 use crate::workload::{self, Wl};
@@ -1279,8 +1279,10 @@ impl Fabric {
         let now = self.core.now;
         self.start = now;
         let after = |ns: u64| now.saturating_add(ns.saturating_mul(PS_PER_NS));
-        for (i, w) in self.scen.traffic.iter().enumerate() {
-            self.core.push(after(w.start_ns()), Ev::WlStart(i as u16));
+        for i in 0..self.wls.len() {
+            // A workload the scenario does not list (a litmus test) starts at once.
+            let start = self.scen.traffic.get(i).map_or(0, Workload::start_ns);
+            self.core.push(after(start), Ev::WlStart(i as u16));
         }
         // An operation outstanding while an outage lasts, or up to the longest an operation
         // may take after it ends, may end in error because of it; for an outage that never
@@ -1447,6 +1449,41 @@ impl Fabric {
         };
     }
 
+    /// A fabric of `scen` (its traffic left out) that runs litmus test `test` `iterations` times,
+    /// each agent starting each iteration at a time drawn within `jitter_ns`
+    /// ([`crate::litmus::run`]).
+    pub(crate) fn with_litmus(
+        scen: &Scenario,
+        test: crate::litmus::Litmus,
+        iterations: u32,
+        jitter_ns: u64,
+    ) -> Result<Fabric, ScenarioError> {
+        let mut s = scen.clone();
+        s.traffic.clear();
+        // A scenario without traffic needs a duration to be valid; the litmus workload, finite,
+        // ends the run instead.
+        let duration = s.duration_ns;
+        s.duration_ns = Some(duration.unwrap_or(s.time_limit_ns));
+        let mut f = Fabric::new(&s)?;
+        f.scen.duration_ns = duration;
+        let rng = rand_pcg::Pcg64Mcg::new(u128::from(crate::check::mix64(s.seed ^ 0x11_7E57)) | 1);
+        f.wls
+            .push(Wl::Litmus(Box::new(crate::litmus_run::LitmusState::new(
+                test, iterations, jitter_ns, rng,
+            ))));
+        f.finite_left = 1;
+        Ok(f)
+    }
+
+    /// The histogram of the litmus test this fabric ran, and the iterations in which an
+    /// operation ended with an error status (not counted in it).
+    pub(crate) fn litmus_histogram(&self) -> Option<(crate::litmus::Histogram, u64)> {
+        self.wls.iter().find_map(|w| match w {
+            Wl::Litmus(t) => Some((t.histogram.clone(), t.failed_runs)),
+            _ => None,
+        })
+    }
+
     /// Runs the scenario to its end and reports. `progress`, if given, is called now and then
     /// with the simulated time and the planned end (0 when the end is not known in advance),
     /// both ns. A fabric runs once: a second call simulates nothing more, checks every GPU's
@@ -1575,7 +1612,7 @@ impl Fabric {
             }
             self.settle();
             if self.started && !self.stopping && self.finite_left == 0 && self.scen.stop_when_done {
-                let any_finite = self.scen.traffic.iter().any(|w| w.is_finite());
+                let any_finite = self.wls.iter().any(Wl::is_finite);
                 if any_finite {
                     self.begin_stop();
                     self.settle();

@@ -33,6 +33,7 @@ mod check;
 mod credit;
 mod fabric;
 pub mod litmus;
+mod litmus_run;
 pub mod memory;
 mod queue;
 pub mod report;

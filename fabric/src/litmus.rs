@@ -539,6 +539,75 @@ fn split_via<'w>(at: &str, words: &'w [&'w str]) -> Result<(&'w [&'w str], Via),
     }
 }
 
+/// What [`run`] gives: the histogram of final states, the iterations in which an operation
+/// ended with an error status (left out of the histogram), and the fabric's report of the run.
+#[derive(Debug, Clone)]
+pub struct LitmusRun {
+    /// The final states.
+    pub histogram: Histogram,
+    /// Iterations left out because an operation ended with an error status.
+    pub failed: u64,
+    /// The run's report (the data check, link and switch counters, ...).
+    pub report: crate::Report,
+}
+
+/// Runs `test` `iterations` times on the fabric of `scen` (its topology, links, faults and
+/// outages; its traffic is left out), each agent starting each iteration at a time drawn within
+/// `jitter_ns` from the scenario's seed. The GPUs the test names must exist in the topology.
+/// Operations the fabric cannot issue yet (RDMA, `port P`) are refused before anything runs.
+pub fn run(
+    test: &Litmus,
+    scen: &crate::Scenario,
+    iterations: u32,
+    jitter_ns: u64,
+) -> Result<LitmusRun, LitmusError> {
+    if test.max_gpu() >= scen.topology.gpus {
+        return err(
+            "agents",
+            format!(
+                "the test names GPU {}, and the topology has {} GPUs",
+                test.max_gpu(),
+                scen.topology.gpus
+            ),
+        );
+    }
+    for (a, agent) in test.agents.iter().enumerate() {
+        for (k, op) in agent.ops.iter().enumerate() {
+            let unsupported = match op {
+                Op::RdmaWrite { .. } | Op::RdmaRead { .. } => Some("RDMA operations"),
+                Op::Store {
+                    via: Via::Port(_), ..
+                }
+                | Op::Load {
+                    via: Via::Port(_), ..
+                }
+                | Op::FetchAdd {
+                    via: Via::Port(_), ..
+                }
+                | Op::Swap {
+                    via: Via::Port(_), ..
+                } => Some("`port P`"),
+                _ => None,
+            };
+            if let Some(what) = unsupported {
+                return err(
+                    format!("agents.{a}.ops.{k}"),
+                    format!("the fabric runner does not issue {what} yet"),
+                );
+            }
+        }
+    }
+    let mut f = crate::fabric::Fabric::with_litmus(scen, test.clone(), iterations, jitter_ns)
+        .or_else(|e| err(e.key.clone(), e.reason.clone()))?;
+    let report = f.run(None);
+    let (histogram, failed) = f.litmus_histogram().unwrap_or_default();
+    Ok(LitmusRun {
+        histogram,
+        failed,
+        report,
+    })
+}
+
 /// The outcomes of many runs of one test, with the verdict.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Histogram {

@@ -204,6 +204,7 @@ pub(crate) fn layout(s: &Scenario) -> Result<Vec<Area>, ScenarioError> {
 pub(crate) enum Wl {
     Ls(Box<LsState>),
     Coll(Box<CollState>),
+    Litmus(Box<crate::litmus_run::LitmusState>),
 }
 
 impl Wl {
@@ -220,6 +221,7 @@ impl Wl {
         match self {
             Wl::Ls(l) => l.done,
             Wl::Coll(c) => c.done,
+            Wl::Litmus(t) => t.done,
         }
     }
 
@@ -227,6 +229,7 @@ impl Wl {
         match self {
             Wl::Ls(l) => l.limit.is_some(),
             Wl::Coll(c) => c.iterations > 0,
+            Wl::Litmus(_) => true,
         }
     }
 
@@ -234,6 +237,7 @@ impl Wl {
         match self {
             Wl::Ls(l) => l.start(cx),
             Wl::Coll(c) => c.start(cx),
+            Wl::Litmus(t) => t.start(cx),
         }
     }
 
@@ -241,6 +245,7 @@ impl Wl {
         match self {
             Wl::Ls(l) => l.stopping = true,
             Wl::Coll(c) => c.stop(cx),
+            Wl::Litmus(_) => {}
         }
     }
 
@@ -254,6 +259,7 @@ impl Wl {
         match self {
             Wl::Ls(l) => l.on_completion(cx, gpu, token, c),
             Wl::Coll(k) => k.on_completion(cx, token, c),
+            Wl::Litmus(t) => t.on_completion(cx, token, c),
         }
     }
 
@@ -261,6 +267,7 @@ impl Wl {
         match self {
             Wl::Ls(l) => l.on_room(cx, gpu),
             Wl::Coll(c) => c.on_room(cx, gpu),
+            Wl::Litmus(_) => {}
         }
     }
 
@@ -268,12 +275,13 @@ impl Wl {
         match self {
             Wl::Ls(l) => l.on_wake(cx, token),
             Wl::Coll(_) => {}
+            Wl::Litmus(t) => t.on_wake(cx, token),
         }
     }
 
     pub(crate) fn rows(&self, gpu_line_gbps: f64) -> Vec<CollectiveRow> {
         match self {
-            Wl::Ls(_) => Vec::new(),
+            Wl::Ls(_) | Wl::Litmus(_) => Vec::new(),
             Wl::Coll(c) => c.rows(gpu_line_gbps),
         }
     }

@@ -1,0 +1,356 @@
+//! A litmus test as a fabric workload: its agents run their programs iteration after iteration,
+//! each iteration on locations of its own, starting at times drawn within a jitter window, and
+//! the final value of every location is read back by a LOAD once every agent has finished.
+
+use ethlink_endpoint::{Bytes, Completion, CompletionData, LsOp, LsRequest, Ordering, Remote};
+use ethlink_protocol::{AtomicOp, AtomicValue, GpuId, Space, Width};
+use rand_core::Rng;
+use rand_pcg::Pcg64Mcg;
+
+use crate::build::key_of;
+use crate::litmus::{Histogram, Litmus, Op, Outcome, Via};
+use crate::track::Effect;
+use crate::workload::Host;
+
+/// Bytes between two locations: each is 8 bytes, naturally aligned, alone in its 64 bytes.
+const STRIDE: u64 = 64;
+/// Token of a final LOAD: the agent number no agent has.
+const FINAL: u64 = 0xFFFF;
+const PS_PER_NS: u64 = 1000;
+
+/// Where an agent stands in the current iteration.
+#[derive(Debug, Clone, Default)]
+struct Progress {
+    /// The next operation to issue.
+    next: usize,
+    /// Operations issued and not completed.
+    outstanding: u32,
+    /// Its registers.
+    regs: Vec<u64>,
+    /// It has begun this iteration.
+    started: bool,
+}
+
+/// The state of a litmus workload.
+#[derive(Debug)]
+pub(crate) struct LitmusState {
+    pub(crate) test: Litmus,
+    iterations: u32,
+    jitter_ps: u64,
+    rng: Pcg64Mcg,
+    iter: u32,
+    agents: Vec<Progress>,
+    /// Final LOADs outstanding, and the values read.
+    finals_out: u32,
+    mem: Vec<u64>,
+    pub(crate) histogram: Histogram,
+    /// Operations that ended with an error status, by kind of failure (not counted as states).
+    pub(crate) failed_runs: u64,
+    failed: bool,
+    pub(crate) done: bool,
+}
+
+impl LitmusState {
+    pub(crate) fn new(test: Litmus, iterations: u32, jitter_ns: u64, rng: Pcg64Mcg) -> Self {
+        let n = test.agents.len();
+        let locs = test.locations.len();
+        LitmusState {
+            test,
+            iterations,
+            jitter_ps: jitter_ns.saturating_mul(PS_PER_NS),
+            rng,
+            iter: 0,
+            agents: vec![Progress::default(); n],
+            finals_out: 0,
+            mem: vec![0; locs],
+            histogram: Histogram::default(),
+            failed_runs: 0,
+            failed: false,
+            done: false,
+        }
+    }
+
+    /// The address of location `loc` in the current iteration.
+    fn addr(&self, loc: usize) -> u64 {
+        (u64::from(self.iter) * self.test.locations.len() as u64 + loc as u64) * STRIDE
+    }
+
+    fn token(&self, agent: u64, k: u64) -> u64 {
+        u64::from(self.iter) << 32 | agent << 16 | k
+    }
+
+    pub(crate) fn start(&mut self, cx: &mut dyn Host) {
+        self.begin_iteration(cx);
+    }
+
+    /// Starts an iteration: each agent is woken at its own time within the jitter window.
+    fn begin_iteration(&mut self, cx: &mut dyn Host) {
+        if self.iter >= self.iterations {
+            self.done = true;
+            return;
+        }
+        self.failed = false;
+        for (a, p) in self.agents.iter_mut().enumerate() {
+            *p = Progress {
+                regs: vec![0; self.test.agents.get(a).map_or(0, |x| x.regs.len())],
+                ..Progress::default()
+            };
+        }
+        let now = cx.now_ps();
+        for a in 0..self.agents.len() {
+            let delay = if self.jitter_ps > 0 {
+                self.rng.next_u64() % self.jitter_ps
+            } else {
+                0
+            };
+            cx.wake(now + delay, self.token(a as u64, 0));
+        }
+    }
+
+    pub(crate) fn on_wake(&mut self, cx: &mut dyn Host, token: u64) {
+        if token >> 32 != u64::from(self.iter) {
+            return;
+        }
+        let a = ((token >> 16) & 0xFFFF) as usize;
+        if let Some(p) = self.agents.get_mut(a) {
+            p.started = true;
+        }
+        self.advance(cx, a);
+    }
+
+    /// Issues agent `a`'s operations up to the next `wait` or `fence` that must wait for
+    /// completions, or to the end of its program.
+    fn advance(&mut self, cx: &mut dyn Host, a: usize) {
+        loop {
+            let Some(p) = self.agents.get(a) else { return };
+            if !p.started {
+                return;
+            }
+            let Some(op) = self
+                .test
+                .agents
+                .get(a)
+                .and_then(|x| x.ops.get(p.next))
+                .copied()
+            else {
+                break;
+            };
+            match op {
+                Op::Wait | Op::Fence => {
+                    // The Fence operation completes after everything before it (TXN-4-5): the
+                    // agent waits for those completions before it goes on, as for `wait`.
+                    if p.outstanding > 0 {
+                        return;
+                    }
+                    if let Some(p) = self.agents.get_mut(a) {
+                        p.next += 1;
+                    }
+                }
+                _ => {
+                    let k = p.next;
+                    if !self.issue(cx, a, k, op) {
+                        // Refused (no tag): try again once something completes.
+                        return;
+                    }
+                    if let Some(p) = self.agents.get_mut(a) {
+                        p.next += 1;
+                        p.outstanding += 1;
+                    }
+                }
+            }
+        }
+        self.maybe_finish(cx);
+    }
+
+    /// Issues operation `k` of agent `a`; false when the endpoint had no room for it.
+    fn issue(&mut self, cx: &mut dyn Host, a: usize, k: usize, op: Op) -> bool {
+        let Some(agent) = self.test.agents.get(a) else {
+            return false;
+        };
+        let gpu = agent.gpu;
+        let (loc, lsop, via, writes) = match op {
+            Op::Store { loc, value, via } => {
+                let Some(data) = Bytes::new(&value.to_le_bytes()) else {
+                    return false;
+                };
+                (loc, LsOp::Store { data }, via, true)
+            }
+            Op::Load { loc, via, .. } => (loc, LsOp::Load { len: 8 }, via, false),
+            Op::FetchAdd {
+                loc, value, via, ..
+            } => (
+                loc,
+                LsOp::Atomic {
+                    width: Width::W8,
+                    op: AtomicOp::FetchAdd { addend: value },
+                },
+                via,
+                true,
+            ),
+            Op::Swap {
+                loc, value, via, ..
+            } => (
+                loc,
+                LsOp::Atomic {
+                    width: Width::W8,
+                    op: AtomicOp::Swap { value },
+                },
+                via,
+                true,
+            ),
+            // Refused when the test was accepted (`check`).
+            Op::RdmaWrite { .. } | Op::RdmaRead { .. } | Op::Fence | Op::Wait => return false,
+        };
+        let Some(l) = self.test.locations.get(loc) else {
+            return false;
+        };
+        let dst = l.gpu;
+        let addr = self.addr(loc);
+        let ordering = match via {
+            Via::Stream(s) => Ordering::Stream(s),
+            Via::Unordered | Via::Port(_) => Ordering::Unordered,
+        };
+        let req = LsRequest {
+            op: lsop,
+            remote: Remote {
+                gpu: GpuId::new(dst).unwrap_or_default(),
+                space: Space::Global,
+                key: key_of(dst),
+                addr,
+            },
+            ordering,
+        };
+        let effect = if writes {
+            Effect::Writes {
+                gpu: dst,
+                addr,
+                len: 8,
+            }
+        } else {
+            Effect::None
+        };
+        cx.issue(gpu, req, self.token(a as u64, k as u64), 8, effect)
+            .is_ok()
+    }
+
+    pub(crate) fn on_completion(&mut self, cx: &mut dyn Host, token: u64, c: &Completion) {
+        if token >> 32 != u64::from(self.iter) {
+            return;
+        }
+        let a = (token >> 16) & 0xFFFF;
+        let k = (token & 0xFFFF) as usize;
+        if !c.status.is_ok() {
+            self.failed = true;
+        }
+        let value = match c.data {
+            CompletionData::Load(b) => {
+                let s = b.as_slice();
+                let mut v = [0u8; 8];
+                if let Some(src) = s.get(..8) {
+                    v.copy_from_slice(src);
+                }
+                Some(u64::from_le_bytes(v))
+            }
+            CompletionData::Atomic(AtomicValue::U64(v)) => Some(v),
+            CompletionData::Atomic(AtomicValue::U32(v)) => Some(u64::from(v)),
+            _ => None,
+        };
+        if a == FINAL {
+            if let (Some(m), Some(v)) = (self.mem.get_mut(k), value) {
+                *m = v;
+            }
+            self.finals_out = self.finals_out.saturating_sub(1);
+            if self.finals_out == 0 {
+                self.end_iteration(cx);
+            }
+            return;
+        }
+        let a = a as usize;
+        let reg = match self.test.agents.get(a).and_then(|x| x.ops.get(k)) {
+            Some(Op::Load { reg, .. } | Op::FetchAdd { reg, .. } | Op::Swap { reg, .. }) => {
+                Some(*reg)
+            }
+            _ => None,
+        };
+        if let Some(p) = self.agents.get_mut(a) {
+            p.outstanding = p.outstanding.saturating_sub(1);
+            if let (Some(r), Some(v)) = (reg, value)
+                && let Some(x) = p.regs.get_mut(r)
+            {
+                *x = v;
+            }
+        }
+        self.advance(cx, a);
+    }
+
+    /// Once every agent has issued and completed its whole program, reads every location back.
+    fn maybe_finish(&mut self, cx: &mut dyn Host) {
+        if self.finals_out > 0 {
+            return;
+        }
+        let all = self.agents.iter().enumerate().all(|(a, p)| {
+            p.started
+                && p.outstanding == 0
+                && p.next >= self.test.agents.get(a).map_or(0, |x| x.ops.len())
+        });
+        if !all {
+            return;
+        }
+        for loc in 0..self.test.locations.len() {
+            let Some(l) = self.test.locations.get(loc) else {
+                continue;
+            };
+            // Read by the lowest GPU of the test that is not the location's own.
+            let reader = self
+                .test
+                .agents
+                .iter()
+                .map(|x| x.gpu)
+                .chain(self.test.locations.iter().map(|x| x.gpu))
+                .filter(|&g| g != l.gpu)
+                .min()
+                .unwrap_or(if l.gpu == 0 { 1 } else { 0 });
+            let addr = self.addr(loc);
+            let req = LsRequest {
+                op: LsOp::Load { len: 8 },
+                remote: Remote {
+                    gpu: GpuId::new(l.gpu).unwrap_or_default(),
+                    space: Space::Global,
+                    key: key_of(l.gpu),
+                    addr,
+                },
+                ordering: Ordering::Unordered,
+            };
+            if cx
+                .issue(reader, req, self.token(FINAL, loc as u64), 8, Effect::None)
+                .is_ok()
+            {
+                self.finals_out += 1;
+            }
+        }
+        if self.finals_out == 0 {
+            self.end_iteration(cx);
+        }
+    }
+
+    /// Counts the iteration's final state and starts the next.
+    fn end_iteration(&mut self, cx: &mut dyn Host) {
+        // The locations' bytes are the test's, not a pattern the data check knows.
+        for loc in 0..self.test.locations.len() {
+            if let Some(l) = self.test.locations.get(loc) {
+                cx.reference_unsure(l.gpu, self.addr(loc), 8);
+            }
+        }
+        if self.failed {
+            self.failed_runs += 1;
+        } else {
+            self.histogram.add(Outcome {
+                regs: self.agents.iter().map(|p| p.regs.clone()).collect(),
+                mem: self.mem.clone(),
+            });
+        }
+        self.mem.iter_mut().for_each(|m| *m = 0);
+        self.iter += 1;
+        self.begin_iteration(cx);
+    }
+}

@@ -1,0 +1,86 @@
+//! The litmus catalogue (fabric/litmus/) on the fabric: every test read, run many times with its
+//! agents' starts spread over a jitter window, on a clean fabric and on one with bit errors, and
+//! never ending in a state its test forbids. Each test's histogram is printed as litmus7 prints
+//! one (`cargo test -p ethlink-fabric --test litmus -- --nocapture`).
+
+use std::path::PathBuf;
+
+use ethlink_fabric::Scenario;
+use ethlink_fabric::litmus::{Litmus, run};
+use ethlink_fabric::scenario::{Topology, TopologyKind};
+
+fn catalogue() -> Vec<(String, Litmus)> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("litmus");
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+        let path = e.expect("a directory entry").path();
+        if path.extension().and_then(|x| x.to_str()) != Some("toml") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).expect("readable");
+        let t = Litmus::parse(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        out.push((path.display().to_string(), t));
+    }
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
+/// 5 GPUs of 2 ports on 2 single-tier planes.
+fn fabric(ber: f64) -> Scenario {
+    let mut s = Scenario {
+        topology: Topology {
+            kind: TopologyKind::SingleTier,
+            gpus: 5,
+            stacks: 1,
+            ports_per_stack: 2,
+            ..Topology::default()
+        },
+        traffic: Vec::new(),
+        ..Scenario::default()
+    };
+    s.link.ber = ber;
+    s.metrics.sample_ns = 0;
+    s
+}
+
+#[test]
+fn the_catalogue_reads_and_names_each_test_once() {
+    let c = catalogue();
+    assert!(c.len() >= 17, "{} tests", c.len());
+    let mut names: Vec<&str> = c.iter().map(|(_, t)| t.name.as_str()).collect();
+    names.sort_unstable();
+    names.dedup();
+    assert_eq!(names.len(), c.len(), "a name used twice");
+    for (path, t) in &c {
+        assert!(
+            path.ends_with(&format!("{}.toml", t.name)),
+            "{path} names its test {}",
+            t.name
+        );
+        assert!(
+            !t.forbidden.is_empty() || !t.allowed.is_empty(),
+            "{path} states no outcome"
+        );
+    }
+}
+
+#[test]
+fn no_test_of_the_catalogue_ever_ends_in_a_forbidden_state() {
+    for (ber, seed) in [(0.0, 1u64), (1e-6, 2)] {
+        for (path, t) in catalogue() {
+            let mut s = fabric(ber);
+            s.seed = seed;
+            let r = run(&t, &s, 150, 1_500).unwrap_or_else(|e| panic!("{path}: {e}"));
+            println!("{}", r.histogram.render(&t));
+            assert_eq!(r.failed, 0, "{path}: iterations with an error status");
+            assert_eq!(r.histogram.runs(), 150, "{path}");
+            assert_eq!(
+                r.histogram.forbidden_seen(&t),
+                0,
+                "{path} (BER {ber}):\n{}",
+                r.histogram.render(&t)
+            );
+            assert!(r.report.pass, "{path}: {:?}", r.report.failures);
+        }
+    }
+}
