@@ -1457,6 +1457,7 @@ impl Fabric {
         test: crate::litmus::Litmus,
         iterations: u32,
         jitter_ns: u64,
+        weaken: Option<crate::litmus::Weakening>,
     ) -> Result<Fabric, ScenarioError> {
         let mut s = scen.clone();
         s.traffic.clear();
@@ -1469,7 +1470,7 @@ impl Fabric {
         let rng = rand_pcg::Pcg64Mcg::new(u128::from(crate::check::mix64(s.seed ^ 0x11_7E57)) | 1);
         f.wls
             .push(Wl::Litmus(Box::new(crate::litmus_run::LitmusState::new(
-                test, iterations, jitter_ns, rng,
+                test, iterations, jitter_ns, rng, weaken,
             ))));
         f.finite_left = 1;
         Ok(f)

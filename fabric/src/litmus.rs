@@ -561,6 +561,25 @@ pub fn run(
     iterations: u32,
     jitter_ns: u64,
 ) -> Result<LitmusRun, LitmusError> {
+    run_weakened(test, scen, iterations, jitter_ns, None)
+}
+
+/// A deliberately weakened ordering engine, to show that the catalogue catches one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Weakening {
+    /// The requester issues the operations of an ordered stream as unordered ones: they may
+    /// take different paths (EP-4-1 broken).
+    StreamsUnpinned,
+}
+
+/// As [`run`], with the requesters' ordering engine weakened as `weaken` says.
+pub fn run_weakened(
+    test: &Litmus,
+    scen: &crate::Scenario,
+    iterations: u32,
+    jitter_ns: u64,
+    weaken: Option<Weakening>,
+) -> Result<LitmusRun, LitmusError> {
     if test.max_gpu() >= scen.topology.gpus {
         return err(
             "agents",
@@ -597,8 +616,9 @@ pub fn run(
             }
         }
     }
-    let mut f = crate::fabric::Fabric::with_litmus(scen, test.clone(), iterations, jitter_ns)
-        .or_else(|e| err(e.key.clone(), e.reason.clone()))?;
+    let mut f =
+        crate::fabric::Fabric::with_litmus(scen, test.clone(), iterations, jitter_ns, weaken)
+            .or_else(|e| err(e.key.clone(), e.reason.clone()))?;
     let report = f.run(None);
     let (histogram, failed) = f.litmus_histogram().unwrap_or_default();
     Ok(LitmusRun {

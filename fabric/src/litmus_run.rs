@@ -8,7 +8,7 @@ use rand_core::Rng;
 use rand_pcg::Pcg64Mcg;
 
 use crate::build::key_of;
-use crate::litmus::{Histogram, Litmus, Op, Outcome, Via};
+use crate::litmus::{Histogram, Litmus, Op, Outcome, Via, Weakening};
 use crate::track::Effect;
 use crate::workload::Host;
 
@@ -48,10 +48,17 @@ pub(crate) struct LitmusState {
     pub(crate) failed_runs: u64,
     failed: bool,
     pub(crate) done: bool,
+    weaken: Option<Weakening>,
 }
 
 impl LitmusState {
-    pub(crate) fn new(test: Litmus, iterations: u32, jitter_ns: u64, rng: Pcg64Mcg) -> Self {
+    pub(crate) fn new(
+        test: Litmus,
+        iterations: u32,
+        jitter_ns: u64,
+        rng: Pcg64Mcg,
+        weaken: Option<Weakening>,
+    ) -> Self {
         let n = test.agents.len();
         let locs = test.locations.len();
         LitmusState {
@@ -67,6 +74,7 @@ impl LitmusState {
             failed_runs: 0,
             failed: false,
             done: false,
+            weaken,
         }
     }
 
@@ -207,6 +215,9 @@ impl LitmusState {
         let dst = l.gpu;
         let addr = self.addr(loc);
         let ordering = match via {
+            Via::Stream(_) if self.weaken == Some(Weakening::StreamsUnpinned) => {
+                Ordering::Unordered
+            }
             Via::Stream(s) => Ordering::Stream(s),
             Via::Unordered | Via::Port(_) => Ordering::Unordered,
         };

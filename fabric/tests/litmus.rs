@@ -84,3 +84,32 @@ fn no_test_of_the_catalogue_ever_ends_in_a_forbidden_state() {
         }
     }
 }
+
+/// A requester that issues the operations of its ordered streams as unordered ones (EP-4-1
+/// broken) lets them take different ports: the coherence tests of one stream catch it.
+#[test]
+fn a_requester_that_does_not_pin_its_streams_is_caught() {
+    use ethlink_fabric::litmus::{Weakening, run_weakened};
+    let mut caught = Vec::new();
+    for (path, t) in catalogue() {
+        let r = run_weakened(
+            &t,
+            &fabric(0.0),
+            150,
+            1_500,
+            Some(Weakening::StreamsUnpinned),
+        )
+        .unwrap_or_else(|e| panic!("{path}: {e}"));
+        let bad = r.histogram.forbidden_seen(&t);
+        if bad > 0 {
+            println!("{}", r.histogram.render(&t));
+            caught.push(t.name.clone());
+        }
+    }
+    for name in ["CoWW+stream", "CoWR+stream", "CoRW+stream"] {
+        assert!(
+            caught.iter().any(|c| c == name),
+            "{name} missed it: {caught:?}"
+        );
+    }
+}
