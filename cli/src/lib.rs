@@ -24,6 +24,7 @@ pub mod decode;
 pub mod efficiency;
 pub mod input;
 pub mod link;
+pub mod litmus;
 pub mod metered;
 pub mod plots;
 pub mod run;
@@ -268,6 +269,22 @@ pub enum Command {
             one did; 2 for bad arguments or a device that cannot answer hello."
     )]
     Conformance(conformance::ConformanceArgs),
+    /// Run litmus tests of the memory model on the fabric.
+    #[command(
+        about = "Run litmus tests of the memory model on the fabric, with litmus7-style histograms",
+        long_about = "Run litmus tests of the memory model on the fabric, with litmus7-style \
+            histograms.\n\n\
+            Each test (a TOML file in the text form of ethlink_fabric::litmus; fabric/litmus/ \
+            holds the catalogue) names agents on GPUs, their loads, stores and atomics on \
+            8-byte locations over ordered streams or unordered, and the final states the model \
+            forbids. It runs --iterations times, on fresh locations each time, every agent \
+            starting within --jitter-ns, on the fabric of --scenario (its traffic left out). \
+            Prints each test's states with their counts (`*>` marks a forbidden one), the \
+            conditions and an Observation line, then a summary.\n\n\
+            Exit status: 0 when no test reached a forbidden state, 1 when one did, 2 when a \
+            file or an option cannot be used."
+    )]
+    Litmus(litmus::LitmusArgs),
 }
 
 /// Arguments of `decode`.
@@ -382,6 +399,7 @@ pub fn run(cli: Cli, io: &mut Io<'_>) -> u8 {
         Command::Run(args) => run::execute(&args, io).map_err(usage),
         Command::Sweep(args) => sweep::execute(&args, io).map_err(usage),
         Command::Conformance(args) => Ok(conformance::execute(&args, io)),
+        Command::Litmus(args) => litmus::execute(&args, io).map_err(usage),
     };
     match result {
         Ok(status) => status,
