@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use ethlink_fabric::Scenario;
 use ethlink_fabric::litmus::{Litmus, run};
-use ethlink_fabric::scenario::{Topology, TopologyKind};
+use ethlink_fabric::scenario::{Outage, OutageTarget, Topology, TopologyKind};
 
 fn catalogue() -> Vec<(String, Litmus)> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("litmus");
@@ -112,4 +112,37 @@ fn a_requester_that_does_not_pin_its_streams_is_caught() {
             "{name} missed it: {caught:?}"
         );
     }
+}
+
+/// Across cable cuts: plane 0 is cut three times while the tests run; operations on it are
+/// retried on the other plane (TXN-5-6, EP-9-2), and no test reaches a forbidden state.
+#[test]
+fn across_cable_cuts_no_test_ends_in_a_forbidden_state() {
+    let mut s = fabric(0.0);
+    s.seed = 5;
+    s.outages = (0..3u64)
+        .map(|k| Outage {
+            what: OutageTarget::Plane { plane: 0 },
+            start_ns: 20_000 + k * 150_000,
+            duration_ns: Some(40_000),
+            blackout: false,
+            trickle: 0,
+        })
+        .collect();
+    let mut retried = 0;
+    for (path, t) in catalogue() {
+        let r = run(&t, &s, 100, 1_500).unwrap_or_else(|e| panic!("{path}: {e}"));
+        assert_eq!(
+            r.histogram.forbidden_seen(&t),
+            0,
+            "{path}:\n{}",
+            r.histogram.render(&t)
+        );
+        retried += r.report.endpoints.retries + r.report.endpoints.moved;
+        println!("{path}: {} runs, {} left out", r.histogram.runs(), r.failed);
+    }
+    assert!(
+        retried > 0,
+        "no operation was retried: the cuts missed the tests"
+    );
 }
