@@ -807,6 +807,76 @@ impl workload::Host for Cx<'_> {
         Ok(id)
     }
 
+    fn post_rdma8(
+        &mut self,
+        gpu: u16,
+        local: u64,
+        dst: u16,
+        addr: u64,
+        value: Option<u64>,
+        token: u64,
+    ) -> Result<u64, PostError> {
+        let inst = self.core.inst();
+        let Some(ep) = self.core.gpus.get_mut(usize::from(gpu)) else {
+            return Err(PostError::Invalid {
+                field: "gpu",
+                value: u64::from(gpu),
+                rule: "no such GPU",
+            });
+        };
+        if let Some(v) = value {
+            let _ = ep
+                .memory_mut()
+                .write(Space::Global, local, &v.to_le_bytes());
+        }
+        let (dir, kind, effect) = match value {
+            Some(_) => (
+                RdmaDir::Write,
+                OpKind::RdmaWrite,
+                Effect::Writes {
+                    gpu: dst,
+                    addr,
+                    len: 8,
+                },
+            ),
+            None => (RdmaDir::Read, OpKind::RdmaRead, Effect::None),
+        };
+        let desc = RdmaDesc {
+            dir,
+            local_space: Space::Global,
+            local_addr: local,
+            remote: Remote {
+                gpu: GpuId::new(dst).unwrap_or_default(),
+                space: Space::Global,
+                key: key_of(dst),
+                addr,
+            },
+            len: 8,
+        };
+        let id = ep.post(inst, desc)?;
+        self.ops.issued(
+            gpu,
+            OpId::Rdma(id),
+            OpRec {
+                workload: self.w,
+                token,
+                kind,
+                issued_ns: inst.as_nanos(),
+                bytes: 8,
+                effect,
+            },
+        );
+        self.core.mark(u32::from(gpu));
+        Ok(id)
+    }
+
+    fn read_local8(&mut self, gpu: u16, addr: u64) -> Option<u64> {
+        let ep = self.core.gpus.get(usize::from(gpu))?;
+        let mut b = [0u8; 8];
+        ep.memory().read(Space::Global, addr, &mut b).ok()?;
+        Some(u64::from_le_bytes(b))
+    }
+
     /// Wakes the workload at `at_ps` with `token`.
     fn wake(&mut self, at_ps: u64, token: u64) {
         let w = self.w;
@@ -1468,9 +1538,29 @@ impl Fabric {
         let mut f = Fabric::new(&s)?;
         f.scen.duration_ns = duration;
         let rng = rand_pcg::Pcg64Mcg::new(u128::from(crate::check::mix64(s.seed ^ 0x11_7E57)) | 1);
+        // The locations of iteration i lie from 0 up, 64 bytes each, in their GPUs' memory; the
+        // agents' staging bytes from the middle of theirs up, declared local so that the data
+        // check takes them as staging, not stray bytes.
+        let locations = u64::from(iterations) * test.locations.len() as u64 * 64;
+        let staging = u64::from(iterations)
+            * (crate::litmus::MAX_AGENTS * crate::litmus::MAX_OPS) as u64
+            * 64;
+        let half = s.endpoint.global_bytes / 2;
+        if locations > half || staging > half {
+            return Err(ScenarioError {
+                key: "endpoint.global_bytes".into(),
+                reason: format!(
+                    "{iterations} iterations need {} bytes of each GPU's memory, more than it has",
+                    2 * locations.max(staging)
+                ),
+            });
+        }
+        for g in 0..usize::from(s.topology.gpus) {
+            f.ops.reference.add_local(g, half, half + staging);
+        }
         f.wls
             .push(Wl::Litmus(Box::new(crate::litmus_run::LitmusState::new(
-                test, iterations, jitter_ns, rng, weaken,
+                test, iterations, jitter_ns, rng, weaken, half,
             ))));
         f.finite_left = 1;
         Ok(f)

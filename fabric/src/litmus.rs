@@ -45,7 +45,8 @@
 //! `VIA` is `stream K` (the agent's ordered stream `K`, EP-4-1: one path while it has operations
 //! outstanding), `port P` (in order on the agent's port `P`, numbered stack by stack as
 //! endpoint.md §1 numbers them: a test that needs two ports names them) or `unordered` (a path
-//! chosen per operation); left out, `stream 0`.
+//! chosen per operation); left out, `stream 0`. ([`run`], the fabric's runner, does not pin a
+//! port yet and refuses `port P`.)
 //!
 //! A condition is a conjunction, terms joined by `&`: `A:REG=V` (register `REG` of agent `A`
 //! at the end) or `LOC=V` (the location's final value). `forbidden` lists the final states the
@@ -554,7 +555,7 @@ pub struct LitmusRun {
 /// Runs `test` `iterations` times on the fabric of `scen` (its topology, links, faults and
 /// outages; its traffic is left out), each agent starting each iteration at a time drawn within
 /// `jitter_ns` from the scenario's seed. The GPUs the test names must exist in the topology.
-/// Operations the fabric cannot issue yet (RDMA, `port P`) are refused before anything runs.
+/// Operations the fabric cannot issue yet (`port P`) are refused before anything runs.
 pub fn run(
     test: &Litmus,
     scen: &crate::Scenario,
@@ -593,7 +594,6 @@ pub fn run_weakened(
     for (a, agent) in test.agents.iter().enumerate() {
         for (k, op) in agent.ops.iter().enumerate() {
             let unsupported = match op {
-                Op::RdmaWrite { .. } | Op::RdmaRead { .. } => Some("RDMA operations"),
                 Op::Store {
                     via: Via::Port(_), ..
                 }

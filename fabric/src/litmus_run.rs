@@ -8,7 +8,7 @@ use rand_core::Rng;
 use rand_pcg::Pcg64Mcg;
 
 use crate::build::key_of;
-use crate::litmus::{Histogram, Litmus, Op, Outcome, Via, Weakening};
+use crate::litmus::{Histogram, Litmus, MAX_AGENTS, MAX_OPS, Op, Outcome, Via, Weakening};
 use crate::track::Effect;
 use crate::workload::Host;
 
@@ -49,6 +49,8 @@ pub(crate) struct LitmusState {
     failed: bool,
     pub(crate) done: bool,
     weaken: Option<Weakening>,
+    /// Where the agents' staging bytes begin in their own memory.
+    local_base: u64,
 }
 
 impl LitmusState {
@@ -58,6 +60,7 @@ impl LitmusState {
         jitter_ns: u64,
         rng: Pcg64Mcg,
         weaken: Option<Weakening>,
+        local_base: u64,
     ) -> Self {
         let n = test.agents.len();
         let locs = test.locations.len();
@@ -75,12 +78,21 @@ impl LitmusState {
             failed: false,
             done: false,
             weaken,
+            local_base,
         }
     }
 
     /// The address of location `loc` in the current iteration.
     fn addr(&self, loc: usize) -> u64 {
         (u64::from(self.iter) * self.test.locations.len() as u64 + loc as u64) * STRIDE
+    }
+
+    /// The address, in agent `a`'s own memory, of the staging bytes of its operation `k` in the
+    /// current iteration (an RDMA write's source, an RDMA read's destination).
+    fn local(&self, a: usize, k: usize) -> u64 {
+        self.local_base
+            + ((u64::from(self.iter) * MAX_AGENTS as u64 + a as u64) * MAX_OPS as u64 + k as u64)
+                * STRIDE
     }
 
     fn token(&self, agent: u64, k: u64) -> u64 {
@@ -206,8 +218,9 @@ impl LitmusState {
                 via,
                 true,
             ),
-            // Refused when the test was accepted (`check`).
-            Op::RdmaWrite { .. } | Op::RdmaRead { .. } | Op::Fence | Op::Wait => return false,
+            Op::RdmaWrite { loc, value } => return self.post(cx, a, k, gpu, loc, Some(value)),
+            Op::RdmaRead { loc, .. } => return self.post(cx, a, k, gpu, loc, None),
+            Op::Fence | Op::Wait => return false,
         };
         let Some(l) = self.test.locations.get(loc) else {
             return false;
@@ -244,6 +257,24 @@ impl LitmusState {
             .is_ok()
     }
 
+    /// Posts operation `k` of agent `a` (on `gpu`), an RDMA write of `value` or a read.
+    fn post(
+        &mut self,
+        cx: &mut dyn Host,
+        a: usize,
+        k: usize,
+        gpu: u16,
+        loc: usize,
+        value: Option<u64>,
+    ) -> bool {
+        let Some(l) = self.test.locations.get(loc) else {
+            return false;
+        };
+        let (dst, addr, local) = (l.gpu, self.addr(loc), self.local(a, k));
+        cx.post_rdma8(gpu, local, dst, addr, value, self.token(a as u64, k as u64))
+            .is_ok()
+    }
+
     pub(crate) fn on_completion(&mut self, cx: &mut dyn Host, token: u64, c: &Completion) {
         if token >> 32 != u64::from(self.iter) {
             return;
@@ -277,11 +308,22 @@ impl LitmusState {
             return;
         }
         let a = a as usize;
-        let reg = match self.test.agents.get(a).and_then(|x| x.ops.get(k)) {
-            Some(Op::Load { reg, .. } | Op::FetchAdd { reg, .. } | Op::Swap { reg, .. }) => {
-                Some(*reg)
-            }
+        let op = self.test.agents.get(a).and_then(|x| x.ops.get(k)).copied();
+        let reg = match op {
+            Some(
+                Op::Load { reg, .. }
+                | Op::FetchAdd { reg, .. }
+                | Op::Swap { reg, .. }
+                | Op::RdmaRead { reg, .. },
+            ) => Some(reg),
             _ => None,
+        };
+        // An RDMA read's bytes are in the agent's own memory.
+        let value = match (op, self.test.agents.get(a)) {
+            (Some(Op::RdmaRead { .. }), Some(agent)) if c.status.is_ok() => {
+                cx.read_local8(agent.gpu, self.local(a, k))
+            }
+            _ => value,
         };
         if let Some(p) = self.agents.get_mut(a) {
             p.outstanding = p.outstanding.saturating_sub(1);

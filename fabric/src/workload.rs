@@ -66,6 +66,20 @@ pub(crate) trait Host {
     fn reference_unsure(&mut self, gpu: u16, addr: u64, len: u64);
     /// Counts a load of an ordered stream that cannot be judged (TXN-5-6).
     fn load_unjudged(&mut self);
+    /// Posts an RDMA operation of 8 bytes from GPU `gpu`: a write of `value`, put first at
+    /// `local` in its memory, to `dst`'s `addr`; or (`value` none) a read of `dst`'s `addr` into
+    /// `local`. The reference leaves the bytes it writes unknown.
+    fn post_rdma8(
+        &mut self,
+        gpu: u16,
+        local: u64,
+        dst: u16,
+        addr: u64,
+        value: Option<u64>,
+        token: u64,
+    ) -> Result<u64, PostError>;
+    /// The 8 bytes at `addr` of GPU `gpu`'s own memory, little-endian.
+    fn read_local8(&mut self, gpu: u16, addr: u64) -> Option<u64>;
 }
 
 const PS_PER_NS: u64 = 1000;
