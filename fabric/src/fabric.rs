@@ -870,6 +870,28 @@ impl workload::Host for Cx<'_> {
         Ok(id)
     }
 
+    fn fence(&mut self, gpu: u16, token: u64) -> Result<u64, ethlink_endpoint::FenceError> {
+        let inst = self.core.inst();
+        let Some(ep) = self.core.gpus.get_mut(usize::from(gpu)) else {
+            return Err(ethlink_endpoint::FenceError::TooMany { outstanding: 0 });
+        };
+        let id = ep.fence(inst)?;
+        self.ops.issued(
+            gpu,
+            OpId::Fence(id),
+            OpRec {
+                workload: self.w,
+                token,
+                kind: OpKind::Fence,
+                issued_ns: inst.as_nanos(),
+                bytes: 0,
+                effect: Effect::None,
+            },
+        );
+        self.core.mark(u32::from(gpu));
+        Ok(id)
+    }
+
     fn read_local8(&mut self, gpu: u16, addr: u64) -> Option<u64> {
         let ep = self.core.gpus.get(usize::from(gpu))?;
         let mut b = [0u8; 8];

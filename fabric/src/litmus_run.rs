@@ -29,6 +29,8 @@ struct Progress {
     regs: Vec<u64>,
     /// It has begun this iteration.
     started: bool,
+    /// A Fence it issued has not completed: what comes after waits.
+    fenced: bool,
 }
 
 /// The state of a litmus workload.
@@ -143,7 +145,7 @@ impl LitmusState {
     fn advance(&mut self, cx: &mut dyn Host, a: usize) {
         loop {
             let Some(p) = self.agents.get(a) else { return };
-            if !p.started {
+            if !p.started || p.fenced {
                 return;
             }
             let Some(op) = self
@@ -156,15 +158,30 @@ impl LitmusState {
                 break;
             };
             match op {
-                Op::Wait | Op::Fence => {
-                    // The Fence operation completes after everything before it (TXN-4-5): the
-                    // agent waits for those completions before it goes on, as for `wait`.
+                Op::Wait => {
                     if p.outstanding > 0 {
                         return;
                     }
                     if let Some(p) = self.agents.get_mut(a) {
                         p.next += 1;
                     }
+                }
+                Op::Fence => {
+                    // The endpoint's Fence operation, which completes only after everything
+                    // issued before it (TXN-4-5); what comes after waits for its completion.
+                    let (gpu, token) = match self.test.agents.get(a) {
+                        Some(x) => (x.gpu, self.token(a as u64, p.next as u64)),
+                        None => return,
+                    };
+                    if cx.fence(gpu, token).is_err() {
+                        return;
+                    }
+                    if let Some(p) = self.agents.get_mut(a) {
+                        p.next += 1;
+                        p.outstanding += 1;
+                        p.fenced = true;
+                    }
+                    return;
                 }
                 _ => {
                     let k = p.next;
@@ -327,6 +344,9 @@ impl LitmusState {
         };
         if let Some(p) = self.agents.get_mut(a) {
             p.outstanding = p.outstanding.saturating_sub(1);
+            if op == Some(Op::Fence) {
+                p.fenced = false;
+            }
             if let (Some(r), Some(v)) = (reg, value)
                 && let Some(x) = p.regs.get_mut(r)
             {

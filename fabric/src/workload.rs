@@ -80,6 +80,8 @@ pub(crate) trait Host {
     ) -> Result<u64, PostError>;
     /// The 8 bytes at `addr` of GPU `gpu`'s own memory, little-endian.
     fn read_local8(&mut self, gpu: u16, addr: u64) -> Option<u64>;
+    /// The Fence operation (TXN-4-5) on GPU `gpu`, tracked with `token`.
+    fn fence(&mut self, gpu: u16, token: u64) -> Result<u64, ethlink_endpoint::FenceError>;
 }
 
 const PS_PER_NS: u64 = 1000;

@@ -46,7 +46,7 @@ fn fabric(ber: f64) -> Scenario {
 #[test]
 fn the_catalogue_reads_and_names_each_test_once() {
     let c = catalogue();
-    assert!(c.len() >= 22, "{} tests", c.len());
+    assert!(c.len() >= 29, "{} tests", c.len());
     let mut names: Vec<&str> = c.iter().map(|(_, t)| t.name.as_str()).collect();
     names.sort_unstable();
     names.dedup();
