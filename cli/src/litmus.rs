@@ -5,7 +5,8 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 use ethlink_fabric::Scenario;
-use ethlink_fabric::litmus::{Litmus, run};
+use ethlink_fabric::litmus::Litmus;
+use ethlink_fabric::run_litmus as run;
 
 use crate::Io;
 use crate::run::{Format, ScenarioTextError, parse_scenario};

@@ -1543,7 +1543,7 @@ impl Fabric {
 
     /// A fabric of `scen` (its traffic left out) that runs litmus test `test` `iterations` times,
     /// each agent starting each iteration at a time drawn within `jitter_ns`
-    /// ([`crate::litmus::run`]).
+    /// ([`crate::run_litmus`]).
     pub(crate) fn with_litmus(
         scen: &Scenario,
         test: crate::litmus::Litmus,
@@ -1580,10 +1580,9 @@ impl Fabric {
         for g in 0..usize::from(s.topology.gpus) {
             f.ops.reference.add_local(g, half, half + staging);
         }
-        f.wls
-            .push(Wl::Litmus(Box::new(crate::litmus_run::LitmusState::new(
-                test, iterations, jitter_ns, rng, weaken, half,
-            ))));
+        f.wls.push(Wl::Litmus(Box::new(workload::LitmusState::new(
+            test, iterations, jitter_ns, rng, weaken, half,
+        ))));
         f.finite_left = 1;
         Ok(f)
     }

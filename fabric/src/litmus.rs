@@ -45,8 +45,8 @@
 //! `VIA` is `stream K` (the agent's ordered stream `K`, EP-4-1: one path while it has operations
 //! outstanding), `port P` (in order on the agent's port `P`, numbered stack by stack as
 //! endpoint.md §1 numbers them: a test that needs two ports names them) or `unordered` (a path
-//! chosen per operation); left out, `stream 0`. ([`run`], the fabric's runner, does not pin a
-//! port yet and refuses `port P`.)
+//! chosen per operation); left out, `stream 0`. ([`crate::run_litmus`], the fabric's runner,
+//! does not pin a port yet and refuses `port P`.)
 //!
 //! A condition is a conjunction, terms joined by `&`: `A:REG=V` (register `REG` of agent `A`
 //! at the end) or `LOC=V` (the location's final value). `forbidden` lists the final states the
@@ -540,92 +540,12 @@ fn split_via<'w>(at: &str, words: &'w [&'w str]) -> Result<(&'w [&'w str], Via),
     }
 }
 
-/// What [`run`] gives: the histogram of final states, the iterations in which an operation
-/// ended with an error status (left out of the histogram), and the fabric's report of the run.
-#[derive(Debug, Clone)]
-pub struct LitmusRun {
-    /// The final states.
-    pub histogram: Histogram,
-    /// Iterations left out because an operation ended with an error status.
-    pub failed: u64,
-    /// The run's report (the data check, link and switch counters, ...).
-    pub report: crate::Report,
-}
-
-/// Runs `test` `iterations` times on the fabric of `scen` (its topology, links, faults and
-/// outages; its traffic is left out), each agent starting each iteration at a time drawn within
-/// `jitter_ns` from the scenario's seed. The GPUs the test names must exist in the topology.
-/// Operations the fabric cannot issue yet (`port P`) are refused before anything runs.
-pub fn run(
-    test: &Litmus,
-    scen: &crate::Scenario,
-    iterations: u32,
-    jitter_ns: u64,
-) -> Result<LitmusRun, LitmusError> {
-    run_weakened(test, scen, iterations, jitter_ns, None)
-}
-
 /// A deliberately weakened ordering engine, to show that the catalogue catches one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Weakening {
     /// The requester issues the operations of an ordered stream as unordered ones: they may
     /// take different paths (EP-4-1 broken).
     StreamsUnpinned,
-}
-
-/// As [`run`], with the requesters' ordering engine weakened as `weaken` says.
-pub fn run_weakened(
-    test: &Litmus,
-    scen: &crate::Scenario,
-    iterations: u32,
-    jitter_ns: u64,
-    weaken: Option<Weakening>,
-) -> Result<LitmusRun, LitmusError> {
-    if test.max_gpu() >= scen.topology.gpus {
-        return err(
-            "agents",
-            format!(
-                "the test names GPU {}, and the topology has {} GPUs",
-                test.max_gpu(),
-                scen.topology.gpus
-            ),
-        );
-    }
-    for (a, agent) in test.agents.iter().enumerate() {
-        for (k, op) in agent.ops.iter().enumerate() {
-            let unsupported = match op {
-                Op::Store {
-                    via: Via::Port(_), ..
-                }
-                | Op::Load {
-                    via: Via::Port(_), ..
-                }
-                | Op::FetchAdd {
-                    via: Via::Port(_), ..
-                }
-                | Op::Swap {
-                    via: Via::Port(_), ..
-                } => Some("`port P`"),
-                _ => None,
-            };
-            if let Some(what) = unsupported {
-                return err(
-                    format!("agents.{a}.ops.{k}"),
-                    format!("the fabric runner does not issue {what} yet"),
-                );
-            }
-        }
-    }
-    let mut f =
-        crate::fabric::Fabric::with_litmus(scen, test.clone(), iterations, jitter_ns, weaken)
-            .or_else(|e| err(e.key.clone(), e.reason.clone()))?;
-    let report = f.run(None);
-    let (histogram, failed) = f.litmus_histogram().unwrap_or_default();
-    Ok(LitmusRun {
-        histogram,
-        failed,
-        report,
-    })
 }
 
 /// The outcomes of many runs of one test, with the verdict.

@@ -23,6 +23,9 @@ use crate::scenario::{Scenario, ScenarioError, Workload};
 use crate::track::Effect;
 use ethlink_endpoint::pattern::Pattern;
 
+mod litmus_wl;
+pub(crate) use litmus_wl::LitmusState;
+
 /// What a workload may do, and when: the fabric hands every call of a workload one of these.
 pub(crate) trait Host {
     /// Now, ps.
@@ -220,7 +223,7 @@ pub(crate) fn layout(s: &Scenario) -> Result<Vec<Area>, ScenarioError> {
 pub(crate) enum Wl {
     Ls(Box<LsState>),
     Coll(Box<CollState>),
-    Litmus(Box<crate::litmus_run::LitmusState>),
+    Litmus(Box<LitmusState>),
 }
 
 impl Wl {

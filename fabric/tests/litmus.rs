@@ -6,7 +6,8 @@
 use std::path::PathBuf;
 
 use ethlink_fabric::Scenario;
-use ethlink_fabric::litmus::{Litmus, run};
+use ethlink_fabric::litmus::Litmus;
+use ethlink_fabric::run_litmus as run;
 use ethlink_fabric::scenario::{Outage, OutageTarget, Topology, TopologyKind};
 
 fn catalogue() -> Vec<(String, Litmus)> {
@@ -89,7 +90,8 @@ fn no_test_of_the_catalogue_ever_ends_in_a_forbidden_state() {
 /// broken) lets them take different ports: the coherence tests of one stream catch it.
 #[test]
 fn a_requester_that_does_not_pin_its_streams_is_caught() {
-    use ethlink_fabric::litmus::{Weakening, run_weakened};
+    use ethlink_fabric::litmus::Weakening;
+    use ethlink_fabric::run_litmus_weakened as run_weakened;
     let mut caught = Vec::new();
     for (path, t) in catalogue() {
         let r = run_weakened(

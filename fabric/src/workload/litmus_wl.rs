@@ -7,10 +7,10 @@ use ethlink_protocol::{AtomicOp, AtomicValue, GpuId, Space, Width};
 use rand_core::Rng;
 use rand_pcg::Pcg64Mcg;
 
+use super::Host;
 use crate::build::key_of;
 use crate::litmus::{Histogram, Litmus, MAX_AGENTS, MAX_OPS, Op, Outcome, Via, Weakening};
 use crate::track::Effect;
-use crate::workload::Host;
 
 /// Bytes between two locations: each is 8 bytes, naturally aligned, alone in its 64 bytes.
 const STRIDE: u64 = 64;

@@ -1,0 +1,93 @@
+//! Litmus tests on the fabric: [`run_litmus`] runs one many times and gives its histogram
+//! (the text form and the histogram are [`crate::litmus`]'s).
+
+use crate::fabric::Fabric;
+use crate::litmus::{Histogram, Litmus, LitmusError, Op, Via, Weakening};
+use crate::report::Report;
+use crate::scenario::Scenario;
+
+fn err<T>(at: impl Into<String>, reason: impl Into<String>) -> Result<T, LitmusError> {
+    Err(LitmusError {
+        at: at.into(),
+        reason: reason.into(),
+    })
+}
+
+/// What [`run_litmus`] gives: the histogram of final states, the iterations in which an operation
+/// ended with an error status (left out of the histogram), and the fabric's report of the run.
+#[derive(Debug, Clone)]
+pub struct LitmusRun {
+    /// The final states.
+    pub histogram: Histogram,
+    /// Iterations left out because an operation ended with an error status.
+    pub failed: u64,
+    /// The run's report (the data check, link and switch counters, ...).
+    pub report: Report,
+}
+
+/// Runs `test` `iterations` times on the fabric of `scen` (its topology, links, faults and
+/// outages; its traffic is left out), each agent starting each iteration at a time drawn within
+/// `jitter_ns` from the scenario's seed. The GPUs the test names must exist in the topology.
+/// Operations the fabric cannot issue yet (`port P`) are refused before anything runs.
+pub fn run_litmus(
+    test: &Litmus,
+    scen: &Scenario,
+    iterations: u32,
+    jitter_ns: u64,
+) -> Result<LitmusRun, LitmusError> {
+    run_litmus_weakened(test, scen, iterations, jitter_ns, None)
+}
+
+/// As [`run_litmus`], with the requesters' ordering engine weakened as `weaken` says.
+pub fn run_litmus_weakened(
+    test: &Litmus,
+    scen: &Scenario,
+    iterations: u32,
+    jitter_ns: u64,
+    weaken: Option<Weakening>,
+) -> Result<LitmusRun, LitmusError> {
+    if test.max_gpu() >= scen.topology.gpus {
+        return err(
+            "agents",
+            format!(
+                "the test names GPU {}, and the topology has {} GPUs",
+                test.max_gpu(),
+                scen.topology.gpus
+            ),
+        );
+    }
+    for (a, agent) in test.agents.iter().enumerate() {
+        for (k, op) in agent.ops.iter().enumerate() {
+            let unsupported = match op {
+                Op::Store {
+                    via: Via::Port(_), ..
+                }
+                | Op::Load {
+                    via: Via::Port(_), ..
+                }
+                | Op::FetchAdd {
+                    via: Via::Port(_), ..
+                }
+                | Op::Swap {
+                    via: Via::Port(_), ..
+                } => Some("`port P`"),
+                _ => None,
+            };
+            if let Some(what) = unsupported {
+                return err(
+                    format!("agents.{a}.ops.{k}"),
+                    format!("the fabric runner does not issue {what} yet"),
+                );
+            }
+        }
+    }
+    let mut f = Fabric::with_litmus(scen, test.clone(), iterations, jitter_ns, weaken)
+        .or_else(|e| err(e.key.clone(), e.reason.clone()))?;
+    let report = f.run(None);
+    let (histogram, failed) = f.litmus_histogram().unwrap_or_default();
+    Ok(LitmusRun {
+        histogram,
+        failed,
+        report,
+    })
+}
