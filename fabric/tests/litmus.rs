@@ -47,7 +47,7 @@ fn fabric(ber: f64) -> Scenario {
 #[test]
 fn the_catalogue_reads_and_names_each_test_once() {
     let c = catalogue();
-    assert!(c.len() >= 29, "{} tests", c.len());
+    assert!(c.len() >= 39, "{} tests", c.len());
     let mut names: Vec<&str> = c.iter().map(|(_, t)| t.name.as_str()).collect();
     names.sort_unstable();
     names.dedup();
@@ -93,7 +93,10 @@ fn a_requester_that_does_not_pin_its_streams_is_caught() {
     use ethlink_fabric::litmus::Weakening;
     use ethlink_fabric::run_litmus_weakened as run_weakened;
     let mut caught = Vec::new();
-    for (path, t) in catalogue() {
+    for (path, t) in catalogue()
+        .into_iter()
+        .filter(|(_, t)| t.name.ends_with("+stream"))
+    {
         let r = run_weakened(
             &t,
             &fabric(0.0),
