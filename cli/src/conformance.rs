@@ -115,6 +115,9 @@ pub fn execute(a: &ConformanceArgs, io: &mut Io<'_>) -> u8 {
     // reach: end them with it. Only one handler can be installed per process; a second run in
     // the same process (tests) keeps the first, which does the same.
     let _ = ctrlc::set_handler(|| {
+        // Set before the devices are killed: the run, seeing them gone, must not end the process
+        // with its own status first.
+        INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);
         ethlink_conformance::external::kill_all();
         if let Ok(mut err) = std::fs::OpenOptions::new().append(true).open("/dev/stderr") {
             let _ = writeln!(err, "interrupted: the devices under test were stopped");
@@ -122,6 +125,12 @@ pub fn execute(a: &ConformanceArgs, io: &mut Io<'_>) -> u8 {
         ethlink_conformance::dylib::exit_now(130);
     });
     let code = app::run(&o, io.stdout, io.stderr);
+    if INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
+        // The handler ends the process with 130 once it has stopped the devices.
+        let _ = io.stdout.flush();
+        let _ = io.stderr.flush();
+        ethlink_conformance::dylib::exit_now(130);
+    }
     if !runner::settled(Duration::from_secs(1)) {
         // A call into the library never returned: its exit handlers could wait on it forever.
         let _ = io.stdout.flush();
@@ -130,3 +139,6 @@ pub fn execute(a: &ConformanceArgs, io: &mut Io<'_>) -> u8 {
     }
     code
 }
+
+/// An interrupt arrived: the devices under test are being stopped and the process ends with 130.
+static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
