@@ -9,7 +9,7 @@ use ethlink_fabric::litmus::Litmus;
 use ethlink_fabric::run_litmus as run;
 
 use crate::Io;
-use crate::run::{Format, ScenarioTextError, parse_scenario};
+use crate::run::scenario_file;
 
 /// Arguments of `litmus`.
 #[derive(Debug, Args)]
@@ -70,18 +70,7 @@ fn read_test(path: &Path) -> Result<Litmus, String> {
 }
 
 fn fabric(args: &LitmusArgs) -> Result<Scenario, String> {
-    let mut s = match &args.scenario {
-        None => Scenario::default(),
-        Some(path) => {
-            let text = crate::input::read_file(path, crate::input::SCENARIO_LIMIT)
-                .map_err(|e| format!("--scenario: {e}"))?;
-            match parse_scenario(&text, Format::of(path)) {
-                Ok(s) => s,
-                Err(ScenarioTextError::Key(e)) => return Err(e.to_string()),
-                Err(e) => return Err(format!("{}: {e}", path.display())),
-            }
-        }
-    };
+    let mut s = scenario_file(args.scenario.as_deref())?;
     if let Some(seed) = args.seed {
         s.seed = seed;
     }

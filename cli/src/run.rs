@@ -731,20 +731,7 @@ fn refine_target(entry: &Value) -> Option<(String, String)> {
 /// The scenario `args` describe: the file's or the default, with `--seed` applied, validated.
 /// The error is the one line to print after `error: `.
 pub fn scenario(args: &RunArgs) -> Result<Scenario, String> {
-    let mut s = match &args.scenario {
-        None => Scenario::default(),
-        Some(path) => {
-            // Bounded: `--scenario /dev/zero` is refused at the limit, not read until memory
-            // runs out.
-            let text = crate::input::read_file(path, crate::input::SCENARIO_LIMIT)
-                .map_err(|e| format!("--scenario: {e}"))?;
-            match parse_scenario(&text, Format::of(path)) {
-                Ok(s) => s,
-                Err(ScenarioTextError::Key(e)) => return Err(e.to_string()),
-                Err(e) => return Err(format!("{}: {e}", path.display())),
-            }
-        }
-    };
+    let mut s = scenario_file(args.scenario.as_deref())?;
     if let Some(seed) = args.seed {
         s.seed = seed;
     }
@@ -764,6 +751,21 @@ pub fn scenario(args: &RunArgs) -> Result<Scenario, String> {
         ));
     }
     Ok(s)
+}
+
+/// The scenario of `--scenario FILE`, or the built-in default without one.
+pub fn scenario_file(path: Option<&Path>) -> Result<Scenario, String> {
+    let Some(path) = path else {
+        return Ok(Scenario::default());
+    };
+    // Bounded: `--scenario /dev/zero` is refused at the limit, not read until memory runs out.
+    let text = crate::input::read_file(path, crate::input::SCENARIO_LIMIT)
+        .map_err(|e| format!("--scenario: {e}"))?;
+    match parse_scenario(&text, Format::of(path)) {
+        Ok(s) => Ok(s),
+        Err(ScenarioTextError::Key(e)) => Err(e.to_string()),
+        Err(e) => Err(format!("{}: {e}", path.display())),
+    }
 }
 
 /// The receive buffer per VC and the credit loop it covers (link.md §1.2).

@@ -245,7 +245,7 @@ impl fmt::Display for LitmusError {
 
 impl std::error::Error for LitmusError {}
 
-fn err<T>(at: impl Into<String>, reason: impl Into<String>) -> Result<T, LitmusError> {
+pub(crate) fn err<T>(at: impl Into<String>, reason: impl Into<String>) -> Result<T, LitmusError> {
     Err(LitmusError {
         at: at.into(),
         reason: reason.into(),

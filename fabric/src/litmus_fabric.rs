@@ -2,16 +2,9 @@
 //! (the text form and the histogram are [`crate::litmus`]'s).
 
 use crate::fabric::Fabric;
-use crate::litmus::{Histogram, Litmus, LitmusError, Op, Via, Weakening};
+use crate::litmus::{Histogram, Litmus, LitmusError, Op, Via, Weakening, err};
 use crate::report::Report;
 use crate::scenario::Scenario;
-
-fn err<T>(at: impl Into<String>, reason: impl Into<String>) -> Result<T, LitmusError> {
-    Err(LitmusError {
-        at: at.into(),
-        reason: reason.into(),
-    })
-}
 
 /// What [`run_litmus`] gives: the histogram of final states, the iterations in which an operation
 /// ended with an error status (left out of the histogram), and the fabric's report of the run.

@@ -881,6 +881,7 @@ impl LsState {
             .get(i)
             .is_some_and(|s| s.spoiled.contains(&(dst, p.slot)));
         let again = c.retries > 0;
+        let (stream, order, broken) = (p.stream, p.order, p.broken);
         if again {
             // Sent again after its deadline, it may have had its stream pinned anew: every
             // operation of the stream issued after it may have overtaken requests on the old
@@ -935,6 +936,18 @@ impl LsState {
                         .stream_state
                         .get(&(i as u32, dst, p.slot))
                         .is_some_and(|st| slot_last <= st.unsure_upto);
+                    if found == expected.as_slice() {
+                        cx.load_checked(dst, addr, &expected, found);
+                        return self.settle_doubts(cx, gpu, (stream, order), again || broken);
+                    }
+                    if again || p.broken || unsure {
+                        // Sent again, it may have been performed after stores issued later;
+                        // issued after its stream was pinned anew, it may have overtaken a
+                        // store on the old path; or its slot holds a store that landed out of
+                        // order (TXN-5-6).
+                        cx.load_unjudged();
+                        return self.settle_doubts(cx, gpu, (stream, order), again || broken);
+                    }
                     let waits: BTreeSet<u64> = self
                         .stream_ops
                         .range((gpu, 0)..=(gpu, u16::MAX))
@@ -942,15 +955,7 @@ impl LsState {
                         .filter(|q| q.stream == p.stream && q.order < p.order)
                         .map(|q| q.order)
                         .collect();
-                    if found == expected.as_slice() {
-                        cx.load_checked(dst, addr, &expected, found);
-                    } else if again || p.broken || unsure {
-                        // Sent again, it may have been performed after stores issued later;
-                        // issued after its stream was pinned anew, it may have overtaken a
-                        // store on the old path; or its slot holds a store that landed out of
-                        // order (TXN-5-6).
-                        cx.load_unjudged();
-                    } else if waits.is_empty() {
+                    if waits.is_empty() {
                         cx.load_checked(dst, addr, &expected, found);
                     } else {
                         self.doubts.entry((gpu, p.stream)).or_default().push(Doubt {
@@ -965,16 +970,27 @@ impl LsState {
                 }
             }
         }
-        // Loads that waited on this operation are judged once everything they wait on has
-        // completed.
-        if let Some(list) = self.doubts.get_mut(&(gpu, p.stream)) {
+        self.settle_doubts(cx, gpu, (stream, order), again || broken);
+    }
+
+    /// Judges the loads that waited on the operation `order` of stream `stream` of GPU `gpu`,
+    /// which just completed (`again`: having been sent again, or `broken`), once everything they
+    /// wait on has completed.
+    fn settle_doubts(
+        &mut self,
+        cx: &mut dyn Host,
+        gpu: u16,
+        (stream, order): (u32, u64),
+        again: bool,
+    ) {
+        if let Some(list) = self.doubts.get_mut(&(gpu, stream)) {
             let mut k = 0;
             while k < list.len() {
                 let d = &mut list[k];
                 // An operation it waited on that was sent again, or that was outstanding when
                 // one issued before it was (its stream perhaps pinned anew then), may have been
                 // overtaken by the load (TXN-5-6).
-                if d.waits.remove(&p.order) && (again || p.broken) {
+                if d.waits.remove(&order) && again {
                     d.excused = true;
                 }
                 if d.waits.is_empty() {
@@ -989,7 +1005,7 @@ impl LsState {
                 }
             }
             if list.is_empty() {
-                self.doubts.remove(&(gpu, p.stream));
+                self.doubts.remove(&(gpu, stream));
             }
         }
     }

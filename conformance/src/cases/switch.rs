@@ -31,6 +31,12 @@ pub fn cases() -> Vec<Case> {
         needs: &[],
         run,
     };
+    // A case of the cut-through profile (switch.md \u{a7}6): for a switch that declares
+    // `cut_through`.
+    let cut = |id, title, reqs, run| Case {
+        needs: &["cut_through"],
+        ..c(id, title, reqs, run)
+    };
     vec![
         c(
             "SWT-INIT-1",
@@ -242,7 +248,7 @@ pub fn cases() -> Vec<Case> {
             &["SW-9-6", "CLS-3-2"],
             tagged_ports_announce,
         ),
-        cut_case(
+        cut(
             "SWT-CUT-1",
             "cut-through: a frame begun on its header whose FCS turns out bad ends stomped, its \
              sequence number goes to the next frame, a replay on the egress link waits for the \
@@ -258,21 +264,21 @@ pub fn cases() -> Vec<Case> {
             ],
             cut::stomps_damaged,
         ),
-        cut_case(
+        cut(
             "SWT-CUT-2",
             "cut-through: frames beyond a gap and duplicates are not begun on their headers, and \
              every frame is forwarded once",
             &["SW-6-8", "SW-6-11", "SW-6-1", "SW-6-12"],
             cut::no_cut_unless_accepted,
         ),
-        cut_case(
+        cut(
             "SWT-CUT-3",
             "cut-through: a frame whose end is longer or shorter than its network header declares \
              ends stomped and is discarded as malformed",
             &["SW-6-9", "SW-6-11", "SW-7-1", "SW-8-5"],
             cut::stomps_wrong_length,
         ),
-        cut_case(
+        cut(
             "SWT-CUT-4",
             "cut-through: a frame whose last byte arrives more than max_residence after its first \
              ends stomped, and is forwarded whole once it has arrived",
@@ -280,25 +286,6 @@ pub fn cases() -> Vec<Case> {
             cut::stomps_stalled,
         ),
     ]
-}
-
-/// A case of the cut-through profile (switch.md \u{a7}6): for a switch that declares
-/// `cut_through`.
-fn cut_case(
-    id: &'static str,
-    title: &'static str,
-    reqs: &'static [&'static str],
-    run: fn(&mut Ctx<'_>) -> Result<(), Stop>,
-) -> Case {
-    Case {
-        id,
-        title,
-        reqs,
-        level: Level::Must,
-        role: Role::Switch,
-        needs: &["cut_through"],
-        run,
-    }
 }
 
 mod cut;

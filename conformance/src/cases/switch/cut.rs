@@ -13,7 +13,7 @@
 
 use super::{data, delivered, gpu_of, need_ports, one_per_port, sw_setup, tag, up_ports};
 use crate::case::{Stop, check, check_eq};
-use crate::cases::common::{Kind, kind_of};
+use crate::cases::common::{Kind, kind_of, refcs};
 use crate::ctx::{Ctx, Dir, Fault};
 use crate::device::LinkParams;
 use ethlink_protocol::{ETH_HEADER_LEN, LINK_HEADER_LEN, NETWORK_HEADER_LEN, fcs, frame_len};
@@ -314,15 +314,6 @@ fn received(ctx: &mut Ctx<'_>, req: &'static str, want: &[u32]) -> Result<(), St
     )
 }
 
-/// The FCS of `frame` (its last four bytes) made good again after its bytes were changed.
-fn mend(frame: &mut [u8]) {
-    let n = frame.len();
-    if n >= 4 {
-        let f = fcs::fcs_bytes(&frame[..n - 4]);
-        frame[n - 4..].copy_from_slice(&f);
-    }
-}
-
 /// The default `max_residence`, as the cases that do not set it judge SW-6-10.
 const DEFAULT_MAX_RES_NS: u64 = 40_000;
 
@@ -438,10 +429,10 @@ pub(super) fn stomps_wrong_length(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
                 let n = bytes.len();
                 if t == 3 {
                     bytes.splice(n - 4..n - 4, [0u8; 8]);
-                    mend(bytes);
+                    refcs(bytes);
                 } else if t == 7 {
                     bytes.drain(n - 12..n - 4);
-                    mend(bytes);
+                    refcs(bytes);
                 }
             }
             Fault::Pass
