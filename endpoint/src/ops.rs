@@ -74,6 +74,10 @@ pub enum LsOp {
         /// The operation and its operands (at most the width's maximum).
         op: AtomicOp,
     },
+    /// A FENCE request (transaction.md TXN-4-6): an ordering point at the target for the
+    /// requests this GPU sent before it on the same port. Only the target GPU of its
+    /// [`Remote`] counts; its space, key and address are not sent.
+    Fence,
 }
 
 /// Whether an operation belongs to an ordered stream (EP-4-1).
@@ -85,6 +89,10 @@ pub enum Ordering {
     /// Every outstanding operation of the stream shares one path, so they are performed in issue
     /// order (TXN-4-1).
     Stream(u32),
+    /// On this port (numbered stack by stack, endpoint.md §3) while it is usable, whatever the
+    /// policy; when it is not, as an unordered operation (EP-4-6). Operations on one port to one
+    /// target share a path.
+    Port(u16),
 }
 
 /// A load-store request: the operation, its target and its ordering.
@@ -141,11 +149,13 @@ pub enum OpKind {
     RdmaWrite,
     /// RDMA read.
     RdmaRead,
+    /// A FENCE request sent to a target ([`LsOp::Fence`]).
+    RemoteFence,
 }
 
 impl OpKind {
     /// Every kind, in counter order.
-    pub const ALL: [OpKind; 8] = [
+    pub const ALL: [OpKind; 9] = [
         OpKind::Load,
         OpKind::Store,
         OpKind::FetchAdd,
@@ -154,6 +164,7 @@ impl OpKind {
         OpKind::Fence,
         OpKind::RdmaWrite,
         OpKind::RdmaRead,
+        OpKind::RemoteFence,
     ];
 
     /// Position in [`OpKind::ALL`].
@@ -172,12 +183,18 @@ impl OpKind {
             OpKind::Fence => "fence",
             OpKind::RdmaWrite => "rdma_write",
             OpKind::RdmaRead => "rdma_read",
+            OpKind::RemoteFence => "remote_fence",
         }
     }
 
-    /// Whether performing it twice equals performing it once (TXN-5-1).
-    pub const fn idempotent(self) -> bool {
-        !matches!(self, OpKind::FetchAdd | OpKind::Swap | OpKind::CompareSwap)
+    /// Whether performing it again cannot change memory, so that it may be sent again after an
+    /// attempt that may have been performed (TXN-5-1): loads, RDMA reads and fences. Stores,
+    /// RDMA writes and atomics are not.
+    pub const fn repeatable(self) -> bool {
+        matches!(
+            self,
+            OpKind::Load | OpKind::RdmaRead | OpKind::Fence | OpKind::RemoteFence
+        )
     }
 
     pub(crate) const fn of(op: &LsOp) -> Self {
@@ -189,6 +206,7 @@ impl OpKind {
                 AtomicOp::Swap { .. } => OpKind::Swap,
                 AtomicOp::CompareSwap { .. } => OpKind::CompareSwap,
             },
+            LsOp::Fence => OpKind::RemoteFence,
         }
     }
 }
@@ -203,7 +221,8 @@ pub enum CompletionStatus {
     Remote(Status),
     /// No usable path existed until the deadline; never sent (TXN-3-6).
     NoPath,
-    /// An atomic lost with its link: performed once or not at all (TXN-3-5).
+    /// A store, RDMA write or atomic lost with its link: each of its bytes written once or not
+    /// at all (TXN-3-5).
     FateUnknown,
     /// No final response before the deadline after every retry (TXN-3-7).
     Timeout,

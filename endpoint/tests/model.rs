@@ -1073,6 +1073,7 @@ impl Side {
                     assert!(tag < tags, "tag {tag} outside 0..{tags} (EP-5-1)");
                     let what = format!("GPU {e} {req:?}");
                     let (kind, expect) = match (req.op, want) {
+                        (LsOp::Fence, _) => (OpKind::RemoteFence, Expect::Nothing),
                         (LsOp::Load { len }, _) => {
                             self.stats.loads += 1;
                             let r = Range {
@@ -1242,8 +1243,9 @@ impl Side {
                 //# and MUST NOT change memory.
                 //= docs/spec/transaction.md#4-ordering
                 //= type=test
-                //# TXN-4-1 Load, store and atomic requests on one path MUST be performed at the
-                //# target in the order they were issued.
+                //# TXN-4-1 (path order) Of two load, store or atomic requests a and b of one
+                //# source on one path, a issued before b, b MUST be ordered after a (a ob b) when
+                //# both write (a store or an atomic), or when they access a common granule.
                 //# TXN-4-2 A Load issued after a Store on the same path to an overlapping address
                 //# MUST return the Store's bytes for the overlap
                 //= docs/spec/endpoint.md#4-paths-and-load-balancing
@@ -1255,8 +1257,8 @@ impl Side {
                 //# EP-7-3 Packing MUST keep the order of the transactions of one path.
                 //= docs/spec/endpoint.md#8-target
                 //= type=test
-                //# EP-8-2 A target MUST perform the requests of a frame in the frame's order and
-                //# the frames of a port in the order the link delivers them (TXN-4-1).
+                //# EP-8-2 A target MUST keep, among the requests of one source that arrive on one
+                //# port and VC, the order TXN-4-1 gives them
                 if let Some(i) = first_mismatch(got.as_slice(), &want) {
                     panic!(
                         "{what}: the load returned other bytes than the model's from byte {i}: \

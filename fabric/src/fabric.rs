@@ -721,6 +721,7 @@ impl workload::Host for Cx<'_> {
                 ethlink_protocol::AtomicOp::Swap { .. } => OpKind::Swap,
                 ethlink_protocol::AtomicOp::CompareSwap { .. } => OpKind::CompareSwap,
             },
+            ethlink_endpoint::LsOp::Fence => OpKind::RemoteFence,
         };
         let tag = ep.issue(inst, req)?;
         self.ops.issued(

@@ -376,8 +376,10 @@ struct LsSource {
     issued: u64,
     /// (target, ordinary slot) of the operations outstanding.
     busy: BTreeSet<(u16, u32)>,
-    /// Slots, ordinary or of a stream, an operation that ended with an error last touched:
-    /// never used again.
+    /// Slots, ordinary or of a stream, that a store which ended with an error touched: each of
+    /// its bytes was written once or not at all, and a copy may still land up to
+    /// `frame_lifetime` later (transaction.md TXN-3-5, TXN-5-7), so loads of the slot are
+    /// never judged again. Operations go on using it.
     spoiled: BTreeSet<(u16, u64)>,
     blocked: bool,
 }
@@ -612,17 +614,9 @@ impl LsState {
         let slot: u64 = match stream {
             Some(k) if self.stream_slots > 0 => {
                 // The stream's own slots: shared by its outstanding operations.
-                let s = u64::from(self.slots)
+                u64::from(self.slots)
                     + u64::from(k) * u64::from(self.stream_slots)
-                    + below(&mut self.rng, u64::from(self.stream_slots));
-                if self
-                    .src
-                    .get(i)
-                    .is_some_and(|x| x.spoiled.contains(&(dst, s)))
-                {
-                    return false;
-                }
-                s
+                    + below(&mut self.rng, u64::from(self.stream_slots))
             }
             _ => {
                 let hot = uniform(&mut self.rng) < self.locality;
@@ -634,7 +628,7 @@ impl LsState {
                 let mut slot = None;
                 for d in 0..self.slots {
                     let s = (first + d) % self.slots;
-                    if !src.busy.contains(&(dst, s)) && !src.spoiled.contains(&(dst, s.into())) {
+                    if !src.busy.contains(&(dst, s)) {
                         slot = Some(s);
                         break;
                     }
@@ -796,7 +790,7 @@ impl LsState {
                 self.stream_order += 1;
                 let stream = match ordering {
                     Ordering::Stream(k) => k,
-                    Ordering::Unordered => u32::MAX,
+                    Ordering::Unordered | Ordering::Port(_) => u32::MAX,
                 };
                 self.stream_ops.insert(
                     (gpu, tag),
@@ -880,12 +874,15 @@ impl LsState {
             .src
             .get(i)
             .is_some_and(|s| s.spoiled.contains(&(dst, p.slot)));
-        let again = c.retries > 0;
+        // Sent again, or ended with an error (a store of unknown fate or past its deadline is
+        // not sent again, TXN-3-5, and may or may not have been performed).
+        let again = c.retries > 0 || !c.status.is_ok();
         let (stream, order, broken) = (p.stream, p.order, p.broken);
         if again {
-            // Sent again after its deadline, it may have had its stream pinned anew: every
-            // operation of the stream issued after it may have overtaken requests on the old
-            // path (TXN-5-6).
+            // Sent again after its deadline, or lost with its port, it may have had its stream
+            // pinned anew: every operation of the stream issued after it may have overtaken
+            // requests on the old path (TXN-5-6), and a load issued after a store that ended
+            // with an error may not see it.
             for q in self
                 .stream_ops
                 .range_mut((gpu, 0)..=(gpu, u16::MAX))

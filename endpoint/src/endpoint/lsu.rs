@@ -42,6 +42,8 @@ impl Endpoint {
                 }
                 width.bytes() as u64
             }
+            // A FENCE addresses no bytes.
+            LsOp::Fence => 0,
         };
         if req.remote.gpu.value() == GpuId::RESERVED {
             return Err(invalid(
@@ -172,7 +174,8 @@ impl Endpoint {
                     Some((CompletionStatus::from_wire(status), CompletionData::None))
                 }
             }
-            (TxnRepr::StoreResp { status, .. }, LsOp::Store { .. }) => {
+            (TxnRepr::StoreResp { status, .. }, LsOp::Store { .. })
+            | (TxnRepr::FenceResp { status, .. }, LsOp::Fence) => {
                 Some((CompletionStatus::from_wire(status), CompletionData::None))
             }
             (
@@ -292,7 +295,7 @@ impl Endpoint {
                         .ls_bytes_written
                         .wrapping_add(data.as_slice().len() as u64);
                 }
-                LsOp::Atomic { .. } => {}
+                LsOp::Atomic { .. } | LsOp::Fence => {}
             }
         }
         self.finish(
@@ -375,7 +378,7 @@ impl Endpoint {
             return;
         }
         //= docs/spec/transaction.md#5-operations-that-can-no-longer-complete
-        //# TXN-5-4 When the deadline passes an idempotent operation MUST be retried whole
+        //# TXN-5-4 When the deadline passes a repeatable operation MUST be retried whole
         //# on a usable path, if it has retries left; otherwise it MUST complete with
         //# TIMEOUT (or NO_PATH, TXN-3-6).
         if !slot.sent {
@@ -386,11 +389,11 @@ impl Endpoint {
             self.complete_ls(tag, CompletionStatus::NoPath, CompletionData::None);
             return;
         }
-        if !slot.kind.idempotent() || slot.retries >= self.cfg.max_retries {
+        if !slot.kind.repeatable() || slot.retries >= self.cfg.max_retries {
             //= docs/spec/transaction.md#3-statuses
             //# TXN-3-7 A requester MUST complete with TIMEOUT an operation that has no
             //# final response when its deadline passes and has no retry left, or that is
-            //# not idempotent.
+            //# not repeatable.
             self.complete_ls(tag, CompletionStatus::Timeout, CompletionData::None);
             return;
         }
@@ -554,6 +557,15 @@ impl Endpoint {
                     }
                 }
             }
+            //= docs/spec/endpoint.md#4-paths-and-load-balancing
+            //# EP-4-6 An endpoint MAY let its GPU name the port of a load-store operation (a
+            //# test or a program that places its own paths); such an operation MUST go on that
+            //# port while it is usable and is not the port a retry must avoid (EP-9-2), and
+            //# otherwise on a port chosen as for an unordered operation.
+            Ordering::Port(p) => match usize::from(p) {
+                p if self.is_port_usable(p) && Some(p) != avoid => Some(p),
+                _ => self.choose(req.remote.gpu, u64::from(tag), avoid),
+            },
             Ordering::Unordered => self.choose(req.remote.gpu, u64::from(tag), avoid),
         };
         let Some(slot) = self.lsu.get_mut(usize::from(tag)).and_then(Option::as_mut) else {
@@ -583,6 +595,7 @@ impl Endpoint {
                 width,
                 op,
             },
+            LsOp::Fence => TxnRepr::Fence { tag },
         };
         let mut buf = [0u8; 300];
         let n = txn.emit(&mut buf).unwrap_or(0);

@@ -58,11 +58,12 @@ impl Endpoint {
             }
             if fate {
                 slot.tainted = true;
-                if !slot.kind.idempotent() {
+                if !slot.kind.repeatable() {
                     //= docs/spec/transaction.md#3-statuses
                     //# TXN-3-5 A requester MUST complete with FATE_UNKNOWN, and MUST NOT
-                    //# retransmit, an atomic whose request was in a frame its link reported of
-                    //# unknown fate (LINK-6-1): performing it twice would change the result.
+                    //# retransmit, an operation that is not repeatable (a store, an RDMA write, an
+                    //# atomic) whose request was in a frame its link reported of unknown fate
+                    //# (LINK-6-1).
                     self.complete_ls(tag, CompletionStatus::FateUnknown, CompletionData::None);
                     return;
                 }
@@ -70,7 +71,7 @@ impl Endpoint {
                     slot.episode = episode;
                     if slot.retries >= self.cfg.max_retries {
                         //= docs/spec/transaction.md#5-operations-that-can-no-longer-complete
-                        //# TXN-5-3 A request of an idempotent operation whose frame had unknown
+                        //# TXN-5-3 A request of a repeatable operation whose frame had unknown
                         //# fate MUST be sent again on another usable path, at most `max_retries`
                         //# times for the operation (endpoint.md §1.1), after which the operation
                         //# completes with TIMEOUT
@@ -116,6 +117,15 @@ impl Endpoint {
         let Some(op) = self.rdma.get_mut(&id) else {
             return;
         };
+        if fate && matches!(op.state, RdmaState::Write { .. }) {
+            //= docs/spec/transaction.md#3-statuses
+            //# TXN-3-5 A requester MUST complete with FATE_UNKNOWN, and MUST NOT
+            //# retransmit, an operation that is not repeatable (a store, an RDMA write, an
+            //# atomic) whose request was in a frame its link reported of unknown fate
+            //# (LINK-6-1).
+            self.complete_rdma(id, CompletionStatus::FateUnknown);
+            return;
+        }
         if fate {
             op.tainted = true;
             if op.episode != episode {

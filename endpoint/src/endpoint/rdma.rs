@@ -393,30 +393,26 @@ impl Endpoint {
             self.complete_rdma(id, CompletionStatus::NoPath);
             return;
         }
-        if op.retries >= max {
+        //= docs/spec/transaction.md#3-statuses
+        //# TXN-3-7 A requester MUST complete with TIMEOUT an operation that has no
+        //# final response when its deadline passes and has no retry left, or that is
+        //# not repeatable.
+        if op.retries >= max || matches!(op.state, RdmaState::Write { .. }) {
             self.complete_rdma(id, CompletionStatus::Timeout);
             return;
         }
         //= docs/spec/endpoint.md#9-ports-going-down-and-deadlines
         //# EP-9-3 An operation's deadline MUST be checked by the endpoint's timer; an operation
-        //# whose deadline passes MUST be retried or completed as TXN-5-4 says. An RDMA write
-        //# retried is sent whole with the same tag; an RDMA read retries its unfinished chunks.
+        //# whose deadline passes MUST be retried or completed as TXN-5-4 says: an RDMA read
+        //# retries its unfinished chunks; an RDMA write is not retried (TXN-5-1).
         op.retries += 1;
         op.tainted = true;
         op.deadline = now.saturating_add(timeout);
         self.counters.retries = self.counters.retries.wrapping_add(1);
         self.timers.push(Reverse((op.deadline, Key::Rdma(id))));
         match &mut op.state {
-            RdmaState::Write {
-                next, resend, port, ..
-            } => {
-                *next = 0;
-                resend.clear();
-                *port = None;
-                if !self.active_writes.contains(id) {
-                    self.active_writes.push_back(id);
-                }
-            }
+            // A write whose deadline passed has completed TIMEOUT above.
+            RdmaState::Write { .. } => {}
             RdmaState::Read { active, port, .. } => {
                 *port = None;
                 let chunks: Vec<u64> = active

@@ -83,12 +83,16 @@ impl Endpoint {
             return;
         }
         let src = repr.src;
+        // The reference performs every request at once, in the order its ports' links deliver
+        // them: stronger than the model asks (transaction.md §4, implementation freedom).
         //= docs/spec/endpoint.md#8-target
-        //# EP-8-2 A target MUST perform the requests of a frame in the frame's order and the
-        //# frames of a port in the order the link delivers them (TXN-4-1).
+        //# EP-8-2 A target MUST keep, among the requests of one source that arrive on one port and
+        //# VC, the order TXN-4-1 gives them (a frame's requests in the frame's order, frames in the
+        //# order the link delivers them), and across the VCs of a port the order of TXN-4-6
         //= docs/spec/transaction.md#4-ordering
-        //# TXN-4-1 Load, store and atomic requests on one path MUST be performed at the target in
-        //# the order they were issued.
+        //# TXN-4-1 (path order) Of two load, store or atomic requests a and b of one source on one
+        //# path, a issued before b, b MUST be ordered after a (a ob b) when both write (a store or
+        //# an atomic), or when they access a common granule.
         //= docs/spec/transaction.md#4-ordering
         //# TXN-4-2 A Load issued after a Store on the same path to an overlapping address MUST
         //# return the Store's bytes for the overlap (unless another requester wrote them in
@@ -198,6 +202,20 @@ impl Endpoint {
     //= docs/spec/wire.md#61-common-prefix
     //# WIRE-6.1-2 The tag is chosen by the requester; a responder MUST copy the tag of a request,
     //# and the request's source GPU into the destination of the response, unchanged.
+    //
+    // The memory model holds by construction here: the target's memory is one array (one copy,
+    // one order of writes per granule) and every request is performed whole, at once, in the
+    // order its port delivers it.
+    //= docs/spec/transaction.md#4-ordering
+    //# TXN-4-8 Each granule an access covers MUST be read or written as one indivisible event: a
+    //# read returns for each granule the bytes of one write (or the initial zeros).
+    //= docs/spec/transaction.md#4-ordering
+    //# TXN-4-9 (coherence) The writes to one granule MUST be seen by every observer in co: for
+    //# each granule, the union of rf, co, fr and ob restricted to that granule MUST be acyclic.
+    //= docs/spec/transaction.md#4-ordering
+    //# TXN-4-12 (one copy) A write MUST become visible to every observer at once: once any read
+    //# has returned its bytes, no read ordered after that read by ob, rf, co and fr, of any
+    //# source, returns an older value of the granule.
     fn serve(&mut self, i: usize, src: GpuId, txn: &TxnRepr<'_>, described: Option<Pattern>) {
         self.counters.requests_served = self.counters.requests_served.wrapping_add(1);
         if let Some(refused) = self.unsupported(txn) {
@@ -270,15 +288,14 @@ impl Endpoint {
                 Err(s) => refusal(op.opcode().to_u8(), tag, s),
             },
             TxnRepr::Fence { tag } => {
+                // Every request before the FENCE has been performed at once but RDMA reads,
+                // whose segments are read as they are built: the FENCE waits for the source's
+                // read jobs, those of every port (stronger than TXN-4-6 asks).
                 //= docs/spec/transaction.md#4-ordering
-                //# TXN-4-6 A target MUST answer a FENCE request only after every request it
-                //# received from the same source GPU before the FENCE has been performed, RDMA
-                //# reads included
-                //= docs/spec/endpoint.md#8-target
-                //# EP-8-7 A target MUST take the DATA frames its ports' links deliver one at a
-                //# time, in one order for all its ports; a request is received before a FENCE
-                //# when its frame was taken before the FENCE's frame, or comes before the FENCE
-                //# in the same frame.
+                //# TXN-4-6 [...] an RDMA read that arrived before the FENCE MUST have been read whole
+                //# before the FENCE is answered, but its segments MAY be read after later requests.
+                //# A target MUST answer a FENCE only after every request of its source that arrived
+                //# before it on its port has been performed.
                 let bound = self.next_job;
                 if self.read_jobs.iter().any(|j| j.src == src) {
                     //= docs/spec/endpoint.md#8-target
