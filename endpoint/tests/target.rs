@@ -1666,19 +1666,24 @@ fn responses_to_the_requester() {
     assert_eq!((req.vc, req.opcode, req.dst, req.src), (0, 0x01, PEER, EP));
     assert_eq!(req.dword(4), 0x40);
 
-    // A STORE_RESP and a short LOAD_RESP for the load's tag: neither completes it.
+    // A STORE_RESP, a short LOAD_RESP, and a full LOAD_RESP from another GPU than the load's
+    // target, for the load's tag: none completes it.
     let discarded = |p: &Peer| p.ep.counters().responses_discarded;
     p.send_raw(2, &payload(EP, PEER, &[resp(0x82, 0, ld, &[])]));
     p.run_for(1_000);
     p.send_raw(2, &payload(EP, PEER, &[resp(0x81, 0, ld, &[1; 8])]));
     p.run_for(1_000);
+    p.send_raw(2, &payload(EP, PEER + 7, &[resp(0x81, 0, ld, &[1; 16])]));
+    p.run_for(1_000);
     //= docs/spec/endpoint.md#5-load-store-unit
     //= type=test
-    //# EP-5-4 A response MUST complete the operation holding its tag only if its opcode answers
-    //# that operation's request; any other response, and any response whose tag no operation
-    //# holds, MUST be discarded and counted.
+    //# EP-5-4 A response MUST complete the operation holding its tag only if it comes from that
+    //# operation's target GPU, its opcode answers the operation's request and its length is the
+    //# one the request asks for (a LOAD_RESP of the load's length, an atomic response of the
+    //# operand size); any other response, and any response whose tag no operation holds, MUST be
+    //# discarded and counted.
     assert!(p.completions.is_empty(), "{:?}", p.completions);
-    assert_eq!(discarded(&p), 2);
+    assert_eq!(discarded(&p), 3);
     assert_eq!(p.ep.ls_outstanding(), 1);
 
     // Status 0x42.
@@ -1708,7 +1713,7 @@ fn responses_to_the_requester() {
     //# EP-9-4 A response that arrives for an operation already completed MUST be discarded and
     //# counted, never reported.
     assert!(p.completions.is_empty());
-    assert_eq!(discarded(&p), 3);
+    assert_eq!(discarded(&p), 4);
     // Tags no operation holds: load-store and RDMA.
     let rdma_tag = p.ep.config().lsu_tags + 3;
     p.send_raw(
@@ -1724,7 +1729,7 @@ fn responses_to_the_requester() {
     );
     p.run_for(1_000);
     assert!(p.completions.is_empty());
-    assert_eq!(discarded(&p), 5);
+    assert_eq!(discarded(&p), 6);
 
     // A load completed only by its real response after a wrong one; an atomic after a response
     // of another atomic and one of the wrong width; a store refused.
@@ -1774,7 +1779,7 @@ fn responses_to_the_requester() {
     );
     p.run_for(1_000);
     assert!(p.completions.is_empty(), "{:?}", p.completions);
-    assert_eq!(discarded(&p), 8);
+    assert_eq!(discarded(&p), 9);
     p.send_raw(
         2,
         &payload(
@@ -1806,7 +1811,7 @@ fn responses_to_the_requester() {
         done[&OpId::Ls(st)].status,
         CompletionStatus::Remote(Status::AccessViolation)
     );
-    assert_eq!(discarded(&p), 8);
+    assert_eq!(discarded(&p), 9);
     assert_eq!(p.ep.outstanding(), 0);
 }
 

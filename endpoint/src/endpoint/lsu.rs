@@ -137,7 +137,7 @@ impl Endpoint {
     }
 
     /// A response arrived for this GPU as a requester.
-    pub(super) fn on_response(&mut self, txn: &TxnRepr<'_>) {
+    pub(super) fn on_response(&mut self, src: GpuId, txn: &TxnRepr<'_>) {
         //= docs/spec/endpoint.md#10-counters
         //# EP-10-2 A response with an opcode wire.md does not define MUST be discarded and counted
         //# in `unknown_responses`; a response with a defined opcode that breaks its encoding
@@ -148,7 +148,7 @@ impl Endpoint {
         }
         let tag = txn.tag();
         if tag >= self.cfg.lsu_tags {
-            self.on_rdma_response(tag, txn);
+            self.on_rdma_response(src, tag, txn);
             return;
         }
         let Some(Some(slot)) = self.lsu.get(usize::from(tag)) else {
@@ -159,9 +159,15 @@ impl Endpoint {
             return;
         };
         //= docs/spec/endpoint.md#5-load-store-unit
-        //# EP-5-4 A response MUST complete the operation holding its tag only if its opcode
-        //# answers that operation's request; any other response, and any response whose tag no
-        //# operation holds, MUST be discarded and counted.
+        //# EP-5-4 A response MUST complete the operation holding its tag only if it comes from
+        //# that operation's target GPU, its opcode answers the operation's request and its length
+        //# is the one the request asks for (a LOAD_RESP of the load's length, an atomic response
+        //# of the operand size); any other response, and any response whose tag no operation
+        //# holds, MUST be discarded and counted.
+        if slot.req.remote.gpu != src {
+            self.counters.responses_discarded = self.counters.responses_discarded.wrapping_add(1);
+            return;
+        }
         let done = match (*txn, slot.req.op) {
             (TxnRepr::LoadResp { status, data, .. }, LsOp::Load { len }) => {
                 if status.is_ok() {

@@ -99,7 +99,7 @@ impl Endpoint {
         Ok(id)
     }
 
-    pub(super) fn on_rdma_response(&mut self, tag: u16, txn: &TxnRepr<'_>) {
+    pub(super) fn on_rdma_response(&mut self, src: GpuId, tag: u16, txn: &TxnRepr<'_>) {
         let owner = self
             .rdma_owner
             .get(usize::from(tag.wrapping_sub(self.cfg.lsu_tags)))
@@ -113,6 +113,13 @@ impl Endpoint {
             self.counters.responses_discarded = self.counters.responses_discarded.wrapping_add(1);
             return;
         };
+        //= docs/spec/endpoint.md#5-load-store-unit
+        //# EP-5-4 A response MUST complete the operation holding its tag only if it comes from
+        //# that operation's target GPU
+        if op.desc.remote.gpu != src {
+            self.counters.responses_discarded = self.counters.responses_discarded.wrapping_add(1);
+            return;
+        }
         match (&mut op.state, *txn) {
             (RdmaState::Write { .. }, TxnRepr::RdmaCompletion { status, total, .. }) => {
                 //= docs/spec/endpoint.md#6-rdma-engine

@@ -109,7 +109,7 @@ impl Endpoint {
                     };
                     self.serve(i, src, &txn, described)
                 }
-                Ok(txn) => self.on_response(&txn),
+                Ok(txn) => self.on_response(src, &txn),
                 Err(e) => match e.action {
                     //= docs/spec/endpoint.md#8-target
                     //# EP-8-3 A target MUST answer an unknown request UNSUPPORTED (WIRE-6.1-5)
