@@ -93,6 +93,9 @@ pub struct Counters {
     /// Request frames discarded unperformed because the target had held them for `hold_max`
     /// (EP-8-9).
     pub held_expired: u64,
+    /// Transactions discarded for arriving on a VC of the other class: a request on a response
+    /// VC, a response on a request VC, or either on a VC above 3 (EP-3-7).
+    pub wrong_vc_txns: u64,
     /// RDMA writes and reads in reassembly now (target writes and requester read chunks).
     pub reassembly_now: u64,
     /// Highest `reassembly_now`.
@@ -134,6 +137,7 @@ impl Counters {
             responses_lost: 0,
             backlog_stalls: 0,
             held_expired: 0,
+            wrong_vc_txns: 0,
             reassembly_now: 0,
             reassembly_max: 0,
             reorder_bytes_now: 0,
@@ -226,6 +230,7 @@ impl Counters {
         f("responses_lost", None, None, self.responses_lost);
         f("backlog_stalls", None, None, self.backlog_stalls);
         f("held_expired", None, None, self.held_expired);
+        f("wrong_vc_txns", None, None, self.wrong_vc_txns);
         f("reassembly_now", None, None, self.reassembly_now);
         f("reassembly_max", None, None, self.reassembly_max);
         f("reorder_bytes_now", None, None, self.reorder_bytes_now);

@@ -2989,3 +2989,57 @@ fn every_granule_holds_the_bytes_of_one_write() {
     assert_eq!(got[..4], before[..4], "bytes before the store kept");
     assert_eq!(got[28..], before[28..], "bytes after the store kept");
 }
+
+/// A request on a response VC and a response on a request VC are discarded unanswered and
+/// counted; the same request on VC 0 is served.
+#[test]
+fn a_transaction_on_a_vc_of_the_other_class_is_discarded() {
+    let mut p = Peer::new(ep_config());
+    let now = p.now();
+    let ld =
+        p.ep.issue(now, ls(LsOp::Load { len: 16 }, 0x40))
+            .expect("issue");
+    p.run_for(1_000);
+    let _ = p.take();
+    // A STORE on VC 2 and on VC 3, a STORE to the same bytes on VC 0 after them.
+    for v in [2u8, 3] {
+        p.send(
+            v,
+            &[TxnRepr::Store {
+                tag: 0x50 + u16::from(v),
+                target: target(K1, A),
+                data: &[0xEE; 8],
+            }],
+        );
+    }
+    // The load's answer on VC 0: not taken.
+    p.send_raw(0, &payload(EP, PEER, &[resp(0x81, 0, ld, &[5; 16])]));
+    p.run_for(2_000);
+    //= docs/spec/endpoint.md#3-ports-and-virtual-channels
+    //= type=test
+    //# EP-3-7 A receiver MUST take a request only on VC 0 or 1 and a response only on VC 2 or 3: a
+    //# transaction of either class on a VC of the other, or on a VC above 3, MUST be discarded
+    //# unanswered and counted in `wrong_vc_txns`, and the frame's other transactions taken as
+    //# usual.
+    assert!(p.take().is_empty(), "a request on a response VC was answered");
+    assert!(p.completions.is_empty(), "a response on VC 0 completed the load");
+    assert_eq!(p.ep.counters().wrong_vc_txns, 3);
+    let mut b = [0u8; 8];
+    p.ep.memory().read(Space::Global, A, &mut b).expect("read");
+    assert_ne!(b, [0xEE; 8], "a store on a response VC was performed");
+    p.send(
+        0,
+        &[TxnRepr::Store {
+            tag: 0x60,
+            target: target(K1, A),
+            data: &[0xEE; 8],
+        }],
+    );
+    p.send_raw(2, &payload(EP, PEER, &[resp(0x81, 0, ld, &[5; 16])]));
+    p.run_for(2_000);
+    assert_eq!(only(&p.take(), 0x60).status(), Status::Ok);
+    assert_eq!(p.completions.len(), 1, "the load completes on VC 2");
+    p.ep.memory().read(Space::Global, A, &mut b).expect("read");
+    assert_eq!(b, [0xEE; 8]);
+    assert_eq!(p.ep.counters().wrong_vc_txns, 3);
+}

@@ -160,6 +160,15 @@ pub fn cases() -> Vec<Case> {
             target_discards,
         ),
         case(
+            "EPT-RX-4",
+            "as a target, a request on a response VC (2 or 3) or above VC 3 is discarded \
+             unanswered and counted in wrong_vc_txns, as is a response on VC 0, while the same \
+             request on VC 0 is served",
+            &["EP-3-7", "EP-3-1"],
+            &[],
+            target_wrong_vc,
+        ),
+        case(
             "EPT-REQ-1",
             "as a requester, loads, stores and atomics go out on VC 0 with unique tags and exact \
              fields, and complete OK with the data the target returned",
@@ -1227,6 +1236,58 @@ fn target_unknown_malformed(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         check_resp(t, *opcode, *status, data, req)?;
     }
     Ok(())
+}
+
+fn target_wrong_vc(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    ep_up(ctx, 1)?;
+    let a = G.0 + 0xB80;
+    let before = ctx.counter("wrong_vc_txns")?;
+    //= docs/spec/endpoint.md#3-ports-and-virtual-channels
+    //= type=test
+    //# EP-3-7 A receiver MUST take a request only on VC 0 or 1 and a response only on VC 2 or 3: a
+    //# transaction of either class on a VC of the other, or on a VC above 3, MUST be discarded
+    //# unanswered and counted in `wrong_vc_txns`, and the frame's other transactions taken as
+    //# usual.
+    // A STORE on VC 2, a STORE and a LOAD on VC 3, then a stray response on VC 0.
+    send(ctx, 0, 2, &[store(0x0C01, 0, G.2, a, &[0xC1; 8])])?;
+    send(
+        ctx,
+        0,
+        3,
+        &[
+            store(0x0C02, 0, G.2, a, &[0xC2; 8]),
+            load(0x0C03, 0, G.2, a, 8),
+        ],
+    )?;
+    send(ctx, 0, 0, &[resp(0x82, st::OK, 0x0C04, &[])])?;
+    // Then a LOAD on VC 0: the stores above changed nothing.
+    send(ctx, 0, 0, &[load(0x0C05, 0, G.2, a, 8)])?;
+    let mut seen = Seen::default();
+    seen.run(ctx, 1, 50_000, |s| s.txns.iter().any(|t| t.tag == 0x0C05))?;
+    seen.run(ctx, 1, 5_000, |_| false)?;
+    for tag in [0x0C01, 0x0C02, 0x0C03] {
+        check(
+            seen.with_tag(tag, true).is_empty(),
+            "EP-3-7",
+            format!("no answer to tag {tag:#06x}, a request on a response VC"),
+            || {
+                seen.with_tag(tag, true)
+                    .iter()
+                    .map(|t| t.show())
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            },
+        )?;
+    }
+    let t = one_response(&seen, 0x0C05, "the LOAD on VC 0 after them")?;
+    check_resp(t, 0x81, st::OK, &[0; 8], "EP-3-7")?;
+    let after = ctx.counter("wrong_vc_txns")?;
+    check_eq(
+        "EP-3-7",
+        "wrong_vc_txns up by 4 (three requests on response VCs, one response on VC 0)",
+        after.wrapping_sub(before),
+        4,
+    )
 }
 
 fn target_discards(ctx: &mut Ctx<'_>) -> Result<(), Stop> {

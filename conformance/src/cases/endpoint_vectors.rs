@@ -182,6 +182,17 @@ fn plan(v: &VectorJson) -> Option<Plan> {
             }
         }
     }
+    // The vectors are wire vectors: an endpoint takes a transaction only on a VC of its class
+    // (endpoint.md EP-3-7), so the payload goes on the VC that EP-3-1 gives its first
+    // transaction, as the GPU ids are made the device's above.
+    if let Some(&o) = payload.get(8) {
+        p.vc = match o {
+            0x10 | 0x11 => 1,
+            0x00..=0x7F => 0,
+            0x91 => 3,
+            _ => 2,
+        };
+    }
     p.payload = payload;
     Some(p)
 }

@@ -622,7 +622,14 @@ pub(super) fn render(all: &[Example<'_>]) -> Result<String, String> {
          field, its decoded value and the section of [wire.md](wire.md) that defines it. \
          Multi-byte header fields are big-endian (WIRE-1.1-1), atomic operands little-endian \
          (WIRE-1.1-3). Data longer than 16 bytes is shown by its first 16 bytes. The vectors \
-         themselves, with every other case, are in `conformance/vectors/vectors.json`.\n",
+         themselves, with every other case, are in `conformance/vectors/vectors.json`.\n\n\
+         These are wire vectors: they show the wire format (wire.md) and what a link end and a \
+         decoder do with it, not what an endpoint sends. Endpoint rules are not applied: their \
+         MAC addresses are not those of endpoint.md EP-12-4, and examples 2, 3 and 30 carry \
+         transactions on VCs that endpoint.md EP-3-1 does not give their class (a STORE on VC 3, \
+         a FENCE on VC 7, responses on VC 0), which an endpoint receiving them discards and \
+         counts (EP-3-7). A testbench that feeds them to an endpoint checks EP-3-7 with them, not \
+         the transactions' effect.\n",
     );
     out.push_str("\n## Contents\n\n");
     for (i, (name, title)) in SHOWN.iter().enumerate() {

@@ -86,7 +86,7 @@ struct Port {
     packers: BTreeMap<(u8, u16), Packer>,
     /// Request frames held back by the response backlog (EP-8-4), with their credits and when
     /// the link delivered them (EP-8-9).
-    inbound: VecDeque<(Vec<u8>, Release, Instant)>,
+    inbound: VecDeque<(Vec<u8>, Release, Instant, usize)>,
     /// The requests of the frames submitted to the link that it may still report lost,
     /// per VC in submission order (EP-9-1).
     sent_meta: [VecDeque<Vec<TagEra>>; 4],
@@ -907,13 +907,13 @@ impl Endpoint {
             if p.inbound.is_empty() {
                 self.counters.backlog_stalls = self.counters.backlog_stalls.wrapping_add(1);
             }
-            p.inbound.push_back((buf, release, self.now));
+            p.inbound.push_back((buf, release, self.now, v.index()));
         } else {
             let Some(p) = self.ports.get_mut(i) else {
                 return;
             };
             let _ = p.link.get_mut().release(release);
-            self.on_payload(i, payload, provenance);
+            self.on_payload(i, v.index(), payload, provenance);
         }
     }
 

@@ -46,7 +46,7 @@ impl Endpoint {
                 let Some(p) = self.ports.get_mut(i) else {
                     break;
                 };
-                let Some((buf, release, at)) = p.inbound.pop_front() else {
+                let Some((buf, release, at, v)) = p.inbound.pop_front() else {
                     break;
                 };
                 let _ = p.link.get_mut().release(release);
@@ -58,16 +58,22 @@ impl Endpoint {
                 if self.now.since(at) >= self.cfg.hold_max {
                     self.counters.held_expired = self.counters.held_expired.wrapping_add(1);
                 } else {
-                    self.on_payload(i, &buf, None);
+                    self.on_payload(i, v, &buf, None);
                 }
                 self.pool.push(buf);
             }
         }
     }
 
-    /// A DATA payload delivered by port `i`'s link, with what its sender vouched for if the
-    /// payload is the frame's own (handed by reference, [`Endpoint::handle_frame_by_ref`]).
-    pub(super) fn on_payload(&mut self, i: usize, payload: &[u8], provenance: Option<Provenance>) {
+    /// A DATA payload delivered by port `i`'s link on VC `v`, with what its sender vouched for
+    /// if the payload is the frame's own (handed by reference, [`Endpoint::handle_frame_by_ref`]).
+    pub(super) fn on_payload(
+        &mut self,
+        i: usize,
+        v: usize,
+        payload: &[u8],
+        provenance: Option<Provenance>,
+    ) {
         let repr = match DataRepr::parse(payload) {
             Ok(r) => r,
             Err(_) => {
@@ -97,8 +103,18 @@ impl Endpoint {
         //# TXN-4-2 A Load issued after a Store on the same path to an overlapping address MUST
         //# return the Store's bytes for the overlap (unless another requester wrote them in
         //# between).
+        //= docs/spec/endpoint.md#3-ports-and-virtual-channels
+        //# EP-3-7 A receiver MUST take a request only on VC 0 or 1 and a response only on VC 2
+        //# or 3: a transaction of either class on a VC of the other, or on a VC above 3, MUST be
+        //# discarded unanswered and counted in `wrong_vc_txns`, and the frame's other
+        //# transactions taken as usual.
+        let request_vc = v == VC_LS || v == VC_RDMA;
+        let response_vc = v == VC_RESP || v == VC_READ;
         for item in repr.txns.iter() {
             match item {
+                Ok(txn) if !(if txn.is_request() { request_vc } else { response_vc }) => {
+                    self.counters.wrong_vc_txns = self.counters.wrong_vc_txns.wrapping_add(1);
+                }
                 Ok(txn) if txn.is_request() => {
                     // The data pattern a write's data is, by its sender's word.
                     let described = match (&txn, provenance) {
@@ -115,6 +131,9 @@ impl Endpoint {
                     //# EP-8-3 A target MUST answer an unknown request UNSUPPORTED (WIRE-6.1-5)
                     //# and a request with bad fields MALFORMED (WIRE-6.1-6), and go on with the
                     //# next transaction.
+                    ethlink_protocol::Action::Respond { .. } if !request_vc => {
+                        self.counters.wrong_vc_txns = self.counters.wrong_vc_txns.wrapping_add(1);
+                    }
                     ethlink_protocol::Action::Respond {
                         opcode,
                         tag,
