@@ -3021,8 +3021,14 @@ fn a_transaction_on_a_vc_of_the_other_class_is_discarded() {
     //# transaction of either class on a VC of the other, or on a VC above 3, MUST be discarded
     //# unanswered and counted in `wrong_vc_txns`, and the frame's other transactions taken as
     //# usual.
-    assert!(p.take().is_empty(), "a request on a response VC was answered");
-    assert!(p.completions.is_empty(), "a response on VC 0 completed the load");
+    assert!(
+        p.take().is_empty(),
+        "a request on a response VC was answered"
+    );
+    assert!(
+        p.completions.is_empty(),
+        "a response on VC 0 completed the load"
+    );
     assert_eq!(p.ep.counters().wrong_vc_txns, 3);
     let mut b = [0u8; 8];
     p.ep.memory().read(Space::Global, A, &mut b).expect("read");

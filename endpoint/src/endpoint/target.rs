@@ -112,7 +112,13 @@ impl Endpoint {
         let response_vc = v == VC_RESP || v == VC_READ;
         for item in repr.txns.iter() {
             match item {
-                Ok(txn) if !(if txn.is_request() { request_vc } else { response_vc }) => {
+                Ok(txn)
+                    if !(if txn.is_request() {
+                        request_vc
+                    } else {
+                        response_vc
+                    }) =>
+                {
                     self.counters.wrong_vc_txns = self.counters.wrong_vc_txns.wrapping_add(1);
                 }
                 Ok(txn) if txn.is_request() => {
