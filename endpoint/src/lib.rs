@@ -53,6 +53,7 @@ pub use counters::{Counters, PortCounters};
 pub use endpoint::{Endpoint, path_hash};
 pub use ethlink_link::ConfigError;
 pub use memory::{
+    POISON_GRANULE,
     Access, MAX_POISON_RANGES, MAX_SPACE_SIZE, Memory, MemoryConfig, MemoryConfigError, OutOfSpace,
     PAGE_SIZE, Perms, Piece, PoisonError, Region, RegionError,
 };

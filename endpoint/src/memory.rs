@@ -19,7 +19,8 @@
 //! - Local accesses ([`Memory::read`], [`Memory::write`], [`Memory::fill`],
 //!   [`Memory::write_pattern`], [`Memory::write_received`], [`Memory::contents`]) are the GPU's
 //!   own: they are checked only against the size of the space, and ignore regions and poison.
-//! - [`Memory::poison`] marks bytes as holding an uncorrectable error; writing a byte clears it.
+//! - [`Memory::poison`] marks bytes as holding an uncorrectable error, by granules of
+//!   [`POISON_GRANULE`] bytes; writing a granule whole clears it.
 
 #![cfg_attr(
     not(test),
@@ -46,6 +47,10 @@ pub const MAX_SPACE_SIZE: u64 = 1 << 57;
 
 /// Bytes of one page, the granule in which backing store is allocated.
 pub const PAGE_SIZE: usize = 4096;
+
+/// Bytes of a poison granule: poison covers, and is cleared by, whole naturally aligned blocks of
+/// this many bytes (endpoint.md EP-2-6).
+pub const POISON_GRANULE: u64 = 64;
 
 /// [`PAGE_SIZE`] as an address quantity.
 const PAGE_BYTES: u64 = PAGE_SIZE as u64;
@@ -659,8 +664,6 @@ impl SpaceMem {
         if right.is_some() {
             self.extents.remove(&end);
         }
-        //= docs/spec/endpoint.md#2-memory-model
-        //# EP-2-6 [...] Writing a byte clears its poison.
         self.clear_poison(addr, end);
     }
 
@@ -718,8 +721,6 @@ impl SpaceMem {
                 }
             }
         }
-        //= docs/spec/endpoint.md#2-memory-model
-        //# EP-2-6 [...] Writing a byte clears its poison.
         self.clear_poison(addr, end);
     }
 
@@ -741,12 +742,29 @@ impl SpaceMem {
             .is_some_and(|(_, &e)| e >= start)
     }
 
-    /// Poisons `[start, end)`, merging with the ranges it overlaps or touches.
+    /// The poison granules `[start, end)` touches, as one range (empty for an empty one).
+    fn granules(&self, start: u64, end: u64) -> (u64, u64) {
+        if start >= end {
+            return (start, start);
+        }
+        //= docs/spec/endpoint.md#2-memory-model
+        //# EP-2-6 [...] Poison covers whole naturally aligned blocks of 64 bytes (poison
+        //# granules): poisoning a byte poisons its granule.
+        let lo = start - start % POISON_GRANULE;
+        let hi = end
+            .div_ceil(POISON_GRANULE)
+            .saturating_mul(POISON_GRANULE)
+            .min(self.size.max(end));
+        (lo, hi)
+    }
+
+    /// Poisons the granules `[start, end)` touches, merging with the ranges it overlaps or
+    /// touches.
     fn add_poison(&mut self, start: u64, end: u64) {
         if start >= end {
             return;
         }
-        let (mut lo, mut hi) = (start, end);
+        let (mut lo, mut hi) = self.granules(start, end);
         // The last range starting at or before `hi` is the only one that can end after `hi`;
         // merge ranges from there down while they reach `lo`.
         while let Some((&s, &e)) = self.poison.range(..=hi).next_back() {
@@ -760,8 +778,21 @@ impl SpaceMem {
         self.poison.insert(lo, hi);
     }
 
-    /// Clears the poison of `[start, end)`, splitting the ranges that stick out of it.
+    /// Clears the poison of the granules `[start, end)` covers whole, splitting the ranges that
+    /// stick out of them; a granule written in part keeps its poison.
     fn clear_poison(&mut self, start: u64, end: u64) {
+        //= docs/spec/endpoint.md#2-memory-model
+        //# EP-2-6 [...] A write clears the poison of every granule it covers whole; a write
+        //# that covers part of a poisoned granule writes its bytes and leaves the granule
+        //# poisoned.
+        let start = start
+            .div_ceil(POISON_GRANULE)
+            .saturating_mul(POISON_GRANULE);
+        let end = if end == self.size {
+            end
+        } else {
+            end - end % POISON_GRANULE
+        };
         if start >= end {
             return;
         }
@@ -1356,7 +1387,8 @@ impl Memory {
             .local_end(space, addr, len)
             .map_err(PoisonError::OutOfSpace)?;
         let sm = self.space_mut(space);
-        if sm.poison.len() >= MAX_POISON_RANGES && len > 0 && !sm.touches_poison(addr, end) {
+        let (lo, hi) = sm.granules(addr, end);
+        if sm.poison.len() >= MAX_POISON_RANGES && len > 0 && !sm.touches_poison(lo, hi) {
             return Err(PoisonError::TooManyRanges { space });
         }
         sm.add_poison(addr, end);
@@ -1853,24 +1885,32 @@ mod tests {
 
     //= docs/spec/endpoint.md#2-memory-model
     //= type=test
-    //# EP-2-6 A byte may be poisoned, which models an uncorrectable memory error. A LOAD,
-    //# RDMA_READ or atomic that would read a poisoned byte MUST be refused with POISONED.
-    //# Writing a byte clears its poison.
+    //# EP-2-6 A byte may be poisoned, which models an uncorrectable memory error. A LOAD, RDMA_READ
+    //# or atomic that would read a poisoned byte MUST be refused with POISONED. Poison covers whole
+    //# naturally aligned blocks of 64 bytes (poison granules): poisoning a byte poisons its
+    //# granule. A write clears the poison of every granule it covers whole; a write that covers
+    //# part of a poisoned granule writes its bytes and leaves the granule poisoned. (1.3: 1.2 kept
+    //# poison per byte and cleared it per byte written; a memory keeps errors per ECC word, which a
+    //# write of part of it cannot repair.)
     #[test]
     fn poisoned_bytes_refuse_reads_until_written() {
         use Status::Poisoned as PZ;
+        let g = POISON_GRANULE;
         let mut m = mem_with(0, 0x4000, Perms::ALL);
         m.fill(G, 0, 0x4000, 0xAB).unwrap();
+        // One byte poisons its granule, [0x100, 0x140).
         m.poison(G, 0x100, 1).unwrap();
-        assert!(m.is_poisoned(G, 0x100, 1) && m.is_poisoned(G, 0, 0x101));
-        assert!(!m.is_poisoned(G, 0, 0x100) && !m.is_poisoned(G, 0x101, 100));
+        assert!(m.poisoned(G).eq([(0x100, 0x100 + g)]));
+        assert!(m.is_poisoned(G, 0x100, 1) && m.is_poisoned(G, 0x13F, 1));
+        assert!(!m.is_poisoned(G, 0, 0x100) && !m.is_poisoned(G, 0x140, 100));
         assert!(!m.is_poisoned(G, 0x100, 0) && !m.is_poisoned(S, 0x100, 1));
-        // Any read covering the byte is refused; reads beside it are not.
+        // Any read covering a byte of the granule is refused; reads beside it are not.
         assert_eq!(remote(&m, G, KEY, 0x100, 1), Err(PZ));
         assert_eq!(remote(&m, G, KEY, 0x0F0, 32), Err(PZ));
+        assert_eq!(remote(&m, G, KEY, 0x13F, 1), Err(PZ));
         assert_eq!(remote(&m, G, KEY, 0x0FF, 1), Ok(vec![0xAB]));
-        assert_eq!(remote(&m, G, KEY, 0x101, 7), Ok(vec![0xAB; 7]));
-        // Atomics read their operand: every width and op whose bytes include it.
+        assert_eq!(remote(&m, G, KEY, 0x140, 7), Ok(vec![0xAB; 7]));
+        // Atomics read their operand: every width and op inside the granule.
         for op in [
             SWAP,
             AtomicOp::FetchAdd { addend: 0 },
@@ -1880,68 +1920,89 @@ mod tests {
             },
         ] {
             assert_eq!(m.atomic(G, KEY, 0x100, Width::W4, op), Err(PZ));
-            assert_eq!(m.atomic(G, KEY, 0x100, Width::W8, op), Err(PZ));
-            assert!(m.atomic(G, KEY, 0x104, Width::W4, op).is_ok());
+            assert_eq!(m.atomic(G, KEY, 0x138, Width::W8, op), Err(PZ));
+            assert!(m.atomic(G, KEY, 0x140, Width::W4, op).is_ok());
         }
-        m.poison(G, 0x207, 1).unwrap();
-        assert_eq!(m.atomic(G, KEY, 0x200, Width::W8, SWAP), Err(PZ));
-        assert!(m.atomic(G, KEY, 0x200, Width::W4, SWAP).is_ok());
         // Poison keeps the value; local reads return it.
         assert_eq!(local(&m, G, 0x100, 1), [0xAB]);
-        // Stores are not refused, and clear the poison of exactly the bytes written.
-        m.poison(G, 0x1000, 0x20).unwrap();
+        //= docs/spec/endpoint.md#2-memory-model
+        //= type=test
+        //# EP-2-6 [...] Poison covers whole naturally aligned blocks of 64 bytes (poison
+        //# granules): poisoning a byte poisons its granule. A write clears the poison of every
+        //# granule it covers whole; a write that covers part of a poisoned granule writes its
+        //# bytes and leaves the granule poisoned.
+        // Stores are not refused; one that covers part of a granule leaves it poisoned, one
+        // that covers it whole clears it.
+        m.poison(G, 0x1000, 2 * g).unwrap();
         assert_eq!(m.store(G, KEY, 0x1008, &[1; 8]), Ok(()));
-        assert!(m.poisoned(G).eq([
-            (0x100, 0x101),
-            (0x207, 0x208),
-            (0x1000, 0x1008),
-            (0x1010, 0x1020)
-        ]));
-        assert_eq!(remote(&m, G, KEY, 0x1008, 8), Ok(vec![1; 8]));
-        assert_eq!(remote(&m, G, KEY, 0x1007, 2), Err(PZ));
-        assert_eq!(remote(&m, G, KEY, 0x100F, 2), Err(PZ));
+        assert!(
+            m.poisoned(G)
+                .eq([(0x100, 0x100 + g), (0x1000, 0x1000 + 2 * g)])
+        );
+        assert_eq!(remote(&m, G, KEY, 0x1008, 8), Err(PZ));
+        assert_eq!(local(&m, G, 0x1008, 8), [1; 8], "the bytes are written");
+        assert_eq!(m.store(G, KEY, 0x1000, &[2; 64]), Ok(()));
+        assert!(
+            m.poisoned(G)
+                .eq([(0x100, 0x100 + g), (0x1000 + g, 0x1000 + 2 * g)])
+        );
+        assert_eq!(remote(&m, G, KEY, 0x1000, 64), Ok(vec![2; 64]));
+        assert_eq!(remote(&m, G, KEY, 0x103F, 2), Err(PZ));
+        // A store across a granule boundary clears only the granule it covers whole.
+        assert_eq!(m.store(G, KEY, 0x1060, &[3; 0x40]), Ok(()));
+        assert!(m.poisoned(G).eq([(0x100, 0x100 + g), (0x1040, 0x1080)]));
         // Local writes and fills clear it too, across page boundaries.
         m.poison(G, 3 * P - 4, 8).unwrap();
+        assert!(m.poisoned(G).any(|r| r == (3 * P - g, 3 * P + g)));
         m.write(G, 3 * P - 2, &[5, 6, 7]).unwrap();
-        assert!(m.poisoned(G).any(|r| r == (3 * P - 4, 3 * P - 2)));
-        assert!(m.poisoned(G).any(|r| r == (3 * P + 1, 3 * P + 4)));
-        m.fill(G, 3 * P - 4, 8, 0).unwrap();
-        assert!(!m.is_poisoned(G, 3 * P - 4, 8));
+        assert!(
+            m.is_poisoned(G, 3 * P - 4, 8),
+            "a part of each granule written"
+        );
+        m.fill(G, 3 * P - g, 2 * g, 0).unwrap();
+        assert!(!m.is_poisoned(G, 3 * P - g, 2 * g));
         assert_eq!(remote(&m, G, KEY, 3 * P - 4, 8), Ok(vec![0; 8]));
-        m.write(G, 0x100, &[9]).unwrap();
-        m.atomic(G, KEY, 0x200, Width::W8, SWAP).unwrap_err();
-        m.store(G, KEY, 0x207, &[1]).unwrap();
-        m.store(G, KEY, 0x1000, &[0; 0x20]).unwrap();
+        m.write(G, 0x100, &[9; 64]).unwrap();
+        m.store(G, KEY, 0x1040, &[0; 0x40]).unwrap();
         assert_eq!(m.poisoned(G).count(), 0);
         assert_eq!(remote(&m, G, KEY, 0x100, 1), Ok(vec![9]));
-        // Poison merges adjacent and overlapping ranges and stays inside the space.
+        // Poison merges adjacent and overlapping granules and stays inside the space.
         m.poison(G, 10, 5).unwrap();
-        m.poison(G, 20, 5).unwrap();
-        m.poison(G, 15, 5).unwrap();
-        assert!(m.poisoned(G).eq([(10, 25)]));
-        m.poison(G, 12, 20).unwrap();
-        assert!(m.poisoned(G).eq([(10, 32)]));
+        m.poison(G, 70, 5).unwrap();
+        assert!(m.poisoned(G).eq([(0, 2 * g)]));
+        m.poison(G, 200, 100).unwrap();
+        assert!(m.poisoned(G).eq([(0, 2 * g), (3 * g, 5 * g)]));
         assert!(m.poison(G, (1 << 20) - 1, 2).is_err());
         assert!(m.poison(G, u64::MAX, 2).is_err());
+        m.poison(G, (1 << 20) - 1, 1).unwrap();
+        assert!(m.poisoned(G).any(|r| r == ((1 << 20) - g, 1 << 20)));
     }
 
     #[test]
     fn poisoned_ranges_kept_apart_are_bounded() {
-        let mut m = mem();
+        let g = POISON_GRANULE;
+        let mut m = Memory::new(MemoryConfig {
+            global_size: 1 << 24,
+            shared_size: 1 << 16,
+            ..MemoryConfig::default()
+        })
+        .unwrap();
         for i in 0..MAX_POISON_RANGES as u64 {
-            m.poison(G, 4 * i, 1).unwrap();
+            m.poison(G, 2 * g * i, 1).unwrap();
         }
         // A range apart from every other is refused, and changes nothing.
-        let far = 4 * MAX_POISON_RANGES as u64 + 100;
+        let far = 2 * g * MAX_POISON_RANGES as u64 + 100 * g;
         assert_eq!(
             m.poison(G, far, 1),
             Err(PoisonError::TooManyRanges { space: G })
         );
         assert!(!m.is_poisoned(G, far, 1));
         assert_eq!(m.poisoned(G).count(), MAX_POISON_RANGES);
-        // One that touches a range merges with it; one that joins two leaves one range fewer.
+        // One inside a poisoned granule changes nothing; one that joins two leaves one range
+        // fewer.
         m.poison(G, 1, 1).unwrap();
-        m.poison(G, 2, 2).unwrap();
+        assert_eq!(m.poisoned(G).count(), MAX_POISON_RANGES);
+        m.poison(G, g + 5, 2).unwrap();
         assert_eq!(m.poisoned(G).count(), MAX_POISON_RANGES - 1);
         m.poison(G, far, 1).unwrap();
         assert!(m.is_poisoned(G, far, 1));
@@ -1970,7 +2031,9 @@ mod tests {
         assert_eq!(w8(&mut m, 0, 0x10F4), Err(AccessViolation));
         assert_eq!(w8(&mut m, KEY, 0x10F4), Err(Misaligned));
         assert_eq!(w8(&mut m, KEY, 0x10F0), Err(Poisoned));
-        assert_eq!(w8(&mut m, KEY, 0x10E8), Ok(AtomicValue::U64(0)));
+        // The poison covers the granules [0x10C0, 0x1100).
+        assert_eq!(w8(&mut m, KEY, 0x10C0), Err(Poisoned));
+        assert_eq!(w8(&mut m, KEY, 0x10B8), Ok(AtomicValue::U64(0)));
 
         // Loads: range before key before permission before poison.
         let mut m = before.clone();
@@ -1986,7 +2049,7 @@ mod tests {
         assert_eq!(m.load(G, KEY, 0x10F0, &mut buf), Err(Poisoned));
         // No data: the buffer is untouched by every refusal.
         assert_eq!(buf, [0xC3; 16]);
-        assert_eq!(m.load(G, KEY, 0x10E0, &mut buf), Ok(()));
+        assert_eq!(m.load(G, KEY, 0x10B0, &mut buf), Ok(()));
         assert_eq!(buf, [0; 16]);
 
         // Stores: range before key before permission; poison does not stop them.
@@ -2360,7 +2423,10 @@ mod tests {
         );
         m.poison(G, a + 100, 1).unwrap();
         assert_eq!(remote(&m, G, KEY, a + 96, 8), Err(Status::Poisoned));
-        m.write_pattern(G, a + 96, 8, p.advance(8096)).unwrap();
+        // The poison granule of a + 100, written whole, is clean again.
+        let gs = (a + 100) - (a + 100) % POISON_GRANULE;
+        m.write_pattern(G, gs, POISON_GRANULE, p.advance(8000 + gs - a))
+            .unwrap();
         assert!(!m.is_poisoned(G, a + 100, 1));
         assert_eq!(
             remote(&m, G, KEY, a + 96, 8),
@@ -2633,7 +2699,18 @@ mod tests {
 
         fn set(&mut self, space: Space, a: u64, b: u8) {
             self.bytes[idx(space)].insert(a, b);
-            self.poison[idx(space)].remove(&a);
+        }
+
+        /// `len` bytes at `addr` written: the poison granules they cover whole are clean.
+        fn written(&mut self, space: Space, addr: u64, len: u64) {
+            let g = POISON_GRANULE;
+            let size = MODEL_SIZES[idx(space)];
+            let end = addr + len;
+            let lo = addr.div_ceil(g) * g;
+            let hi = if end == size { end } else { end - end % g };
+            for a in lo..hi.max(lo) {
+                self.poison[idx(space)].remove(&a);
+            }
         }
 
         fn in_space(space: Space, addr: u64, len: u64) -> bool {
@@ -3133,6 +3210,7 @@ mod tests {
                         for (i, &b) in data.iter().enumerate() {
                             model.set(space, addr + i as u64, b);
                         }
+                        model.written(space, addr, data.len() as u64);
                     }
                 }
                 Op::Atomic {
@@ -3158,8 +3236,11 @@ mod tests {
                     let addr = model.resolve(space, at);
                     let got = m.poison(space, addr, len);
                     prop_assert_eq!(got.is_ok(), Model::in_space(space, addr, len));
-                    if got.is_ok() {
-                        model.poison[idx(space)].extend(addr..addr + len);
+                    if got.is_ok() && len > 0 {
+                        let g = POISON_GRANULE;
+                        let end = addr + len;
+                        let hi = (end.div_ceil(g) * g).min(MODEL_SIZES[idx(space)].max(end));
+                        model.poison[idx(space)].extend(addr - addr % g..hi);
                     }
                 }
                 Op::Write { space, at, data } => {
@@ -3170,6 +3251,7 @@ mod tests {
                         for (i, &b) in data.iter().enumerate() {
                             model.set(space, addr + i as u64, b);
                         }
+                        model.written(space, addr, data.len() as u64);
                     }
                 }
                 Op::Fill {
@@ -3185,6 +3267,7 @@ mod tests {
                         for a in addr..addr + len {
                             model.set(space, a, byte);
                         }
+                        model.written(space, addr, len);
                     }
                 }
                 Op::WritePattern {
@@ -3202,6 +3285,7 @@ mod tests {
                         for i in 0..len {
                             model.set(space, addr + i, p.byte(i));
                         }
+                        model.written(space, addr, len);
                     }
                 }
                 Op::WriteReceived {
@@ -3218,6 +3302,7 @@ mod tests {
                         for (i, &b) in data.iter().enumerate() {
                             model.set(space, addr + i as u64, b);
                         }
+                        model.written(space, addr, data.len() as u64);
                     }
                 }
             }
@@ -3292,8 +3377,13 @@ mod tests {
     //# EP-2-3 A remote access to the bytes [address, address + length) of a space MUST be
     //# refused with OUT_OF_RANGE unless all of them lie inside one registered region of
     //# that space.
-    //# EP-2-6 [...] A LOAD, RDMA_READ or atomic that would read a poisoned byte MUST be
-    //# refused with POISONED. Writing a byte clears its poison.
+    //# EP-2-6 A byte may be poisoned, which models an uncorrectable memory error. A LOAD, RDMA_READ
+    //# or atomic that would read a poisoned byte MUST be refused with POISONED. Poison covers whole
+    //# naturally aligned blocks of 64 bytes (poison granules): poisoning a byte poisons its
+    //# granule. A write clears the poison of every granule it covers whole; a write that covers
+    //# part of a poisoned granule writes its bytes and leaves the granule poisoned. (1.3: 1.2 kept
+    //# poison per byte and cleared it per byte written; a memory keeps errors per ECC word, which a
+    //# write of part of it cannot repair.)
     //# EP-2-7 The checks MUST be made in the order EP-2-3, EP-2-4, EP-2-5, EP-2-6; the first that
     //# fails gives the status. (A request that needs a capability the endpoint lacks is refused
     //# UNSUPPORTED before any of them, §11.)

@@ -2445,6 +2445,24 @@ fn busy_rdma_is_retried() {
         (c.id, c.status, c.retries),
         (OpId::Rdma(id), CompletionStatus::Ok, 1)
     );
+    // Writes posted now never get the abandoned tag: it rests `tag_quarantine` (500 us).
+    //= docs/spec/endpoint.md#5-load-store-unit
+    //= type=test
+    //# EP-5-8 [...] A tag an operation abandons before it completes (an RDMA write sent again
+    //# after BUSY under a new tag, EP-9-5) MUST rest `tag_quarantine` from the moment it is
+    //# abandoned.
+    let rdma_tags = p.ep.config().rdma_tags;
+    for k in 0..rdma_tags {
+        let now = p.now();
+        let w = p.ep.post(now, desc).expect("post");
+        let s = next_request(&mut p, 2_000, 0x10).expect("its segment");
+        assert_ne!(s.tag, first.tag, "write {k} took the abandoned tag");
+        let ok = raw(0x90, 0, s.tag, 4, &[0, 0, 2, 0x58, 0, 0, 0, 0], &[]);
+        p.send_raw(2, &payload(EP, PEER, &[ok]));
+        p.run_for(1_000);
+        let c = p.completions.pop().expect("write complete");
+        assert_eq!((c.id, c.status), (OpId::Rdma(w), CompletionStatus::Ok));
+    }
 
     // A read of one chunk answered BUSY, then served.
     let now = p.now();
@@ -3048,4 +3066,113 @@ fn a_transaction_on_a_vc_of_the_other_class_is_discarded() {
     p.ep.memory().read(Space::Global, A, &mut b).expect("read");
     assert_eq!(b, [0xEE; 8]);
     assert_eq!(p.ep.counters().wrong_vc_txns, 3);
+}
+
+/// A region removed while a write into it is being reassembled, and while a read of it is being
+/// served: the later segments are refused as the region table then says, each transfer is
+/// answered once, and nothing more is written or read.
+#[test]
+fn a_region_removed_during_rdma_refuses_the_rest_of_the_transfer() {
+    let mut p = Peer::new(ep_config());
+    let seg_len = p.ep.config().segment;
+    let total = 2 * seg_len;
+    let before = p.read(BIG, total as usize);
+    let first = vec![0x71u8; seg_len as usize];
+    p.send(1, &[seg(0x41, BIG, 0, total, &first)]);
+    p.run_for(2_000);
+    assert!(p.take().is_empty(), "the write is not complete yet");
+    p.ep.memory_mut()
+        .deregister(Space::Global, BIG)
+        .expect("the region is there");
+    let second = vec![0x72u8; seg_len as usize];
+    p.send(1, &[seg(0x41, BIG, seg_len, total, &second)]);
+    p.run_for(2_000);
+    // The second segment once more: the write has been answered.
+    p.send(1, &[seg(0x41, BIG, seg_len, total, &second)]);
+    p.run_for(2_000);
+    let rx = p.take();
+    //= docs/spec/endpoint.md#6-rdma-engine
+    //= type=test
+    //# EP-6-20 A target MUST check each later segment of a write it is reassembling against the
+    //# region table as it is then (EP-2-3, EP-2-4, EP-2-12). When the region has been removed or
+    //# changed, the target MUST write nothing of that segment, answer the write once with the
+    //# status the check gives, and drop its later segments as those of a write refused (EP-6-4).
+    assert_eq!(rx.len(), 1, "{rx:?}");
+    check_prefix(&rx[0], 0x90, Status::OutOfRange, 4, 0);
+    let after = p.read(BIG, total as usize);
+    assert_eq!(
+        &after[..seg_len as usize],
+        &first[..],
+        "the first segment stays written"
+    );
+    assert_eq!(
+        &after[seg_len as usize..],
+        &before[seg_len as usize..],
+        "nothing of the second segment is written"
+    );
+    assert_eq!(p.ep.counters().reassembly_now, 0);
+}
+
+/// A long RDMA write whose first segment is answered BUSY: the attempt stops, no more of its
+/// segments go out, and the write is sent again whole under a new tag after the back-off.
+#[test]
+fn an_rdma_write_attempt_stops_at_its_first_busy() {
+    let mut p = Peer::new(ep_config());
+    let seg_len = p.ep.config().segment;
+    let segments = 64u32;
+    let len = segments * seg_len;
+    p.ep.memory_mut()
+        .write(Space::Global, 0x10_0000, &pattern(71, len as usize))
+        .expect("local data");
+    let now = p.now();
+    let desc = RdmaDesc {
+        dir: RdmaDir::Write,
+        local_space: Space::Global,
+        local_addr: 0x10_0000,
+        remote: Remote {
+            gpu: gpu(PEER),
+            space: Space::Global,
+            key: 0x77,
+            addr: 0x900_0000,
+        },
+        len: u64::from(len),
+    };
+    p.ep.post(now, desc).expect("post");
+    let first = next_request(&mut p, 2_000, 0x10).expect("a segment");
+    let total = len.to_be_bytes();
+    let busy = raw(
+        0x90,
+        0x07,
+        first.tag,
+        4,
+        &[0, 0, 0, 0, total[0], total[1], total[2], total[3]],
+        &[],
+    );
+    p.send_raw(2, &payload(EP, PEER, &[busy]));
+    // Until the retry: every segment of the first attempt that went out.
+    let end = p.now + 50_000;
+    p.run_until(end, |p| {
+        p.rx.iter().any(|t| t.opcode == 0x10 && t.tag != first.tag)
+    });
+    let rx = p.take();
+    let old = 1 + rx
+        .iter()
+        .filter(|t| t.opcode == 0x10 && t.tag == first.tag)
+        .count();
+    //= docs/spec/endpoint.md#9-ports-going-down-deadlines-and-busy
+    //= type=test
+    //# EP-9-9 An endpoint MUST build no further segment of an RDMA write attempt once a segment of
+    //# it is answered BUSY: the segments already queued for a link MAY still go out
+    // What was queued when the BUSY came: the endpoint's queue of the port and VC and the link's
+    // transmit queue, one segment each per `segment` bytes, and the segment on the wire.
+    let cfg = p.ep.config();
+    let queued = (cfg.port_queue + cfg.link.tx_queue_bytes) / seg_len + 1;
+    assert!(
+        old as u32 <= queued && old < segments as usize,
+        "{old} of {segments} segments of the attempt went out, {queued} could be queued"
+    );
+    assert!(
+        rx.iter().any(|t| t.opcode == 0x10 && t.tag != first.tag),
+        "the write is sent again under a new tag"
+    );
 }

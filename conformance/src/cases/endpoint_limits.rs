@@ -19,7 +19,8 @@ pub fn cases() -> Vec<Case> {
         case(
             "EPT-POIS-1",
             "a LOAD that would read a poisoned byte is answered POISONED with no data, after the \
-             range and key checks; bytes beside it load; a STORE clears the poison",
+             range and key checks; poison covers 64-byte granules: the granules beside it load, a \
+             STORE of part of the granule leaves it poisoned, a STORE of all of it clears it",
             &["EP-2-6", "EP-2-7", "EP-2-13"],
             &[],
             poison_load,
@@ -27,7 +28,7 @@ pub fn cases() -> Vec<Case> {
         case(
             "EPT-POIS-2",
             "an atomic on a poisoned byte is answered POISONED with no data and changes nothing; \
-             once the bytes are written it returns the value written",
+             once its poison granule is written whole it returns the value written",
             &["EP-2-6", "EP-2-13"],
             &["atomics"],
             poison_atomic,
@@ -123,67 +124,90 @@ fn refused(r: Result<Result<crate::device::Reply, String>, Stop>) -> Result<bool
 
 fn poison_load(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
     ep_up(ctx, 1)?;
+    // Three poison granules of 64 bytes from a; two bytes of the middle one poisoned.
     let a = G.0 + 0x800;
-    let d = pattern(16, 0x41);
+    let d = pattern(192, 0x41);
     mem_write(ctx, Space::Global, a, &d)?;
-    poison(ctx, a + 6, 2)?;
+    poison(ctx, a + 70, 2)?;
     let bad = G.2 ^ 0x10;
     send(
         ctx,
         0,
         0,
         &[
-            load(0x2101, 0, G.2, a, 8),
-            load(0x2102, 0, G.2, a + 7, 1),
-            load(0x2103, 0, G.2, a, 6),
-            load(0x2104, 0, G.2, a + 8, 8),
-            load(0x2105, 0, bad, a, 8),
+            load(0x2101, 0, G.2, a + 64, 8),
+            load(0x2102, 0, G.2, a + 127, 1),
+            load(0x2103, 0, G.2, a + 56, 8),
+            load(0x2104, 0, G.2, a + 128, 8),
+            load(0x2105, 0, bad, a + 64, 8),
         ],
     )?;
     let mut seen = Seen::default();
     seen.run(ctx, 1, 50_000, |s| s.txns.len() >= 5)?;
-    let t = one_response(&seen, 0x2101, "a LOAD over a poisoned byte")?;
+    //= docs/spec/endpoint.md#2-memory-model
+    //= type=test
+    //# EP-2-6 [...] Poison covers whole naturally aligned blocks of 64 bytes (poison granules):
+    //# poisoning a byte poisons its granule. A write clears the poison of every granule it covers
+    //# whole; a write that covers part of a poisoned granule writes its bytes and leaves the
+    //# granule poisoned.
+    let t = one_response(&seen, 0x2101, "a LOAD over the poisoned bytes")?;
     check_resp(t, 0x81, st::POISONED, &[], "EP-2-6")?;
-    let t = one_response(&seen, 0x2102, "a LOAD of a poisoned byte")?;
+    let t = one_response(&seen, 0x2102, "a LOAD of the last byte of their granule")?;
     check_resp(t, 0x81, st::POISONED, &[], "EP-2-6")?;
-    let t = one_response(&seen, 0x2103, "a LOAD of the bytes before the poison")?;
-    check_resp(t, 0x81, st::OK, &d[..6], "EP-2-6")?;
-    let t = one_response(&seen, 0x2104, "a LOAD of the bytes after the poison")?;
-    check_resp(t, 0x81, st::OK, &d[8..], "EP-2-6")?;
+    let t = one_response(&seen, 0x2103, "a LOAD of the granule before")?;
+    check_resp(t, 0x81, st::OK, &d[56..64], "EP-2-6")?;
+    let t = one_response(&seen, 0x2104, "a LOAD of the granule after")?;
+    check_resp(t, 0x81, st::OK, &d[128..136], "EP-2-6")?;
     let t = one_response(
         &seen,
         0x2105,
         "a LOAD with a wrong key over a poisoned byte",
     )?;
     check_resp(t, 0x81, st::ACCESS_VIOLATION, &[], "EP-2-7")?;
-    // A STORE of one of the two poisoned bytes clears that byte only.
-    send(ctx, 0, 0, &[store(0x2106, 0, G.2, a + 6, &[0xE6])])?;
+    // A STORE of one of the poisoned bytes is performed, and the granule stays poisoned.
+    send(ctx, 0, 0, &[store(0x2106, 0, G.2, a + 70, &[0xE6])])?;
     let mut seen = Seen::default();
     seen.run(ctx, 1, 50_000, |s| !s.txns.is_empty())?;
     let t = one_response(&seen, 0x2106, "a STORE of a poisoned byte")?;
     check_resp(t, 0x82, st::OK, &[], "EP-2-6")?;
+    let mut want = d.clone();
+    want[70] = 0xE6;
+    expect_mem(
+        ctx,
+        "EP-2-6",
+        Space::Global,
+        a,
+        &want,
+        "the STORE wrote its byte; poisoned bytes keep their values",
+    )?;
+    // Then a STORE of the whole granule clears it.
+    let e = pattern(64, 0x66);
     send(
         ctx,
         0,
         0,
-        &[load(0x2107, 0, G.2, a, 7), load(0x2108, 0, G.2, a, 8)],
+        &[
+            load(0x2107, 0, G.2, a + 64, 8),
+            store(0x2108, 0, G.2, a + 64, &e),
+            load(0x2109, 0, G.2, a + 64, 64),
+        ],
     )?;
     let mut seen = Seen::default();
-    seen.run(ctx, 1, 50_000, |s| s.txns.len() >= 2)?;
-    let mut want = d[..7].to_vec();
-    want[6] = 0xE6;
-    let t = one_response(&seen, 0x2107, "a LOAD of bytes written since poisoned")?;
-    check_resp(t, 0x81, st::OK, &want, "EP-2-6")?;
-    let t = one_response(&seen, 0x2108, "a LOAD over the byte still poisoned")?;
+    seen.run(ctx, 1, 50_000, |s| s.txns.len() >= 3)?;
+    let t = one_response(&seen, 0x2107, "a LOAD of the granule written in part")?;
     check_resp(t, 0x81, st::POISONED, &[], "EP-2-6")?;
-    want.push(d[7]);
+    let t = one_response(&seen, 0x2108, "a STORE of the whole granule")?;
+    check_resp(t, 0x82, st::OK, &[], "EP-2-6")?;
+    let t = one_response(&seen, 0x2109, "a LOAD of the granule written whole")?;
+    check_resp(t, 0x81, st::OK, &e, "EP-2-6")?;
+    want[64..128].copy_from_slice(&e);
     expect_mem(
         ctx,
         "EP-2-13",
         Space::Global,
         a,
         &want,
-        "poisoned bytes keep their values",
+        "the granule holds the STORE's bytes",
     )
 }
 
@@ -223,8 +247,11 @@ fn poison_atomic(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         &[le(old, 8), le(7, 4)].concat(),
         "refused atomics change nothing",
     )?;
-    // A STORE over the whole word clears the poison: the atomic then returns what it wrote.
-    send(ctx, 0, 0, &[store(0x2204, 0, G.2, a, &le(40, 8))])?;
+    // A STORE over the whole poison granule clears the poison: the atomic then returns what
+    // it wrote.
+    let mut granule = le(40, 8);
+    granule.resize(64, 0);
+    send(ctx, 0, 0, &[store(0x2204, 0, G.2, a, &granule)])?;
     let mut seen = Seen::default();
     seen.run(ctx, 1, 50_000, |s| !s.txns.is_empty())?;
     let t = one_response(&seen, 0x2204, "a STORE over poisoned bytes")?;

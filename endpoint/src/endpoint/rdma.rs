@@ -288,9 +288,17 @@ impl Endpoint {
             op.hold_until = Some(at);
             op.deadline = at.saturating_add(timeout);
         }
+        //= docs/spec/endpoint.md#5-load-store-unit
+        //# EP-5-8 [...] A tag an operation abandons before it completes (an RDMA write sent
+        //# again after BUSY under a new tag, EP-9-5) MUST rest `tag_quarantine` from the moment
+        //# it is abandoned.
         if let Some(t) = old {
             self.free_rdma_tag(t, true);
         }
+        //= docs/spec/endpoint.md#9-ports-going-down-deadlines-and-busy
+        //# EP-9-9 An endpoint MUST build no further segment of an RDMA write attempt once a
+        //# segment of it is answered BUSY: the segments already queued for a link MAY still go
+        //# out.
         self.active_writes.remove(id);
         self.reads_waiting.retain(|&w| w != id);
         self.counters.retries = self.counters.retries.wrapping_add(1);

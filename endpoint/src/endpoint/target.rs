@@ -568,6 +568,29 @@ impl Endpoint {
         if r.total != total {
             return Some(Status::Malformed);
         }
+        //= docs/spec/endpoint.md#6-rdma-engine
+        //# EP-6-20 A target MUST check each later segment of a write it is reassembling against
+        //# the region table as it is then (EP-2-3, EP-2-4, EP-2-12). When the region has been
+        //# removed or changed, the target MUST write nothing of that segment, answer the write
+        //# once with the status the check gives, and drop its later segments as those of a write
+        //# refused (EP-6-4).
+        let seg_addr = target.addr.saturating_add(u64::from(offset));
+        if let Err(s) = self.mem.check(
+            target.space,
+            target.key,
+            seg_addr,
+            u64::from(dlen),
+            Access::Write,
+        ) {
+            let (reserved, beyond) = (r.reserved, r.blocks.beyond());
+            r.refused = true;
+            r.reserved = 0;
+            r.blocks = Blocks::new(0);
+            self.reasm_blocks = self.reasm_blocks.saturating_sub(reserved);
+            self.counters.reorder(-beyond);
+            self.counters.reassembly(-1);
+            return Some(s);
+        }
         r.last = now;
         //= docs/spec/endpoint.md#6-rdma-engine
         //# EP-6-5 A target MUST reassemble a write by (source GPU, tag): it writes each segment's
