@@ -1,5 +1,6 @@
 //! `ethlink litmus`: runs litmus tests (the text form of `ethlink_fabric::litmus`) on the fabric
-//! and prints each one's histogram of final states as litmus7 prints one.
+//! and prints each one's histogram of final states as litmus7 prints one, with the states the
+//! EthLink 1.3 ordering model allows it (`Litmus::model_outcomes`).
 
 use std::path::{Path, PathBuf};
 
@@ -79,14 +80,20 @@ fn fabric(args: &LitmusArgs) -> Result<Scenario, String> {
     Ok(s)
 }
 
-/// Runs every test; exit status 0 when none reached a forbidden state, 1 when one did, 2 when a
-/// file or an option cannot be used (every test is read before any runs).
+/// Runs every test; exit status 0 when none reached a forbidden state or a state the model does
+/// not allow, 1 when one did, 2 when a file or an option cannot be used (every test is read, and
+/// checked against the fabric, before any runs).
 pub fn execute(args: &LitmusArgs, io: &mut Io<'_>) -> Result<u8, String> {
     let scen = fabric(args)?;
     let files = test_files(args)?;
     let mut tests = Vec::with_capacity(files.len());
     for f in &files {
-        tests.push(read_test(f)?);
+        let t = read_test(f)?;
+        // A test the fabric cannot run (a GPU or a port it does not have) is refused now.
+        let topo = &scen.topology;
+        t.fits(topo.gpus, topo.stacks, topo.ports_per_stack)
+            .map_err(|e| format!("{}: {e}", f.display()))?;
+        tests.push(t);
     }
     let mut summary = Vec::new();
     let mut worst = 0u8;
@@ -95,6 +102,27 @@ pub fn execute(args: &LitmusArgs, io: &mut Io<'_>) -> Result<u8, String> {
             .map_err(|e| format!("{}: {e}", t.name))?;
         let bad = r.histogram.forbidden_seen(t);
         let mut text = r.histogram.render(t);
+        let outside = match t.model_outcomes() {
+            Some(model) => {
+                let outside: u64 = r
+                    .histogram
+                    .counts
+                    .iter()
+                    .filter(|(o, _)| !model.contains(o))
+                    .map(|(_, n)| n)
+                    .sum();
+                text.push_str(&format!(
+                    "Model (transaction.md §4): {} states allowed; {outside} of {} runs outside them\n",
+                    model.len(),
+                    r.histogram.runs()
+                ));
+                outside
+            }
+            None => {
+                text.push_str("Model (transaction.md §4): too many executions to enumerate\n");
+                0
+            }
+        };
         if r.failed > 0 {
             text.push_str(&format!(
                 "({} iterations left out: an operation ended with an error status)\n",
@@ -105,10 +133,10 @@ pub fn execute(args: &LitmusArgs, io: &mut Io<'_>) -> Result<u8, String> {
         io.stdout
             .write_all(text.as_bytes())
             .map_err(|e| format!("cannot write the output: {e}"))?;
-        if bad > 0 {
+        if bad > 0 || outside > 0 {
             worst = 1;
         }
-        summary.push(format!(
+        let mut line = format!(
             "{:<24} {:>9} {}",
             t.name,
             if bad == 0 { "Never" } else { "Sometimes" },
@@ -120,7 +148,11 @@ pub fn execute(args: &LitmusArgs, io: &mut Io<'_>) -> Result<u8, String> {
                     r.histogram.runs()
                 )
             }
-        ));
+        );
+        if outside > 0 {
+            line.push_str(&format!("; {outside} runs ended outside the model"));
+        }
+        summary.push(line);
     }
     let mut text = String::from("Summary (forbidden states seen)\n");
     for line in summary {

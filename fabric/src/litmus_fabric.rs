@@ -2,7 +2,7 @@
 //! (the text form and the histogram are [`crate::litmus`]'s).
 
 use crate::fabric::Fabric;
-use crate::litmus::{Histogram, Litmus, LitmusError, Op, Via, Weakening, err};
+use crate::litmus::{Histogram, Litmus, LitmusError, Weakening, err};
 use crate::report::Report;
 use crate::scenario::Scenario;
 
@@ -20,8 +20,9 @@ pub struct LitmusRun {
 
 /// Runs `test` `iterations` times on the fabric of `scen` (its topology, links, faults and
 /// outages; its traffic is left out), each agent starting each iteration at a time drawn within
-/// `jitter_ns` from the scenario's seed. The GPUs the test names must exist in the topology.
-/// Operations the fabric cannot issue yet (`port P`) are refused before anything runs.
+/// `jitter_ns` from the scenario's seed. The GPUs the test names must exist in the topology,
+/// and the ports (`port P`) in its GPUs: a test that names others is refused before anything
+/// runs.
 pub fn run_litmus(
     test: &Litmus,
     scen: &Scenario,
@@ -31,7 +32,8 @@ pub fn run_litmus(
     run_litmus_weakened(test, scen, iterations, jitter_ns, None)
 }
 
-/// As [`run_litmus`], with the requesters' ordering engine weakened as `weaken` says.
+/// As [`run_litmus`], with the ordering engine weakened as `weaken` says (a requester's, or a
+/// target's as the runner imitates it: [`Weakening`]).
 pub fn run_litmus_weakened(
     test: &Litmus,
     scen: &Scenario,
@@ -39,41 +41,11 @@ pub fn run_litmus_weakened(
     jitter_ns: u64,
     weaken: Option<Weakening>,
 ) -> Result<LitmusRun, LitmusError> {
-    if test.max_gpu() >= scen.topology.gpus {
-        return err(
-            "agents",
-            format!(
-                "the test names GPU {}, and the topology has {} GPUs",
-                test.max_gpu(),
-                scen.topology.gpus
-            ),
-        );
-    }
-    for (a, agent) in test.agents.iter().enumerate() {
-        for (k, op) in agent.ops.iter().enumerate() {
-            let unsupported = match op {
-                Op::Store {
-                    via: Via::Port(_), ..
-                }
-                | Op::Load {
-                    via: Via::Port(_), ..
-                }
-                | Op::FetchAdd {
-                    via: Via::Port(_), ..
-                }
-                | Op::Swap {
-                    via: Via::Port(_), ..
-                } => Some("`port P`"),
-                _ => None,
-            };
-            if let Some(what) = unsupported {
-                return err(
-                    format!("agents.{a}.ops.{k}"),
-                    format!("the fabric runner does not issue {what} yet"),
-                );
-            }
-        }
-    }
+    test.fits(
+        scen.topology.gpus,
+        scen.topology.stacks,
+        scen.topology.ports_per_stack,
+    )?;
     let mut f = Fabric::with_litmus(scen, test.clone(), iterations, jitter_ns, weaken)
         .or_else(|e| err(e.key.clone(), e.reason.clone()))?;
     let report = f.run(None);

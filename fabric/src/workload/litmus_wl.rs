@@ -1,6 +1,10 @@
 //! A litmus test as a fabric workload: its agents run their programs iteration after iteration,
 //! each iteration on locations of its own, starting at times drawn within a jitter window, and
 //! the final value of every location is read back by a LOAD once every agent has finished.
+//!
+//! A weakening of the target ([`Weakening::TargetSwapsPath`], [`Weakening::TargetIgnoresFences`])
+//! is a change of the agents' programs: the later of two requests the target should order is
+//! issued first, and the earlier one once it has completed.
 
 use ethlink_endpoint::{Bytes, Completion, CompletionData, LsOp, LsRequest, Ordering, Remote};
 use ethlink_protocol::{AtomicOp, AtomicValue, GpuId, Space, Width};
@@ -42,6 +46,10 @@ pub(crate) struct LitmusState {
     rng: Pcg64Mcg,
     iter: u32,
     agents: Vec<Progress>,
+    /// Each agent's program as the runner issues it: each operation with its place in the
+    /// test's program (which names its token and its register), and the `wait`s a weakening
+    /// of the target adds (placed at `usize::MAX`).
+    programs: Vec<Vec<(usize, Op)>>,
     /// Final LOADs outstanding, and the values read.
     finals_out: u32,
     mem: Vec<u64>,
@@ -66,6 +74,11 @@ impl LitmusState {
     ) -> Self {
         let n = test.agents.len();
         let locs = test.locations.len();
+        let programs = test
+            .agents
+            .iter()
+            .map(|a| program(&test, &a.ops, weaken))
+            .collect();
         LitmusState {
             test,
             iterations,
@@ -73,6 +86,7 @@ impl LitmusState {
             rng,
             iter: 0,
             agents: vec![Progress::default(); n],
+            programs,
             finals_out: 0,
             mem: vec![0; locs],
             histogram: Histogram::default(),
@@ -148,13 +162,7 @@ impl LitmusState {
             if !p.started || p.fenced {
                 return;
             }
-            let Some(op) = self
-                .test
-                .agents
-                .get(a)
-                .and_then(|x| x.ops.get(p.next))
-                .copied()
-            else {
+            let Some((k, op)) = self.programs.get(a).and_then(|x| x.get(p.next)).copied() else {
                 break;
             };
             match op {
@@ -170,7 +178,7 @@ impl LitmusState {
                     // The endpoint's Fence operation, which completes only after everything
                     // issued before it (TXN-4-5); what comes after waits for its completion.
                     let (gpu, token) = match self.test.agents.get(a) {
-                        Some(x) => (x.gpu, self.token(a as u64, p.next as u64)),
+                        Some(x) => (x.gpu, self.token(a as u64, k as u64)),
                         None => return,
                     };
                     if cx.fence(gpu, token).is_err() {
@@ -184,7 +192,6 @@ impl LitmusState {
                     return;
                 }
                 _ => {
-                    let k = p.next;
                     if !self.issue(cx, a, k, op) {
                         // Refused (no tag): try again once something completes.
                         return;
@@ -237,6 +244,9 @@ impl LitmusState {
             ),
             Op::RdmaWrite { loc, value } => return self.post(cx, a, k, gpu, loc, Some(value)),
             Op::RdmaRead { loc, .. } => return self.post(cx, a, k, gpu, loc, None),
+            // A FENCE request (TXN-4-6): only its target GPU counts, and it holds nothing
+            // back but a `wait`.
+            Op::RFence { loc, via } => (loc, LsOp::Fence, via, false),
             Op::Fence | Op::Wait => return false,
         };
         let Some(l) = self.test.locations.get(loc) else {
@@ -248,8 +258,10 @@ impl LitmusState {
             Via::Stream(_) if self.weaken == Some(Weakening::StreamsUnpinned) => {
                 Ordering::Unordered
             }
+            Via::Port(_) if self.weaken == Some(Weakening::PortsIgnored) => Ordering::Unordered,
             Via::Stream(s) => Ordering::Stream(s),
-            Via::Unordered | Via::Port(_) => Ordering::Unordered,
+            Via::Port(p) => Ordering::Port(p),
+            Via::Unordered => Ordering::Unordered,
         };
         let req = LsRequest {
             op: lsop,
@@ -270,7 +282,8 @@ impl LitmusState {
         } else {
             Effect::None
         };
-        cx.issue(gpu, req, self.token(a as u64, k as u64), 8, effect)
+        let bytes = if matches!(lsop, LsOp::Fence) { 0 } else { 8 };
+        cx.issue(gpu, req, self.token(a as u64, k as u64), bytes, effect)
             .is_ok()
     }
 
@@ -362,9 +375,7 @@ impl LitmusState {
             return;
         }
         let all = self.agents.iter().enumerate().all(|(a, p)| {
-            p.started
-                && p.outstanding == 0
-                && p.next >= self.test.agents.get(a).map_or(0, |x| x.ops.len())
+            p.started && p.outstanding == 0 && p.next >= self.programs.get(a).map_or(0, Vec::len)
         });
         if !all {
             return;
@@ -425,5 +436,77 @@ impl LitmusState {
         self.mem.iter_mut().for_each(|m| *m = 0);
         self.iter += 1;
         self.begin_iteration(cx);
+    }
+}
+
+/// Agent program `ops` as the runner issues it, each operation with its place in `ops`: as
+/// written, or with the pairs a weakened target would perform in the other order swapped.
+fn program(test: &Litmus, ops: &[Op], weaken: Option<Weakening>) -> Vec<(usize, Op)> {
+    let mut out: Vec<(usize, Op)> = Vec::with_capacity(ops.len() + 4);
+    let mut k = 0;
+    while let Some(&op) = ops.get(k) {
+        if let Some((j, later)) =
+            swapped_with(test, ops, k, weaken).and_then(|j| Some((j, *ops.get(j)?)))
+        {
+            // The later request first; the earlier one (and what stood between them) once it
+            // has completed.
+            out.push((j, later));
+            out.push((usize::MAX, Op::Wait));
+            out.extend(
+                ops.get(k..j)
+                    .unwrap_or(&[])
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &o)| (k + i, o)),
+            );
+            k = j + 1;
+        } else {
+            out.push((k, op));
+            k += 1;
+        }
+    }
+    out
+}
+
+/// The location and path of an access that has one (a stream or a port: TXN-4-1), and whether
+/// it writes.
+fn pinned(test: &Litmus, op: Op) -> Option<(usize, Via, u16, bool)> {
+    let (loc, via, writes) = match op {
+        Op::Store { loc, via, .. } => (loc, via, true),
+        Op::Load { loc, via, .. } => (loc, via, false),
+        Op::FetchAdd { loc, via, .. } | Op::Swap { loc, via, .. } => (loc, via, true),
+        _ => return None,
+    };
+    if via == Via::Unordered {
+        return None;
+    }
+    Some((loc, via, test.locations.get(loc)?.gpu, writes))
+}
+
+/// The later operation a weakened target performs before operation `k` of `ops`, if any.
+fn swapped_with(test: &Litmus, ops: &[Op], k: usize, weaken: Option<Weakening>) -> Option<usize> {
+    let (loc, via, gpu, writes) = pinned(test, *ops.get(k)?)?;
+    match weaken? {
+        Weakening::TargetSwapsPath => {
+            let (l2, v2, g2, w2) = pinned(test, *ops.get(k + 1)?)?;
+            (v2 == via && g2 == gpu && (writes && w2 || l2 == loc)).then_some(k + 1)
+        }
+        Weakening::TargetIgnoresFences => {
+            // One or more FENCE requests on the path, then a request on it.
+            let fences = ops
+                .get(k + 1..)?
+                .iter()
+                .take_while(|o| match **o {
+                    Op::RFence { loc: f, via: fv } => {
+                        fv == via && test.locations.get(f).is_some_and(|l| l.gpu == gpu)
+                    }
+                    _ => false,
+                })
+                .count();
+            let j = k + 1 + fences;
+            let (_, v2, g2, _) = pinned(test, *ops.get(j)?)?;
+            (fences > 0 && v2 == via && g2 == gpu).then_some(j)
+        }
+        Weakening::StreamsUnpinned | Weakening::PortsIgnored => None,
     }
 }
