@@ -16,8 +16,9 @@
 // after `ETHLINK_TIME_MAX_NS`, a group MAC address as a link end's own, and fences and new
 // operations beyond the endpoint's bounds. Version 3 adds `llr_max_age_ns` at the end of
 // `ethlink_link_params` (link.md LINK-3-18) and `hold_max_ns` after `busy_backoff_ns` in
-// `ethlink_endpoint_config` (endpoint.md EP-8-9).
-#define ETHLINK_ABI_VERSION 3
+// `ethlink_endpoint_config` (endpoint.md EP-8-9). Version 4 adds `write_chunk` after
+// `read_chunk` in `ethlink_endpoint_config` (endpoint.md EP-6-2, EP-6-13).
+#define ETHLINK_ABI_VERSION 4
 
 // The latest time a model takes, in nanoseconds: 2^63 - 1 (about 292 years; the largest
 // `int64_t`, and the largest SystemVerilog `longint`), the horizon of link.md LINK-1-2. A call
@@ -317,6 +318,8 @@ typedef struct {
   uint32_t segment;
   // Bytes per RDMA_READ.
   uint32_t read_chunk;
+  // Bytes of one RDMA write on the wire, and the longest write a target reassembles.
+  uint32_t write_chunk;
   // Chunks of one RDMA read outstanding at most.
   uint32_t read_window;
   // RDMA writes a target reassembles at once.

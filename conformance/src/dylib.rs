@@ -846,6 +846,7 @@ fn zeroed_endpoint() -> EndpointConfig {
         rdma_queue: 0,
         segment: 0,
         read_chunk: 0,
+        write_chunk: 0,
         read_window: 0,
         max_reassemblies: 0,
         max_reassembly_blocks: 0,

@@ -91,8 +91,12 @@ pub struct Config {
     pub max_fences: u32,
     /// Bytes per RDMA segment: a multiple of 256, 256..=8192, fitting the link MFS.
     pub segment: u32,
-    /// Bytes per RDMA_READ: a multiple of `segment`, at most 2^31.
+    /// Bytes per RDMA_READ: a multiple of `segment`, at most 2^20 (EP-6-7).
     pub read_chunk: u32,
+    /// Bytes per RDMA write on the wire: a longer write is sent as writes of this many bytes,
+    /// each with its own tag and completion (EP-6-2); the longest write a target reassembles
+    /// (EP-6-13). A multiple of 256, `segment..=2^24`.
+    pub write_chunk: u32,
     /// Chunks of one RDMA read outstanding at most, 1..=65536.
     pub read_window: u32,
     /// Longest a transaction waits for others to share its frame, at most 100 us.
@@ -147,6 +151,7 @@ impl Default for Config {
             max_fences: 1024,
             segment: 8192,
             read_chunk: 65536,
+            write_chunk: 1 << 20,
             read_window: 16,
             pack_delay: Duration::from_nanos(50),
             op_timeout: Duration::from_micros(200),
@@ -186,6 +191,9 @@ impl Config {
     }
 
     /// Checks every parameter against endpoint.md §1.1 and the link's against link.md §1.1.
+    //= docs/spec/endpoint.md#13-what-the-text-fixes-for-an-implementer
+    //# EP-13-15 (§1) An endpoint MUST refuse, with an error that names the parameter, a
+    //# configuration that breaks a relation of EP-1-3,
     pub fn validate(&self) -> Result<(), ConfigError> {
         let err = |field, value: u64, rule| Err(ConfigError { field, value, rule });
         if !(1..=16).contains(&self.stacks) {
@@ -220,14 +228,27 @@ impl Config {
                 "must be a multiple of 256, 256..=8192, and fit in a frame of link.mfs bytes with its 64 bytes of headers (tagged)",
             );
         }
+        //= docs/spec/endpoint.md#12-timers-and-their-relations
+        //# EP-1-3 An endpoint MUST refuse a configuration that breaks a relation of Table EP-T1:
+        //# `lsu_tags + rdma_tags <= 65536`, `read_chunk` a multiple of `segment`
         if self.read_chunk == 0
             || !self.read_chunk.is_multiple_of(self.segment)
-            || self.read_chunk > 1 << 31
+            || self.read_chunk > 1 << 20
         {
             return err(
                 "read_chunk",
                 self.read_chunk.into(),
-                "must be a non-zero multiple of segment, at most 2^31",
+                "must be a non-zero multiple of segment, at most 2^20",
+            );
+        }
+        if self.write_chunk < self.segment
+            || !self.write_chunk.is_multiple_of(256)
+            || self.write_chunk > 1 << 24
+        {
+            return err(
+                "write_chunk",
+                self.write_chunk.into(),
+                "must be a multiple of 256, segment..=2^24",
             );
         }
         if !(1..=65536).contains(&self.read_window) {

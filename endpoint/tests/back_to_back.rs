@@ -303,6 +303,12 @@ fn spraying_spreads_rdma_over_every_port() {
 
 #[test]
 fn round_robin_and_least_loaded_use_every_port() {
+    //= docs/spec/endpoint.md#13-what-the-text-fixes-for-an-implementer
+    //= type=test
+    //# EP-13-9 (§4) One round-robin cycle MUST be shared by every choice of port an endpoint makes
+    //# (pins of streams, unordered load-store operations, RDMA writes and read chunks, and, for
+    //# spray, RDMA write segments): the next choice of any kind takes the next usable port after
+    //# the last choice of any kind.
     for policy in [Policy::RoundRobin, Policy::LeastLoaded] {
         let mut b = pair(policy, Faults::default(), 5);
         let now = b.now();
@@ -725,6 +731,10 @@ fn without_a_path_operations_end_no_path_and_without_answers_timeout() {
     //= type=test
     //# TXN-3-6 A requester MUST complete with NO_PATH an operation none of whose requests could
     //# be sent before its deadline because no usable path to the target existed.
+    //= docs/spec/endpoint.md#13-what-the-text-fixes-for-an-implementer
+    //= type=test
+    //# EP-13-6 (§9, TXN-3-6) An operation none of whose requests was ever sent MUST complete
+    //# NO_PATH when its deadline passes;
     assert_eq!(c[&OpId::Ls(s)].status, CompletionStatus::NoPath);
     assert_eq!(c[&OpId::Rdma(w)].status, CompletionStatus::NoPath);
     let waited = c[&OpId::Ls(s)].completed.as_nanos() - c[&OpId::Ls(s)].issued.as_nanos();
@@ -1007,6 +1017,11 @@ fn configuration_is_checked() {
 
 #[test]
 fn a_response_without_a_port_is_dropped_after_the_deadline() {
+    //= docs/spec/endpoint.md#13-what-the-text-fixes-for-an-implementer
+    //= type=test
+    //# EP-13-13 (§9, TXN-5-5) A response whose port stops being usable before it is sent MUST be
+    //# sent on a usable port to its requester chosen by §4 with the response's tag as the key, or
+    //# discarded after `op_timeout` as EP-8-5 says.
     let one = |id| Config {
         stacks: 1,
         ports: 1,
@@ -1100,6 +1115,12 @@ fn a_port_whose_mfs_cannot_hold_a_segment_is_not_usable() {
 
 #[test]
 fn timer_relations_are_checked() {
+    //= docs/spec/endpoint.md#13-what-the-text-fixes-for-an-implementer
+    //= type=test
+    //# EP-13-15 (§1) An endpoint MUST refuse, with an error that names the parameter, a
+    //# configuration that breaks a relation of EP-1-3, never silently correct it; a conformance
+    //# setup it cannot take is answered `refused` and the case is Unsupported
+    //# (docs/conformance.md).
     //= docs/spec/endpoint.md#12-timers-and-their-relations
     //= type=test
     //# EP-1-3 An endpoint MUST refuse a configuration that breaks a relation of Table EP-T1:
@@ -1274,6 +1295,11 @@ fn reset_clears_state_and_waits_before_ports_come_up() {
 //# EP-6-19 The data of a segment MUST be read from local memory when the segment is built.
 #[test]
 fn segments_read_local_memory_when_they_are_built() {
+    //= docs/spec/endpoint.md#13-what-the-text-fixes-for-an-implementer
+    //= type=test
+    //# EP-13-10 (§6, EP-6-19) An RDMA write segment MUST be built, and its bytes read from local
+    //# memory, when it is put in the endpoint's queue of its port and VC, which happens while that
+    //# queue holds fewer than `port_queue` bytes (EP-3-3).
     let mut b = pair(Policy::Spray, Faults::default(), 21);
     let len = 4usize << 20;
     let first = pattern(7, len);
@@ -1286,18 +1312,23 @@ fn segments_read_local_memory_when_they_are_built() {
     b.gpu_mut(0)
         .post(now, write_desc(1, 0x100_0000, 0x800_0000, len as u64))
         .unwrap();
-    // The port queues hold far less than 4 MiB: the last MiB cannot have been built yet.
-    let tail = pattern(8, 1 << 20);
+    // The write goes as four writes of `write_chunk` (1 MiB) at once, and the port queues hold
+    // far less than 3 MiB: the last 256 KiB of the last chunk cannot have been built yet.
+    let tail_at = len - (256 << 10);
+    let tail = pattern(8, 256 << 10);
     b.gpu_mut(0)
         .memory_mut()
-        .write(global, 0x100_0000 + (3 << 20), &tail)
+        .write(global, 0x100_0000 + tail_at as u64, &tail)
         .unwrap();
     assert!(b.run_until_idle(20_000_000));
     let c = b.take_completions(0);
     assert_eq!(c.len(), 1);
     assert_eq!(c[0].status, CompletionStatus::Ok);
-    assert_eq!(read_mem(&b, 1, 0x800_0000, 3 << 20), first[..3 << 20]);
-    assert_eq!(read_mem(&b, 1, 0x800_0000 + (3 << 20), 1 << 20), tail);
+    assert_eq!(read_mem(&b, 1, 0x800_0000, tail_at), first[..tail_at]);
+    assert_eq!(
+        read_mem(&b, 1, 0x800_0000 + tail_at as u64, 256 << 10),
+        tail
+    );
 }
 
 /// The data pattern crosses the network as bytes and stays a description at both ends: a
@@ -1313,7 +1344,9 @@ fn described_data_stays_described_across_rdma() {
         ..Faults::default()
     };
     let mut b = pair(Policy::Spray, faults, 9);
-    const LEN: u64 = (1 << 20) + 300;
+    // Within one `write_chunk`: a chunk that arrives before the one to its left, as bytes with
+    // no word from their sender, cannot be told to continue the pattern.
+    const LEN: u64 = (1 << 20) - 300;
     let p = Pattern::new(0x5EED, 0);
     b.gpu_mut(0)
         .memory_mut()
@@ -1348,5 +1381,68 @@ fn described_data_stays_described_across_rdma() {
         let d: Vec<_> = m.described(Space::Global).filter(|r| r.0 == at).collect();
         assert_eq!(d, [(at, at + LEN, p)], "GPU {g}");
         assert_eq!(read_mem(&b, g, at, LEN as usize), want, "GPU {g}");
+    }
+}
+
+/// With no retry left, a load whose request had unknown fate or passed its deadline ends
+/// TIMEOUT, and a store FATE_UNKNOWN or TIMEOUT; neither is sent twice. With retries, the load
+/// is sent again on another port.
+#[test]
+fn without_retries_left_a_lost_load_times_out_and_a_lost_store_is_not_sent_again() {
+    for max_retries in [0u8, 3] {
+        let cfg = |id| Config {
+            max_retries,
+            ..fast(id, Policy::Hash)
+        };
+        let mut b = pair_with(cfg(0), cfg(1), Faults::default(), 31);
+        let t0 = b.now_ns();
+        // Port 0 of GPU 0 goes dark for long: its frames vanish and its link gives up.
+        b.set_faults(vec![PortFault {
+            port: 0,
+            start_ns: t0 + 10,
+            duration_ns: 1_000_000,
+            blackout: true,
+        }]);
+        b.run_until(t0 + 20);
+        let now = b.now();
+        let l = b
+            .gpu_mut(0)
+            .issue(now, load(1, 0, 8, Ordering::Port(0)))
+            .unwrap();
+        let s = b
+            .gpu_mut(0)
+            .issue(now, store(1, 64, &[7; 8], Ordering::Port(0)))
+            .unwrap();
+        assert!(b.run_until_idle(5_000_000));
+        let c = by_id(&b.take_completions(0));
+        let (ld, st) = (c[&OpId::Ls(l)], c[&OpId::Ls(s)]);
+        //= docs/spec/endpoint.md#13-what-the-text-fixes-for-an-implementer
+        //= type=test
+        //# EP-13-7 (§9, TXN-5-3) A repeatable operation whose request had unknown fate and that
+        //# has no retry left MUST complete TIMEOUT; one that is not repeatable completes
+        //# FATE_UNKNOWN whatever its retries (TXN-3-5).
+        if max_retries == 0 {
+            assert_eq!(ld.status, CompletionStatus::Timeout, "{ld:?}");
+            assert_eq!(ld.retries, 0);
+        } else {
+            //= docs/spec/endpoint.md#13-what-the-text-fixes-for-an-implementer
+            //= type=test
+            //# EP-13-4 (§9) A request sent again MUST go: after unknown fate (EP-9-2) and after a
+            //# passed deadline (TXN-5-4), on a usable port other than the one the attempt went on,
+            //# chosen by §4 (an ordered stream is pinned anew there); after
+            assert_eq!(ld.status, CompletionStatus::Ok, "{ld:?}");
+            assert!(ld.retries >= 1, "{ld:?}");
+        }
+        assert!(
+            matches!(
+                st.status,
+                CompletionStatus::FateUnknown | CompletionStatus::Timeout
+            ),
+            "{st:?}"
+        );
+        assert_eq!(
+            st.retries, 0,
+            "a store is never sent again after it may have been performed"
+        );
     }
 }

@@ -1332,6 +1332,13 @@ fn misdelivered_and_malformed_frames_are_discarded() {
     assert_eq!(p.ep.counters().misdelivered, 1);
     assert!(p.take().is_empty());
     assert_eq!(p.read(A, 0x100), before);
+    //= docs/spec/endpoint.md#13-what-the-text-fixes-for-an-implementer
+    //= type=test
+    //# EP-13-12 (§10) `bytes_received` MUST count the payload of every DATA frame the port's link
+    //# delivers, whatever then becomes of it (served, held, discarded as malformed or
+    //# misdelivered). `requests_served` MUST count each request the target answers after reading
+    //# it whole: performed, or refused by EP-2-7's checks, EP-6-3's alignment, a capability (§11),
+    //# room or MISALIGNED; it does not count a request its decoding
     assert_eq!(p.ep.counters().requests_served, 0);
 
     // The endpoint goes on with the next frame.
@@ -2013,6 +2020,13 @@ fn fence_is_answered_after_the_requests_before_it() {
 /// it then stops taking requests (their credits unreturned) and, once the peer takes frames
 /// again, answers every request exactly once.
 #[test]
+//= docs/spec/endpoint.md#13-what-the-text-fixes-for-an-implementer
+//= type=test
+//# EP-13-11 (§8) The response backlog of EP-8-4 MUST be counted in bytes of encoded response
+//# transactions (their prefix, header and data) held or owed. A target stops taking only frames on
+//# the request VCs 0 and 1; frames on VCs 2 and 3 hold only responses (EP-3-7) and MUST still be
+//# taken while the backlog is full, so that the completions that drain the backlog are never held
+//# behind it.
 fn response_backlog_stalls_requests_and_drops_nothing() {
     // The frames wait longer than the default hold_max: this test is about the stall alone.
     let cfg = Config {
@@ -2276,6 +2290,11 @@ fn next_request(p: &mut Peer, ns: u64, opcode: u8) -> Option<Txn> {
 #[test]
 fn busy_load_is_retried_with_back_off_and_ends_busy() {
     let mut p = Peer::new(ep_config());
+    //= docs/spec/endpoint.md#13-what-the-text-fixes-for-an-implementer
+    //= type=test
+    //# EP-13-5 (§9) The `n` of EP-9-5's back-off `busy_backoff * 2^(n-1)` MUST be the number of
+    //# retries of the operation so far, this one included, whatever their causes: retries of every
+    //# cause share one budget and one count.
     let backoff = p.ep.config().busy_backoff.as_nanos() as u64;
     assert_eq!(backoff, 1_000);
     let max = p.ep.config().max_retries;
@@ -2808,6 +2827,10 @@ fn init_announces_role_and_capabilities() {
         //= docs/spec/endpoint.md#12-reset-and-identity
         //= type=test
         //# EP-12-4 Port `p` of stack `s` of GPU `g` MUST use the MAC address `02:00:gg:gg:ss:pp`
+        //= docs/spec/endpoint.md#13-what-the-text-fixes-for-an-implementer
+        //= type=test
+        //# EP-13-1 (§3) An endpoint's ports MUST be numbered stack by stack: port index `i` is
+        //# port `i mod ports_per_stack` of stack
         assert_eq!(f.eth.src.0, [0x02, 0, 0, 0, 1, 1]);
         assert_eq!(
             ethlink_endpoint::port_mac(gpu(0x0312), 2, 1).0,
@@ -3048,6 +3071,11 @@ fn a_transaction_on_a_vc_of_the_other_class_is_discarded() {
         "a response on VC 0 completed the load"
     );
     assert_eq!(p.ep.counters().wrong_vc_txns, 3);
+    assert_eq!(
+        p.ep.counters().requests_served,
+        0,
+        "nothing read whole and answered"
+    );
     let mut b = [0u8; 8];
     p.ep.memory().read(Space::Global, A, &mut b).expect("read");
     assert_ne!(b, [0xEE; 8], "a store on a response VC was performed");
@@ -3145,7 +3173,7 @@ fn an_rdma_write_attempt_stops_at_its_first_busy() {
         0x07,
         first.tag,
         4,
-        &[0, 0, 0, 0, total[0], total[1], total[2], total[3]],
+        &[total[0], total[1], total[2], total[3], 0, 0, 0, 0],
         &[],
     );
     p.send_raw(2, &payload(EP, PEER, &[busy]));
@@ -3175,4 +3203,140 @@ fn an_rdma_write_attempt_stops_at_its_first_busy() {
         rx.iter().any(|t| t.opcode == 0x10 && t.tag != first.tag),
         "the write is sent again under a new tag"
     );
+}
+
+/// An RDMA write longer than `write_chunk` goes as writes of `write_chunk` bytes, each under a
+/// tag of its own at its offset of both ranges, and completes once, after all of them, with the
+/// first status that was not OK. A write longer than the target's `write_chunk` is refused
+/// UNSUPPORTED.
+#[test]
+fn a_write_longer_than_write_chunk_goes_as_chunks() {
+    let mut cfg = ep_config();
+    let seg = cfg.segment;
+    cfg.write_chunk = 2 * seg;
+    let chunk = cfg.write_chunk;
+    let mut p = Peer::new(cfg);
+    let len: u32 = 2 * chunk + seg / 2;
+    let data = pattern(52, len as usize);
+    p.ep.memory_mut()
+        .write(Space::Global, 0x1000, &data)
+        .expect("local data");
+    let now = p.now();
+    let desc = RdmaDesc {
+        dir: RdmaDir::Write,
+        local_space: Space::Global,
+        local_addr: 0x1000,
+        remote: Remote {
+            gpu: gpu(PEER),
+            space: Space::Global,
+            key: 0xCAFE,
+            addr: 0x9_0000,
+        },
+        len: u64::from(len),
+    };
+    let id = p.ep.post(now, desc).expect("post");
+    assert_eq!(
+        p.ep.rdma_outstanding(),
+        1,
+        "one descriptor, whatever its chunks"
+    );
+    p.run_for(5_000);
+    let rx = p.take();
+    // By tag: (address, total, bytes placed at their offsets).
+    let mut writes: BTreeMap<u16, (u64, u32, Vec<u8>)> = BTreeMap::new();
+    for t in rx.iter().filter(|t| t.opcode == 0x10) {
+        let (addr, total, off) = (t.dword(4), t.word(16), t.word(12) as usize);
+        let w = writes
+            .entry(t.tag)
+            .or_insert_with(|| (addr, total, vec![0; total as usize]));
+        assert_eq!((w.0, w.1), (addr, total), "one write per tag");
+        w.2[off..off + t.data.len()].copy_from_slice(&t.data);
+    }
+    //= docs/spec/endpoint.md#6-rdma-engine
+    //= type=test
+    //# EP-6-2 [...] An RDMA write longer than `write_chunk` MUST be sent as writes of `write_chunk`
+    //# bytes (the last shorter), each at its own offset of the local and remote ranges, with a tag
+    //# and a completion of its own, and complete once every one of them has: OK when all were,
+    //# otherwise with the first status of one that was not.
+    assert_eq!(writes.len(), 3, "{writes:?}");
+    //= docs/spec/endpoint.md#13-what-the-text-fixes-for-an-implementer
+    //= type=test
+    //# EP-13-2 (§5, §6) Load-store operations MUST take tags in `0 .. lsu_tags` (EP-5-1) and RDMA
+    //# writes and read chunks tags in `lsu_tags .. lsu_tags + rdma_tags`, in any order of
+    //# allocation;
+    let lsu = p.ep.config().lsu_tags;
+    let rdma = p.ep.config().rdma_tags;
+    assert!(writes.keys().all(|&t| (lsu..lsu + rdma).contains(&t)));
+    let mut by_addr: Vec<_> = writes.iter().map(|(&t, w)| (w.0, t, w.1)).collect();
+    by_addr.sort_unstable();
+    for (k, &(addr, _, total)) in by_addr.iter().enumerate() {
+        let off = k as u32 * chunk;
+        assert_eq!(addr, 0x9_0000 + u64::from(off));
+        assert_eq!(total, chunk.min(len - off));
+        let w = &writes[&by_addr[k].1];
+        assert_eq!(w.2, data[off as usize..(off + total) as usize]);
+    }
+    // The middle chunk refused, the others OK: one completion, after the last, with its status.
+    let answer = |tag: u16, status: u8, total: u32| {
+        let t = total.to_be_bytes();
+        raw(
+            0x90,
+            status,
+            tag,
+            4,
+            &[t[0], t[1], t[2], t[3], 0, 0, 0, 0],
+            &[],
+        )
+    };
+    for (k, &(_, tag, total)) in by_addr.iter().enumerate() {
+        let status = if k == 1 { 0x01 } else { 0x00 };
+        p.send_raw(2, &payload(EP, PEER, &[answer(tag, status, total)]));
+        p.run_for(1_000);
+        if k < 2 {
+            assert!(p.completions.is_empty(), "completed before chunk {k} was");
+        }
+    }
+    let c = p.completions.pop().expect("the write's completion");
+    assert_eq!(
+        (c.id, c.status),
+        (
+            OpId::Rdma(id),
+            CompletionStatus::Remote(Status::AccessViolation)
+        )
+    );
+    assert!(p.completions.is_empty());
+    assert_eq!(p.ep.rdma_outstanding(), 0);
+
+    // As a target: a write of more than `write_chunk` bytes is refused at its first segment.
+    let big = chunk + seg;
+    p.send(1, &[self::seg(0x61, BIG, 0, big, &vec![1; seg as usize])]);
+    p.run_for(2_000);
+    //= docs/spec/endpoint.md#6-rdma-engine
+    //= type=test
+    //# EP-6-13 A target MUST answer RDMA_COMPLETION UNSUPPORTED, at the write's first segment as
+    //# EP-6-4 A target MUST check the whole range of a write (EP-2-3, EP-2-4: address, total
+    //# length, key, write permission) when it receives the first segment of the write (whichever
+    //# arrives first), and on refusal write none of it and answer one RDMA_COMPLETION with the
+    //# status. The refusal is remembered in a record of the same pool as the writes being
+    //# reassembled (max_reassemblies, EP-6-14), for op_timeout after the write's last segment, and
+    //# the write's later segments are dropped unanswered while it lasts (duplicate_segments). When
+    //# the pool is full, the refusal is not remembered: every segment is checked and answered on
+    //# its own, so a refused write MAY draw several completions with one status, and its requester
+    //# takes the first (EP-9-4 discards the others). (1.3: 1.2 did not say where refusals were
+    //# kept, so a requester could make a target remember refusals without bound.)
+    let rx = p.take();
+    check_prefix(only(&rx, 0x61), 0x90, Status::Unsupported, 4, 0);
+    // A write in segments of 512 bytes, not the target's own `segment`: taken.
+    //= docs/spec/endpoint.md#13-what-the-text-fixes-for-an-implementer
+    //= type=test
+    //# EP-13-3 (§6) The segment size of an RDMA write is the requester's `segment` (Table EP-T1);
+    //# a target MUST accept any segment size that keeps EP-6-3's alignment, and sends the segments
+    //# of
+    let parts: Vec<Vec<u8>> = (0..4u8).map(|k| vec![0x80 | k; 512]).collect();
+    for (k, d) in parts.iter().enumerate().rev() {
+        p.send(1, &[self::seg(0x62, BIG, 512 * k as u32, 2048, d)]);
+    }
+    p.run_for(2_000);
+    check_prefix(only(&p.take(), 0x62), 0x90, Status::Ok, 4, 0);
+    assert_eq!(p.read(BIG, 2048), parts.concat());
 }

@@ -59,6 +59,7 @@ pub(crate) fn endpoint_config(s: &Scenario, g: u16) -> EpConfig {
         rdma_queue: e.rdma_queue,
         segment: e.segment,
         read_chunk: e.read_chunk,
+        write_chunk: e.write_chunk,
         read_window: e.read_window,
         pack_delay: dur(e.pack_delay_ns),
         op_timeout: dur(e.op_timeout_ns),

@@ -439,6 +439,8 @@ pub struct EndpointParams {
     pub segment: u32,
     /// Bytes per RDMA_READ.
     pub read_chunk: u32,
+    /// Bytes of one RDMA write on the wire, and the longest write a target reassembles.
+    pub write_chunk: u32,
     /// Chunks of one read outstanding.
     pub read_window: u32,
     /// Longest packing delay, ns.
@@ -473,6 +475,7 @@ impl Default for EndpointParams {
             rdma_queue: c.rdma_queue,
             segment: c.segment,
             read_chunk: c.read_chunk,
+            write_chunk: c.write_chunk,
             read_window: c.read_window,
             pack_delay_ns: ns(c.pack_delay),
             op_timeout_ns: ns(c.op_timeout),

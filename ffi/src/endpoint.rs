@@ -56,6 +56,7 @@ pub(crate) fn default_config() -> EndpointConfig {
         rdma_queue: c.rdma_queue,
         segment: c.segment,
         read_chunk: c.read_chunk,
+        write_chunk: c.write_chunk,
         read_window: c.read_window,
         max_reassemblies: c.max_reassemblies,
         max_reassembly_blocks: c.max_reassembly_blocks,
@@ -133,6 +134,7 @@ impl EndpointDev {
         c.rdma_queue = cfg.rdma_queue;
         c.segment = cfg.segment;
         c.read_chunk = cfg.read_chunk;
+        c.write_chunk = cfg.write_chunk;
         c.read_window = cfg.read_window;
         c.max_reassemblies = cfg.max_reassemblies;
         c.max_reassembly_blocks = cfg.max_reassembly_blocks;

@@ -9,8 +9,9 @@ use core::ffi::c_char;
 /// after `ETHLINK_TIME_MAX_NS`, a group MAC address as a link end's own, and fences and new
 /// operations beyond the endpoint's bounds. Version 3 adds `llr_max_age_ns` at the end of
 /// `ethlink_link_params` (link.md LINK-3-18) and `hold_max_ns` after `busy_backoff_ns` in
-/// `ethlink_endpoint_config` (endpoint.md EP-8-9).
-pub const ETHLINK_ABI_VERSION: u32 = 3;
+/// `ethlink_endpoint_config` (endpoint.md EP-8-9). Version 4 adds `write_chunk` after
+/// `read_chunk` in `ethlink_endpoint_config` (endpoint.md EP-6-2, EP-6-13).
+pub const ETHLINK_ABI_VERSION: u32 = 4;
 
 /// The latest time a model takes, in nanoseconds: 2^63 - 1 (about 292 years; the largest
 /// `int64_t`, and the largest SystemVerilog `longint`), the horizon of link.md LINK-1-2. A call
@@ -264,6 +265,8 @@ pub struct EndpointConfig {
     pub segment: u32,
     /// Bytes per RDMA_READ.
     pub read_chunk: u32,
+    /// Bytes of one RDMA write on the wire, and the longest write a target reassembles.
+    pub write_chunk: u32,
     /// Chunks of one RDMA read outstanding at most.
     pub read_window: u32,
     /// RDMA writes a target reassembles at once.

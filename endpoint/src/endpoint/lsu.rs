@@ -378,6 +378,11 @@ impl Endpoint {
         if slot.era != era {
             return;
         }
+        //= docs/spec/endpoint.md#13-what-the-text-fixes-for-an-implementer
+        //# EP-13-8 (§9) A request waiting behind an earlier request of its ordered stream that is
+        //# held for `frame_lifetime` (EP-9-6) or a back-off is waiting to be sent: its deadline
+        //# MUST NOT run while it waits, and it MUST get a new deadline `op_timeout` after it is
+        //# sent.
         if slot.deadline > now || slot.retry_at.is_some() {
             // A later deadline of this operation is queued, or it is held back and gets a new
             // deadline when it is sent again.
@@ -387,6 +392,10 @@ impl Endpoint {
         //# TXN-5-4 When the deadline passes a repeatable operation MUST be retried whole
         //# on a usable path, if it has retries left; otherwise it MUST complete with
         //# TIMEOUT (or NO_PATH, TXN-3-6).
+        //= docs/spec/endpoint.md#13-what-the-text-fixes-for-an-implementer
+        //# EP-13-6 (§9, TXN-3-6) An operation none of whose requests was ever sent MUST complete
+        //# NO_PATH when its deadline passes; one that was sent at least once and has no usable
+        //# port
         if !slot.sent {
             //= docs/spec/transaction.md#3-statuses
             //# TXN-3-6 A requester MUST complete with NO_PATH an operation none of whose
@@ -524,6 +533,10 @@ impl Endpoint {
 
     /// The wait before retry number `n` (1 for the first) of an operation answered BUSY:
     /// `busy_backoff * 2^(n-1)` (EP-9-5).
+    //= docs/spec/endpoint.md#13-what-the-text-fixes-for-an-implementer
+    //# EP-13-5 (§9) The `n` of EP-9-5's back-off `busy_backoff * 2^(n-1)` MUST be the number of
+    //# retries of the operation so far, this one included, whatever their causes: retries of every
+    //# cause share one budget and one count.
     pub(super) fn backoff(&self, n: u8) -> Duration {
         let k = u32::from(n.saturating_sub(1)).min(31);
         self.cfg.busy_backoff.saturating_mul(1u32 << k)

@@ -369,6 +369,24 @@ struct RdmaOp {
     /// EP-9-6).
     hold_until: Option<Instant>,
     state: RdmaState,
+    /// The descriptor this write is a chunk of, when it is one (EP-6-2): its completion goes
+    /// to the descriptor's, not to the GPU.
+    parent: Option<u64>,
+}
+
+/// An RDMA write posted longer than `write_chunk`, sent as writes of `write_chunk` bytes
+/// (EP-6-2): what its one completion will say.
+#[derive(Debug)]
+struct WriteParent {
+    desc: RdmaDesc,
+    issued: Instant,
+    seq: u64,
+    /// Chunks not yet complete.
+    left: u64,
+    /// The first chunk's status that was not OK.
+    error: Option<CompletionStatus>,
+    /// The most retries any chunk took.
+    retries: u8,
 }
 
 /// A write being reassembled at the target (EP-6-5).
@@ -439,6 +457,10 @@ pub struct Endpoint {
     rdma_owner: Vec<Option<(u64, u64)>>,
     rdma: HashMap<u64, RdmaOp, BuildHasherDefault<IdHasher>>,
     next_rdma: u64,
+    /// Writes posted longer than `write_chunk`, by descriptor id, while their chunks run.
+    write_parents: BTreeMap<u64, WriteParent>,
+    /// Entries of `rdma` that are chunks of a write in `write_parents`.
+    rdma_chunks: usize,
     active_writes: rdma::WriteQueue,
     reads_waiting: VecDeque<u64>,
     chunks_unsent: VecDeque<(u64, u64)>,
@@ -586,6 +608,10 @@ impl Endpoint {
             rule: e.rule(),
         })?;
         let mut ports = Vec::with_capacity(cfg.port_count());
+        //= docs/spec/endpoint.md#13-what-the-text-fixes-for-an-implementer
+        //# EP-13-1 (§3) An endpoint's ports MUST be numbered stack by stack: port index `i` is
+        //# port `i mod ports_per_stack` of stack `i / ports_per_stack`, and its frames carry that
+        //# stack and
         for s in 0..cfg.stacks {
             for p in 0..cfg.ports {
                 let link = Link::new(cfg.port_link(s, p))?;
@@ -605,6 +631,9 @@ impl Endpoint {
         Ok(Endpoint {
             lsu_tags: Tags::new(0, cfg.lsu_tags),
             lsu: (0..cfg.lsu_tags).map(|_| None).collect(),
+            //= docs/spec/endpoint.md#13-what-the-text-fixes-for-an-implementer
+            //# EP-13-2 (§5, §6) Load-store operations MUST take tags in `0 .. lsu_tags` (EP-5-1)
+            //# and RDMA writes and read chunks tags in `lsu_tags .. lsu_tags +
             rdma_tags: Tags::new(cfg.lsu_tags, cfg.rdma_tags),
             rdma_owner: vec![None; usize::from(cfg.rdma_tags)],
             now: Instant::ZERO,
@@ -617,6 +646,8 @@ impl Endpoint {
             streams: BTreeMap::new(),
             rdma: HashMap::default(),
             next_rdma: 0,
+            write_parents: BTreeMap::new(),
+            rdma_chunks: 0,
             active_writes: rdma::WriteQueue::default(),
             reads_waiting: VecDeque::new(),
             chunks_unsent: VecDeque::new(),
@@ -695,7 +726,7 @@ impl Endpoint {
 
     /// RDMA descriptors outstanding.
     pub fn rdma_outstanding(&self) -> usize {
-        self.rdma.len()
+        self.rdma.len() - self.rdma_chunks + self.write_parents.len()
     }
 
     /// Operations (load-store, RDMA, fences) not yet completed.
@@ -885,10 +916,20 @@ impl Endpoint {
         release: Release,
         provenance: Option<Provenance>,
     ) {
+        //= docs/spec/endpoint.md#13-what-the-text-fixes-for-an-implementer
+        //# EP-13-12 (§10) `bytes_received` MUST count the payload of every DATA frame the port's
+        //# link delivers, whatever then becomes of it (served, held, discarded as malformed or
+        //# misdelivered). `requests_served` MUST
         if let Some(c) = self.counters.ports.get_mut(i) {
             c.frames_received = c.frames_received.wrapping_add(1);
             c.bytes_received = c.bytes_received.wrapping_add(payload.len() as u64);
         }
+        //= docs/spec/endpoint.md#13-what-the-text-fixes-for-an-implementer
+        //# EP-13-11 (§8) The response backlog of EP-8-4 MUST be counted in bytes of encoded
+        //# response transactions (their prefix, header and data) held or owed. A target stops
+        //# taking only frames on the request VCs 0 and 1; frames on VCs 2 and 3 hold only
+        //# responses (EP-3-7) and MUST still be taken while the backlog is full, so that the
+        //# completions that drain the backlog are never held behind it.
         let request_vc = matches!(v.index(), VC_LS | VC_RDMA);
         let stalled = request_vc
             && (self.backlog_full() || self.ports.get(i).is_some_and(|p| !p.inbound.is_empty()));
@@ -1341,6 +1382,13 @@ impl Endpoint {
                 if slot.era != era || slot.delayed || slot.retry_at.is_none_or(|t| t > now) {
                     return;
                 }
+                //= docs/spec/endpoint.md#13-what-the-text-fixes-for-an-implementer
+                //# EP-13-4 (§9) A request sent again MUST go: after unknown fate (EP-9-2) and after
+                //# a passed deadline (TXN-5-4), on a usable port other than the one the attempt
+                //# went on, chosen by §4 (an ordered stream is pinned anew there); after BUSY, on
+                //# the port §4 chooses as for a new request (an ordered stream's current pin, an
+                //# unordered request by its tag), which MAY be the same port; moved because it was
+                //# never sent, on a usable port other than the one it was withdrawn from.
                 slot.retry_at = None;
                 slot.deadline = now.saturating_add(self.cfg.op_timeout);
                 let d = slot.deadline;

@@ -69,6 +69,9 @@ impl Endpoint {
                 }
                 if slot.episode != episode {
                     slot.episode = episode;
+                    //= docs/spec/endpoint.md#13-what-the-text-fixes-for-an-implementer
+                    //# EP-13-7 (§9, TXN-5-3) A repeatable operation whose request had unknown fate
+                    //# and that has no retry left MUST complete TIMEOUT; one
                     if slot.retries >= self.cfg.max_retries {
                         //= docs/spec/transaction.md#5-operations-that-can-no-longer-complete
                         //# TXN-5-3 A request of a repeatable operation whose frame had unknown
@@ -234,6 +237,11 @@ impl Endpoint {
         //# (the endpoint's queues and the link's transmit queue), the first in order on a tie; -
         //# *spray*: as round-robin for load-store operations and RDMA reads, and for an RDMA write
         //# each segment on the next port in the cycle.
+        //= docs/spec/endpoint.md#13-what-the-text-fixes-for-an-implementer
+        //# EP-13-9 (§4) One round-robin cycle MUST be shared by every choice of port an endpoint
+        //# makes (pins of streams, unordered load-store operations, RDMA writes and read chunks,
+        //# and, for spray, RDMA write segments): the next choice of any kind takes the next usable
+        //# port after the last choice of any kind.
         match self.cfg.policy {
             crate::Policy::Hash => nth((mix(dst, key) % n as u64) as usize),
             crate::Policy::RoundRobin | crate::Policy::Spray => {

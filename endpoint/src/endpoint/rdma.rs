@@ -45,9 +45,10 @@ impl Endpoint {
         //= docs/spec/endpoint.md#5-load-store-unit
         //# EP-5-10 While `lsu_tags + rdma_queue + max_fences` completions wait to be taken by the
         //# GPU, an endpoint MUST refuse every new operation (issue, post, fence)
-        if self.rdma.len() >= self.cfg.rdma_queue as usize || self.completions_full() {
+        let posted = self.rdma_outstanding();
+        if posted >= self.cfg.rdma_queue as usize || self.completions_full() {
             return Err(PostError::QueueFull {
-                outstanding: u32::try_from(self.rdma.len()).unwrap_or(u32::MAX),
+                outstanding: u32::try_from(posted).unwrap_or(u32::MAX),
             });
         }
         let id = self.next_rdma;
@@ -55,6 +56,53 @@ impl Endpoint {
         let seq = self.next_seq;
         self.next_seq += 1;
         self.outstanding.insert(seq);
+        let chunk = u64::from(self.cfg.write_chunk);
+        if desc.dir == RdmaDir::Write && desc.len > chunk {
+            //= docs/spec/endpoint.md#6-rdma-engine
+            //# EP-6-2 An RDMA write longer than `write_chunk` MUST be sent as writes of
+            //# `write_chunk` bytes (the last shorter), each at its own offset of the local and
+            //# remote ranges, with a tag and a completion of its own, and complete once every
+            //# one of them has: OK when all were, otherwise with the first status of one that
+            //# was not.
+            let chunks = desc.len.div_ceil(chunk);
+            self.write_parents.insert(
+                id,
+                WriteParent {
+                    desc,
+                    issued: self.now,
+                    seq,
+                    left: chunks,
+                    error: None,
+                    retries: 0,
+                },
+            );
+            for k in 0..chunks {
+                let off = k * chunk;
+                let part = RdmaDesc {
+                    local_addr: desc.local_addr + off,
+                    remote: crate::Remote {
+                        addr: desc.remote.addr + off,
+                        ..desc.remote
+                    },
+                    len: chunk.min(desc.len - off),
+                    ..desc
+                };
+                let cid = self.next_rdma;
+                self.next_rdma += 1;
+                self.start_rdma(cid, part, seq, Some(id));
+                self.rdma_chunks += 1;
+            }
+            self.fill();
+            return Ok(id);
+        }
+        self.start_rdma(id, desc, seq, None);
+        self.fill();
+        Ok(id)
+    }
+
+    /// Records RDMA operation `id` (a descriptor, or a chunk of descriptor `parent`) and puts it
+    /// in the queue for tags.
+    fn start_rdma(&mut self, id: u64, desc: RdmaDesc, seq: u64, parent: Option<u64>) {
         let deadline = self.now.saturating_add(self.cfg.op_timeout);
         let state = match desc.dir {
             RdmaDir::Write => {
@@ -91,12 +139,11 @@ impl Endpoint {
                 sent: false,
                 hold_until: None,
                 state,
+                parent,
             },
         );
         self.timers.push(Reverse((deadline, Key::Rdma(id))));
         self.reads_waiting.push_back(id);
-        self.fill();
-        Ok(id)
     }
 
     pub(super) fn on_rdma_response(&mut self, src: GpuId, tag: u16, txn: &TxnRepr<'_>) {
@@ -362,6 +409,37 @@ impl Endpoint {
         }
         self.active_writes.remove(id);
         self.reads_waiting.retain(|&w| w != id);
+        if let Some(pid) = op.parent {
+            self.rdma_chunks = self.rdma_chunks.saturating_sub(1);
+            let Some(p) = self.write_parents.get_mut(&pid) else {
+                return;
+            };
+            p.left = p.left.saturating_sub(1);
+            p.retries = p.retries.max(op.retries);
+            if !status.is_ok() && p.error.is_none() {
+                p.error = Some(status);
+            }
+            if p.left > 0 {
+                return;
+            }
+            let Some(p) = self.write_parents.remove(&pid) else {
+                return;
+            };
+            self.finish(
+                p.seq,
+                Completion {
+                    id: OpId::Rdma(pid),
+                    kind: OpKind::RdmaWrite,
+                    status: p.error.unwrap_or(CompletionStatus::Ok),
+                    data: CompletionData::None,
+                    issued: p.issued,
+                    completed: self.now,
+                    retries: p.retries,
+                    gpu: p.desc.remote.gpu,
+                },
+            );
+            return;
+        }
         let kind = match op.desc.dir {
             RdmaDir::Write => OpKind::RdmaWrite,
             RdmaDir::Read => OpKind::RdmaRead,
@@ -690,6 +768,10 @@ impl Endpoint {
     //= docs/spec/transaction.md#4-ordering
     //# TXN-4-4 An RDMA operation is performed segment by segment. Its segments MAY be performed in
     //# any order and interleaved with any other operation, on its own path as on others
+    //= docs/spec/endpoint.md#13-what-the-text-fixes-for-an-implementer
+    //# EP-13-10 (§6, EP-6-19) An RDMA write segment MUST be built, and its bytes read from local
+    //# memory, when it is put in the endpoint's queue of its port and VC, which happens while that
+    //# queue holds fewer than port_queue bytes (EP-3-3).
     fn write_one_segment(&mut self, id: u64) -> Segment {
         let seg = u64::from(self.cfg.segment);
         let spray = self.cfg.policy == crate::Policy::Spray;

@@ -242,6 +242,15 @@ impl Endpoint {
     //# has returned its bytes, no read ordered after that read by ob, rf, co and fr, of any
     //# source, returns an older value of the granule.
     fn serve(&mut self, i: usize, src: GpuId, txn: &TxnRepr<'_>, described: Option<Pattern>) {
+        //= docs/spec/endpoint.md#13-what-the-text-fixes-for-an-implementer
+        //# EP-13-12 (§10) `bytes_received` MUST count the payload of every DATA frame the port's
+        //# link delivers, whatever then becomes of it (served, held, discarded as malformed or
+        //# misdelivered). `requests_served` MUST count each request the target answers after
+        //# reading it whole: performed, or refused by EP-2-7's checks, EP-6-3's alignment, a
+        //# capability (§11), room or MISALIGNED; it does not count a request its decoding refuses
+        //# (MALFORMED for its encoding, wire.md §6, or UNSUPPORTED for an unknown opcode), nor one
+        //# discarded unanswered (EP-3-7, EP-8-9, a frame discarded whole). Each RDMA_WRITE segment
+        //# is one request.
         self.counters.requests_served = self.counters.requests_served.wrapping_add(1);
         if let Some(refused) = self.unsupported(txn) {
             let Some(r) = refused else { return };
@@ -472,6 +481,10 @@ impl Endpoint {
         //# EP-6-3 A target MUST reject, with RDMA_COMPLETION MALFORMED, a segment whose offset is
         //# not a multiple of 256, or whose length is not a multiple of 256 and does not end the
         //# write.
+        //= docs/spec/endpoint.md#13-what-the-text-fixes-for-an-implementer
+        //# EP-13-3 (§6) The segment size of an RDMA write is the requester's `segment` (Table
+        //# EP-T1); a target MUST accept any segment size that keeps EP-6-3's alignment, and sends
+        //# the segments of
         if !offset.is_multiple_of(BLOCK) || (!dlen.is_multiple_of(BLOCK) && end != total) {
             return Some(Status::Malformed);
         }
@@ -490,9 +503,10 @@ impl Endpoint {
             let blocks = u64::from(total.div_ceil(BLOCK));
             //= docs/spec/endpoint.md#6-rdma-engine
             //# EP-6-13 A target MUST answer RDMA_COMPLETION UNSUPPORTED, at the write's first
-            //# segment as EP-6-4 says, a write whose blocks alone exceed
-            //# `max_reassembly_blocks`.
+            //# segment as EP-6-4 says, a write longer than `write_chunk`, or whose blocks alone
+            //# exceed `max_reassembly_blocks`.
             let check = if self.no_shared(target.space)
+                || total > self.cfg.write_chunk
                 || blocks > u64::from(self.cfg.max_reassembly_blocks)
             {
                 Err(Status::Unsupported)
@@ -702,6 +716,9 @@ impl Endpoint {
         //= docs/spec/endpoint.md#4-paths-and-load-balancing
         //# EP-4-4 A response MUST be sent on the port its request arrived on, unless that port is
         //# no longer usable (TXN-5-5).
+        //= docs/spec/endpoint.md#13-what-the-text-fixes-for-an-implementer
+        //# EP-13-13 (§9, TXN-5-5) A response whose port stops being usable before it is sent MUST
+        //# be sent on a usable port to its requester chosen by §4 with the response's tag
         let port = if self.is_port_usable(i) {
             Some(i)
         } else {

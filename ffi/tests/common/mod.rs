@@ -82,6 +82,7 @@ pub fn ep_cfg(ports: u8) -> EndpointConfig {
         rdma_queue: 0,
         segment: 0,
         read_chunk: 0,
+        write_chunk: 0,
         read_window: 0,
         max_reassemblies: 0,
         max_reassembly_blocks: 0,
