@@ -66,9 +66,9 @@ fn every_endpoint_case_passes_against_the_reference() {
     ] {
         //= docs/spec/endpoint.md#13-what-the-text-fixes-for-an-implementer
         //= type=test
-        //# EP-13-14 (§12) The reset of §12 is the endpoint's own. A conformance harness's `reset`
-        //# (docs/conformance.md §3.3) builds a fresh device instead, with every port physically
-        //# down and no quiet time; a
+        //# EP-13-14 (§12) The reset of §12 is the endpoint's own. A conformance harness's reset
+        //# (docs/conformance.md §3.3) is not this reset: it builds a fresh device, with every port
+        //# physically down and no quiet time, and nothing of one case reaches the next.
         let desc = dut.hello().unwrap();
         for case in cases::all().iter().filter(|c| c.role == Role::Endpoint) {
             let r = run_case(&mut dut, &desc, case);

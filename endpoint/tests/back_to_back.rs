@@ -1446,3 +1446,81 @@ fn without_retries_left_a_lost_load_times_out_and_a_lost_store_is_not_sent_again
         );
     }
 }
+
+/// A load of an ordered stream issued while an earlier load of the stream is held for
+/// `frame_lifetime` after a loss of unknown fate waits behind it without its deadline running:
+/// sent when the held one is, it completes OK with no retry.
+#[test]
+fn a_request_held_behind_its_stream_keeps_no_deadline_while_it_waits() {
+    let cfg = |id| Config {
+        stacks: 1,
+        ports: 2,
+        pack_delay: Duration::ZERO,
+        ..fast(id, Policy::Hash)
+    };
+    let mut b = pair_with(cfg(0), cfg(1), Faults::default(), 33);
+    let t0 = b.now_ns();
+    let sent = |b: &ethlink_endpoint::harness::BackToBack| -> Vec<u64> {
+        (0..2)
+            .map(|p| {
+                b.gpu(0)
+                    .link(p)
+                    .map_or(0, |l| l.counters().tx_frames_total())
+            })
+            .collect()
+    };
+    let before = sent(&b);
+    let now = b.now();
+    let a = b
+        .gpu_mut(0)
+        .issue(now, load(1, 0, 8, Ordering::Stream(0)))
+        .unwrap();
+    // The stream's port is cut while the load's frame waits for its ACK: it is lost with its
+    // link, of unknown fate.
+    let mut t = t0;
+    let port = loop {
+        t += 10;
+        b.run_until(t);
+        let after = sent(&b);
+        if let Some(p) = (0..2).find(|&p| after[p] > before[p]) {
+            break p;
+        }
+        assert!(t < t0 + 2_000, "the load never went out");
+    };
+    b.set_faults(vec![PortFault {
+        port,
+        start_ns: t + 1,
+        duration_ns: 1_000_000,
+        blackout: false,
+    }]);
+    // Until the link reports the loss: the load is then held for `frame_lifetime` (EP-9-6).
+    let mut t = t0 + 1;
+    while b.gpu(0).counters().retries == 0 && t < t0 + 200_000 {
+        t += 100;
+        b.run_until(t);
+    }
+    assert!(b.gpu(0).counters().retries > 0, "the loss was reported");
+    let now = b.now();
+    let c2 = b
+        .gpu_mut(0)
+        .issue(now, load(1, 8, 8, Ordering::Stream(0)))
+        .unwrap();
+    assert!(b.run_until_idle(2_000_000));
+    let c = by_id(&b.take_completions(0));
+    let (first, second) = (c[&OpId::Ls(a)], c[&OpId::Ls(c2)]);
+    assert_eq!(first.status, CompletionStatus::Ok, "{first:?}");
+    //= docs/spec/endpoint.md#13-what-the-text-fixes-for-an-implementer
+    //= type=test
+    //# EP-13-8 (§9) A request waiting behind an earlier request of its ordered stream that is held
+    //# for `frame_lifetime` (EP-9-6) is waiting to be sent: its deadline MUST NOT run while it
+    //# waits, and it MUST get a new deadline `op_timeout` after it is sent.
+    assert_eq!(
+        (second.status, second.retries),
+        (CompletionStatus::Ok, 0),
+        "{second:?}"
+    );
+    // It waited the hold out: it completed no earlier than `frame_lifetime` after its issue,
+    // that is after its deadline would have passed.
+    let waited = second.completed.as_nanos() - second.issued.as_nanos();
+    assert!(waited >= 19_000, "waited {waited} ns");
+}

@@ -1197,9 +1197,13 @@ ops = ["load r0 y stream 3", "load r1 x unordered", "wait", "fence", "load r2 x 
 
     //= docs/spec/transaction.md#4-ordering
     //= type=test
-    //# TXN-4-1 (restated) path order: for two load/store/atomic requests a then b of one source on
-    //# ONE PATH (source GPU, source stack, source port, destination GPU, VC), b is ordered after a
-    //# when (a) both write (store or atomic), or (b) they touch a common granule.
+    //# TXN-4-1 (path order) Of two load, store or atomic requests a and b of one source on one
+    //# path, a issued before b, b MUST be ordered after a (a ob b) when both write (a store or an
+    //# atomic), or when they access a common granule. Nothing else is ordered on a path: a load MAY
+    //# take effect before an earlier load, before an earlier store to other granules, and a store
+    //# MAY take effect before an earlier load of other granules. (Each hop keeps a link's frames in
+    //# order, LINK-3-1, and a switch a path's; a path that loses frames silently breaks this order
+    //# for the requests it lost; TXN-5-6 says what holds then.)
     #[test]
     fn the_model_keeps_on_a_path_only_writes_and_one_location() {
         let w = r#""store x 1 stream 0", "store y 1 stream 0""#;
@@ -1239,9 +1243,16 @@ ops = ["load r0 y stream 3", "load r1 x unordered", "wait", "fence", "load r2 x 
 
     //= docs/spec/transaction.md#4-ordering
     //= type=test
-    //# TXN-4-6 (redefined) the FENCE request (a transaction on VC 0 to one target GPU): every
-    //# request of the same source that arrived at the target on the FENCE's PORT before the FENCE
-    //# (on any VC) is ordered before every request of that source arriving on that port after it
+    //# TXN-4-6 A FENCE request is an ordering point at one target for one source and one port of
+    //# arrival. Every request of the same source that arrived on the FENCE's port before it, on any
+    //# VC, MUST be ordered before every request of that source that arrives on that port after it;
+    //# an RDMA read that arrived before the FENCE MUST have been read whole before the FENCE is
+    //# answered, but its segments MAY be read after later requests. A target MUST answer a FENCE
+    //# only after every request of its source that arrived before it on its port has been
+    //# performed. Requests of the source on other ports are not ordered by it: a requester that
+    //# needs an ordering point across ports sends a FENCE on each port it used and waits for every
+    //# answer. (1.3: 1.2 ordered a FENCE against every request the target had taken from all its
+    //# ports, an order no port can observe; EP-8-7 is withdrawn.)
     #[test]
     fn the_model_orders_by_a_fence_request_on_its_port_only() {
         let w = r#""store x 1 port 0", "store y 1 port 0""#;
@@ -1275,9 +1286,11 @@ ops = ["load r0 y stream 3", "load r1 x unordered", "wait", "fence", "load r2 x 
 
     //= docs/spec/transaction.md#4-ordering
     //= type=test
-    //# TXN-4-12 one copy: the target's memory is the only copy; a write performed is visible to
-    //# every later read by any source at once (multi-copy atomic). So IRIW with ordered readers is
-    //# forbidden.
+    //# TXN-4-12 (one copy) A write MUST become visible to every observer at once: once any read has
+    //# returned its bytes, no read ordered after that read by ob, rf, co and fr, of any source,
+    //# returns an older value of the granule. (The target's memory is the only copy of its bytes,
+    //# so two readers that order their loads see two writes to different granules in the same
+    //# order: IRIW's split outcome is forbidden.)
     #[test]
     fn the_model_is_one_copy_and_keeps_atomics_whole() {
         let iriw = |sep: &str| {

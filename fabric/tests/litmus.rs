@@ -102,8 +102,8 @@ fn judged() -> Vec<(String, Litmus, BTreeSet<Outcome>)> {
 
 //= docs/spec/transaction.md#4-ordering
 //= type=test
-//# TXN-4-13 the order axiom: acyclic(ob | rf | co | fr), where ob = path order (TXN-4-1) |
-//# FENCE order (TXN-4-6) | completion order (TXN-4-11), transitively.
+//# TXN-4-13 (order) The union of ob, rf, co and fr MUST be acyclic. Every outcome that satisfies TXN-4-8
+//# to TXN-4-13 is allowed; every other is forbidden.
 #[test]
 fn the_catalogue_reads_and_says_what_the_model_says() {
     let c = judged();
@@ -293,9 +293,13 @@ fn across_links_that_fail_back_no_test_ends_in_a_forbidden_state() {
 /// reach their forbidden states.
 //= docs/spec/transaction.md#5-operations-that-can-no-longer-complete
 //= type=test
-//# TXN-5-1 An operation is repeatable when performing it again cannot change memory: loads,
+//# TXN-5-1 An operation is **repeatable** when performing it again cannot change memory: loads,
 //# RDMA reads, Fences and FENCE requests. Stores, RDMA writes and atomics are not: only a
-//# repeatable operation is ever sent again after an attempt that may have been performed
+//# repeatable operation is ever sent again after an attempt that may have been performed (a frame
+//# of unknown fate, a passed deadline). (1.3: 1.2 counted stores and RDMA writes as idempotent and
+//# sent them again. A second copy of a store, performed after other agents had seen the first and
+//# written the same bytes, would undo their writes: a store x = 1 and a flag are performed, a
+//# consumer sees the flag and writes x = 2, and the retry writes x = 1 again, against TXN-4-9.)
 #[test]
 fn the_cut_tests_across_many_cuts_never_end_in_a_forbidden_state() {
     let mut s = fabric(0.0, 8);

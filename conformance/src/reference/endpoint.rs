@@ -323,9 +323,9 @@ impl Device for RefEndpoint {
             endpoint_params(&mut cfg, e)?;
         }
         //= docs/spec/endpoint.md#13-what-the-text-fixes-for-an-implementer
-        //# EP-13-14 (§12) The reset of §12 is the endpoint's own. A conformance harness's `reset`
-        //# (docs/conformance.md §3.3) builds a fresh device instead, with every port physically
-        //# down and no quiet time; a device MUST NOT carry state of one case into the next.
+        //# EP-13-14 (§12) The reset of §12 is the endpoint's own. A conformance harness's reset
+        //# (docs/conformance.md §3.3) is not this reset: it builds a fresh device, with every port
+        //# physically down and no quiet time, and nothing of one case reaches the next.
         let ep = Endpoint::new(cfg.clone()).map_err(|e| DeviceError::Refused(e.to_string()))?;
         let n = ep.port_count();
         self.ep = Some(ep);

@@ -380,9 +380,8 @@ impl Endpoint {
         }
         //= docs/spec/endpoint.md#13-what-the-text-fixes-for-an-implementer
         //# EP-13-8 (§9) A request waiting behind an earlier request of its ordered stream that is
-        //# held for `frame_lifetime` (EP-9-6) or a back-off is waiting to be sent: its deadline
-        //# MUST NOT run while it waits, and it MUST get a new deadline `op_timeout` after it is
-        //# sent.
+        //# held for frame_lifetime (EP-9-6) is waiting to be sent: its deadline MUST NOT run while
+        //# it waits, and it MUST get a new deadline op_timeout after it is sent.
         if slot.deadline > now || slot.retry_at.is_some() {
             // A later deadline of this operation is queued, or it is held back and gets a new
             // deadline when it is sent again.
