@@ -2027,6 +2027,10 @@ fn fence_is_answered_after_the_requests_before_it() {
 //# the request VCs 0 and 1; frames on VCs 2 and 3 hold only responses (EP-3-7) and MUST still be
 //# taken while the backlog is full, so that the completions that drain the backlog are never held
 //# behind it.
+//= docs/spec/endpoint.md#8-target
+//= type=test
+//# EP-8-10 A target MUST take the transactions its links deliver at the rate they arrive or hold
+//# their frames in the links' receive buffers (EP-8-4), never drop one for want of
 fn response_backlog_stalls_requests_and_drops_nothing() {
     // The frames wait longer than the default hold_max: this test is about the stall alone.
     let cfg = Config {

@@ -873,10 +873,11 @@ impl Switch {
             return;
         };
         //= docs/spec/switch.md#6-latency-and-cut-through
-        //# SW-6-1 A frame MUST NOT be handed to its egress port's link before `latency` has passed
-        //# since it began to arrive (cut-through: since its first bit, which is its last bit's
-        //# arrival less its serialisation time at `rate`) or since it arrived whole
-        //# (store-and-forward).
+        //# SW-6-1 A frame MUST NOT begin to leave its egress port before latency has passed since
+        //# it began to arrive (cut-through: since its first bit, which is its last bit's arrival
+        //# less its serialisation time at rate) or since it arrived whole (store-and-forward).
+        //# (1.3: 1.2 said "handed to its egress port's link", an instant inside the switch; the
+        //# first bit on the egress wire is what a port observes, and never comes earlier.)
         let lat = u64::try_from(self.cfg.latency.as_nanos()).unwrap_or(u64::MAX);
         let start = match self.cfg.mode {
             Mode::StoreAndForward => self.now.as_nanos(),

@@ -213,10 +213,11 @@ fn a_good_frame_leaves_before_its_end_and_is_counted_once_accepted() {
     );
     //= docs/spec/switch.md#6-latency-and-cut-through
     //= type=test
-    //# SW-6-1 A frame MUST NOT be handed to its egress port's link before `latency` has passed
-    //# since it began to arrive (cut-through: since its first bit, which is its last bit's
-    //# arrival less its serialisation time at `rate`) or since it arrived whole
-    //# (store-and-forward).
+    //# SW-6-1 A frame MUST NOT begin to leave its egress port before latency has passed since it
+    //# began to arrive (cut-through: since its first bit, which is its last bit's arrival less its
+    //# serialisation time at rate) or since it arrived whole (store-and-forward). (1.3: 1.2 said
+    //# "handed to its egress port's link", an instant inside the switch; the first bit on the
+    //# egress wire is what a port observes, and never comes earlier.)
     let (sent, stomped) = r.data[2][0];
     assert!(!stomped);
     assert!(sent >= t0 + 49 && sent < end, "{t0} {sent} {end}");

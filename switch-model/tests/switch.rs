@@ -530,10 +530,11 @@ fn one_frame_latency(mode: Mode, len: usize) -> u64 {
 fn latency_is_added_from_the_first_or_the_last_bit() {
     //= docs/spec/switch.md#6-latency-and-cut-through
     //= type=test
-    //# SW-6-1 A frame MUST NOT be handed to its egress port's link before `latency` has passed
-    //# since it began to arrive (cut-through: since its first bit, which is its last bit's
-    //# arrival less its serialisation time at `rate`) or since it arrived whole
-    //# (store-and-forward).
+    //# SW-6-1 A frame MUST NOT begin to leave its egress port before latency has passed since it
+    //# began to arrive (cut-through: since its first bit, which is its last bit's arrival less its
+    //# serialisation time at rate) or since it arrived whole (store-and-forward). (1.3: 1.2 said
+    //# "handed to its egress port's link", an instant inside the switch; the first bit on the
+    //# egress wire is what a port observes, and never comes earlier.)
     let sf = one_frame_latency(Mode::StoreAndForward, 4000);
     assert!((250..=280).contains(&sf), "store-and-forward {sf} ns");
     // On this zero-delay bench the frame arrives whole at once, so cut-through takes off the

@@ -930,6 +930,9 @@ impl Endpoint {
         //# taking only frames on the request VCs 0 and 1; frames on VCs 2 and 3 hold only
         //# responses (EP-3-7) and MUST still be taken while the backlog is full, so that the
         //# completions that drain the backlog are never held behind it.
+        //= docs/spec/endpoint.md#8-target
+        //# EP-8-10 A target MUST take the transactions its links deliver at the rate they arrive
+        //# or hold their frames in the links' receive buffers (EP-8-4), never drop one for want of
         let request_vc = matches!(v.index(), VC_LS | VC_RDMA);
         let stalled = request_vc
             && (self.backlog_full() || self.ports.get(i).is_some_and(|p| !p.inbound.is_empty()));

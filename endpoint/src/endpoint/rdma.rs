@@ -769,9 +769,9 @@ impl Endpoint {
     //# TXN-4-4 An RDMA operation is performed segment by segment. Its segments MAY be performed in
     //# any order and interleaved with any other operation, on its own path as on others
     //= docs/spec/endpoint.md#13-what-the-text-fixes-for-an-implementer
-    //# EP-13-10 (§6, EP-6-19) An RDMA write segment MUST be built, and its bytes read from local
-    //# memory, when it is put in the endpoint's queue of its port and VC, which happens while that
-    //# queue holds fewer than port_queue bytes (EP-3-3).
+    //# EP-13-10 (§6, EP-6-19) *Internal.* An RDMA write segment MUST be built, and its bytes read
+    //# from local memory, when it is put in the endpoint's queue of its port and VC, which happens
+    //# while that queue holds fewer than port_queue bytes (EP-3-3).
     fn write_one_segment(&mut self, id: u64) -> Segment {
         let seg = u64::from(self.cfg.segment);
         let spray = self.cfg.policy == crate::Policy::Spray;

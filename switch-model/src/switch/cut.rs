@@ -253,10 +253,11 @@ impl Switch {
         self.serial = self.serial.wrapping_add(1).max(1);
         let serial = self.serial;
         //= docs/spec/switch.md#6-latency-and-cut-through
-        //# SW-6-1 A frame MUST NOT be handed to its egress port's link before `latency` has passed
-        //# since it began to arrive (cut-through: since its first bit, which is its last bit's
-        //# arrival less its serialisation time at `rate`) or since it arrived whole
-        //# (store-and-forward).
+        //# SW-6-1 A frame MUST NOT begin to leave its egress port before latency has passed since
+        //# it began to arrive (cut-through: since its first bit, which is its last bit's arrival
+        //# less its serialisation time at rate) or since it arrived whole (store-and-forward).
+        //# (1.3: 1.2 said "handed to its egress port's link", an instant inside the switch; the
+        //# first bit on the egress wire is what a port observes, and never comes earlier.)
         let lat = u64::try_from(self.cfg.latency.as_nanos()).unwrap_or(u64::MAX);
         let first = self.first_bit(h.hdr);
         let ready = Instant::from_nanos(first.as_nanos().saturating_add(lat)).max(self.now);
