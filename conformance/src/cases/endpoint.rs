@@ -223,8 +223,9 @@ pub fn cases() -> Vec<Case> {
         ),
         case(
             "EPT-REQ-3",
-            "as a requester, a response with the wrong opcode, an unknown tag, or after its \
-             operation completed is discarded and counted, never reported",
+            "as a requester, a response with the wrong opcode, an unknown tag, from another GPU \
+             than the target, of another length than asked, or after its operation completed is \
+             discarded and counted, never reported",
             &["EP-5-4", "EP-9-4", "TXN-3-1"],
             &[],
             requester_discards,
@@ -1667,6 +1668,39 @@ fn requester_discards(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         ctx.counter("responses_discarded")? - base,
         2,
     )?;
+    // A LOAD_RESP for the load's tag from another GPU than its target, then one of another
+    // length than the load asked for.
+    //= docs/spec/endpoint.md#5-load-store-unit
+    //= type=test
+    //# EP-5-4 A response MUST complete the operation holding its tag only if it comes from that
+    //# operation's target GPU, its opcode answers the operation's request and its length is the
+    //# one the request asks for
+    let stranger = crate::cases::endpoint_common::data_payload(
+        DUT,
+        REM + 1,
+        &[resp(0x81, st::OK, tag, &[1, 2, 3, 4])],
+    );
+    ctx.peer_submit(port, 2, &stranger)?;
+    seen.run(ctx, ports, 10_000, |_| false)?;
+    answer(
+        ctx,
+        port,
+        2,
+        &[resp(0x81, st::OK, tag, &[1, 2, 3, 4, 5, 6, 7, 8])],
+    )?;
+    seen.run(ctx, ports, 10_000, |_| false)?;
+    check(
+        seen.done.is_empty(),
+        "EP-5-4",
+        "no completion from a response of another GPU or of another length",
+        || format!("{:?}", seen.done),
+    )?;
+    check_eq(
+        "EP-5-4",
+        "responses_discarded",
+        ctx.counter("responses_discarded")? - base,
+        4,
+    )?;
     // The right answer, then the same again.
     answer(ctx, port, 2, &[resp(0x81, st::OK, tag, &[9, 8, 7, 6])])?;
     seen.run(ctx, ports, 10_000, |_| false)?;
@@ -1686,7 +1720,7 @@ fn requester_discards(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         "EP-9-4",
         "responses_discarded",
         ctx.counter("responses_discarded")? - base,
-        3,
+        5,
     )
 }
 

@@ -50,6 +50,15 @@ pub fn cases() -> Vec<Case> {
             deregister,
         ),
         case(
+            "EPT-MEM-4",
+            "a region deregistered while a write into it is being reassembled refuses the rest of \
+             the write: one RDMA_COMPLETION with the status, the segments before it stay written, \
+             nothing after it is written, and a later segment is dropped unanswered",
+            &["EP-6-20", "EP-2-12", "TXN-2-8"],
+            &["rdma"],
+            deregister_during_write,
+        ),
+        case(
             "EPT-MEM-3",
             "with max_regions 4 the fifth registration of a space is refused and changes nothing; \
              after a deregistration it is taken",
@@ -337,6 +346,61 @@ fn poison_rdma_read(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         "total of the POISONED segment",
         last.word(4),
         total,
+    )
+}
+
+fn deregister_during_write(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    ep_up(ctx, 1)?;
+    // A write of three 256-byte segments into NA; the first two arrive, then the region goes.
+    let before = mem_read(ctx, Space::Global, NA.0, 768)?;
+    let d = pattern(768, 0x6A);
+    let tag = 0x2501;
+    let segment = |k: usize| {
+        rdma_write(
+            tag,
+            0,
+            NA.2,
+            NA.0,
+            256 * k as u32,
+            768,
+            &d[256 * k..256 * (k + 1)],
+        )
+    };
+    send(ctx, 0, 1, &[segment(0), segment(1)])?;
+    let mut seen = Seen::default();
+    seen.run(ctx, 1, 20_000, |_| false)?;
+    check(
+        seen.with_tag(tag, true).is_empty(),
+        "EP-6-5",
+        "no completion before the write's last segment",
+        || "answered".into(),
+    )?;
+    ctx.request(&Request::Deregister {
+        space: Space::Global,
+        base: NA.0,
+    })?;
+    send(ctx, 0, 1, &[segment(2)])?;
+    send(ctx, 0, 1, &[segment(2)])?;
+    let mut seen = Seen::default();
+    seen.run(ctx, 1, 50_000, |s| !s.txns.is_empty())?;
+    seen.run(ctx, 1, 20_000, |_| false)?;
+    //= docs/spec/endpoint.md#6-rdma-engine
+    //= type=test
+    //# EP-6-20 A target MUST check each later segment of a write it is reassembling against the
+    //# region table as it is then (EP-2-3, EP-2-4, EP-2-12). When the region has been removed or
+    //# changed, the target MUST write nothing of that segment, answer the write once with the
+    //# status the check gives, and drop its later segments as those of a write refused (EP-6-4).
+    let t = one_response(&seen, tag, "the write whose region was removed")?;
+    check_resp(t, op::RDMA_COMPLETION, st::OUT_OF_RANGE, &[], "EP-6-20")?;
+    let mut want = d[..512].to_vec();
+    want.extend_from_slice(&before[512..]);
+    expect_mem(
+        ctx,
+        "EP-6-20",
+        Space::Global,
+        NA.0,
+        &want,
+        "the two segments before the removal written, the third not",
     )
 }
 
