@@ -172,6 +172,7 @@ pub struct Ctx<'d> {
     peers: Vec<Option<PeerEnd>>,
     seq: u64,
     buf: Vec<u8>,
+    notes: Vec<String>,
 }
 
 /// Step by which a device that does not report its deadline is advanced.
@@ -198,7 +199,19 @@ impl<'d> Ctx<'d> {
             peers: (0..ports).map(|_| None).collect(),
             seq: 0,
             buf: vec![0; 9216],
+            notes: Vec::new(),
         }
+    }
+
+    /// Adds a note to the case's result, whatever its verdict: a table the reports show with the
+    /// case (the litmus cases give each test's histogram this way).
+    pub fn note(&mut self, text: impl Into<String>) {
+        self.notes.push(text.into());
+    }
+
+    /// The notes added so far, oldest first.
+    pub fn notes(&self) -> &[String] {
+        &self.notes
     }
 
     /// Resets the device with `setup`, which the case needs, and forgets every peer, frame and

@@ -223,6 +223,11 @@ pub fn summary(run: &Run<'_>) -> String {
                 let _ = writeln!(s, "  {}{line}", if i == 0 { "why: " } else { "     " });
             }
         }
+        for note in &r.notes {
+            for line in note.lines() {
+                let _ = writeln!(s, "  | {line}");
+            }
+        }
         if !r.log.is_empty() {
             let (frames, skipped) = shown(&r.log);
             let _ = writeln!(
@@ -457,6 +462,8 @@ struct JsonCase<'a> {
     message: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     failure: Option<JsonFailure<'a>>,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    notes: &'a [String],
     #[serde(skip_serializing_if = "Vec::is_empty")]
     frames: Vec<String>,
 }
@@ -492,8 +499,9 @@ struct JsonReport<'a> {
 
 /// The JSON report: the device, the totals per verdict, and per case its id, title, role,
 /// requirement ids, level, verdict, simulated time, wall time (`wall_us`, the only field that
-/// differs between runs), message, failure (requirement, expected, seen) and, for a failed case,
-/// the last frames around the failure as one-liners.
+/// differs between runs), message, failure (requirement, expected, seen), the notes the case
+/// added (a litmus case's histograms, whatever its verdict) and, for a failed case, the last
+/// frames around the failure as one-liners.
 pub fn json(run: &Run<'_>) -> String {
     let report = JsonReport {
         device: run.desc,
@@ -519,6 +527,7 @@ pub fn json(run: &Run<'_>) -> String {
                 wall_us: r.wall_us,
                 message: r.message.as_deref(),
                 failure: r.failure.as_ref().map(JsonFailure::of),
+                notes: &r.notes,
                 frames: shown(&r.log).0.into_iter().map(frame_line).collect(),
             })
             .collect(),
@@ -608,6 +617,13 @@ pub fn junit(run: &Run<'_>) -> String {
             let mut body = String::new();
             let detail = detail_text(r);
             match r.verdict {
+                Verdict::Pass if !r.notes.is_empty() => {
+                    let _ = write!(
+                        body,
+                        "<system-out>{}</system-out>",
+                        xml_escape(&r.notes.join("\n"))
+                    );
+                }
                 Verdict::Pass => {}
                 Verdict::NonStrict if !run.strict => {
                     let _ = write!(
@@ -683,6 +699,9 @@ fn detail_text(r: &CaseResult) -> String {
     }
     if let Some(m) = &r.message {
         let _ = writeln!(d, "{m}");
+    }
+    for note in &r.notes {
+        let _ = writeln!(d, "{note}");
     }
     for l in shown(&r.log).0 {
         let _ = writeln!(d, "{}", frame_line(l));

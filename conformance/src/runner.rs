@@ -28,6 +28,9 @@ pub struct CaseResult {
     /// Why it was unsupported, inconclusive or a harness error.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// Notes the case added, whatever its verdict (a litmus case's histograms).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
     /// Simulated time the case used, in ns.
     pub simulated_ns: u64,
     /// Wall time, in microseconds (the only figure that differs between runs).
@@ -48,6 +51,7 @@ pub fn run_case(dut: &mut dyn Device, desc: &Description, case: &Case) -> CaseRe
         verdict: Verdict::Pass,
         failure: None,
         message: None,
+        notes: Vec::new(),
         simulated_ns: 0,
         wall_us: 0,
         log: Vec::new(),
@@ -77,6 +81,7 @@ pub fn run_case(dut: &mut dyn Device, desc: &Description, case: &Case) -> CaseRe
     let mut ctx = Ctx::new(dut, desc.clone());
     let outcome = (case.run)(&mut ctx);
     result.simulated_ns = ctx.now();
+    result.notes = ctx.notes().to_vec();
     match outcome {
         Ok(()) => {}
         Err(Stop::Fail(f)) => {
@@ -459,6 +464,7 @@ fn harness_error(case: &Case, why: String) -> CaseResult {
         verdict: Verdict::HarnessError,
         failure: None,
         message: Some(why),
+        notes: Vec::new(),
         simulated_ns: 0,
         wall_us: 0,
         log: Vec::new(),

@@ -4,6 +4,7 @@ pub mod common;
 pub mod endpoint;
 pub mod endpoint_common;
 pub mod endpoint_limits;
+pub mod endpoint_litmus;
 pub mod endpoint_paths;
 pub mod endpoint_vectors;
 pub mod link;
@@ -21,6 +22,7 @@ pub fn all() -> Vec<Case> {
     v.extend(endpoint_limits::cases());
     v.extend(endpoint_paths::cases());
     v.extend(endpoint_vectors::cases());
+    v.extend(endpoint_litmus::cases());
     v.extend(switch::cases());
     v
 }

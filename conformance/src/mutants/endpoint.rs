@@ -8,7 +8,7 @@ use ethlink_protocol::fcs::fcs_bytes;
 
 use crate::device::{
     Advanced, Counters, Description, Device, DeviceError, LinkParams, Output, Reply, Request,
-    Setup, from_hex, to_hex,
+    Setup, Space, from_hex, to_hex,
 };
 use crate::reference::RefEndpoint;
 
@@ -44,6 +44,15 @@ enum Flaw {
     /// It accepts a `hold_max` setting and performs a held request however long it was held,
     /// as 1.2 allowed (EP-8-9).
     HoldUnbounded,
+    /// A target with a write buffer that answers a STORE when it takes it and writes memory
+    /// 1 us later: a load behind the store on its path reads the old bytes (TXN-4-1), and a
+    /// store answered OK is not yet performed (TXN-4-11).
+    StoreAnsweredEarly,
+    /// A target that performs the requests of a frame last to first (TXN-4-1).
+    FrameReversed,
+    /// A requester that sends the operations of an ordered stream as unordered ones, spread over
+    /// its ports (EP-4-1, TXN-4-1).
+    StreamSpread,
 }
 
 /// A broken reference endpoint.
@@ -54,6 +63,8 @@ pub struct Mutant {
     early: BTreeSet<u64>,
     /// Completions made up by the wrapper, given out at the next advance.
     extra: Vec<Output>,
+    /// Stores answered and not yet written: when, where and what.
+    unwritten: Vec<(u64, Space, u64, Vec<u8>)>,
 }
 
 impl Mutant {
@@ -63,8 +74,122 @@ impl Mutant {
             flaw,
             early: BTreeSet::new(),
             extra: Vec::new(),
+            unwritten: Vec::new(),
         }
     }
+
+    /// Writes the buffered stores due by `now`, oldest first (at `now`: the device's clock only
+    /// goes forward).
+    fn write_due(&mut self, now: u64) -> Result<(), DeviceError> {
+        while self.unwritten.first().is_some_and(|w| w.0 <= now) {
+            let (_, space, addr, data) = self.unwritten.remove(0);
+            self.inner.request(
+                now,
+                &Request::MemWrite {
+                    space,
+                    addr,
+                    data: to_hex(&data),
+                },
+            )?;
+        }
+        Ok(())
+    }
+
+    /// `frame` with each STORE's data replaced by the bytes memory holds now, so that the
+    /// reference answers it and writes nothing; the real bytes are buffered for 1 us.
+    fn stores_buffered(&mut self, time_ns: u64, frame: &[u8]) -> Result<Vec<u8>, DeviceError> {
+        let mut copy = frame.to_vec();
+        let mut stores = Vec::new();
+        edit_data(&mut copy, |_, t| {
+            let dlen = usize::from(u16::from_be_bytes([t[6], t[7]]));
+            if t[0] == 0x02 && t[4] == 5 && t.len() >= 20 + dlen {
+                let space = if t[1] & 1 != 0 {
+                    Space::Shared
+                } else {
+                    Space::Global
+                };
+                let addr = u64::from_be_bytes(t[12..20].try_into().unwrap_or([0; 8]));
+                stores.push((space, addr, t[20..20 + dlen].to_vec()));
+            }
+        });
+        let mut now_held = Vec::new();
+        for (space, addr, data) in &stores {
+            let len = data.len() as u64;
+            let held = self
+                .inner
+                .request(
+                    time_ns,
+                    &Request::MemRead {
+                        space: *space,
+                        addr: *addr,
+                        len,
+                    },
+                )
+                .ok()
+                .and_then(|r| r.data)
+                .and_then(|h| from_hex("memory", &h).ok());
+            now_held.push(held);
+        }
+        let mut k = 0;
+        edit_data(&mut copy, |_, t| {
+            let dlen = usize::from(u16::from_be_bytes([t[6], t[7]]));
+            if t[0] == 0x02 && t[4] == 5 && t.len() >= 20 + dlen {
+                if let Some(Some(held)) = now_held.get(k)
+                    && held.len() == dlen
+                {
+                    t[20..20 + dlen].copy_from_slice(held);
+                }
+                k += 1;
+            }
+        });
+        for ((space, addr, data), held) in stores.into_iter().zip(now_held) {
+            if held.is_some() {
+                self.unwritten.push((time_ns + 1000, space, addr, data));
+            }
+        }
+        Ok(copy)
+    }
+}
+
+/// `b` with the transactions of its DATA payload last to first, when it carries two or more and
+/// every one is a request; its FCS rewritten.
+fn reversed(b: &[u8]) -> Vec<u8> {
+    let mut out = b.to_vec();
+    let Some(l) = link_at(b) else { return out };
+    if b.get(l).is_none_or(|k| k & 0x0F != 0) || b.len() < l + 14 + 4 {
+        return out;
+    }
+    let p = l + 6;
+    let count = b[p + 5];
+    let plen = usize::from(u16::from_be_bytes([b[p + 6], b[p + 7]]));
+    let end = (p + 8 + plen).min(b.len() - 4);
+    let mut spans = Vec::new();
+    let mut pos = p + 8;
+    for _ in 0..count {
+        let Some(t) = b.get(pos..pos + 8) else {
+            return out;
+        };
+        let size =
+            usize::from(t[4]) * 4 + usize::from(u16::from_be_bytes([t[6], t[7]])).div_ceil(4) * 4;
+        if t[4] < 2 || pos + size > end || t[0] >= 0x80 {
+            return out;
+        }
+        spans.push(pos..pos + size);
+        pos += size;
+    }
+    if spans.len() < 2 {
+        return out;
+    }
+    let body: Vec<u8> = spans
+        .iter()
+        .rev()
+        .flat_map(|s| b[s.clone()].to_vec())
+        .collect();
+    out[p + 8..p + 8 + body.len()].copy_from_slice(&body);
+    let n = out.len();
+    let fcs = fcs_bytes(&out[..n - 4]);
+    out[n - 4..].copy_from_slice(&fcs);
+    out
 }
 
 /// What builds a mutant.
@@ -106,6 +231,15 @@ pub fn mutants() -> Vec<(&'static str, Maker)> {
         }),
         ("hold_unbounded", || {
             Box::new(Mutant::new(Flaw::HoldUnbounded))
+        }),
+        ("store_answered_early", || {
+            Box::new(Mutant::new(Flaw::StoreAnsweredEarly))
+        }),
+        ("frame_reversed", || {
+            Box::new(Mutant::new(Flaw::FrameReversed))
+        }),
+        ("stream_spread", || {
+            Box::new(Mutant::new(Flaw::StreamSpread))
         }),
     ]
 }
@@ -163,6 +297,7 @@ impl Device for Mutant {
     fn reset(&mut self, setup: &Setup) -> Result<LinkParams, DeviceError> {
         self.early.clear();
         self.extra.clear();
+        self.unwritten.clear();
         let mut setup = setup.clone();
         if let Some(e) = setup.endpoint.as_mut() {
             match self.flaw {
@@ -184,6 +319,15 @@ impl Device for Mutant {
     }
 
     fn frame(&mut self, port: u16, time_ns: u64, frame: &[u8]) -> Result<(), DeviceError> {
+        match self.flaw {
+            Flaw::StoreAnsweredEarly => {
+                self.write_due(time_ns)?;
+                let f = self.stores_buffered(time_ns, frame)?;
+                return self.inner.frame(port, time_ns, &f);
+            }
+            Flaw::FrameReversed => return self.inner.frame(port, time_ns, &reversed(frame)),
+            _ => {}
+        }
         self.inner.frame(port, time_ns, frame)?;
         if self.flaw == Flaw::AtomicTwice {
             // Each ATOMIC_FADD of the frame once more, straight into memory.
@@ -236,6 +380,27 @@ impl Device for Mutant {
                     },
                 )
             }
+            (
+                Flaw::StreamSpread,
+                Request::Issue {
+                    dst,
+                    space,
+                    key,
+                    addr,
+                    op,
+                    stream: Some(_),
+                },
+            ) => self.inner.request(
+                time_ns,
+                &Request::Issue {
+                    dst: *dst,
+                    space: *space,
+                    key: *key,
+                    addr: *addr,
+                    op: op.clone(),
+                    stream: None,
+                },
+            ),
             (Flaw::FenceEarly, Request::Fence) => {
                 let r = self.inner.request(time_ns, request)?;
                 if let Some(id) = r.id {
@@ -254,6 +419,9 @@ impl Device for Mutant {
     }
 
     fn advance(&mut self, time_ns: u64) -> Result<Advanced, DeviceError> {
+        if self.flaw == Flaw::StoreAnsweredEarly {
+            self.write_due(time_ns)?;
+        }
         let mut a = self.inner.advance(time_ns)?;
         let mut out = std::mem::take(&mut self.extra);
         for o in a.out {
