@@ -25,7 +25,7 @@ stacks = 1
 ports_per_stack = 2
 
 [link]
-ber = 1e-6
+ber = 1e-7
 
 [switch]
 latency_ns = 60

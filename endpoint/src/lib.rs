@@ -53,9 +53,8 @@ pub use counters::{Counters, PortCounters};
 pub use endpoint::{Endpoint, path_hash};
 pub use ethlink_link::ConfigError;
 pub use memory::{
-    POISON_GRANULE,
     Access, MAX_POISON_RANGES, MAX_SPACE_SIZE, Memory, MemoryConfig, MemoryConfigError, OutOfSpace,
-    PAGE_SIZE, Perms, Piece, PoisonError, Region, RegionError,
+    PAGE_SIZE, POISON_GRANULE, Perms, Piece, PoisonError, Region, RegionError,
 };
 pub use ops::{
     Bytes, Completion, CompletionData, CompletionStatus, FenceError, IssueError, LsOp, LsRequest,

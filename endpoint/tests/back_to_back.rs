@@ -1297,7 +1297,7 @@ fn reset_clears_state_and_waits_before_ports_come_up() {
 fn segments_read_local_memory_when_they_are_built() {
     //= docs/spec/endpoint.md#13-what-the-text-fixes-for-an-implementer
     //= type=test
-    //# EP-13-10 (§6, EP-6-19) *Internal.* An RDMA write segment MUST be built, and its bytes read
+    //# EP-13-10 *Internal.* (§6, EP-6-19) An RDMA write segment MUST be built, and its bytes read
     //# from local memory, when it is put in the endpoint's queue of its port and VC, which happens
     //# while that queue holds fewer than port_queue bytes (EP-3-3).
     let mut b = pair(Policy::Spray, Faults::default(), 21);

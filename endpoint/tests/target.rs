@@ -3258,11 +3258,24 @@ fn a_write_longer_than_write_chunk_goes_as_chunks() {
     }
     //= docs/spec/endpoint.md#6-rdma-engine
     //= type=test
-    //# EP-6-2 [...] An RDMA write longer than `write_chunk` MUST be sent as writes of `write_chunk`
-    //# bytes (the last shorter), each at its own offset of the local and remote ranges, with a tag
-    //# and a completion of its own, and complete once every one of them has: OK when all were,
-    //# otherwise with the first status of one that was not.
+    //# EP-6-2 An RDMA write of length L MUST be sent as RDMA_WRITE segments with one tag, each
+    //# covering offset .. offset + dlen of the write with offset a multiple of segment and dlen =
+    //# min(segment, L - offset), together covering the write exactly once per attempt. An RDMA
+    //# write longer than write_chunk MUST be sent as writes of write_chunk bytes (the last
+    //# shorter), each at its own offset of the local and remote ranges, with a tag and a completion
+    //# of its own, one after another (no segment of a chunk before every segment of the chunk
+    //# before it has been sent once), and complete once every one of them has: OK when all were,
+    //# otherwise with the first status of one that was not (the chunks not yet started are then not
+    //# sent). (1.3: 1.2 sent a write of up to 4 GiB under one tag, so a target's reassembly record
+    //# needed a block map of up to 2^24 bits, and a variable-size allocator for them.)
     assert_eq!(writes.len(), 3, "{writes:?}");
+    // One chunk after another on the wire: the addresses of the segments never go back.
+    let addrs: Vec<u64> = rx
+        .iter()
+        .filter(|t| t.opcode == 0x10)
+        .map(|t| t.dword(4))
+        .collect();
+    assert!(addrs.windows(2).all(|w| w[0] <= w[1]), "{addrs:x?}");
     //= docs/spec/endpoint.md#13-what-the-text-fixes-for-an-implementer
     //= type=test
     //# EP-13-2 (§5, §6) Load-store operations MUST take tags in `0 .. lsu_tags` (EP-5-1) and RDMA

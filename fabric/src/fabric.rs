@@ -2001,14 +2001,6 @@ impl Fabric {
             data_payload_share: share(core.data_payload, core.wire_ctl + core.wire_data),
         };
         let mut ops = self.ops.report();
-        if links.flushes + links.reinits > 0 {
-            // A link gave up on frames it could not deliver: a request lost with them beyond
-            // the first hop ends TIMEOUT, and is not sent again if it wrote (transaction.md
-            // TXN-5-1).
-            let t = self.ops.timeouts_unexplained.min(ops.errors_unexplained);
-            ops.errors_unexplained -= t;
-            ops.errors_explained += t;
-        }
         if self.time_limit_hit {
             // Cut off, not lost: the run stopped before they could complete.
             ops.cut_off = ops.lost;

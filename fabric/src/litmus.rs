@@ -1202,8 +1202,11 @@ ops = ["load r0 y stream 3", "load r1 x unordered", "wait", "fence", "load r2 x 
     //# atomic), or when they access a common granule. Nothing else is ordered on a path: a load MAY
     //# take effect before an earlier load, before an earlier store to other granules, and a store
     //# MAY take effect before an earlier load of other granules. (Each hop keeps a link's frames in
-    //# order, LINK-3-1, and a switch a path's; a path that loses frames silently breaks this order
-    //# for the requests it lost; TXN-5-6 says what holds then.)
+    //# order, LINK-3-1, and a switch a path's, on one egress port while the path is busy, switch.md
+    //# §2.4, so a path reaches its target on one port at a time; a path that loses frames silently
+    //# breaks this order for the requests it lost; TXN-5-6 says what holds then. A request answered
+    //# BUSY was not performed: sent again, it takes its place in its path's order when it is sent
+    //# again.)
     #[test]
     fn the_model_keeps_on_a_path_only_writes_and_one_location() {
         let w = r#""store x 1 stream 0", "store y 1 stream 0""#;
@@ -1251,8 +1254,10 @@ ops = ["load r0 y stream 3", "load r1 x unordered", "wait", "fence", "load r2 x 
     //# only after every request of its source that arrived before it on its port has been
     //# performed. Requests of the source on other ports are not ordered by it: a requester that
     //# needs an ordering point across ports sends a FENCE on each port it used and waits for every
-    //# answer. (1.3: 1.2 ordered a FENCE against every request the target had taken from all its
-    //# ports, an order no port can observe; EP-8-7 is withdrawn.)
+    //# answer. The FENCE_RESP is a completion (TXN-4-11): what the requester issues after it has
+    //# it, on any port, is ordered after every request the FENCE ordered. (1.3: 1.2 ordered a FENCE
+    //# against every request the target had taken from all its ports, an order no port can observe; EP-8-7
+    //# is withdrawn.)
     #[test]
     fn the_model_orders_by_a_fence_request_on_its_port_only() {
         let w = r#""store x 1 port 0", "store y 1 port 0""#;

@@ -125,11 +125,9 @@ pub struct Operations {
     pub completed_ok: u64,
     /// Of which with an error status.
     pub completed_error: u64,
-    /// Of those with an error status, the ones a fault explains: an outage of the scenario
-    /// (outstanding when it began or ended, or within the grace time after; see
-    /// [`ErrorsExpected::Explained`](crate::scenario::ErrorsExpected::Explained)), a link's
-    /// report of unknown fate (FATE_UNKNOWN), or, for a TIMEOUT, a link that gave up on its
-    /// frames during the run (a FLUSH or a re-initialisation).
+    /// Of those with an error status, the ones an outage of the scenario explains (outstanding
+    /// when it began or ended, or within the grace time after; see
+    /// [`ErrorsExpected::Explained`](crate::scenario::ErrorsExpected::Explained)).
     pub errors_explained: u64,
     /// Of those with an error status, the ones no outage explains.
     pub errors_unexplained: u64,

@@ -73,9 +73,6 @@ pub(crate) struct Tracker {
     windows: Vec<(u64, u64)>,
     pub(crate) errors_explained: u64,
     pub(crate) errors_unexplained: u64,
-    /// Of `errors_unexplained`, the TIMEOUTs: a link that gave up on its frames (FLUSH, or a
-    /// re-initialisation) explains them too.
-    pub(crate) timeouts_unexplained: u64,
 }
 
 impl Tracker {
@@ -99,7 +96,6 @@ impl Tracker {
             windows: Vec::new(),
             errors_explained: 0,
             errors_unexplained: 0,
-            timeouts_unexplained: 0,
         }
     }
 
@@ -200,17 +196,10 @@ impl Tracker {
             self.bytes_ok += rec.bytes;
         } else {
             let (from, to) = (c.issued.as_nanos(), c.completed.as_nanos());
-            // FATE_UNKNOWN is a link's own report that it gave up on the request's frame
-            // (transaction.md TXN-3-5): it explains itself.
-            if c.status == ethlink_endpoint::CompletionStatus::FateUnknown
-                || self.windows.iter().any(|&(s, e)| from <= e && s <= to)
-            {
+            if self.windows.iter().any(|&(s, e)| from <= e && s <= to) {
                 self.errors_explained += 1;
             } else {
                 self.errors_unexplained += 1;
-                if c.status == ethlink_endpoint::CompletionStatus::Timeout {
-                    self.timeouts_unexplained += 1;
-                }
             }
         }
         match rec.effect {

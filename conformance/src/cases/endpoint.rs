@@ -193,7 +193,7 @@ pub fn cases() -> Vec<Case> {
             "as a target, a request on a response VC (2 or 3) or above VC 3 is discarded \
              unanswered and counted in wrong_vc_txns, as is a response on VC 0, while the same \
              request on VC 0 is served",
-            &["EP-3-7", "EP-3-1"],
+            &["EP-3-7", "EP-3-1", "EP-13-12"],
             &[],
             target_wrong_vc,
         ),
@@ -270,7 +270,7 @@ pub fn cases() -> Vec<Case> {
             "as a requester, an atomic that is never answered is not sent again and completes \
              TIMEOUT; a load never answered is retried and completes TIMEOUT",
             &[
-                "TXN-3-7", "TXN-5-4", "EP-9-3", "TXN-3-3", "TXN-3-1", "EP-9-2", "EP-5-8",
+                "TXN-3-7", "TXN-5-4", "EP-9-3", "TXN-3-3", "TXN-3-1", "EP-9-2", "EP-5-8", "EP-13-4",
             ],
             &[],
             requester_timeout,
@@ -279,7 +279,7 @@ pub fn cases() -> Vec<Case> {
             "EPT-DL-2",
             "as a requester, an operation answered BUSY is sent again after a back-off that \
              doubles, counts its retries, and completes with the final answer",
-            &["EP-9-5", "TXN-3-8", "EP-10-1"],
+            &["EP-9-5", "TXN-3-8", "EP-10-1", "EP-13-5"],
             &[],
             requester_busy,
         ),
@@ -340,7 +340,7 @@ pub fn cases() -> Vec<Case> {
         case(
             "EPT-DL-4",
             "as a requester, an operation issued while no port is usable completes NO_PATH",
-            &["TXN-3-6", "TXN-3-1", "TXN-3-3"],
+            &["TXN-3-6", "TXN-3-1", "TXN-3-3", "EP-13-6"],
             &[],
             requester_no_path,
         ),
@@ -1272,6 +1272,7 @@ fn target_wrong_vc(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
     ep_up(ctx, 1)?;
     let a = G.0 + 0xB80;
     let before = ctx.counter("wrong_vc_txns")?;
+    let served = ctx.counter("requests_served")?;
     //= docs/spec/endpoint.md#3-ports-and-virtual-channels
     //= type=test
     //# EP-3-7 A receiver MUST take a request only on VC 0 or 1 and a response only on VC 2 or 3: a
@@ -1317,6 +1318,16 @@ fn target_wrong_vc(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         "wrong_vc_txns up by 4 (three requests on response VCs, one response on VC 0)",
         after.wrapping_sub(before),
         4,
+    )?;
+    //= docs/spec/endpoint.md#13-what-the-text-fixes-for-an-implementer
+    //= type=test
+    //# EP-13-12 [...] `requests_served` MUST count each request the target answers after reading it
+    //# whole
+    check_eq(
+        "EP-13-12",
+        "requests_served up by 1 (the LOAD on VC 0; the requests discarded unanswered not)",
+        ctx.counter("requests_served")?.wrapping_sub(served),
+        1,
     )
 }
 

@@ -54,7 +54,7 @@ pub fn cases() -> Vec<Case> {
             "a region deregistered while a write into it is being reassembled refuses the rest of \
              the write: one RDMA_COMPLETION with the status, the segments before it stay written, \
              nothing after it is written, and a later segment is dropped unanswered",
-            &["EP-6-20", "EP-2-12", "TXN-2-8"],
+            &["EP-6-20", "EP-2-12", "TXN-2-8", "EP-13-3"],
             &["rdma"],
             deregister_during_write,
         ),

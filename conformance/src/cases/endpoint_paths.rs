@@ -99,9 +99,10 @@ pub fn cases() -> Vec<Case> {
         ),
         case(
             "EPT-ORD-4",
-            "as a target, requests are taken in one order for all ports: a LOAD (after a FENCE) \
-             arriving on one port after a STORE arrived on the other sees the stored bytes",
-            &["EP-8-7", "TXN-4-6", "TXN-2-1", "TXN-2-2", "TXN-2-8"],
+            "as a target, an operation is performed when it is answered OK: a LOAD sent on one \
+             port after the STORE_RESP of a STORE sent on the other came back sees the stored \
+             bytes, and a FENCE with it is answered",
+            &["TXN-4-11", "TXN-4-6", "TXN-2-1", "TXN-2-2", "TXN-2-8"],
             &[],
             one_intake_order,
         ),
@@ -845,11 +846,11 @@ fn one_intake_order(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
     }
     ep_up(ctx, 2)?;
     let mut seen = Seen::default();
-    //= docs/spec/endpoint.md#8-target
+    //= docs/spec/transaction.md#4-ordering
     //= type=test
-    //# EP-8-7 A target MUST take the DATA frames its ports' links deliver one at a time, in one
-    //# order for all its ports; a request is received before a FENCE when its frame was taken before
-    //# the FENCE's frame, or comes before the FENCE in the same frame.
+    //# TXN-4-11 (completion order) An operation that completed with OK MUST have been performed
+    //# whole: every request an agent issues after it has seen that completion (its own operation
+    //# completing, or a value another agent wrote after seeing it) is ordered after it.
     for (round, (sp, lp)) in [(0u16, 1u16), (1, 0)].into_iter().enumerate() {
         let r = round as u16;
         let at = G.0 + 0x600 + 0x40 * u64::from(r);
@@ -857,7 +858,8 @@ fn one_intake_order(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         let d: Vec<u8> = (0..8).map(|i| 0x70 + i + 8 * r as u8).collect();
         let (st_tag, f_tag, l_tag) = (0x2601 + 4 * r, 0x2602 + 4 * r, 0x2603 + 4 * r);
         send(ctx, sp, 0, &[store(st_tag, 0, G.2, at, &d)])?;
-        ctx.run_for(2_000)?;
+        // The STORE's answer first: then the LOAD goes on the other port.
+        seen.run(ctx, 2, 50_000, |s| !s.with_tag(st_tag, true).is_empty())?;
         send(ctx, lp, 0, &[fence(f_tag), load(l_tag, 0, G.2, at, 8)])?;
         seen.run(ctx, 2, 50_000, |s| {
             [st_tag, f_tag, l_tag]
@@ -882,10 +884,9 @@ fn one_intake_order(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         let l = one_response(&seen, l_tag, "a LOAD after the FENCE")?;
         check(
             l.fs == st::OK && l.data == d,
-            "EP-8-7",
+            "TXN-4-11",
             format!(
-                "the LOAD on port {lp}, whose frame arrived 2 us after the STORE's on port {sp}, \
-                 reads {}",
+                "the LOAD on port {lp}, sent after the STORE on port {sp} was answered OK, reads {}",
                 to_hex(&d)
             ),
             || l.show(),

@@ -381,7 +381,14 @@ struct WriteParent {
     desc: RdmaDesc,
     issued: Instant,
     seq: u64,
-    /// Chunks not yet complete.
+    /// Chunks in all.
+    chunks: u64,
+    /// Chunks started so far: the next starts when the last started has sent its segments
+    /// (EP-6-2), so that a long write holds one or two reassembly records at its target.
+    started: u64,
+    /// The operation id of the chunk started last.
+    last: u64,
+    /// Chunks started and not yet complete.
     left: u64,
     /// The first chunk's status that was not OK.
     error: Option<CompletionStatus>,

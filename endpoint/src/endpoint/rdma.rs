@@ -59,45 +59,86 @@ impl Endpoint {
         let chunk = u64::from(self.cfg.write_chunk);
         if desc.dir == RdmaDir::Write && desc.len > chunk {
             //= docs/spec/endpoint.md#6-rdma-engine
-            //# EP-6-2 An RDMA write longer than `write_chunk` MUST be sent as writes of
-            //# `write_chunk` bytes (the last shorter), each at its own offset of the local and
-            //# remote ranges, with a tag and a completion of its own, and complete once every
-            //# one of them has: OK when all were, otherwise with the first status of one that
-            //# was not.
-            let chunks = desc.len.div_ceil(chunk);
+            //# EP-6-2 An RDMA write of length L MUST be sent as RDMA_WRITE segments with one tag,
+            //# each covering offset .. offset + dlen of the write with offset a multiple of segment
+            //# and dlen = min(segment, L - offset), together covering the write exactly once per
+            //# attempt. An RDMA write longer than write_chunk MUST be sent as writes of write_chunk
+            //# bytes (the last shorter), each at its own offset of the local and remote ranges,
+            //# with a tag and a completion of its own, one after another (no segment of a chunk
+            //# before every segment of the chunk before it has been sent once), and complete once
+            //# every one of them has: OK when all were, otherwise with the first status of one that
+            //# was not (the chunks not yet started are then not sent). (1.3: 1.2 sent a write of up
+            //# to 4 GiB under one tag, so a target's reassembly record needed a block map of up to
+            //# 2^24 bits, and a variable-size allocator for them.)
             self.write_parents.insert(
                 id,
                 WriteParent {
                     desc,
                     issued: self.now,
                     seq,
-                    left: chunks,
+                    chunks: desc.len.div_ceil(chunk),
+                    started: 0,
+                    last: 0,
+                    left: 0,
                     error: None,
                     retries: 0,
                 },
             );
-            for k in 0..chunks {
-                let off = k * chunk;
-                let part = RdmaDesc {
-                    local_addr: desc.local_addr + off,
-                    remote: crate::Remote {
-                        addr: desc.remote.addr + off,
-                        ..desc.remote
-                    },
-                    len: chunk.min(desc.len - off),
-                    ..desc
-                };
-                let cid = self.next_rdma;
-                self.next_rdma += 1;
-                self.start_rdma(cid, part, seq, Some(id));
-                self.rdma_chunks += 1;
-            }
+            self.start_next_chunk(id);
             self.fill();
             return Ok(id);
         }
         self.start_rdma(id, desc, seq, None);
         self.fill();
         Ok(id)
+    }
+
+    /// Starts the next chunk of write `pid` (EP-6-2), if it has one left and none has failed.
+    fn start_next_chunk(&mut self, pid: u64) {
+        let chunk = u64::from(self.cfg.write_chunk);
+        let cid = self.next_rdma;
+        let Some(p) = self.write_parents.get_mut(&pid) else {
+            return;
+        };
+        if p.error.is_some() || p.started >= p.chunks {
+            return;
+        }
+        let off = p.started * chunk;
+        let part = RdmaDesc {
+            local_addr: p.desc.local_addr + off,
+            remote: crate::Remote {
+                addr: p.desc.remote.addr + off,
+                ..p.desc.remote
+            },
+            len: chunk.min(p.desc.len - off),
+            ..p.desc
+        };
+        p.started += 1;
+        p.left += 1;
+        p.last = cid;
+        let seq = p.seq;
+        self.next_rdma += 1;
+        self.start_rdma(cid, part, seq, Some(pid));
+        self.rdma_chunks += 1;
+    }
+
+    /// Write chunk `id` has sent every segment: the next chunk of its write may start.
+    fn chunk_sent(&mut self, id: u64) -> bool {
+        let Some(op) = self.rdma.get(&id) else {
+            return false;
+        };
+        let sent_all = matches!(
+            &op.state,
+            RdmaState::Write { next, resend, .. } if resend.is_empty() && *next >= op.desc.len
+        );
+        let Some(pid) = op.parent.filter(|_| sent_all && op.hold_until.is_none()) else {
+            return false;
+        };
+        if self.write_parents.get(&pid).is_none_or(|p| p.last != id) {
+            return false;
+        }
+        self.start_next_chunk(pid);
+        true
     }
 
     /// Records RDMA operation `id` (a descriptor, or a chunk of descriptor `parent`) and puts it
@@ -419,7 +460,15 @@ impl Endpoint {
             if !status.is_ok() && p.error.is_none() {
                 p.error = Some(status);
             }
-            if p.left > 0 {
+            if p.last == id {
+                // Complete before its successor started (a chunk that was never sent whole):
+                // the next goes now.
+                self.start_next_chunk(pid);
+            }
+            let Some(p) = self.write_parents.get(&pid) else {
+                return;
+            };
+            if p.left > 0 || (p.error.is_none() && p.started < p.chunks) {
                 return;
             }
             let Some(p) = self.write_parents.remove(&pid) else {
@@ -586,6 +635,14 @@ impl Endpoint {
     /// Issues RDMA read chunks and write tags while tags last, and write segments while ports
     /// have room.
     pub(super) fn fill_rdma(&mut self) {
+        // A write chunk that sent its last segment starts the next, which needs a tag and a
+        // turn: again, while that happens.
+        while self.fill_rdma_once() {}
+    }
+
+    /// One round of [`Endpoint::fill_rdma`]; true when a write chunk started another.
+    fn fill_rdma_once(&mut self) -> bool {
+        let mut more = false;
         // Tags for waiting descriptors, in post order.
         let n = self.reads_waiting.len();
         for _ in 0..n {
@@ -691,7 +748,7 @@ impl Endpoint {
         }
         // Write segments, one per write in turn, while ports have room.
         if !self.usable.iter().any(|&p| self.room(p, VC_RDMA)) {
-            return;
+            return false;
         }
         // A round in which no port has room only drops the writes that are done and brings the
         // others back to the order they had; under spray each of those others also takes the
@@ -735,6 +792,9 @@ impl Endpoint {
                     // Its last segment may have gone.
                     let done = self.write_done(id);
                     self.active_writes.requeue(id, done);
+                    if done && self.chunk_sent(id) {
+                        more = true;
+                    }
                 }
                 Segment::Blocked => {
                     idle_rounds += 1;
@@ -748,6 +808,7 @@ impl Endpoint {
         if idle_rounds > 0 && idle_rounds >= self.active_writes.len() {
             self.active_writes.clean = true;
         }
+        more
     }
 
     /// Whether write `id` has nothing to send for now and leaves the round robin: gone, held
@@ -769,7 +830,7 @@ impl Endpoint {
     //# TXN-4-4 An RDMA operation is performed segment by segment. Its segments MAY be performed in
     //# any order and interleaved with any other operation, on its own path as on others
     //= docs/spec/endpoint.md#13-what-the-text-fixes-for-an-implementer
-    //# EP-13-10 (§6, EP-6-19) *Internal.* An RDMA write segment MUST be built, and its bytes read
+    //# EP-13-10 *Internal.* (§6, EP-6-19) An RDMA write segment MUST be built, and its bytes read
     //# from local memory, when it is put in the endpoint's queue of its port and VC, which happens
     //# while that queue holds fewer than port_queue bytes (EP-3-3).
     fn write_one_segment(&mut self, id: u64) -> Segment {
