@@ -55,6 +55,9 @@ cargo fmt --all -- --check
 log "cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
+log "cargo doc (warnings are errors)"
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --workspace --locked --quiet
+
 log "cargo test (PROPTEST_CASES=$PROPTEST_CASES)"
 cargo test --workspace --locked
 
@@ -128,6 +131,9 @@ if [ "$FUZZ_SECONDS" != 0 ] && [ -d fuzz ]; then
   if ! command -v cargo-fuzz >/dev/null 2>&1; then
     cargo install cargo-fuzz --locked --quiet
   fi
+  # cargo-fuzz has no --locked: the committed fuzz/Cargo.lock must already be what cargo
+  # resolves, or the run would rewrite it.
+  cargo metadata --locked --format-version 1 --manifest-path fuzz/Cargo.toml >/dev/null
   (cd fuzz && for t in $(basename -s .rs fuzz_targets/*.rs); do
      seeds=()
      [ -d "seeds/$t" ] && seeds=("seeds/$t")

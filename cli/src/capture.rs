@@ -80,8 +80,9 @@ struct Interface {
 
 /// Reads the frames of a pcap or pcapng capture from `input` one at a time, handing each to
 /// `each` as soon as it is read, in constant memory whatever the capture's size (one block in
-/// memory at a time, and at most [`MAX_INTERFACES`] interfaces a section). `undeclared_fcs` says whether the frames of a classic pcap, or of a pcapng
-/// interface without `if_fcslen`, end with their FCS; an interface's `if_fcslen` always wins.
+/// memory at a time, and at most `MAX_INTERFACES` (65536) interfaces a section). `undeclared_fcs`
+/// says whether the frames of a classic pcap, or of a pcapng interface without `if_fcslen`, end
+/// with their FCS; an interface's `if_fcslen` always wins.
 ///
 /// A capture cut short, or followed by bytes that are not a block, still gives every complete
 /// frame before the damage, then [`CaptureEnd::Truncated`]. `Err` is for input that is not a

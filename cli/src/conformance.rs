@@ -55,7 +55,7 @@ pub struct ConformanceArgs {
     /// Write a JSON report to FILE (with --list: the catalogue).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
-    /// Write DIR/<case id>.pcapng for every failed or harness-error case.
+    /// Write `DIR/<case id>.pcapng` for every failed or harness-error case.
     #[arg(long, value_name = "DIR")]
     pub pcap_dir: Option<PathBuf>,
     /// Wall-time limit of one case, in seconds (an external device is killed; a case of the

@@ -3,7 +3,7 @@
 //! Cases tied to the requirements of `docs/spec/`, run against a device under test through one
 //! narrow boundary ([`device::Device`]): frames on its ports, time, the requests of its upper
 //! layer, and its counters. The harness ([`ctx::Ctx`]) plays every peer and every wire. Backends:
-//! the reference implementation of each role ([`reference`]), any external process that speaks
+//! the reference implementation of each role ([`mod@reference`]), any external process that speaks
 //! the line protocol of `docs/conformance.md` ([`external`]), and any shared library that exports
 //! the C ABI of `include/ethlink.h` ([`dylib`]).
 //!

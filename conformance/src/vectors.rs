@@ -12,7 +12,7 @@
 //! The `decoded` object of a well-formed vector is the JSON form of a frame that `ethlink decode
 //! --json` prints and `ethlink encode` reads: that form ([`model`]), the decoder that writes it
 //! ([`decode`]) and the encoder that reads it ([`encode`]) live here with the vectors, and the
-//! command line uses them from here. `ethlink vectors --out DIR` calls [`write`].
+//! command line uses them from here. `ethlink vectors --out DIR` calls [`write()`].
 
 use std::path::Path;
 

@@ -322,7 +322,7 @@ pub fn lost(outs: &[Output]) -> Vec<(String, u32)> {
         .collect()
 }
 
-/// The link events in `outs`: "up" or "down:<reason>".
+/// The link events in `outs`: "up" or "down:" followed by the reason.
 pub fn link_events(outs: &[Output]) -> Vec<String> {
     outs.iter()
         .filter_map(|o| match o {
