@@ -131,6 +131,9 @@ pub struct LinkParams {
     /// Period of INIT frames while initialising.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub init_interval_ns: Option<u64>,
+    /// How long an end stays in INIT before it reports and counts the timeout (LINK-2-14).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub init_timeout_ns: Option<u64>,
     /// Longest a frame stays in the replay buffer after its first transmission (LINK-3-18).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub llr_max_age_ns: Option<u64>,
@@ -198,6 +201,12 @@ pub struct EndpointParams {
     /// job or a held response without progress.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub op_timeout_ns: Option<u64>,
+    /// `frame_lifetime`: the longest a frame lives in the fabric (endpoint.md EP-1-2).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub frame_lifetime_ns: Option<u64>,
+    /// `tag_quarantine`: how long a tag rests (EP-5-8).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tag_quarantine_ns: Option<u64>,
     /// `max_read_jobs`: RDMA reads the target serves at once.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_read_jobs: Option<u32>,

@@ -358,16 +358,15 @@ impl DylibDevice {
                 apply(&mut cfg.link, &setup.link);
                 cfg.seed = seed;
                 if let Some(e) = &setup.endpoint {
+                    // Each as given: the library refuses a set that breaks EP-1-3.
                     if let Some(ns) = e.op_timeout_ns {
-                        // A shorter deadline lowers the frame lifetime with it, and the tag
-                        // quarantine is raised to its least legal value when needed.
                         cfg.op_timeout_ns = ns;
-                        cfg.frame_lifetime_ns = cfg.frame_lifetime_ns.min(ns);
-                        let least = cfg
-                            .frame_lifetime_ns
-                            .saturating_mul(2)
-                            .max(cfg.frame_lifetime_ns.saturating_add(ns));
-                        cfg.tag_quarantine_ns = cfg.tag_quarantine_ns.max(least);
+                    }
+                    if let Some(ns) = e.frame_lifetime_ns {
+                        cfg.frame_lifetime_ns = ns;
+                    }
+                    if let Some(ns) = e.tag_quarantine_ns {
+                        cfg.tag_quarantine_ns = ns;
                     }
                     if let Some(v) = e.max_read_jobs {
                         cfg.max_read_jobs = v;
@@ -768,6 +767,9 @@ fn apply(c: &mut CParams, p: &LinkParams) {
     if let Some(v) = p.init_interval_ns {
         c.init_interval_ns = v;
     }
+    if let Some(v) = p.init_timeout_ns {
+        c.init_timeout_ns = v;
+    }
     if let Some(v) = p.llr_max_age_ns {
         c.llr_max_age_ns = v;
     }
@@ -793,6 +795,7 @@ fn params_of(c: &CParams) -> LinkParams {
         cf_max_interval_ns: Some(c.cf_max_interval_ns),
         cc_interval_ns: Some(c.cc_interval_ns),
         init_interval_ns: Some(c.init_interval_ns),
+        init_timeout_ns: Some(c.init_timeout_ns),
         llr_max_age_ns: Some(c.llr_max_age_ns),
     }
 }

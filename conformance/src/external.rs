@@ -838,7 +838,7 @@ enum In {
         version: u32,
     },
     Reset {
-        setup: Setup,
+        setup: Box<Setup>,
     },
     Frame {
         port: u16,

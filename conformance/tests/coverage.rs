@@ -112,3 +112,26 @@ fn the_embedded_spec_is_the_spec() {
         }
     }
 }
+
+/// A MUST case judges at least one requirement with a key word at MUST level: a case whose
+/// requirements only define terms, or say SHOULD or MAY, cannot fail a device at MUST level.
+/// (Requirements it names beside those give context; the failures it reports name the MUST.)
+#[test]
+fn every_must_case_judges_a_must() {
+    use ethlink_conformance::case::Level;
+    let reqs = coverage::requirements(&coverage::spec_dir()).unwrap_or_else(|e| panic!("{e}"));
+    let weak: Vec<&str> = cases::all()
+        .iter()
+        .filter(|c| c.level == Level::Must)
+        .filter(|c| {
+            !c.reqs
+                .iter()
+                .any(|id| reqs.iter().any(|r| r.id == *id && r.is_must()))
+        })
+        .map(|c| c.id)
+        .collect();
+    assert!(
+        weak.is_empty(),
+        "MUST cases with no MUST among their requirements: {weak:?}"
+    );
+}

@@ -32,7 +32,7 @@ pub struct PortCounters {
 pub struct Counters {
     /// Operations completed, by kind ([`OpKind::index`]) and status class
     /// ([`CompletionStatus::class`]).
-    pub completed: [[u64; CompletionStatus::CLASSES]; 8],
+    pub completed: [[u64; CompletionStatus::CLASSES]; OpKind::ALL.len()],
     /// Bytes loads returned OK.
     pub ls_bytes_read: u64,
     /// Bytes stores wrote OK.
@@ -110,7 +110,7 @@ impl Counters {
     /// Every counter zero, for `ports` ports: the counters after a reset (EP-12-1).
     pub fn new(ports: usize) -> Self {
         Counters {
-            completed: [[0; CompletionStatus::CLASSES]; 8],
+            completed: [[0; CompletionStatus::CLASSES]; OpKind::ALL.len()],
             ls_bytes_read: 0,
             ls_bytes_written: 0,
             rdma_bytes_written: 0,

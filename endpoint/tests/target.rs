@@ -3357,3 +3357,28 @@ fn a_write_longer_than_write_chunk_goes_as_chunks() {
     check_prefix(only(&p.take(), 0x62), 0x90, Status::Ok, 4, 0);
     assert_eq!(p.read(BIG, 2048), parts.concat());
 }
+
+/// A FENCE request issued by the requester goes on VC 0 with a load-store tag and completes on
+/// its FENCE_RESP; its completions are counted under their own kind.
+#[test]
+fn a_fence_request_completes_on_its_fence_resp() {
+    let mut p = Peer::new(ep_config());
+    let now = p.now();
+    let tag = p.ep.issue(now, ls(LsOp::Fence, 0)).expect("issue");
+    p.run_for(1_000);
+    let rx = p.take();
+    let req = only(&rx, tag);
+    //= docs/spec/transaction.md#2-operations
+    //= type=test
+    //# TXN-2-8 A target MUST answer every request it receives with exactly one response
+    assert_eq!((req.vc, req.opcode, req.dst), (0, 0x06, PEER));
+    assert!(p.completions.is_empty());
+    p.send_raw(2, &payload(EP, PEER, &[resp(0x86, 0, tag, &[])]));
+    p.run_for(1_000);
+    let c = p.completions.pop().expect("the FENCE's completion");
+    assert_eq!(
+        (c.id, c.kind, c.status),
+        (OpId::Ls(tag), OpKind::RemoteFence, CompletionStatus::Ok)
+    );
+    assert_eq!(p.ep.counters().completed_with(OpKind::RemoteFence, 0), 1);
+}

@@ -49,9 +49,9 @@ DEFAULTS = {
     "cf_max_interval_ns": 2000,
     "cc_interval_ns": 10000,
     "init_interval_ns": 1000,
+    "init_timeout_ns": 1_000_000,
     "llr_max_age_ns": 25000,
 }
-INIT_TIMEOUT_NS = 1_000_000
 
 LINK_COUNTERS = (
     "acks_sent acks_received nacks_sent nacks_received frames_replayed replays_by_nack "
@@ -173,6 +173,7 @@ class LinkEnd:
             "cf_max_interval_ns": (1, 10**9),
             "cc_interval_ns": (1, 10**9),
             "init_interval_ns": (1, 10**9),
+            "init_timeout_ns": (1, 10**9),
             "llr_max_age_ns": (1, 10**9),
         }
         for k, (lo, hi) in ranges.items():
@@ -180,6 +181,8 @@ class LinkEnd:
                 raise Refused("%s = %d is outside %d..%d" % (k, p[k], lo, hi))
         if p["credit_size"] & (p["credit_size"] - 1):
             raise Refused("credit_size %d is not a power of two" % p["credit_size"])
+        if p["init_timeout_ns"] < p["init_interval_ns"]:
+            raise Refused("init_timeout_ns must be at least init_interval_ns")
         if p["cf_min_interval_ns"] >= p["cf_max_interval_ns"]:
             raise Refused("cf_min_interval_ns must be below cf_max_interval_ns")
         if p["rx_credits"] * p["credit_size"] < p["mfs"] + p["credit_overhead"]:
@@ -282,7 +285,7 @@ class LinkEnd:
         self.draw_nonce()
         self.echoed = set()
         self.init_next = self.now
-        self.init_deadline = self.now + INIT_TIMEOUT_NS
+        self.init_deadline = self.now + self.p["init_timeout_ns"]
 
     def leave_up(self, reason):
         """Every edge out of UP (Table LINK-T6), or physical down from INIT."""

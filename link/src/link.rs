@@ -2055,11 +2055,11 @@ impl Link {
     // CLS-2-3: the peer's role and capability bits inform; nothing here refuses a link for them.
     fn go_up(&mut self, now: Instant, peer: InitRepr) {
         //= docs/spec/link.md#2-bring-up
-        //# LINK-2-4 The parameters in use while UP are agreed as follows: the number of VCs and the
-        //# MFS are the smaller of the two announced values; the LLR window of each direction is the
-        //# smaller of the two windows; the TX of each end uses the credits granted, the credit size
-        //# and the credit overhead announced by the peer (its RX's buffer and pricing), and its RX
-        //# uses its own.
+        //# LINK-2-4 The parameters in use while UP MUST be agreed as follows: the number of VCs and
+        //# the MFS are the smaller of the two announced values; the LLR window of each direction is
+        //# the smaller of the two windows; the TX of each end uses the credits granted, the credit
+        //# size and the credit overhead announced by the peer (its RX's buffer and pricing), and
+        //# its RX uses its own.
         let vcs = self.cfg.vcs.min(peer.vcs);
         let mut tx_credits = [0u32; 8];
         for (c, g) in tx_credits
@@ -2502,9 +2502,12 @@ impl Link {
             let in_use = diff20(self.consumed[v], self.freed_seen[v]);
             if cost > agreed.tx_credits[v].saturating_sub(in_use) {
                 //= docs/spec/link.md#7-counters
-                //# LINK-7-4 A credit stall of a VC begins when the frame at the head of its queue
-                //# cannot be sent for want of credit and ends when a frame of the VC is sent, when
-                //# its queue empties by withdrawal, or when the link leaves UP.
+                //# LINK-7-4 An end MUST count a credit stall of a VC in credit_stalls when it
+                //# begins, and add its length to credit_stall_ns when it ends. A stall begins when
+                //# the frame at the head of the VC's queue cannot be sent for want of credit and
+                //# ends when a frame of the VC is sent, when its queue empties by withdrawal, or
+                //# when the link leaves UP. (1.3: 1.2 defined the stall without a key word, so the
+                //# counting it implied bound nobody.)
                 if self.stalled_since[v].is_none() {
                     self.stalled_since[v] = Some(now);
                     self.counters.credit_stalls[v] = self.counters.credit_stalls[v].wrapping_add(1);
@@ -3287,10 +3290,10 @@ mod tests {
     //# ceil((mfs + credit_overhead) / credit_size) with the sender's credit size and overhead. It
     //# MUST count the frame as refused, stay in its state and report the reason (the VC and the
     //# numbers) to the upper layer.
-    //# LINK-2-4 The parameters in use while UP are agreed as follows: the number of VCs and the MFS
-    //# are the smaller of the two announced values; the LLR window of each direction is the smaller
-    //# of the two windows; the TX of each end uses the credits granted, the credit size and the
-    //# credit overhead announced by the peer (its RX's buffer and pricing), and its RX uses its
+    //# LINK-2-4 The parameters in use while UP MUST be agreed as follows: the number of VCs and the
+    //# MFS are the smaller of the two announced values; the LLR window of each direction is the
+    //# smaller of the two windows; the TX of each end uses the credits granted, the credit size and
+    //# the credit overhead announced by the peer (its RX's buffer and pricing), and its RX uses its
     //# own.
     //# LINK-2-5 On entering UP an end MUST reset its TX sequence number and its RX expected
     //# sequence number to 0, its RX last good sequence number to 0xFFFFF (WIRE-4.2-1), and every

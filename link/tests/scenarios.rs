@@ -1152,8 +1152,10 @@ fn frame_sizes_at_the_bounds() {
 /// A frame longer than the MFS is refused at submission with `TooLong` and nothing is queued;
 /// while UP the MFS is the agreed (smaller) one.
 //= type=test
-//# LINK-2-4 The parameters in use while UP are agreed as follows: the number of VCs and the MFS
-//# are the smaller of the two announced values
+//# LINK-2-4 The parameters in use while UP MUST be agreed as follows: the number of VCs and the MFS
+//# are the smaller of the two announced values; the LLR window of each direction is the smaller of
+//# the two windows; the TX of each end uses the credits granted, the credit size and the credit
+//# overhead announced by the peer (its RX's buffer and pricing), and its RX uses its own.
 #[test]
 fn oversize_submit_is_refused() {
     let mut link = Link::new(config_a()).unwrap();
@@ -2240,9 +2242,9 @@ fn bringup_data_while_physically_down_counts_as_data_not_up() {
 /// The parameters in use are the smaller VC count, MFS and window of the two ends; each TX uses
 /// the grants and credit size the peer announced; the LinkUp events carry them.
 //= type=test
-//# LINK-2-4 The parameters in use while UP are agreed as follows: the number of VCs and the MFS are
-//# the smaller of the two announced values; the LLR window of each direction is the smaller of the
-//# two windows; the TX of each end uses the credits granted, the credit size and the credit
+//# LINK-2-4 The parameters in use while UP MUST be agreed as follows: the number of VCs and the MFS
+//# are the smaller of the two announced values; the LLR window of each direction is the smaller of
+//# the two windows; the TX of each end uses the credits granted, the credit size and the credit
 //# overhead announced by the peer (its RX's buffer and pricing), and its RX uses its own.
 //# LINK-5-1 A DATA frame of len bytes (destination MAC through FCS) costs ceil((len +
 //# credit_overhead) / credit_size) credits: the TX uses the credit size and the credit overhead the
@@ -2413,8 +2415,10 @@ fn nack_while_flushed_frames_wait_to_be_reported() {
 /// Frames queued on a VC the peer does not have (the agreed number of VCs is smaller) are not
 /// stranded: each is either refused at submission or reported lost, and the end becomes idle.
 //= type=test
-//# LINK-2-4 The parameters in use while UP are agreed as follows: the number of VCs and the MFS
-//# are the smaller of the two announced values
+//# LINK-2-4 The parameters in use while UP MUST be agreed as follows: the number of VCs and the MFS
+//# are the smaller of the two announced values; the LLR window of each direction is the smaller of
+//# the two windows; the TX of each end uses the credits granted, the credit size and the credit
+//# overhead announced by the peer (its RX's buffer and pricing), and its RX uses its own.
 #[test]
 fn frames_on_a_vc_the_peer_lacks_are_not_stranded() {
     let b_cfg = config_b().with_uniform_credits(2, 512);
@@ -3016,8 +3020,10 @@ fn cf_and_cc_timing() {
 /// A frame queued before UP that is longer than the MFS the peer announced is reported lost as
 /// exceeding it, never sent, and the frames behind it on its VC still go.
 //= type=test
-//# LINK-2-4 The parameters in use while UP are agreed as follows: the number of VCs and the MFS
-//# are the smaller of the two announced values
+//# LINK-2-4 The parameters in use while UP MUST be agreed as follows: the number of VCs and the MFS
+//# are the smaller of the two announced values; the LLR window of each direction is the smaller of
+//# the two windows; the TX of each end uses the credits granted, the credit size and the credit
+//# overhead announced by the peer (its RX's buffer and pricing), and its RX uses its own.
 //= docs/spec/wire.md#24-frame-size-and-padding
 //= type=test
 //# WIRE-2.4-8 A transmitter MUST NOT send a frame longer than the MFS in force on its link.
@@ -4477,7 +4483,10 @@ fn malformed_data_with_a_good_fcs_is_accepted_and_handed_up_marked() {
 //# LINK-5-1 A DATA frame of `len` bytes (destination MAC through FCS) costs `ceil((len +
 //# credit_overhead) / credit_size)` credits: the TX uses the credit size and the credit overhead
 //# the peer announced, the RX its own.
-//# LINK-2-4 The parameters in use while UP are agreed as follows
+//# LINK-2-4 The parameters in use while UP MUST be agreed as follows: the number of VCs and the MFS
+//# are the smaller of the two announced values; the LLR window of each direction is the smaller of
+//# the two windows; the TX of each end uses the credits granted, the credit size and the credit
+//# overhead announced by the peer (its RX's buffer and pricing), and its RX uses its own.
 #[test]
 fn the_tx_prices_frames_with_the_peer_overhead() {
     let mut peer = init_of(&config_b(), 500);
@@ -4495,9 +4504,11 @@ fn the_tx_prices_frames_with_the_peer_overhead() {
 
 /// A credit stall ends, and its time is counted, when the link leaves UP.
 //= type=test
-//# LINK-7-4 A credit stall of a VC begins when the frame at the head of its queue cannot be sent for
-//# want of credit and ends when a frame of the VC is sent, when its queue empties by withdrawal, or
-//# when the link leaves UP.
+//# LINK-7-4 An end MUST count a credit stall of a VC in credit_stalls when it begins, and add its
+//# length to credit_stall_ns when it ends. A stall begins when the frame at the head of the VC's
+//# queue cannot be sent for want of credit and ends when a frame of the VC is sent, when its queue
+//# empties by withdrawal, or when the link leaves UP. (1.3: 1.2 defined the stall without a key
+//# word, so the counting it implied bound nobody.)
 #[test]
 fn a_credit_stall_ends_when_the_link_goes_down() {
     let peer = Config {

@@ -1843,7 +1843,11 @@ prop_state_machine! {
 
     /// No fault: every frame delivered exactly once, nothing replayed, NACKed or recovered.
     //= type=test
-    //# LINK-2-4 The parameters in use while UP are agreed as follows
+    //# LINK-2-4 The parameters in use while UP MUST be agreed as follows: the number of VCs and the
+    //# MFS are the smaller of the two announced values; the LLR window of each direction is the
+    //# smaller of the two windows; the TX of each end uses the credits granted, the credit size and
+    //# the credit overhead announced by the peer (its RX's buffer and pricing), and its RX uses its
+    //# own.
     //# LINK-2-5 On entering UP an end MUST reset its TX sequence number and its RX expected
     //# sequence number to 0 [...] and every credit counter of both sides to 0.
     //# LINK-2-3 An end MUST enter UP only when it receives an INIT_ECHO whose echo nonce is its
@@ -1886,7 +1890,11 @@ prop_state_machine! {
     /// Lost CF and CC frames and leaked credits: credits come back, exactly what leaked is
     /// recovered, nothing is lost.
     //= type=test
-    //# LINK-2-4 The parameters in use while UP are agreed as follows
+    //# LINK-2-4 The parameters in use while UP MUST be agreed as follows: the number of VCs and the
+    //# MFS are the smaller of the two announced values; the LLR window of each direction is the
+    //# smaller of the two windows; the TX of each end uses the credits granted, the credit size and
+    //# the credit overhead announced by the peer (its RX's buffer and pricing), and its RX uses its
+    //# own.
     //# LINK-2-5 On entering UP an end MUST reset its TX sequence number and its RX expected
     //# sequence number to 0 [...] and every credit counter of both sides to 0.
     //# LINK-2-3 An end MUST enter UP only when it receives an INIT_ECHO whose echo nonce is its
@@ -1931,7 +1939,11 @@ prop_state_machine! {
 
     /// Dropped, damaged and duplicated frames, lost control frames, time in any steps, leaks.
     //= type=test
-    //# LINK-2-4 The parameters in use while UP are agreed as follows
+    //# LINK-2-4 The parameters in use while UP MUST be agreed as follows: the number of VCs and the
+    //# MFS are the smaller of the two announced values; the LLR window of each direction is the
+    //# smaller of the two windows; the TX of each end uses the credits granted, the credit size and
+    //# the credit overhead announced by the peer (its RX's buffer and pricing), and its RX uses its
+    //# own.
     //# LINK-2-5 On entering UP an end MUST reset its TX sequence number and its RX expected
     //# sequence number to 0 [...] and every credit counter of both sides to 0.
     //# LINK-2-3 An end MUST enter UP only when it receives an INIT_ECHO whose echo nonce is its
@@ -2010,7 +2022,11 @@ prop_state_machine! {
 
     /// All of `wire_faults` and physical link bounces of either end or both.
     //= type=test
-    //# LINK-2-4 The parameters in use while UP are agreed as follows
+    //# LINK-2-4 The parameters in use while UP MUST be agreed as follows: the number of VCs and the
+    //# MFS are the smaller of the two announced values; the LLR window of each direction is the
+    //# smaller of the two windows; the TX of each end uses the credits granted, the credit size and
+    //# the credit overhead announced by the peer (its RX's buffer and pricing), and its RX uses its
+    //# own.
     //# LINK-2-5 On entering UP an end MUST reset its TX sequence number and its RX expected
     //# sequence number to 0 [...] and every credit counter of both sides to 0.
     //# LINK-2-3 An end MUST enter UP only when it receives an INIT_ECHO whose echo nonce is its

@@ -8,9 +8,9 @@
 
 use crate::case::{Case, Level, Stop, check, check_eq};
 use crate::cases::endpoint_common::{
-    DUT, Done, G, NA, REM, RO, SH, Seen, atomic, check_resp, completion, ep_up, expect_mem, fence,
-    issue, le, load, logged_txns, mem_read, mem_write, one_response, op, parse_payload, pattern,
-    raw, raw_dlen, rdma_read, rdma_write, read_resp, resp, send, st, store,
+    DUT, Done, G, NA, REM, RO, SH, Seen, atomic, check_resp, completion, ep_up, ep_up_with,
+    expect_mem, fence, issue, le, load, logged_txns, mem_read, mem_write, one_response, op,
+    parse_payload, pattern, raw, raw_dlen, rdma_read, rdma_write, read_resp, resp, send, st, store,
 };
 use crate::ctx::Ctx;
 use crate::device::{LsOp, Request, Role, Space};
@@ -2116,8 +2116,23 @@ fn requester_rdma_read(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
     )
 }
 
+/// `tag_quarantine` stated by EPT-DL-1: long enough that every tag resting after its TIMEOUTs
+/// still rests when the case looks (the case lasts a few milliseconds at most).
+const DL1_QUARANTINE_NS: u64 = 10_000_000;
+
 fn requester_timeout(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
-    ep_up(ctx, 2)?;
+    ep_up_with(
+        ctx,
+        2,
+        crate::device::Setup {
+            gpu: Some(DUT),
+            endpoint: Some(Box::new(crate::device::EndpointParams {
+                tag_quarantine_ns: Some(DL1_QUARANTINE_NS),
+                ..Default::default()
+            })),
+            ..crate::cases::common::setup(crate::device::LinkParams::default())
+        },
+    )?;
     let ports = ctx.desc.ports.min(2);
     let a = issue(
         ctx,
@@ -2187,8 +2202,16 @@ fn requester_timeout(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
             || format!("ports of the attempts: {by_port:?}"),
         )?;
     }
-    // The tags of operations that ended without their answer rest: a new operation issued now
-    // gets another (or is refused while every tag rests).
+    // The tags of operations that ended without their answer rest `tag_quarantine`, stated in
+    // the setup: a new operation issued within it gets another tag (or is refused while every
+    // tag rests).
+    let ended = dl.last().map_or(0, |d| d.at_ns).max(da[0].at_ns);
+    if ctx.now().saturating_sub(ended) >= DL1_QUARANTINE_NS {
+        return Err(Stop::Harness(format!(
+            "the case ran {} ns past the TIMEOUTs, beyond the tag_quarantine it set",
+            ctx.now().saturating_sub(ended)
+        )));
+    }
     match ctx.try_request(&Request::Issue {
         dst: REM,
         space: Space::Global,

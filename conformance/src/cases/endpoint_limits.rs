@@ -804,6 +804,9 @@ fn write_expiry(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         ctx,
         EndpointParams {
             op_timeout_ns: Some(20_000),
+            // EP-1-3: frame_lifetime <= op_timeout, tag_quarantine >= frame_lifetime + op_timeout.
+            frame_lifetime_ns: Some(20_000),
+            tag_quarantine_ns: Some(40_000),
             ..EndpointParams::default()
         },
     )?;

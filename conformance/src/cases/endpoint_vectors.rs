@@ -167,7 +167,10 @@ fn plan(v: &VectorJson) -> Option<Plan> {
                     return None;
                 }
                 p.answers.push((opcode, tag, 5));
-                p.answer_req.push(spec);
+                // A vector's own id may only describe the field; the answer MALFORMED is the
+                // MUST of WIRE-6.1-6.
+                let must = crate::coverage::requirement(spec).is_some_and(|r| r.is_must());
+                p.answer_req.push(if must { spec } else { "WIRE-6.1-6" });
                 needs_of(opcode, 0, &mut p.needs);
             }
         }

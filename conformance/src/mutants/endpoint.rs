@@ -307,7 +307,12 @@ impl Device for Mutant {
                 Flaw::PolicyIgnored if e.policy.is_some() => {
                     e.policy = Some("round-robin".into());
                 }
-                Flaw::OpTimeoutIgnored => e.op_timeout_ns = None,
+                Flaw::OpTimeoutIgnored => {
+                    // It accepts the timer settings and keeps its own (a consistent set).
+                    e.op_timeout_ns = None;
+                    e.frame_lifetime_ns = None;
+                    e.tag_quarantine_ns = None;
+                }
                 Flaw::HoldUnbounded => e.hold_max_ns = Some(1_000_000_000),
                 Flaw::OpTimeoutRoundedDown => {
                     e.op_timeout_ns = e.op_timeout_ns.map(|ns| (ns / 1000).max(1) * 1000);

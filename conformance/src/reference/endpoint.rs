@@ -188,11 +188,16 @@ impl RefEndpoint {
 /// least legal value when needed; a value out of range is left for [`Endpoint::new`] to refuse.
 /// A policy this endpoint does not know is refused.
 fn endpoint_params(cfg: &mut Config, e: &EndpointParams) -> Result<(), DeviceError> {
+    // Each as given: a set that breaks a relation of EP-1-3 is refused by Endpoint::new, never
+    // corrected (EP-13-15).
     if let Some(ns) = e.op_timeout_ns {
         cfg.op_timeout = Duration::from_nanos(ns);
-        cfg.frame_lifetime = cfg.frame_lifetime.min(cfg.op_timeout);
-        let least = (cfg.frame_lifetime * 2).max(cfg.frame_lifetime + cfg.op_timeout);
-        cfg.tag_quarantine = cfg.tag_quarantine.max(least);
+    }
+    if let Some(ns) = e.frame_lifetime_ns {
+        cfg.frame_lifetime = Duration::from_nanos(ns);
+    }
+    if let Some(ns) = e.tag_quarantine_ns {
+        cfg.tag_quarantine = Duration::from_nanos(ns);
     }
     if let Some(v) = e.max_read_jobs {
         cfg.max_read_jobs = v;

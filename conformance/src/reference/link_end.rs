@@ -209,6 +209,9 @@ pub fn apply(base: &Config, p: &LinkParams) -> Config {
     if let Some(v) = p.init_interval_ns {
         c.init_interval = ns(v);
     }
+    if let Some(v) = p.init_timeout_ns {
+        c.init_timeout = ns(v);
+    }
     if let Some(v) = p.llr_max_age_ns {
         c.llr_max_age = ns(v);
     }
@@ -236,6 +239,7 @@ pub fn params_of(c: &Config) -> LinkParams {
         cf_max_interval_ns: Some(ns(c.cf_max_interval)),
         cc_interval_ns: Some(ns(c.cc_interval)),
         init_interval_ns: Some(ns(c.init_interval)),
+        init_timeout_ns: Some(ns(c.init_timeout)),
         llr_max_age_ns: Some(ns(c.llr_max_age)),
     }
 }
