@@ -14,11 +14,14 @@ fn every_endpoint_mutant_fails_a_case() {
         let mut dut = make();
         let desc = dut.hello().expect("hello");
         let mut caught = Vec::new();
+        // The first case that fails it is enough: the run stops there, so that the test stays
+        // short as the catalogue grows.
         for case in cases::all().iter().filter(|c| c.role == Role::Endpoint) {
             let r = run_case(dut.as_mut(), &desc, case);
             if r.verdict == Verdict::Fail {
                 let f = r.failure.expect("a failure says what broke");
                 caught.push(format!("{} ({})", case.id, f.req));
+                break;
             }
         }
         if caught.is_empty() {
