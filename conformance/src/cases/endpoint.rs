@@ -1268,6 +1268,22 @@ fn target_unknown_malformed(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
     Ok(())
 }
 
+/// Checks that nothing answered `tag` (`why` says why nothing should have).
+fn no_answer(seen: &Seen, tag: u16, req: &'static str, why: &str) -> Result<(), Stop> {
+    check(
+        seen.with_tag(tag, true).is_empty(),
+        req,
+        format!("no answer to tag {tag:#06x}, {why}"),
+        || {
+            seen.with_tag(tag, true)
+                .iter()
+                .map(|t| t.show())
+                .collect::<Vec<_>>()
+                .join("; ")
+        },
+    )
+}
+
 fn target_wrong_vc(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
     ep_up(ctx, 1)?;
     let a = G.0 + 0xB80;
@@ -1297,18 +1313,7 @@ fn target_wrong_vc(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
     seen.run(ctx, 1, 50_000, |s| s.txns.iter().any(|t| t.tag == 0x0C05))?;
     seen.run(ctx, 1, 5_000, |_| false)?;
     for tag in [0x0C01, 0x0C02, 0x0C03] {
-        check(
-            seen.with_tag(tag, true).is_empty(),
-            "EP-3-7",
-            format!("no answer to tag {tag:#06x}, a request on a response VC"),
-            || {
-                seen.with_tag(tag, true)
-                    .iter()
-                    .map(|t| t.show())
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            },
-        )?;
+        no_answer(&seen, tag, "EP-3-7", "a request on a response VC")?;
     }
     let t = one_response(&seen, 0x0C05, "the LOAD on VC 0 after them")?;
     check_resp(t, 0x81, st::OK, &[0; 8], "EP-3-7")?;
@@ -1381,18 +1386,8 @@ fn target_discards(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
     seen.run(ctx, 1, 50_000, |s| s.txns.iter().any(|t| t.tag == 0x0B05))?;
     seen.run(ctx, 1, 5_000, |_| false)?;
     for tag in [0x0B01, 0x0B02, 0x0B03] {
-        check(
-            seen.with_tag(tag, true).is_empty(),
-            if tag == 0x0B01 { "EP-8-1" } else { "WIRE-5-3" },
-            format!("no answer to tag {tag:#06x}, whose frame is discarded"),
-            || {
-                seen.with_tag(tag, true)
-                    .iter()
-                    .map(|t| t.show())
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            },
-        )?;
+        let req = if tag == 0x0B01 { "EP-8-1" } else { "WIRE-5-3" };
+        no_answer(&seen, tag, req, "whose frame is discarded")?;
     }
     let t = one_response(&seen, 0x0B04, "the STORE before the structural error")?;
     check_resp(t, 0x82, st::OK, &[], "WIRE-6.1-11")?;
