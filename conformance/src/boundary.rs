@@ -15,7 +15,7 @@ use ethlink_protocol::{
 };
 
 use crate::case::Stop;
-use crate::device::{Description, LinkParams, Role};
+use crate::device::{Description, LinkParams, MAX_TICK_NS, RATE_RANGE_GBPS, Role};
 
 /// Most ports a device may declare.
 pub const MAX_PORTS: u16 = 1024;
@@ -98,6 +98,24 @@ pub fn check_description(d: &mut Description) -> Result<(), String> {
     }
     d.caps.sort();
     d.caps.dedup();
+    if let Some(t) = d.tick_ns
+        && !(1..=MAX_TICK_NS).contains(&t)
+    {
+        return Err(format!(
+            "the device declares a clock tick of {t} ns: link.md LINK-1-5 allows 1 to \
+             {MAX_TICK_NS} ns"
+        ));
+    }
+    if let Some(r) = d.rate_gbps
+        && !RATE_RANGE_GBPS.contains(&r)
+    {
+        return Err(format!(
+            "the device declares a line rate of {r} Gb/s: the cases are designed for {} to {} \
+             Gb/s (docs/conformance.md §4.2)",
+            RATE_RANGE_GBPS.start(),
+            RATE_RANGE_GBPS.end()
+        ));
+    }
     Ok(())
 }
 
@@ -395,6 +413,8 @@ mod tests {
             role: Role::LinkEnd,
             caps: vec!["tagged".into(), "tagged".into()],
             ports: 1,
+            tick_ns: None,
+            rate_gbps: None,
         };
         check_description(&mut d).unwrap();
         assert!(!d.name.contains('\n'));
@@ -405,5 +425,16 @@ mod tests {
         d.ports = 1;
         d.caps = vec!["warp".into()];
         assert!(check_description(&mut d).unwrap_err().contains("\"warp\""));
+        d.caps = vec![];
+        d.tick_ns = Some(crate::device::MAX_TICK_NS);
+        d.rate_gbps = Some(25);
+        check_description(&mut d).unwrap();
+        d.tick_ns = Some(crate::device::MAX_TICK_NS + 1);
+        assert!(check_description(&mut d).unwrap_err().contains("LINK-1-5"));
+        d.tick_ns = Some(0);
+        assert!(check_description(&mut d).is_err());
+        d.tick_ns = None;
+        d.rate_gbps = Some(24);
+        assert!(check_description(&mut d).unwrap_err().contains("24 Gb/s"));
     }
 }

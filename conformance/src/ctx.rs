@@ -173,10 +173,16 @@ pub struct Ctx<'d> {
     seq: u64,
     buf: Vec<u8>,
     notes: Vec<String>,
+    /// Per port: when the last frame the device sent there ends on the wire at its line rate.
+    busy_until: Vec<u64>,
 }
 
 /// Step by which a device that does not report its deadline is advanced.
 const BLIND_STEP_NS: u64 = 100;
+
+/// How long [`Ctx::settle`] waits at most for a device to finish sending: 64 frames of 9216
+/// bytes at 25 Gb/s.
+pub const SETTLE_LIMIT_NS: u64 = 64 * (9236 * 8 / 25 + 1);
 
 impl<'d> Ctx<'d> {
     /// A harness over `dut`, which said `desc` in answer to `hello`.
@@ -200,6 +206,7 @@ impl<'d> Ctx<'d> {
             seq: 0,
             buf: vec![0; 9216],
             notes: Vec::new(),
+            busy_until: vec![0; ports],
         }
     }
 
@@ -250,12 +257,52 @@ impl<'d> Ctx<'d> {
         self.pending.clear();
         self.raw.iter_mut().for_each(VecDeque::clear);
         self.peers.iter_mut().for_each(|p| *p = None);
+        self.busy_until.iter_mut().for_each(|b| *b = 0);
         Ok(Ok(params))
     }
 
     /// The current time.
     pub fn now(&self) -> u64 {
         self.now
+    }
+
+    /// How late the device may act on a timer: its clock acts at the first tick at or after an
+    /// expiry (link.md LINK-1-5), so at most one tick less one nanosecond after it.
+    pub fn late_ns(&self) -> u64 {
+        self.desc.tick() - 1
+    }
+
+    /// The time `bytes` bytes of a frame occupy the device's wire, with preamble, SFD and gap
+    /// (link.md §1.2, `ser(n)`), at the line rate its `hello` gives, rounded up.
+    pub fn ser_ns(&self, bytes: usize) -> u64 {
+        let bits = (bytes as u64 + 20) * 8;
+        bits.div_ceil(self.desc.rate())
+    }
+
+    /// Runs on while the device may still be sending what it had to send: as long as a frame it
+    /// sent has not ended on the wire (at its line rate) at least one tick before now. A
+    /// transmitter that serialises a backlog at its line rate so gets to put the whole backlog
+    /// on the wire before a case judges what it sent; a device that sends nothing more costs
+    /// nothing. A device still sending [`SETTLE_LIMIT_NS`] after the call makes the case
+    /// Inconclusive: the frames it expects may not have left yet.
+    pub fn settle(&mut self) -> Result<(), Stop> {
+        let start = self.now;
+        loop {
+            let busy = self.busy_until.iter().copied().max().unwrap_or(0);
+            let quiet = busy.saturating_add(self.desc.tick());
+            if quiet <= self.now {
+                return Ok(());
+            }
+            if quiet > start.saturating_add(SETTLE_LIMIT_NS) {
+                return Err(Stop::Inconclusive(format!(
+                    "the device was still sending {SETTLE_LIMIT_NS} ns after the case's window \
+                     closed (at {start} ns, at {} Gb/s): the frames it expects may not have \
+                     left yet",
+                    self.desc.rate()
+                )));
+            }
+            self.run_until_time(quiet)?;
+        }
     }
 
     /// Whether the device declared the capability `name`.
@@ -544,6 +591,10 @@ impl<'d> Ctx<'d> {
                     }
                     last = time_ns;
                     let bytes = from_hex("frame", &hex)?;
+                    let wire = self.ser_ns(bytes.len());
+                    if let Some(b) = self.busy_until.get_mut(usize::from(port)) {
+                        *b = (*b).max(time_ns).saturating_add(wire);
+                    }
                     self.record(port, true, time_ns, bytes.clone())?;
                     boundary::check_sent(&bytes, mfs, &self.desc.caps)?;
                     self.carry_from_dut(port, time_ns, bytes)?;

@@ -72,7 +72,34 @@ pub struct Description {
     pub caps: Vec<String>,
     /// Its number of ports (1 for a link end).
     pub ports: u16,
+    /// The tick of the clock its timers run on, in ns (docs/spec/link.md LINK-1-5): each timer
+    /// is acted on at the first tick at or after its expiry. Left out: 1 ns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tick_ns: Option<u32>,
+    /// The line rate its transmitter serialises frames at, in Gb/s: back-to-back frames leave
+    /// `ser(n)` apart (link.md §1.2). Left out: 400 Gb/s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_gbps: Option<u32>,
 }
+
+impl Description {
+    /// The tick of the device's timer clock in ns (1 when it gives none).
+    pub fn tick(&self) -> u64 {
+        u64::from(self.tick_ns.unwrap_or(1).max(1))
+    }
+
+    /// The device's line rate in Gb/s (400 when it gives none).
+    pub fn rate(&self) -> u64 {
+        u64::from(self.rate_gbps.unwrap_or(DEFAULT_RATE_GBPS).max(1))
+    }
+}
+
+/// The line rate the harness assumes of a device whose `hello` gives none, in Gb/s.
+pub const DEFAULT_RATE_GBPS: u32 = 400;
+/// The coarsest timer clock a device may have (docs/spec/link.md LINK-1-5), in ns.
+pub const MAX_TICK_NS: u32 = 256;
+/// The slowest and fastest line rates the cases are designed for, in Gb/s.
+pub const RATE_RANGE_GBPS: core::ops::RangeInclusive<u32> = 25..=1600;
 
 /// The link parameters a case asks the device to use (link.md Table LINK-T1). A field left out
 /// keeps the device's default; the device reports the values in force in `reset`'s answer.

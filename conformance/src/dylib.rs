@@ -997,6 +997,8 @@ impl Device for DylibDevice {
             role: self.role,
             caps: caps.names().map(str::to_owned).collect(),
             ports: d.ports,
+            tick_ns: None,
+            rate_gbps: None,
         })
     }
 

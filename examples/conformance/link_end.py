@@ -15,6 +15,7 @@ It reads one JSON request per line on standard input and writes one JSON answer 
 standard output; it logs nothing unless ETHLINK_DEVICE_LOG is set, and then to standard error.
 """
 
+import argparse
 import json
 import os
 import sys
@@ -112,7 +113,9 @@ class Frame:
 
 
 class LinkEnd:
-    def __init__(self):
+    def __init__(self, tick_ns=1, rate_gbps=None):
+        self.tick = tick_ns  # the timer clock's tick (LINK-1-5)
+        self.rate = rate_gbps  # None: frames leave as they are made; else serialised at this rate
         self.reset({})
 
     # ---------------------------------------------------------------- set-up
@@ -135,6 +138,8 @@ class LinkEnd:
             for v in range(8):
                 self.c["%s.vc%d" % (k, v)] = 0
         self.out = []
+        self.txq = []  # (first bit, frame, last bit): frames made, in wire order, not yet told
+        self.wire_free = 0  # when the frame on the wire ends
         self.phys = False
         self.state = "OFF"  # OFF, INIT, UP
         self.peer_mac = None
@@ -225,6 +230,14 @@ class LinkEnd:
     def emit(self, o):
         self.out.append(o)
 
+    def tick_up(self, t):
+        """The first tick of the timer clock at or after t (LINK-1-5)."""
+        return -(-t // self.tick) * self.tick
+
+    def expiry(self, duration):
+        """When a timer started now for duration acts."""
+        return self.tick_up(self.now + duration)
+
     def draw_nonce(self):
         while True:
             seed = (self.seed * 2 + 1) & 0xFFFFFFFFFFFFFFFF
@@ -256,7 +269,21 @@ class LinkEnd:
         return content + fcs(content).to_bytes(4, "little")
 
     def send(self, frame):
-        self.emit({"out": "frame", "port": 0, "time_ns": self.now, "hex": frame.hex()})
+        """Puts frame on the wire: now, or once the frames before it have left. Returns the time
+        its first bit leaves."""
+        t = self.now
+        end = t
+        if self.rate:
+            t = max(t, self.wire_free)
+            end = t + -(-(len(frame) + 20) * 8 // self.rate)  # ser(n) of link.md 1.2
+            self.wire_free = end
+        self.txq.append((t, frame, end))
+        return t
+
+    def drop_unsent(self):
+        """The link went down: frames whose first bit has not left never will."""
+        self.txq = [x for x in self.txq if x[0] <= self.now]
+        self.wire_free = max([self.now] + [x[2] for x in self.txq])
 
     def params_body(self, echo):
         p = self.p
@@ -285,11 +312,12 @@ class LinkEnd:
         self.draw_nonce()
         self.echoed = set()
         self.init_next = self.now
-        self.init_deadline = self.now + self.p["init_timeout_ns"]
+        self.init_deadline = self.expiry(self.p["init_timeout_ns"])
 
     def leave_up(self, reason):
         """Every edge out of UP (Table LINK-T6), or physical down from INIT."""
         was_up = self.state == "UP"
+        self.drop_unsent()
         self.incarnation += 1
         lost = len(self.replay)
         # LINK-6-7: the link-down event first, then the frames of unknown fate in order.
@@ -320,8 +348,8 @@ class LinkEnd:
         self.state = "UP"
         self.rx_state = "SEND_ACKS"
         self.init_next = self.init_deadline = None
-        self.cc_deadline = self.now + self.p["cc_interval_ns"]
-        self.cf_max_deadline = self.now + self.p["cf_max_interval_ns"]
+        self.cc_deadline = self.expiry(self.p["cc_interval_ns"])
+        self.cf_max_deadline = self.expiry(self.p["cf_max_interval_ns"])
         self.gate_open = self.peer_nonce in self.echoed
         self.c["link_ups"] += 1
         self.c["init_echoes_received"] += 1
@@ -538,7 +566,7 @@ class LinkEnd:
         self.dup_run = False
         self.bytes_since_ack += n
         if self.ack_deadline is None:
-            self.ack_deadline = self.now + self.p["ack_timer_ns"]
+            self.ack_deadline = self.expiry(self.p["ack_timer_ns"])
         if self.bytes_since_ack >= self.p["ack_spacing"] or f.flags & ACK_REQ_FLAG:
             self.ack_due = True
 
@@ -588,21 +616,21 @@ class LinkEnd:
                 self.replay_next = max(0, self.replay_next - n)
                 if self.replay_next >= len(self.replay):
                     self.replay_next = None
-            self.replay_deadline = self.now + self.p["replay_timer_ns"] if self.replay else None
+            self.replay_deadline = self.expiry(self.p["replay_timer_ns"]) if self.replay else None
         if nack and self.replay:
             self.start_replay("replays_by_nack")
 
     def start_replay(self, counter):
         if self.replay_next is not None and not self.replay_sent_first:
             # LINK-3-9: a replay is pending and has sent nothing yet.
-            self.replay_deadline = self.now + self.p["replay_timer_ns"]
+            self.replay_deadline = self.expiry(self.p["replay_timer_ns"])
             return
         self.c[counter] += 1
         if self.replay_count >= self.p["replay_count_max"]:
             self.flush()
             return
         self.replay_count += 1
-        self.replay_deadline = self.now + self.p["replay_timer_ns"]
+        self.replay_deadline = self.expiry(self.p["replay_timer_ns"])
         self.replay_next = 0
         self.replay_sent_first = False
 
@@ -613,7 +641,7 @@ class LinkEnd:
 
     def age_deadline(self):
         # LINK-3-18: the oldest frame's first transmission plus llr_max_age.
-        return self.replay[0][4] + self.p["llr_max_age_ns"] if self.replay else None
+        return self.tick_up(self.replay[0][4] + self.p["llr_max_age_ns"]) if self.replay else None
 
     def aged(self):
         d = self.age_deadline()
@@ -685,7 +713,7 @@ class LinkEnd:
         if self.state == "INIT" and self.phys and self.init_next is not None and self.init_next <= self.now:
             self.send(self.build(INIT, self.params_body(0)))
             self.c["inits_sent"] += 1
-            self.init_next = self.now + self.p["init_interval_ns"]
+            self.init_next = self.expiry(self.p["init_interval_ns"])
         if self.state != "UP":
             return
         if self.nack_due:
@@ -704,7 +732,7 @@ class LinkEnd:
             self.ack_deadline = None
         cf_ready = (
             self.freed_since_cf >= self.p["cf_min_credits"]
-            and (self.last_cf is None or self.now >= self.last_cf + self.p["cf_min_interval_ns"])
+            and (self.last_cf is None or self.now >= self.tick_up(self.last_cf + self.p["cf_min_interval_ns"]))
         )
         if self.cf_due or cf_ready:
             self.send(self.build(CF, self.credit_body(self.freed)))
@@ -712,11 +740,11 @@ class LinkEnd:
             self.cf_due = False
             self.freed_since_cf = 0
             self.last_cf = self.now
-            self.cf_max_deadline = self.now + self.p["cf_max_interval_ns"]
+            self.cf_max_deadline = self.expiry(self.p["cf_max_interval_ns"])
         if not self.replay and self.cc_deadline is not None and self.now >= self.cc_deadline:
             self.send(self.build(CC, self.credit_body(self.consumed)))
             self.c["cc_sent"] += 1
-            self.cc_deadline = self.now + self.p["cc_interval_ns"]
+            self.cc_deadline = self.expiry(self.p["cc_interval_ns"])
         if self.aged():
             self.c["flushes_aged"] += 1
             self.flush()
@@ -773,10 +801,10 @@ class LinkEnd:
                 if fr < limit // 2 <= fr + 1 or by < self.p["replay_max_bytes"] // 2 <= by + n:
                     flags |= ACK_REQ_FLAG
                 frame = self.build(DATA, payload, vc=v, flags=flags, seq=self.tx_seq)
-                self.send(frame)
+                first = self.send(frame)
                 if not self.replay:
-                    self.replay_deadline = self.now + self.p["replay_timer_ns"]
-                self.replay.append((self.tx_seq, frame, v, payload, self.now))
+                    self.replay_deadline = self.expiry(self.p["replay_timer_ns"])
+                self.replay.append((self.tx_seq, frame, v, payload, first))
                 self.replay_bytes += len(frame)
                 self.c["replay_frames_max"] = max(self.c["replay_frames_max"], len(self.replay))
                 self.c["replay_bytes_max"] = max(self.c["replay_bytes_max"], self.replay_bytes)
@@ -802,7 +830,7 @@ class LinkEnd:
             if not self.replay:
                 d.append(self.cc_deadline)
             if self.freed_since_cf >= self.p["cf_min_credits"] and self.last_cf is not None:
-                d.append(self.last_cf + self.p["cf_min_interval_ns"])
+                d.append(self.tick_up(self.last_cf + self.p["cf_min_interval_ns"]))
         return [t for t in d if t is not None]
 
     def fire(self):
@@ -843,7 +871,12 @@ class LinkEnd:
         self.now = max(self.now, t)
         self.transmit()
         out, self.out = self.out, []
+        while self.txq and self.txq[0][0] <= t:
+            first, frame, _ = self.txq.pop(0)
+            out.append({"out": "frame", "port": 0, "time_ns": first, "hex": frame.hex()})
         later = [d for d in self.deadlines() if d > self.now]
+        if self.txq:
+            later.append(self.txq[0][0])
         ans = {"out": out}
         if later:
             ans["next_ns"] = min(later)
@@ -862,6 +895,7 @@ class LinkEnd:
                 self.enter_init()
         elif kind == "physical_down":
             if self.phys:
+                self.drop_unsent()
                 self.leave_up("physical")
                 self.phys = False
                 self.state = "OFF"
@@ -916,7 +950,18 @@ class LinkEnd:
 
 
 def main():
-    dev = LinkEnd()
+    ap = argparse.ArgumentParser(description="An EthLink link end speaking the conformance line protocol.")
+    ap.add_argument("--tick-ns", type=int, default=1,
+                    help="tick of the clock the timers run on, 1..256 ns (LINK-1-5); default 1")
+    ap.add_argument("--rate-gbps", type=int, default=None,
+                    help="serialise frames at this line rate (Gb/s); default: frames leave as "
+                         "they are made")
+    args = ap.parse_args()
+    if not 1 <= args.tick_ns <= 256:
+        ap.error("--tick-ns must be 1 to 256")
+    if args.rate_gbps is not None and args.rate_gbps < 1:
+        ap.error("--rate-gbps must be at least 1")
+    dev = LinkEnd(args.tick_ns, args.rate_gbps)
     out = sys.stdout
     for line in sys.stdin:
         line = line.strip()
@@ -933,6 +978,10 @@ def main():
                 else:
                     ans = {"ok": True, "version": PROTOCOL_VERSION, "name": "python example link end",
                            "role": "link_end", "caps": [], "ports": 1}
+                    if args.tick_ns != 1:
+                        ans["tick_ns"] = args.tick_ns
+                    if args.rate_gbps is not None:
+                        ans["rate_gbps"] = args.rate_gbps
             elif op == "reset":
                 ans = {"ok": True, "params": dev.reset(msg.get("setup") or {})}
             elif op == "frame":

@@ -9,6 +9,14 @@ use core::fmt;
 pub use core::time::Duration;
 
 /// A point in time, in nanoseconds since an origin the caller chooses.
+///
+/// The reference's timers run on this 1 ns clock: each deadline is an `Instant`, and the link
+/// acts on it at the first call at or after it, so at the expiry itself when the caller polls at
+/// [`crate::Link::poll_timeout`]'s answer.
+//= docs/spec/link.md#12-timers
+//# LINK-1-5 An end whose timers run on a clock coarser than 1 ns MUST act on each expiry at the
+//# first tick of that clock at or after it, never before it, and that clock's tick MUST NOT
+//# exceed 256 ns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct Instant(u64);
 

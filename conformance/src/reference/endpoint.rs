@@ -316,6 +316,8 @@ impl Device for RefEndpoint {
             role: Role::Endpoint,
             caps: cap_names(self.base.caps),
             ports: self.base.port_count() as u16,
+            tick_ns: None,
+            rate_gbps: None,
         })
     }
 

@@ -293,6 +293,8 @@ impl Device for RefLinkEnd {
             role: crate::device::Role::LinkEnd,
             caps: cap_names(self.base.caps),
             ports: 1,
+            tick_ns: None,
+            rate_gbps: None,
         })
     }
 

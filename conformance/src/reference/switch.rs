@@ -271,6 +271,8 @@ impl Device for RefSwitch {
             role: Role::Switch,
             caps: cap_names(self.base.port_link(0).caps),
             ports: self.base.ports,
+            tick_ns: None,
+            rate_gbps: None,
         })
     }
 
