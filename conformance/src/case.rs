@@ -107,6 +107,9 @@ pub enum Stop {
     Inconclusive(String),
     /// The device broke the boundary, or the harness failed.
     Harness(String),
+    /// The case ran out of its budget of simulated events: the device livelocks. The runner
+    /// makes it a failure of the case's first requirement.
+    Budget(String),
 }
 
 impl Stop {

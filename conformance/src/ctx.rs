@@ -175,10 +175,21 @@ pub struct Ctx<'d> {
     notes: Vec<String>,
     /// Per port: when the last frame the device sent there ends on the wire at its line rate.
     busy_until: Vec<u64>,
+    /// Steps of the simulation so far (each advances the device once), against
+    /// [`Ctx::event_budget`].
+    steps: u64,
+    /// Most steps the case may take: a case that needs more is a livelock.
+    pub event_budget: u64,
 }
 
 /// Step by which a device that does not report its deadline is advanced.
 const BLIND_STEP_NS: u64 = 100;
+
+/// Most steps of the simulation a case may take ([`Ctx::event_budget`]), each an advance of the
+/// device: far above what any case takes against a conforming device (the most against the
+/// references is given in docs/conformance.md §3.5), far below what a wall-time limit allows a
+/// device that livelocks.
+pub const EVENT_BUDGET: u64 = 200_000;
 
 /// How long [`Ctx::settle`] waits at most for a device to finish sending: 64 frames of 9216
 /// bytes at 25 Gb/s.
@@ -207,6 +218,8 @@ impl<'d> Ctx<'d> {
             buf: vec![0; 9216],
             notes: Vec::new(),
             busy_until: vec![0; ports],
+            steps: 0,
+            event_budget: EVENT_BUDGET,
         }
     }
 
@@ -264,6 +277,11 @@ impl<'d> Ctx<'d> {
     /// The current time.
     pub fn now(&self) -> u64 {
         self.now
+    }
+
+    /// The steps of the simulation the case has taken so far.
+    pub fn steps(&self) -> u64 {
+        self.steps
     }
 
     /// How late the device may act on a timer: its clock acts at the first tick at or after an
@@ -510,6 +528,15 @@ impl<'d> Ctx<'d> {
 
     /// Moves everything to time `t`.
     fn step_to(&mut self, t: u64) -> Result<(), Stop> {
+        self.steps += 1;
+        if self.steps > self.event_budget {
+            return Err(Stop::Budget(format!(
+                "the case took more than {} steps of its simulation (each an advance of the \
+                 device) and had reached {} ns of simulated time: the device, or the exchange it \
+                 drives with the harness's peers, does not settle",
+                self.event_budget, self.now
+            )));
+        }
         if t > self.limit_ns {
             return Err(Stop::Harness(format!(
                 "the case ran past its simulated time limit of {} ns",

@@ -105,6 +105,30 @@ pub fn run_case(dut: &mut dyn Device, desc: &Description, case: &Case) -> CaseRe
             result.message = Some(why);
             result.log = ctx.log().to_vec();
         }
+        // A livelock breaks what the case checks: the device never does what the requirement
+        // asks within any budget (docs/conformance.md §3.5).
+        Err(Stop::Budget(why)) => match case.reqs.first() {
+            Some(&req) => {
+                result.verdict = match case.level {
+                    Level::Must => Verdict::Fail,
+                    Level::Should => Verdict::NonStrict,
+                };
+                result.failure = Some(Failure {
+                    req,
+                    expected: format!(
+                        "the case ends within its budget of {} simulation steps",
+                        ctx.event_budget
+                    ),
+                    seen: why,
+                });
+                result.log = ctx.log().to_vec();
+            }
+            None => {
+                result.verdict = Verdict::HarnessError;
+                result.message = Some(why);
+                result.log = ctx.log().to_vec();
+            }
+        },
     }
     result.wall_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
     result

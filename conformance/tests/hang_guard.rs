@@ -87,3 +87,57 @@ fn a_hanging_in_process_device_ends_at_the_case_limit() {
         results[1].message
     );
 }
+
+/// The reference link end, except that it never settles: every `advance` asks to be woken again
+/// one nanosecond later, as a device caught in a loop with the harness's peers does.
+struct Spinning(RefLinkEnd);
+
+impl Device for Spinning {
+    fn hello(&mut self) -> Result<Description, DeviceError> {
+        self.0.hello()
+    }
+    fn reset(&mut self, setup: &Setup) -> Result<LinkParams, DeviceError> {
+        self.0.reset(setup)
+    }
+    fn frame(&mut self, port: u16, time_ns: u64, frame: &[u8]) -> Result<(), DeviceError> {
+        self.0.frame(port, time_ns, frame)
+    }
+    fn request(&mut self, time_ns: u64, request: &Request) -> Result<Reply, DeviceError> {
+        self.0.request(time_ns, request)
+    }
+    fn advance(&mut self, time_ns: u64) -> Result<Advanced, DeviceError> {
+        let mut a = self.0.advance(time_ns)?;
+        a.next_ns = Some(time_ns + 1);
+        Ok(a)
+    }
+    fn counters(&mut self) -> Result<Counters, DeviceError> {
+        self.0.counters()
+    }
+}
+
+/// A device that never settles uses up the case's budget of simulation steps long before any
+/// wall-time limit, and the case fails on its first requirement with the budget named: never a
+/// harness error after a minute that names nothing.
+#[test]
+fn a_device_that_never_settles_fails_its_case_within_the_event_budget() {
+    let case = cases::all()
+        .into_iter()
+        .find(|c| c.id == "LE-INIT-9")
+        .expect("LE-INIT-9");
+    let mut dut = Spinning(RefLinkEnd::default());
+    let desc = dut.hello().unwrap();
+    let r = ethlink_conformance::runner::run_case(&mut dut, &desc, &case);
+    assert_eq!(r.verdict, Verdict::Fail, "{:?} {:?}", r.failure, r.message);
+    let f = r.failure.expect("a failure");
+    assert_eq!(f.req, case.reqs[0]);
+    assert!(
+        f.expected.contains("200000 simulation steps"),
+        "{}",
+        f.expected
+    );
+    assert!(f.seen.contains("does not settle"), "{}", f.seen);
+    // The same device that settles passes.
+    let mut dut = RefLinkEnd::default();
+    let r = ethlink_conformance::runner::run_case(&mut dut, &desc, &case);
+    assert_eq!(r.verdict, Verdict::Pass);
+}
