@@ -798,7 +798,7 @@ class LinkEnd:
                     self.stall_since[v] = None
                 flags = 0
                 fr, by = len(self.replay), self.replay_bytes
-                if fr < limit // 2 <= fr + 1 or by < self.p["replay_max_bytes"] // 2 <= by + n:
+                if fr < -(-limit // 2) <= fr + 1 or by < self.p["replay_max_bytes"] // 2 <= by + n:
                     flags |= ACK_REQ_FLAG
                 frame = self.build(DATA, payload, vc=v, flags=flags, seq=self.tx_seq)
                 first = self.send(frame)
