@@ -2,9 +2,10 @@
 //! histogram per placement in the JSON, JUnit and text reports, the same device gives the same
 //! histograms, and devices with a weakened ordering engine fail the cases that should catch them.
 
+mod mutants;
+
 use ethlink_conformance::case::Case;
 use ethlink_conformance::cases;
-use ethlink_conformance::mutants::endpoint::mutants;
 use ethlink_conformance::reference::RefEndpoint;
 use ethlink_conformance::report::{self, Run};
 use ethlink_conformance::runner::{CaseResult, run_case};
@@ -70,7 +71,7 @@ fn the_same_device_gives_the_same_histograms() {
 
 /// Runs `ids` against the mutant `name`; the verdict and failure of each.
 fn against_mutant(name: &str, ids: &[&str]) -> Vec<CaseResult> {
-    let (_, make) = mutants()
+    let (_, make) = mutants::endpoint::mutants()
         .into_iter()
         .find(|(n, _)| *n == name)
         .unwrap_or_else(|| panic!("no mutant {name}"));

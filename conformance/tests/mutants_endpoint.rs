@@ -1,13 +1,14 @@
 //! Every endpoint mutant is caught: the endpoint cases fail each at least once.
 
+mod mutants;
+
 use ethlink_conformance::cases;
-use ethlink_conformance::mutants::endpoint::mutants;
 use ethlink_conformance::runner::run_case;
 use ethlink_conformance::{Role, Verdict};
 
 #[test]
 fn every_endpoint_mutant_fails_a_case() {
-    let list = mutants();
+    let list = mutants::endpoint::mutants();
     assert!(list.len() >= 4);
     let mut escaped = Vec::new();
     for (name, make) in list {

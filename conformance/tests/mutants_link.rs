@@ -1,6 +1,8 @@
 //! Every link-end case against the reference (with a per-case report) and against each link
 //! mutant: every mutant must fail at least one case.
 
+mod mutants;
+
 use ethlink_conformance::cases;
 use ethlink_conformance::device::Device;
 use ethlink_conformance::reference::RefLinkEnd;
@@ -31,7 +33,7 @@ fn every_link_mutant_fails_a_link_case() {
         .into_iter()
         .filter(|c| c.role == Role::LinkEnd)
         .collect();
-    let mutants = ethlink_conformance::mutants::link::mutants();
+    let mutants = mutants::link::mutants();
     assert!(mutants.len() >= 8);
     let mut survivors = Vec::new();
     for (name, make) in mutants {

@@ -218,7 +218,7 @@ fn every_vector_case_passes_against_the_reference_link_end() {
     use ethlink_conformance::{Role, Verdict};
 
     let file = committed_vectors();
-    assert!(file.vectors.len() <= cases::vectors::CAPACITY);
+    assert!(file.vectors.len() <= cases::link::vectors::CAPACITY);
     let all: Vec<_> = cases::all()
         .into_iter()
         .filter(|c| c.id.starts_with("VEC-"))

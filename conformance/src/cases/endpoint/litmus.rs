@@ -1,6 +1,7 @@
-//! Litmus cases for an endpoint (transaction.md §4, the memory model): small programs of a few
-//! agents whose outcomes the model allows or forbids, run many times under schedules the harness
-//! chooses, with each test's outcome histogram in the case's notes (docs/conformance.md §10).
+//! Litmus cases for an endpoint (`EPT-LIT-*`; transaction.md §4, the memory model): small
+//! programs of a few agents whose outcomes the model allows or forbids, run many times under
+//! schedules the harness chooses, with each test's outcome histogram in the case's notes
+//! (docs/conformance.md §10).
 //! The tests are in the text form of `ethlink_fabric::litmus`, in `conformance/litmus/`.
 //!
 //! Two families:
@@ -40,7 +41,7 @@ use ethlink_fabric::litmus::{Histogram, Litmus, Op, Outcome, Via};
 
 use crate::case::{Case, Stop};
 use crate::cases::endpoint::case;
-use crate::cases::endpoint_common::{
+use crate::cases::endpoint::common::{
     DUT, G, REM, Txn, atomic, ep_up, fence, le, load, mem_write, op, parse_payload, rdma_read,
     rdma_write, resp, st, store,
 };
@@ -93,7 +94,7 @@ macro_rules! target {
             id: $id,
             title: $title,
             family: Family::Target,
-            text: include_str!(concat!("../../litmus/as-target/", $file, ".toml")),
+            text: include_str!(concat!("../../../litmus/as-target/", $file, ".toml")),
             forbids: $forbids,
             reqs: $reqs,
             needs: $needs,
@@ -107,7 +108,7 @@ macro_rules! requester {
             id: $id,
             title: $title,
             family: Family::Requester,
-            text: include_str!(concat!("../../litmus/as-requester/", $file, ".toml")),
+            text: include_str!(concat!("../../../litmus/as-requester/", $file, ".toml")),
             forbids: $forbids,
             reqs: $reqs,
             needs: &[],
@@ -1713,7 +1714,10 @@ mod tests {
 
     #[test]
     fn rfence_is_read_with_its_path() {
-        let t = parse(include_str!("../../litmus/as-target/MP+stream+rfence.toml")).unwrap();
+        let t = parse(include_str!(
+            "../../../litmus/as-target/MP+stream+rfence.toml"
+        ))
+        .unwrap();
         assert!(matches!(
             t.prog(1)[1],
             Op::RFence {

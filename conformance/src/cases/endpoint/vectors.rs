@@ -22,7 +22,7 @@
 use std::sync::OnceLock;
 
 use crate::case::{Case, Level, Stop, check};
-use crate::cases::endpoint_common::{DUT, G, NA, REM, RO, SH, Seen, Txn, ep_up, parse_payload};
+use crate::cases::endpoint::common::{DUT, G, NA, REM, RO, SH, Seen, Txn, ep_up, parse_payload};
 use crate::ctx::Ctx;
 use crate::device::{Request, Role, Space, to_hex};
 use crate::vectors::{VectorFile, VectorJson};
@@ -30,7 +30,7 @@ use crate::vectors::{VectorFile, VectorJson};
 fn file() -> &'static VectorFile {
     static FILE: OnceLock<VectorFile> = OnceLock::new();
     FILE.get_or_init(|| {
-        serde_json::from_str(include_str!("../../vectors/vectors.json")).unwrap_or_else(|_| {
+        serde_json::from_str(include_str!("../../../vectors/vectors.json")).unwrap_or_else(|_| {
             VectorFile {
                 format: String::new(),
                 version: 0,

@@ -41,7 +41,7 @@ use crate::vectors::{VectorFile, VectorJson};
 fn file() -> &'static VectorFile {
     static FILE: OnceLock<VectorFile> = OnceLock::new();
     FILE.get_or_init(|| {
-        serde_json::from_str(include_str!("../../vectors/vectors.json")).unwrap_or_else(|_| {
+        serde_json::from_str(include_str!("../../../vectors/vectors.json")).unwrap_or_else(|_| {
             VectorFile {
                 format: String::new(),
                 version: 0,

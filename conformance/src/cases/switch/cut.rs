@@ -1,8 +1,8 @@
-//! Cases for the cut-through profile of switch.md §6: a switch that declares `cut_through` is
-//! given each frame's header when its first bit arrives (docs/conformance.md §3.3 `header`) and
-//! the frame whole at its end, with a port-to-port latency below the serialisation time of the
-//! frames the cases send, so that a switch that cuts through begins its copies before their input
-//! has ended.
+//! Cases for the cut-through profile of switch.md §6 (`SWT-CUT-*`): a switch that declares
+//! `cut_through` is given each frame's header when its first bit arrives (docs/conformance.md §3.3
+//! `header`) and the frame whole at its end, with a port-to-port latency below the serialisation
+//! time of the frames the cases send, so that a switch that cuts through begins its copies before
+//! their input has ended.
 //!
 //! One judge reads every case's wires: for each copy of a DATA frame the switch begins on the
 //! egress port, the arrivals of that frame on the input port (their first and last bit, their

@@ -4,12 +4,12 @@
 
 use std::collections::BTreeMap;
 
-use crate::cases::common::{Frm, cc, data, decode, nack, refcs};
-use crate::device::{
+use ethlink_conformance::cases::common::{Frm, cc, data, decode, nack, refcs};
+use ethlink_conformance::device::{
     Advanced, Counters, Description, Device, DeviceError, LinkParams, Output, Reply, Request,
     Setup, from_hex, to_hex,
 };
-use crate::reference::RefLinkEnd;
+use ethlink_conformance::reference::RefLinkEnd;
 
 /// The nonce the fixed-nonce mutant shows on the wire, whatever it draws.
 const FIXED_NONCE: u32 = 0x1234_5678;

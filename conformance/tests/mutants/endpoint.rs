@@ -6,11 +6,11 @@ use std::collections::BTreeSet;
 
 use ethlink_protocol::fcs::fcs_bytes;
 
-use crate::device::{
+use ethlink_conformance::device::{
     Advanced, Counters, Description, Device, DeviceError, LinkParams, Output, Reply, Request,
     Setup, Space, from_hex, to_hex,
 };
-use crate::reference::RefEndpoint;
+use ethlink_conformance::reference::RefEndpoint;
 
 /// How a mutant breaks the reference.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

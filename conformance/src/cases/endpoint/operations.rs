@@ -1,0 +1,203 @@
+//! The operations as a target performs them (transaction.md §2; endpoint.md §8): LOAD and STORE,
+//! the atomics, and shared memory. The `EPT-OPS-*` cases.
+
+use crate::case::{Stop, check, check_eq};
+use crate::cases::endpoint::common::{
+    G, SH, Seen, atomic, check_resp, ep_up, expect_mem, le, load, mem_write, one_response, op,
+    pattern, send, st, store,
+};
+use crate::ctx::Ctx;
+use crate::device::Space;
+
+pub(super) fn target_load_store(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    ep_up(ctx, 1)?;
+    let pre = pattern(64, 0x40);
+    mem_write(ctx, Space::Global, G.0 + 0x100, &pre)?;
+    let new = pattern(13, 0x99);
+    // One frame: load, store into the middle, load again (same path: the second load sees the
+    // store), then a load of bytes never written.
+    send(
+        ctx,
+        0,
+        0,
+        &[
+            load(0x0101, 0, G.2, G.0 + 0x100, 64),
+            store(0x0102, 0, G.2, G.0 + 0x111, &new),
+            load(0x0103, 0, G.2, G.0 + 0x100, 64),
+            load(0x0104, 0, G.2, G.0 + 0x8000, 256),
+        ],
+    )?;
+    let mut seen = Seen::default();
+    seen.run(ctx, 1, 50_000, |s| s.txns.len() >= 4)?;
+    let mut after = pre.clone();
+    after[0x11..0x11 + 13].copy_from_slice(&new);
+    let t = one_response(&seen, 0x0101, "the first LOAD")?;
+    check_resp(t, 0x81, st::OK, &pre, "TXN-2-1")?;
+    let t = one_response(&seen, 0x0102, "the STORE")?;
+    check_resp(t, 0x82, st::OK, &[], "TXN-2-2")?;
+    let t = one_response(&seen, 0x0103, "the LOAD after the STORE")?;
+    check(
+        t.data == after,
+        "TXN-4-2",
+        "the second LOAD returns the STORE's bytes",
+        || t.show(),
+    )?;
+    check_resp(t, 0x81, st::OK, &after, "TXN-2-1")?;
+    let t = one_response(&seen, 0x0104, "the LOAD of bytes never written")?;
+    check(t.data == vec![0; 256], "EP-2-1", "256 zero bytes", || {
+        t.show()
+    })?;
+    check_resp(t, 0x81, st::OK, &[0; 256], "TXN-2-1")?;
+    // The responses of one frame come in its order (EP-8-2) on VC 2.
+    let order: Vec<u16> = seen.txns.iter().map(|t| t.tag).collect();
+    check_eq(
+        "EP-8-2",
+        "response tags in order",
+        order,
+        vec![0x0101, 0x0102, 0x0103, 0x0104],
+    )?;
+    // The store wrote its bytes and nothing else.
+    let mut around = vec![0u8; 16];
+    around.extend(&after);
+    around.extend([0u8; 16]);
+    expect_mem(
+        ctx,
+        "TXN-2-2",
+        Space::Global,
+        G.0 + 0xF0,
+        &around,
+        "the 13 bytes stored, nothing else",
+    )
+}
+
+pub(super) fn target_atomics(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    ep_up(ctx, 1)?;
+    let a = G.0 + 0x200;
+    // a+0: u32 0xFFFFFFFE, a+4: guard 0xEEEEEEEE, a+8: u64, a+0x10: u32 + guard, a+0x18: u64,
+    // a+0x20: u32 + guard, a+0x28: u64.
+    let init: [(u64, u64, usize); 6] = [
+        (0, 0xFFFF_FFFE, 4),
+        (0x08, 0x0123_4567_89AB_CDEF, 8),
+        (0x10, 0xDEAD_BEEF, 4),
+        (0x18, 0x1122_3344_5566_7788, 8),
+        (0x20, 7, 4),
+        (0x28, 0xAAAA, 8),
+    ];
+    let mut mem = vec![0xEEu8; 0x30];
+    for (off, v, w) in init {
+        mem[off as usize..off as usize + w].copy_from_slice(&le(v, w));
+    }
+    mem_write(ctx, Space::Global, a, &mem)?;
+    let add8 = 0x1111_1111_1111_1111u64;
+    send(
+        ctx,
+        0,
+        0,
+        &[
+            atomic(op::FADD, 0x0201, G.2, a, &le(3, 4)),
+            atomic(op::FADD, 0x0202, G.2, a + 0x08, &le(add8, 8)),
+            atomic(op::SWAP, 0x0203, G.2, a + 0x10, &le(0x0102_0304, 4)),
+            atomic(
+                op::SWAP,
+                0x0204,
+                G.2,
+                a + 0x18,
+                &le(0x8877_6655_4433_2211, 8),
+            ),
+            atomic(
+                op::CAS,
+                0x0205,
+                G.2,
+                a + 0x20,
+                &[le(7, 4), le(9, 4)].concat(),
+            ),
+            atomic(
+                op::CAS,
+                0x0206,
+                G.2,
+                a + 0x28,
+                &[le(0xBBBB, 8), le(1, 8)].concat(),
+            ),
+        ],
+    )?;
+    let mut seen = Seen::default();
+    seen.run(ctx, 1, 50_000, |s| s.txns.len() >= 6)?;
+    for (i, (_, old, w)) in init.iter().enumerate() {
+        let tag = 0x0201 + i as u16;
+        let opcode = [0x83, 0x83, 0x84, 0x84, 0x85, 0x85][i];
+        let t = one_response(&seen, tag, "an atomic")?;
+        check(
+            t.data == le(*old, *w),
+            "TXN-2-3",
+            format!("the old value {old:#x} ({w} bytes, little-endian)"),
+            || t.show(),
+        )?;
+        check_resp(t, opcode, st::OK, &le(*old, *w), "TXN-2-3")?;
+    }
+    let mut want = mem.clone();
+    let put =
+        |m: &mut Vec<u8>, off: usize, v: u64, w: usize| m[off..off + w].copy_from_slice(&le(v, w));
+    put(&mut want, 0, 1, 4); // 0xFFFFFFFE + 3 wraps to 1; the guard keeps no carry
+    put(
+        &mut want,
+        0x08,
+        0x0123_4567_89AB_CDEFu64.wrapping_add(add8),
+        8,
+    );
+    put(&mut want, 0x10, 0x0102_0304, 4);
+    put(&mut want, 0x18, 0x8877_6655_4433_2211, 8);
+    put(&mut want, 0x20, 9, 4);
+    // a+0x28: compare failed, unchanged.
+    expect_mem(
+        ctx,
+        "EP-2-8",
+        Space::Global,
+        a,
+        &want,
+        "each atomic performed once, modulo its width",
+    )
+}
+
+pub(super) fn target_shared(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    ep_up(ctx, 1)?;
+    let d = pattern(32, 0x5E);
+    mem_write(ctx, Space::Global, SH.0 + 0x20, &[0xEE; 32])?;
+    send(
+        ctx,
+        0,
+        0,
+        &[
+            store(0x1401, 1, SH.2, SH.0 + 0x20, &d),
+            load(0x1402, 1, SH.2, SH.0 + 0x20, 32),
+            load(0x1403, 1, SH.2 ^ 1, SH.0 + 0x20, 32),
+            load(0x1404, 0, SH.2, SH.0 + 0x20, 32),
+        ],
+    )?;
+    let mut seen = Seen::default();
+    seen.run(ctx, 1, 30_000, |s| s.txns.len() >= 4)?;
+    let t = one_response(&seen, 0x1401, "a STORE to shared memory")?;
+    check_resp(t, 0x82, st::OK, &[], "TXN-2-2")?;
+    let t = one_response(&seen, 0x1402, "a LOAD of shared memory")?;
+    check_resp(t, 0x81, st::OK, &d, "TXN-2-1")?;
+    let t = one_response(&seen, 0x1403, "a LOAD of shared memory with the wrong key")?;
+    check_resp(t, 0x81, st::ACCESS_VIOLATION, &[], "EP-2-4")?;
+    // Without the flag the same address is global memory, where no region covers it.
+    let t = one_response(&seen, 0x1404, "a LOAD of the same address in global memory")?;
+    check_resp(t, 0x81, st::OUT_OF_RANGE, &[], "EP-2-3")?;
+    expect_mem(
+        ctx,
+        "TXN-2-2",
+        Space::Shared,
+        SH.0 + 0x20,
+        &d,
+        "the store in shared memory",
+    )?;
+    expect_mem(
+        ctx,
+        "TXN-2-2",
+        Space::Global,
+        SH.0 + 0x20,
+        &[0xEE; 32],
+        "global memory untouched",
+    )
+}

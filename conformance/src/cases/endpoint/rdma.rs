@@ -1,0 +1,848 @@
+//! The RDMA engine (endpoint.md §6), as target and as requester: segments, read chunks, malformed
+//! segments, writes that expire, and the bounds a target keeps on the reads it serves and the
+//! writes it reassembles (EP-6-9, EP-6-12..EP-6-14; a device that refuses the endpoint settings
+//! of such a case makes it Unsupported). The `EPT-RDMA-*` cases.
+
+use super::{answer, check_request, ep_up_params};
+use crate::case::{Stop, check, check_eq};
+use crate::cases::endpoint::common::{
+    DUT, G, REM, Seen, check_resp, completion, ep_up, expect_mem, mem_read, mem_write,
+    one_response, op, pattern, rdma_read, rdma_write, read_resp, send, st,
+};
+use crate::ctx::Ctx;
+use crate::device::{EndpointParams, Request, Space};
+
+pub(super) fn target_rdma_write(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    ep_up(ctx, 1)?;
+    let addr = G.0 + 0x1000;
+    let total = 1000u32;
+    let data = pattern(total as usize, 7);
+    let tag = 0x0401;
+    let mut seen = Seen::default();
+    // Segments at offsets 768, 256, 0, then a duplicate of 256 carrying other bytes (ignored: its
+    // blocks have all arrived), then 512, which completes the write.
+    let other = pattern(256, 0x55);
+    for (off, dup) in [
+        (768u32, false),
+        (256, false),
+        (0, false),
+        (256, true),
+        (512, false),
+    ] {
+        let end = (off + 256).min(total) as usize;
+        let bytes = if dup {
+            &other[..]
+        } else {
+            &data[off as usize..end]
+        };
+        send(
+            ctx,
+            0,
+            1,
+            &[rdma_write(tag, 0, G.2, addr, off, total, bytes)],
+        )?;
+        seen.run(ctx, 1, 5_000, |_| false)?;
+        if off != 512 {
+            check(
+                seen.with_tag(tag, true).is_empty(),
+                "TXN-2-4",
+                "no RDMA_COMPLETION before every byte is written",
+                || {
+                    format!(
+                        "after the segment at offset {off}: {:?}",
+                        seen.txns.iter().map(|t| t.show()).collect::<Vec<_>>()
+                    )
+                },
+            )?;
+        }
+    }
+    seen.run(ctx, 1, 20_000, |s| !s.with_tag(tag, true).is_empty())?;
+    seen.run(ctx, 1, 10_000, |_| false)?;
+    let t = one_response(&seen, tag, "the RDMA write")?;
+    check_resp(t, op::RDMA_COMPLETION, st::OK, &[], "TXN-2-4")?;
+    check_eq("TXN-2-4", "RDMA_COMPLETION total length", t.word(0), total)?;
+    let mut want = data.clone();
+    want.extend([0u8; 24]);
+    expect_mem(
+        ctx,
+        "EP-6-5",
+        Space::Global,
+        addr,
+        &want,
+        "the 1000 bytes written once, the duplicate ignored, nothing after",
+    )
+}
+
+pub(super) fn target_rdma_read(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    ep_up(ctx, 1)?;
+    let addr = G.0 + 0x2000;
+    let total = 20_000u32;
+    let data = pattern(total as usize, 9);
+    mem_write(ctx, Space::Global, addr, &data)?;
+    let tag = 0x0501;
+    send(ctx, 0, 1, &[rdma_read(tag, 0, G.2, addr, total)])?;
+    let mut seen = Seen::default();
+    let covered = |s: &Seen| {
+        s.with_tag(tag, true)
+            .iter()
+            .map(|t| u64::from(t.dlen))
+            .sum::<u64>()
+            >= u64::from(total)
+    };
+    seen.run(ctx, 1, 100_000, covered)?;
+    seen.run(ctx, 1, 5_000, |_| false)?;
+    let segs = seen.with_tag(tag, true);
+    let mut got = vec![None; total as usize];
+    let mut last = None;
+    for t in &segs {
+        check(
+            t.opcode == op::RDMA_READ_RESP && t.fs == st::OK,
+            "EP-6-8",
+            "RDMA_READ_RESP OK segments",
+            || t.show(),
+        )?;
+        check(t.vc == 3, "EP-8-6", "RDMA_READ_RESP on VC 3", || t.show())?;
+        check(
+            t.hlen == 4 && t.dst == REM && t.src == DUT,
+            "WIRE-6.1-2",
+            "hlen 4, to the requester, from the device",
+            || t.show(),
+        )?;
+        let off = t.word(0);
+        check_eq("EP-6-8", "segment total length", t.word(4), total)?;
+        let end = off as u64 + u64::from(t.dlen);
+        check(
+            off % 256 == 0 && end <= u64::from(total) && t.dlen > 0,
+            "EP-6-8",
+            "offset a multiple of 256, inside the read",
+            || t.show(),
+        )?;
+        check(
+            t.dlen % 256 == 0 || end == u64::from(total),
+            "EP-6-8",
+            "length a multiple of 256 unless it ends the read",
+            || t.show(),
+        )?;
+        if let Some(prev) = last {
+            check(
+                off > prev,
+                "EP-6-8",
+                "segments at increasing offsets",
+                || t.show(),
+            )?;
+        }
+        last = Some(off);
+        for (i, b) in t.data.iter().enumerate() {
+            let slot = &mut got[off as usize + i];
+            check(
+                slot.is_none(),
+                "EP-6-8",
+                "each byte of the read sent once",
+                || format!("byte {} twice", off as usize + i),
+            )?;
+            *slot = Some(*b);
+        }
+    }
+    let got: Option<Vec<u8>> = got.into_iter().collect();
+    check(
+        got.as_deref() == Some(&data[..]),
+        "EP-6-8",
+        "the segments cover the read exactly with the bytes of memory",
+        || {
+            format!(
+                "{} segments: {:?}",
+                segs.len(),
+                segs.iter().map(|t| (t.word(0), t.dlen)).collect::<Vec<_>>()
+            )
+        },
+    )
+}
+
+pub(super) fn requester_rdma_write(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    ep_up(ctx, 2)?;
+    let ports = ctx.desc.ports.min(2);
+    let len = 20_000usize;
+    let local = 0x10_0000u64;
+    let data = pattern(len, 0x5C);
+    mem_write(ctx, Space::Global, local, &data)?;
+    let (key, raddr) = (0x0D0D_0001u32, 0x90_0000u64);
+    let id = ctx
+        .request(&Request::Post {
+            write: true,
+            local_space: Space::Global,
+            local_addr: local,
+            dst: REM,
+            space: Space::Global,
+            key,
+            addr: raddr,
+            len: len as u64,
+        })?
+        .id
+        .ok_or_else(|| Stop::Harness("post answered without an id".into()))?;
+    let mut seen = Seen::default();
+    let covered = |s: &Seen| {
+        s.requests(op::RDMA_WRITE)
+            .iter()
+            .map(|t| usize::from(t.dlen))
+            .sum::<usize>()
+            >= len
+    };
+    seen.run(ctx, ports, 200_000, covered)?;
+    seen.run(ctx, ports, 5_000, |_| false)?;
+    let segs = seen.requests(op::RDMA_WRITE);
+    check(!segs.is_empty(), "EP-6-2", "RDMA_WRITE segments", || {
+        "none".into()
+    })?;
+    let tag = segs[0].tag;
+    let seg = segs.iter().map(|t| u32::from(t.dlen)).max().unwrap_or(0);
+    check(
+        seg % 256 == 0 && (256..=8192).contains(&seg),
+        "EP-6-2",
+        "a segment size that is a multiple of 256 in 256..8192",
+        || format!("largest segment {seg}"),
+    )?;
+    let mut covered = vec![false; len];
+    for t in &segs {
+        check_request(t, op::RDMA_WRITE, 1)?;
+        check(
+            t.tag == tag,
+            "EP-6-2",
+            format!("every segment with tag {tag:#06x}"),
+            || t.show(),
+        )?;
+        check(
+            t.word(0) == key && t.dword(4) == raddr && t.word(16) == len as u32 && t.hlen == 7,
+            "WIRE-6.7-2",
+            "key, address and total length of the write in every segment",
+            || t.show(),
+        )?;
+        let off = t.word(12) as usize;
+        check(
+            off.is_multiple_of(seg as usize) && off < len,
+            "EP-6-2",
+            format!("offset a multiple of the segment size {seg}"),
+            || t.show(),
+        )?;
+        let want = (seg as usize).min(len - off);
+        check(
+            usize::from(t.dlen) == want,
+            "EP-6-2",
+            format!("length min({seg}, {len} - {off}) = {want}"),
+            || t.show(),
+        )?;
+        check(
+            t.data == data[off..off + want],
+            "EP-6-2",
+            "the local bytes at the segment's offset",
+            || t.show(),
+        )?;
+        for c in &mut covered[off..off + want] {
+            check(!*c, "EP-6-2", "each byte in one segment", || t.show())?;
+            *c = true;
+        }
+    }
+    check(
+        covered.iter().all(|c| *c),
+        "EP-6-2",
+        "the segments cover the write",
+        || format!("{} segments", segs.len()),
+    )?;
+    let last_port = segs.last().map(|t| t.port).unwrap_or(0);
+    check(
+        seen.done.is_empty(),
+        "TXN-3-1",
+        "no completion before the RDMA_COMPLETION",
+        || format!("{:?}", seen.done),
+    )?;
+    answer(ctx, last_port, 2, &[completion(st::OK, tag, len as u32)])?;
+    seen.run(ctx, ports, 20_000, |s| !s.done.is_empty())?;
+    seen.run(ctx, ports, 5_000, |_| false)?;
+    let d = seen.done_id(id);
+    check(
+        d.len() == 1 && seen.done.len() == 1,
+        "EP-6-16",
+        format!("one completion with id {id}"),
+        || format!("{:?}", seen.done),
+    )?;
+    check(
+        d[0].status == "OK" && d[0].data.is_none(),
+        "EP-6-11",
+        "OK, as the RDMA_COMPLETION said",
+        || format!("{:?}", d[0]),
+    )
+}
+
+pub(super) fn requester_rdma_read(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    ep_up(ctx, 2)?;
+    let ports = ctx.desc.ports.min(2);
+    let len = 150_000usize;
+    let local = 0x20_0000u64;
+    let remote = pattern(len, 0xA7);
+    let (key, raddr) = (0x0E0E_0001u32, 0xA0_0000u64);
+    let id = ctx
+        .request(&Request::Post {
+            write: false,
+            local_space: Space::Global,
+            local_addr: local,
+            dst: REM,
+            space: Space::Global,
+            key,
+            addr: raddr,
+            len: len as u64,
+        })?
+        .id
+        .ok_or_else(|| Stop::Harness("post answered without an id".into()))?;
+    let mut seen = Seen::default();
+    let mut answered = 0usize;
+    let mut chunks: Vec<(u64, u32, u16)> = Vec::new();
+    let mut rounds = 0;
+    while answered < seen.requests(op::RDMA_READ).len()
+        || chunks.iter().map(|c| c.1 as usize).sum::<usize>() < len
+    {
+        rounds += 1;
+        if rounds > 2000 {
+            return Err(Stop::fail(
+                "EP-6-7",
+                format!("chunks covering {len} bytes"),
+                format!("chunks {chunks:?}"),
+            ));
+        }
+        let have = answered;
+        seen.run(ctx, ports, 50_000, |s| {
+            s.requests(op::RDMA_READ).len() > have
+        })?;
+        let reqs: Vec<crate::cases::endpoint::common::Txn> =
+            seen.requests(op::RDMA_READ).into_iter().cloned().collect();
+        if reqs.len() == have {
+            return Err(Stop::fail(
+                "EP-6-7",
+                format!("chunks covering {len} bytes"),
+                format!("no further RDMA_READ after chunks {chunks:?}"),
+            ));
+        }
+        for t in &reqs[have..] {
+            check_request(t, op::RDMA_READ, 1)?;
+            check(
+                t.word(0) == key && t.hlen == 6,
+                "WIRE-6.1-1",
+                format!("key {key:#x}, hlen 6"),
+                || t.show(),
+            )?;
+            let addr = t.dword(4);
+            let total = t.word(12);
+            check(
+                addr >= raddr && addr - raddr + u64::from(total) <= len as u64 && total > 0,
+                "EP-6-7",
+                "a chunk inside the read",
+                || t.show(),
+            )?;
+            check(
+                chunks.iter().all(|c| c.2 != t.tag),
+                "EP-6-7",
+                "each outstanding chunk with its own tag",
+                || t.show(),
+            )?;
+            chunks.push((addr - raddr, total, t.tag));
+            // Answer in 1024-byte segments, last first.
+            let off0 = (addr - raddr) as usize;
+            let mut segs = Vec::new();
+            let mut o = 0usize;
+            while o < total as usize {
+                let n = 1024.min(total as usize - o);
+                segs.push(read_resp(
+                    st::OK,
+                    t.tag,
+                    o as u32,
+                    total,
+                    &remote[off0 + o..off0 + o + n],
+                ));
+                o += n;
+            }
+            // Before the last one (offset 0), the segment at 1024 again with other bytes: its
+            // blocks are placed already, so it changes nothing.
+            if total > 1024 {
+                let n = 1024.min(total as usize - 1024);
+                let dup = read_resp(st::OK, t.tag, 1024, total, &vec![0xD5; n]);
+                segs.insert(1, dup);
+            }
+            for s in segs.into_iter().rev() {
+                answer(ctx, t.port, 3, &[s])?;
+            }
+        }
+        answered = reqs.len();
+        // The chunks asked for so far.
+        if chunks.iter().map(|c| c.1 as usize).sum::<usize>() >= len {
+            break;
+        }
+    }
+    chunks.sort_unstable();
+    let c0 = chunks[0].1;
+    let mut at = 0u64;
+    for (i, (off, n, _)) in chunks.iter().enumerate() {
+        check(
+            *off == at,
+            "EP-6-7",
+            "chunks that cover the read once, in order of offset",
+            || format!("{chunks:?}"),
+        )?;
+        check(
+            *n == c0 || i + 1 == chunks.len(),
+            "EP-6-7",
+            format!("chunks of {c0} bytes, the last shorter"),
+            || format!("{chunks:?}"),
+        )?;
+        at += u64::from(*n);
+    }
+    check_eq("EP-6-7", "bytes asked for", at, len as u64)?;
+    seen.run(ctx, ports, 100_000, |s| !s.done.is_empty())?;
+    seen.run(ctx, ports, 5_000, |_| false)?;
+    let d = seen.done_id(id);
+    check(
+        d.len() == 1 && seen.done.len() == 1,
+        "EP-6-16",
+        format!("one completion with id {id}"),
+        || format!("{:?}", seen.done),
+    )?;
+    check(
+        d[0].status == "OK",
+        "EP-6-10",
+        "the read completes OK",
+        || format!("{:?}", d[0]),
+    )?;
+    expect_mem(
+        ctx,
+        "TXN-2-5",
+        Space::Global,
+        local,
+        &remote,
+        "every byte of the read at its offset",
+    )?;
+    expect_mem(
+        ctx,
+        "TXN-2-5",
+        Space::Global,
+        local + len as u64,
+        &[0; 16],
+        "nothing past the read",
+    )
+}
+
+pub(super) fn target_rdma_malformed(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    ep_up(ctx, 1)?;
+    let a = G.0 + 0x3000;
+    let guard = pattern(1024, 0x71);
+    mem_write(ctx, Space::Global, a, &guard)?;
+    let d = pattern(512, 0x72);
+    send(
+        ctx,
+        0,
+        1,
+        &[rdma_write(0x1001, 0, G.2, a, 100, 1024, &d[..256])],
+    )?;
+    send(
+        ctx,
+        0,
+        1,
+        &[rdma_write(0x1002, 0, G.2, a, 0, 1024, &d[..100])],
+    )?;
+    send(
+        ctx,
+        0,
+        1,
+        &[rdma_write(0x1003, 0, G.2, a, 768, 1000, &d[..256])],
+    )?;
+    let mut seen = Seen::default();
+    seen.run(ctx, 1, 30_000, |s| s.txns.len() >= 3)?;
+    seen.run(ctx, 1, 5_000, |_| false)?;
+    for (tag, req) in [
+        (0x1001, "EP-6-3"),
+        (0x1002, "EP-6-3"),
+        (0x1003, "WIRE-6.7-1"),
+    ] {
+        let t = one_response(&seen, tag, "a malformed RDMA_WRITE segment")?;
+        check_resp(t, op::RDMA_COMPLETION, st::MALFORMED, &[], req)?;
+    }
+    expect_mem(
+        ctx,
+        "TXN-3-4",
+        Space::Global,
+        a,
+        &guard,
+        "malformed segments write nothing",
+    )
+}
+
+pub(super) fn target_write_expiry(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    ep_up(ctx, 1)?;
+    let a = G.0 + 0x4000;
+    let d = pattern(512, 0x3C);
+    send(
+        ctx,
+        0,
+        1,
+        &[rdma_write(0x1501, 0, G.2, a, 0, 512, &d[..256])],
+    )?;
+    let mut expired = false;
+    for _ in 0..100 {
+        ctx.run_for(10_000)?;
+        if ctx.counter("reassembly_expired")? == 1 {
+            expired = true;
+            break;
+        }
+    }
+    if !expired {
+        return Err(Stop::Inconclusive(
+            "no reassembly_expired within 1 ms (the device's op_timeout may be longer)".into(),
+        ));
+    }
+    // The write was forgotten: its second segment starts a record that nothing completes.
+    send(
+        ctx,
+        0,
+        1,
+        &[rdma_write(0x1501, 0, G.2, a, 256, 512, &d[256..])],
+    )?;
+    let mut seen = Seen::default();
+    seen.run(ctx, 1, 30_000, |_| false)?;
+    check(
+        seen.with_tag(0x1501, true).is_empty(),
+        "EP-6-15",
+        "no RDMA_COMPLETION for a write forgotten after op_timeout without progress",
+        || {
+            format!(
+                "{:?}",
+                seen.txns.iter().map(|t| t.show()).collect::<Vec<_>>()
+            )
+        },
+    )?;
+    expect_mem(
+        ctx,
+        "EP-6-5",
+        Space::Global,
+        a,
+        &d,
+        "each segment written when it arrived",
+    )
+}
+
+pub(super) fn read_jobs(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    ep_up_params(
+        ctx,
+        EndpointParams {
+            max_read_jobs: Some(2),
+            ..EndpointParams::default()
+        },
+    )?;
+    let a = G.0;
+    let total = 0x4000u32;
+    let d = pattern(0x8000, 0x71);
+    mem_write(ctx, Space::Global, a, &d)?;
+    send(
+        ctx,
+        0,
+        1,
+        &[
+            rdma_read(0x2601, 0, G.2, a, total),
+            rdma_read(0x2602, 0, G.2, a + 0x4000, total),
+            rdma_read(0x2603, 0, G.2, a, total),
+        ],
+    )?;
+    let mut seen = Seen::default();
+    let sum = |s: &Seen, tag: u16| -> u32 {
+        s.with_tag(tag, true)
+            .iter()
+            .map(|t| u32::from(t.dlen))
+            .sum()
+    };
+    seen.run(ctx, 1, 200_000, |s| {
+        sum(s, 0x2601) >= total && sum(s, 0x2602) >= total && !s.with_tag(0x2603, true).is_empty()
+    })?;
+    seen.run(ctx, 1, 10_000, |_| false)?;
+    let t = one_response(&seen, 0x2603, "an RDMA_READ beyond max_read_jobs")?;
+    check(
+        t.opcode == op::RDMA_READ_RESP && t.fs == st::BUSY && t.dlen == 0,
+        "EP-6-9",
+        "RDMA_READ_RESP BUSY with no data for a third read while two are served",
+        || t.show(),
+    )?;
+    for (tag, off) in [(0x2601u16, 0usize), (0x2602, 0x4000)] {
+        let segs = seen.with_tag(tag, true);
+        let mut got = vec![0u8; total as usize];
+        for t in &segs {
+            check(
+                t.fs == st::OK,
+                "EP-6-9",
+                "the reads within the bound served OK",
+                || t.show(),
+            )?;
+            let o = t.word(0) as usize;
+            got[o..o + t.data.len()].copy_from_slice(&t.data);
+        }
+        check(
+            got[..] == d[off..off + total as usize] && sum(&seen, tag) == total,
+            "EP-6-8",
+            format!("read {tag:#06x} served whole with the bytes of memory"),
+            || format!("{} segments", segs.len()),
+        )?;
+    }
+    check_eq(
+        "EP-6-9",
+        "read_jobs_refused",
+        ctx.counter("read_jobs_refused")?,
+        1,
+    )
+}
+
+/// Runs until a response with each of `tags` came; returns what was seen.
+fn responses(ctx: &mut Ctx<'_>, tags: &[u16]) -> Result<Seen, Stop> {
+    let mut seen = Seen::default();
+    seen.run(ctx, 1, 50_000, |s| {
+        tags.iter().all(|t| !s.with_tag(*t, true).is_empty())
+    })?;
+    seen.run(ctx, 1, 5_000, |_| false)?;
+    Ok(seen)
+}
+
+fn completion_of(seen: &Seen, tag: u16, status: u8, req: &'static str) -> Result<(), Stop> {
+    let t = one_response(seen, tag, "an RDMA write segment")?;
+    check(
+        t.opcode == op::RDMA_COMPLETION && t.fs == status && t.dlen == 0,
+        req,
+        format!("RDMA_COMPLETION with status {status:#04x} for the write tagged {tag:#06x}"),
+        || t.show(),
+    )
+}
+
+pub(super) fn reassemblies(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    ep_up_params(
+        ctx,
+        EndpointParams {
+            max_reassemblies: Some(1),
+            ..EndpointParams::default()
+        },
+    )?;
+    let a = G.0 + 0x1000;
+    let b = G.0 + 0x3000;
+    let da = pattern(512, 0x13);
+    let db = pattern(512, 0x31);
+    send(
+        ctx,
+        0,
+        1,
+        &[rdma_write(0x2701, 0, G.2, a, 0, 512, &da[..256])],
+    )?;
+    ctx.run_for(2_000)?;
+    send(
+        ctx,
+        0,
+        1,
+        &[rdma_write(0x2702, 0, G.2, b, 0, 512, &db[..256])],
+    )?;
+    let seen = responses(ctx, &[0x2702])?;
+    completion_of(&seen, 0x2702, st::BUSY, "EP-6-14")?;
+    check(
+        seen.with_tag(0x2701, true).is_empty(),
+        "EP-6-5",
+        "no completion of a write half received",
+        || format!("{:?}", seen.with_tag(0x2701, true)),
+    )?;
+    expect_mem(
+        ctx,
+        "EP-6-14",
+        Space::Global,
+        b,
+        &[0; 256],
+        "a segment answered BUSY writes nothing",
+    )?;
+    check_eq(
+        "EP-6-14",
+        "reassembly_refused",
+        ctx.counter("reassembly_refused")?,
+        1,
+    )?;
+    send(
+        ctx,
+        0,
+        1,
+        &[rdma_write(0x2701, 0, G.2, a, 256, 512, &da[256..])],
+    )?;
+    let seen = responses(ctx, &[0x2701])?;
+    completion_of(&seen, 0x2701, st::OK, "EP-6-5")?;
+    expect_mem(ctx, "EP-6-5", Space::Global, a, &da, "the first write")?;
+    send(
+        ctx,
+        0,
+        1,
+        &[
+            rdma_write(0x2703, 0, G.2, b, 0, 512, &db[..256]),
+            rdma_write(0x2703, 0, G.2, b, 256, 512, &db[256..]),
+        ],
+    )?;
+    let seen = responses(ctx, &[0x2703])?;
+    completion_of(&seen, 0x2703, st::OK, "EP-6-14")?;
+    expect_mem(
+        ctx,
+        "EP-6-14",
+        Space::Global,
+        b,
+        &db,
+        "a write taken once the record was free",
+    )
+}
+
+pub(super) fn reassembly_blocks(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    ep_up_params(
+        ctx,
+        EndpointParams {
+            max_reassembly_blocks: Some(64),
+            ..EndpointParams::default()
+        },
+    )?;
+    let a = G.0 + 0x1000;
+    let b = G.0 + 0x8000;
+    let c = G.0 + 0xC000;
+    // A: 48 blocks reserved by its first segment.
+    let ta = 48 * 256u32;
+    send(
+        ctx,
+        0,
+        1,
+        &[rdma_write(0x2801, 0, G.2, a, 0, ta, &[0x11; 256])],
+    )?;
+    ctx.run_for(2_000)?;
+    // B: 32 blocks would take the reservation to 80.
+    let tb = 32 * 256u32;
+    // C: 65 blocks alone exceed the bound.
+    let tc = 65 * 256u32;
+    send(
+        ctx,
+        0,
+        1,
+        &[
+            rdma_write(0x2802, 0, G.2, b, 256, tb, &[0x22; 256]),
+            rdma_write(0x2803, 0, G.2, c, 0, tc, &[0x33; 256]),
+        ],
+    )?;
+    let seen = responses(ctx, &[0x2802, 0x2803])?;
+    completion_of(&seen, 0x2802, st::BUSY, "EP-6-12")?;
+    completion_of(&seen, 0x2803, st::UNSUPPORTED, "EP-6-13")?;
+    expect_mem(
+        ctx,
+        "EP-6-12",
+        Space::Global,
+        b + 256,
+        &[0; 256],
+        "a segment answered BUSY writes nothing",
+    )?;
+    expect_mem(
+        ctx,
+        "EP-6-13",
+        Space::Global,
+        c,
+        &[0; 256],
+        "a write answered UNSUPPORTED writes nothing",
+    )?;
+    // B with 16 blocks fits beside A (48 + 16 = 64).
+    let tb = 16 * 256u32;
+    let db = pattern(tb as usize, 0x2B);
+    send(
+        ctx,
+        0,
+        1,
+        &[
+            rdma_write(0x2804, 0, G.2, b, 0, tb, &db[..2048]),
+            rdma_write(0x2804, 0, G.2, b, 2048, tb, &db[2048..]),
+        ],
+    )?;
+    let seen = responses(ctx, &[0x2804])?;
+    completion_of(&seen, 0x2804, st::OK, "EP-6-12")?;
+    expect_mem(
+        ctx,
+        "EP-6-12",
+        Space::Global,
+        b,
+        &db,
+        "a write within the bound",
+    )?;
+    let mem = mem_read(ctx, Space::Global, a, 256)?;
+    check(
+        mem == [0x11; 256],
+        "EP-6-5",
+        "the first segment of the write still open written",
+        || crate::device::to_hex(&mem),
+    )
+}
+
+pub(super) fn write_expiry(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    ep_up_params(
+        ctx,
+        EndpointParams {
+            op_timeout_ns: Some(20_000),
+            // EP-1-3: frame_lifetime <= op_timeout, tag_quarantine >= frame_lifetime + op_timeout.
+            frame_lifetime_ns: Some(20_000),
+            tag_quarantine_ns: Some(40_000),
+            ..EndpointParams::default()
+        },
+    )?;
+    let a = G.0 + 0x4000;
+    let d = pattern(512, 0x5C);
+    send(
+        ctx,
+        0,
+        1,
+        &[rdma_write(0x2901, 0, G.2, a, 0, 512, &d[..256])],
+    )?;
+    // The segment reaches the device within a few microseconds; it must be forgotten 20 us later.
+    let start = ctx.now();
+    let mut at = None;
+    while ctx.now() < start + 40_000 {
+        ctx.run_for(1_000)?;
+        if ctx.counter("reassembly_expired")? >= 1 {
+            at = Some(ctx.now() - start);
+            break;
+        }
+    }
+    check(
+        at.is_some_and(|t| t <= 30_000),
+        "EP-6-15",
+        "reassembly_expired 1 within 30 us of sending a segment, with op_timeout 20 us",
+        || match at {
+            Some(t) => format!("reassembly_expired after {t} ns"),
+            None => "reassembly_expired 0 after 40 us".into(),
+        },
+    )?;
+    check_eq(
+        "EP-6-15",
+        "reassembly_expired",
+        ctx.counter("reassembly_expired")?,
+        1,
+    )?;
+    send(
+        ctx,
+        0,
+        1,
+        &[rdma_write(0x2901, 0, G.2, a, 256, 512, &d[256..])],
+    )?;
+    let mut seen = Seen::default();
+    seen.run(ctx, 1, 15_000, |_| false)?;
+    check(
+        seen.with_tag(0x2901, true).is_empty(),
+        "EP-6-15",
+        "no RDMA_COMPLETION for a write forgotten after op_timeout",
+        || {
+            seen.txns
+                .iter()
+                .map(|t| t.show())
+                .collect::<Vec<_>>()
+                .join("; ")
+        },
+    )?;
+    expect_mem(
+        ctx,
+        "EP-6-5",
+        Space::Global,
+        a,
+        &d,
+        "each segment written when it arrived",
+    )
+}

@@ -1,0 +1,508 @@
+//! Credit-based flow control (link.md §5): the grant and the cost of a frame, CF and CC, their
+//! timing, lost and stale credit updates, overrun. The `LE-CBFC-*` cases.
+
+use super::{
+    accepted, counter_delta, delivered_tags, hold, is_kind, no_data, no_nack, quiet, send,
+    small_peer, submit, wait,
+};
+use crate::case::{Stop, check, check_eq};
+use crate::cases::common::*;
+use crate::ctx::{Ctx, Dir, Fault};
+use crate::device::LinkParams;
+
+pub(super) fn grant_and_cost(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    let dut = raw_start(ctx, quiet())?;
+    // Frames of 252 B cost ceil((252 + 36) / 64) = 5 credits; 20 credits carry 4 of them.
+    let peer = small_peer(ctx, [20, 512, 512, 512, 512, 512, 512, 512], 36);
+    raw_finish(ctx, dut, peer)?;
+    for t in 0..6 {
+        submit(ctx, 0, &payload(228, t))?;
+    }
+    let sent = wait(ctx, 200)?;
+    check_eq(
+        "LINK-5-2",
+        "DATA within a grant of 20 credits at 5 credits a frame",
+        data_of(&sent),
+        (0..4).map(|s| (s, 0, s)).collect(),
+    )?;
+    send(ctx, &ack(3))?;
+    let sent = send(ctx, &cf(&[(0, 5)]))?;
+    check_eq(
+        "LINK-5-6",
+        "DATA after CF 5",
+        data_of(&sent),
+        vec![(4, 0, 4)],
+    )?;
+    let sent = send(ctx, &cf(&[(0, 9)]))?;
+    no_data(&sent, "LINK-5-2", "CF 9 leaves 4 credits, a frame costs 5")?;
+    let sent = send(ctx, &cf(&[(0, 10)]))?;
+    check_eq(
+        "LINK-5-6",
+        "DATA after CF 10",
+        data_of(&sent),
+        vec![(5, 0, 5)],
+    )
+}
+
+pub(super) fn per_vc(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    let dut = raw_start(ctx, quiet())?;
+    // Frames of 252 B cost 4 credits; VC 0 grants 5 (one frame of 320 B), VC 1 512.
+    let peer = small_peer(ctx, [5, 512, 512, 512, 0, 0, 0, 0], 0);
+    raw_finish(ctx, dut, peer)?;
+    for t in 0..3 {
+        submit(ctx, 0, &payload(228, t))?;
+        submit(ctx, 1, &payload(228, 10 + t))?;
+    }
+    let sent = wait(ctx, 200)?;
+    let by_vc: Vec<(u8, u32)> = sent
+        .iter()
+        .filter_map(|s| match &s.frame {
+            Frm::Data { vc, payload, .. } => Some((*vc, tag_of(payload).unwrap_or(u32::MAX))),
+            _ => None,
+        })
+        .collect();
+    let vc0: Vec<u32> = by_vc.iter().filter(|f| f.0 == 0).map(|f| f.1).collect();
+    let vc1: Vec<u32> = by_vc.iter().filter(|f| f.0 == 1).map(|f| f.1).collect();
+    check_eq("LINK-5-2", "tags sent on VC 0 (5 credits)", vc0, vec![0])?;
+    check_eq("LINK-5-2", "tags sent on VC 1", vc1, vec![10, 11, 12])
+}
+
+pub(super) fn cf_on_drain(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    let link = LinkParams {
+        vcs: Some(2),
+        credit_overhead: Some(20),
+        cf_min_credits: Some(8),
+        cf_min_interval_ns: Some(100),
+        ..quiet()
+    };
+    raw_up(ctx, link)?;
+    hold(ctx, 0, true)?;
+    // 256 B + 20 B of overhead: 5 credits of 64 B.
+    let mut sent = Vec::new();
+    for s in 0..2 {
+        sent.extend(accepted(ctx, &data_len(0, s, 256, s), 0, "LINK-5-4")?);
+    }
+    sent.extend(wait(ctx, 500)?);
+    check(
+        cfs(&sent).is_empty(),
+        "LINK-5-5",
+        "no CF while the frames are held",
+        || format!("CFs {:?}", cfs(&sent)),
+    )?;
+    hold(ctx, 0, false)?;
+    let sent = wait(ctx, 200)?;
+    let c: Vec<[Option<u32>; 8]> = cfs(&sent).into_iter().map(|c| c.1).collect();
+    let want = [Some(10), Some(0), None, None, None, None, None, None];
+    check_eq("LINK-5-5", "CFs once 10 credits are freed", c, vec![want])?;
+    let sent = accepted(ctx, &data_len(1, 2, 256, 2), 1, "LINK-5-4")?;
+    check(
+        cfs(&sent).is_empty(),
+        "LINK-5-5",
+        "no CF for 5 freed credits (< 8)",
+        || format!("CFs {:?}", cfs(&sent)),
+    )?;
+    let sent = accepted(ctx, &data_len(1, 3, 256, 3), 1, "LINK-5-4")?;
+    let sent = [sent, wait(ctx, 200)?].concat();
+    let c: Vec<[Option<u32>; 8]> = cfs(&sent).into_iter().map(|c| c.1).collect();
+    let want = [Some(10), Some(10), None, None, None, None, None, None];
+    check_eq(
+        "LINK-5-5",
+        "CFs once 10 more credits are freed",
+        c,
+        vec![want],
+    )
+}
+
+pub(super) fn cf_periodic(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    raw_up(
+        ctx,
+        LinkParams {
+            cf_max_interval_ns: Some(3_000),
+            cf_min_interval_ns: Some(100),
+            ..quiet()
+        },
+    )?;
+    let t_up = ctx.now() - 50;
+    // Each CF restarts the interval, so the i-th may be i ticks of the device's clock late.
+    let late = ctx.late_ns();
+    let sent = wait(ctx, 10_000)?;
+    let c = cfs(&sent);
+    let times: Vec<u64> = c.iter().map(|c| c.0 - t_up).collect();
+    check(
+        times.len() == 3
+            && times.iter().enumerate().all(|(i, t)| {
+                let i = i as u64 + 1;
+                (3_000 * i..=3_000 * i + 100 + i * late).contains(t)
+            }),
+        "LINK-5-10",
+        "a CF 3, 6 and 9 us after UP",
+        || format!("CFs at (ns after UP) {times:?}"),
+    )?;
+    let vcs = usize::from(ctx.params.vcs.unwrap_or(4));
+    let want: [Option<u32>; 8] = std::array::from_fn(|v| (v < vcs).then_some(0));
+    for (_, e) in c {
+        check_eq("LINK-5-11", "CF entries", e, want)?;
+    }
+    Ok(())
+}
+
+pub(super) fn cc_when_empty(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    raw_up(
+        ctx,
+        LinkParams {
+            cc_interval_ns: Some(4_000),
+            ..quiet()
+        },
+    )?;
+    submit(ctx, 0, &payload(228, 0))?;
+    let sent = wait(ctx, 8_000)?;
+    check_eq("LINK-3-1", "DATA", data_of(&sent), vec![(0, 0, 0)])?;
+    let c = ccs(&sent);
+    check(
+        c.is_empty(),
+        "LINK-5-12",
+        "no CC while the replay buffer holds a frame",
+        || format!("CCs {c:?}"),
+    )?;
+    let t = ctx.now();
+    let sent = [send(ctx, &ack(0))?, wait(ctx, 4_100)?].concat();
+    let c: Vec<(u64, [Option<u32>; 8])> = ccs(&sent).into_iter().map(|(x, e)| (x - t, e)).collect();
+    let vcs = usize::from(ctx.params.vcs.unwrap_or(4));
+    // 252 B at 64 B a credit: 4 credits.
+    let want: [Option<u32>; 8] =
+        std::array::from_fn(|v| (v < vcs).then_some(if v == 0 { 4 } else { 0 }));
+    check(
+        c.len() == 2
+            && c[0].0 <= 50
+            && (4_000..=4_100).contains(&(c[1].0 - c[0].0))
+            && c.iter().all(|x| x.1 == want),
+        "LINK-5-7",
+        format!("a CC {want:?} at once when the buffer empties, another cc_interval later"),
+        || format!("CCs (ns after the ACK, entries) {c:?}"),
+    )
+}
+
+pub(super) fn cc_recovers(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    raw_up(
+        ctx,
+        LinkParams {
+            vcs: Some(2),
+            ..quiet()
+        },
+    )?;
+    let before = ctx.counters()?;
+    let sent = counted_as(
+        ctx,
+        &cc(&[(0, 7), (1, 0), (5, 3)]),
+        "cc_received",
+        "LINK-5-8",
+    )?;
+    check_eq(
+        "LINK-5-8",
+        "credits_recovered.vc0",
+        counter_delta(ctx, &before, "credits_recovered.vc0")?,
+        7,
+    )?;
+    check_eq(
+        "LINK-5-8",
+        "stale_cc_entries (the entry of VC 5)",
+        counter_delta(ctx, &before, "stale_cc_entries")?,
+        1,
+    )?;
+    let c: Vec<[Option<u32>; 8]> = cfs(&sent).into_iter().map(|c| c.1).collect();
+    let want = [Some(7), Some(0), None, None, None, None, None, None];
+    check_eq("LINK-5-13", "CFs at once after the CC", c, vec![want])?;
+    // received[1] is 2 after a frame of 128 B; a CC carrying 1 is behind it.
+    accepted(ctx, &data_len(1, 0, 128, 0), 1, "LINK-5-4")?;
+    let before = ctx.counters()?;
+    counted_as(ctx, &cc(&[(1, 1)]), "cc_received", "LINK-5-8")?;
+    check_eq(
+        "LINK-5-8",
+        "(stale_cc_entries, credits_recovered.vc1) after a CC entry behind received",
+        (
+            counter_delta(ctx, &before, "stale_cc_entries")?,
+            counter_delta(ctx, &before, "credits_recovered.vc1")?,
+        ),
+        (1, 0),
+    )
+}
+
+pub(super) fn cf_stale_and_repair(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    let dut = raw_start(ctx, quiet())?;
+    let peer = small_peer(ctx, [10, 512, 512, 512, 512, 512, 512, 512], 0);
+    raw_finish(ctx, dut, peer)?;
+    for t in 0..6 {
+        submit(ctx, 0, &payload(228, t))?;
+    }
+    let sent = wait(ctx, 100)?;
+    check_eq(
+        "LINK-5-2",
+        "DATA within 10 credits",
+        data_of(&sent),
+        vec![(0, 0, 0), (1, 0, 1)],
+    )?;
+    // No credit left for a frame: ACKs still go (a duplicate draws one).
+    accepted(ctx, &data_len(0, 0, 128, 0), 0, "LINK-4-1")?;
+    let sent = counted_as(ctx, &data_len(0, 0, 128, 0), "duplicates", "LINK-4-5")?;
+    check_eq(
+        "LINK-5-9",
+        "ACKs while the VC has no credit",
+        acks(&sent),
+        vec![0],
+    )?;
+    send(ctx, &ack(1))?;
+    // The CF carrying 4 was lost; the next carries 8.
+    let sent = send(ctx, &cf(&[(0, 8)]))?;
+    check_eq(
+        "LINK-5-6",
+        "DATA after CF 8",
+        data_of(&sent),
+        vec![(2, 0, 2), (3, 0, 3)],
+    )?;
+    let before = ctx.counters()?;
+    let sent = send(ctx, &cf(&[(0, 20)]))?;
+    no_data(
+        &sent,
+        "LINK-5-6",
+        "CF 20 is ahead of the 16 credits consumed",
+    )?;
+    let sent = send(ctx, &cf(&[(0, 3)]))?;
+    no_data(&sent, "LINK-5-6", "CF 3 is behind the 8 already seen")?;
+    check_eq(
+        "LINK-5-6",
+        "stale_cf_entries",
+        counter_delta(ctx, &before, "stale_cf_entries")?,
+        2,
+    )?;
+    // An entry equal to the one seen is neither taken nor counted; one for VC 5 (not agreed)
+    // is counted.
+    send(ctx, &cf(&[(0, 8)]))?;
+    send(ctx, &cf(&[(5, 1)]))?;
+    check_eq(
+        "LINK-5-6",
+        "stale_cf_entries after an unchanged entry and one for VC 5",
+        counter_delta(ctx, &before, "stale_cf_entries")?,
+        3,
+    )?;
+    let sent = send(ctx, &cf(&[(0, 16)]))?;
+    check_eq(
+        "LINK-5-6",
+        "DATA after CF 16",
+        data_of(&sent),
+        vec![(4, 0, 4), (5, 0, 5)],
+    )
+}
+
+pub(super) fn overrun(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    raw_up(
+        ctx,
+        LinkParams {
+            mfs: Some(320),
+            rx_credits: Some(10),
+            ..quiet()
+        },
+    )?;
+    hold(ctx, 0, true)?;
+    for s in 0..2 {
+        accepted(ctx, &data_len(0, s, 256, s), 0, "LINK-5-4")?;
+    }
+    let sent = counted_as(
+        ctx,
+        &data_len(0, 2, 256, 2),
+        "credit_overruns.vc0",
+        "LINK-4-6",
+    )?;
+    let l = llr(&sent);
+    check(
+        l.is_empty(),
+        "LINK-4-6",
+        "no ACK, no NACK for an overrun",
+        || format!("{l:?}"),
+    )?;
+    // The buffer of VC 0 is full: control frames are still taken.
+    let vcs: Vec<(u8, u32)> = (0..ctx.params.vcs.unwrap_or(4)).map(|v| (v, 0)).collect();
+    counted_as(ctx, &cf(&vcs), "cf_received", "LINK-5-9")?;
+    counted_as(ctx, &ack(0xFFFFF), "acks_received", "LINK-5-9")?;
+    hold(ctx, 0, false)?;
+    wait(ctx, 100)?;
+    let sent = accepted(ctx, &data_len(0, 2, 256, 2), 0, "LINK-4-6")?;
+    no_nack(
+        &sent,
+        "LINK-4-6",
+        "the overrun frame took no sequence number",
+    )?;
+    check_eq(
+        "LINK-4-6",
+        "delivered tags",
+        delivered_tags(ctx),
+        vec![0, 1, 2],
+    )
+}
+
+pub(super) fn replay_no_recharge(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    raw_up(
+        ctx,
+        LinkParams {
+            cc_interval_ns: Some(4_000),
+            ..quiet()
+        },
+    )?;
+    let t_up = ctx.now();
+    for t in 0..2 {
+        submit(ctx, 0, &payload(228, t))?;
+    }
+    wait(ctx, 100)?;
+    let sent = send(ctx, &nack(0xFFFFF))?;
+    check_eq(
+        "LINK-3-5",
+        "replay",
+        data_of(&sent),
+        vec![(0, 1, 0), (1, 1, 1)],
+    )?;
+    send(ctx, &ack(1))?;
+    let sent = wait(ctx, (t_up + 4_200).saturating_sub(ctx.now()))?;
+    let c: Vec<Option<u32>> = ccs(&sent).iter().map(|c| c.1[0]).collect();
+    check_eq(
+        "LINK-5-3",
+        "VC 0 entry of the CC (2 frames of 4 credits)",
+        c,
+        vec![Some(8)],
+    )
+}
+
+pub(super) fn cf_min_interval(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    raw_up(
+        ctx,
+        LinkParams {
+            cf_min_credits: Some(4),
+            cf_min_interval_ns: Some(1_000),
+            ..quiet()
+        },
+    )?;
+    wait(ctx, 2_000)?;
+    let sent = accepted(ctx, &data_len(0, 0, 256, 0), 0, "LINK-5-4")?;
+    let c = cfs(&sent);
+    check(
+        c.len() == 1 && c[0].1[0] == Some(4),
+        "LINK-5-5",
+        "a CF carrying 4 once 4 credits are freed",
+        || format!("CFs {c:?}"),
+    )?;
+    let t1 = c[0].0;
+    accepted(ctx, &data_len(0, 1, 256, 1), 0, "LINK-5-4")?;
+    let late = ctx.late_ns();
+    let sent = wait(ctx, 1_200 + late)?;
+    let c: Vec<(u64, Option<u32>)> = cfs(&sent).iter().map(|c| (c.0 - t1, c.1[0])).collect();
+    check(
+        c.len() == 1 && c[0].1 == Some(8) && (1_000..=1_100 + late).contains(&c[0].0),
+        "LINK-5-5",
+        "the next CF, carrying 8, cf_min_interval (1000 ns) after the first",
+        || format!("CFs (ns after the first, VC 0) {c:?}"),
+    )
+}
+
+pub(super) fn lost_cfs_repaired(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    up_with_peer(
+        ctx,
+        LinkParams {
+            mfs: Some(320),
+            rx_credits: Some(10),
+            ..LinkParams::default()
+        },
+    )?;
+    let mut cf_seen = 0u32;
+    ctx.set_hook(
+        0,
+        Box::new(move |dir, _, bytes| {
+            if dir == Dir::ToDut && is_kind(bytes, 3) {
+                cf_seen += 1;
+                if cf_seen <= 2 {
+                    return Fault::Drop;
+                }
+            }
+            Fault::Pass
+        }),
+    )?;
+    let before = ctx.counters()?;
+    for t in 0..10 {
+        submit(ctx, 0, &payload(228, t))?;
+    }
+    ctx.run_for(60_000)?;
+    let got: Vec<u32> = ctx
+        .peer_delivered(0)?
+        .iter()
+        .filter_map(|(_, p)| tag_of(p))
+        .collect();
+    check_eq(
+        "LINK-5-6",
+        "payloads the peer received",
+        got,
+        (0..10).collect(),
+    )?;
+    let stalls = counter_delta(ctx, &before, "credit_stalls.vc0")?;
+    check(
+        stalls >= 1,
+        "LINK-5-2",
+        "the VC stalled for want of credit",
+        || format!("credit_stalls.vc0 {stalls}"),
+    )
+}
+
+pub(super) fn first_cf_after_up(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    raw_up(
+        ctx,
+        LinkParams {
+            cf_min_credits: Some(2),
+            cf_min_interval_ns: Some(5_000),
+            ..quiet()
+        },
+    )?;
+    // 128 B: 2 credits of 64 B, drained by the upper layer at once.
+    ctx.inject(0, &data_len(0, 0, 128, 0))?;
+    let sent = wait(ctx, 200)?;
+    let first = cfs(&sent);
+    check(
+        first.len() == 1,
+        "LINK-5-5",
+        "one CF at once: no CF had been sent since UP, so no cf_min_interval holds it",
+        || format!("CFs (time, entries) {first:?}"),
+    )?;
+    let at = first.first().map_or(0, |c| c.0);
+    ctx.inject(0, &data_len(0, 1, 128, 1))?;
+    let sent = wait(ctx, 200)?;
+    check(
+        cfs(&sent).is_empty(),
+        "LINK-5-5",
+        "no second CF within cf_min_interval (5000 ns) of the first",
+        || format!("CFs (time, entries) {:?}", cfs(&sent)),
+    )?;
+    let sent = wait(ctx, 5_000)?;
+    let second = cfs(&sent);
+    check(
+        second.len() == 1 && second[0].0 >= at + 5_000,
+        "LINK-5-5",
+        format!(
+            "one CF at or after {} (the first CF + cf_min_interval)",
+            at + 5_000
+        ),
+        || format!("CFs (time, entries) {second:?}"),
+    )
+}
+
+pub(super) fn empty_cc_draws_no_cf(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    raw_up(ctx, quiet())?;
+    let sent = counted_as(ctx, &cc(&[]), "cc_received", "WIRE-4.3-2")?;
+    check(
+        cfs(&sent).is_empty(),
+        "WIRE-4.3-2",
+        "no CF for a CC that carries no entry",
+        || format!("CFs (time, entries) {:?}", cfs(&sent)),
+    )?;
+    let sent = counted_as(ctx, &cc(&[(0, 0)]), "cc_received", "LINK-5-13")?;
+    check(
+        cfs(&sent).len() == 1,
+        "LINK-5-13",
+        "one CF at once after a CC with an entry",
+        || format!("CFs (time, entries) {:?}", cfs(&sent)),
+    )
+}
