@@ -627,6 +627,13 @@ pub fn cases() -> Vec<Case> {
             withdraw::withdraw_unsent,
         ),
         le(
+            "LE-WD-2",
+            "two withdrawals at one instant before UP each take back only what was queued since \
+             the other: every frame reported withdrawn once, in order, and none sent",
+            &["LINK-6-5", "LINK-6-6"],
+            withdraw::withdraw_twice,
+        ),
+        le(
             "LE-INIT-15",
             "a peer that restarts while the device's upper layer holds frames of the last \
              incarnation gets no INIT_ECHO, and its echo brings nothing UP, until they are \

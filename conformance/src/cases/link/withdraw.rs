@@ -101,3 +101,30 @@ pub(super) fn withdraw_unsent(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         Vec::new(),
     )
 }
+
+/// Two withdrawals with no time between them, before the link is up: each takes back only the
+/// frames queued since the one before, both are reported once, in order, and neither is sent
+/// once the link comes up.
+pub(super) fn withdraw_twice(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    let dut = raw_start(ctx, quiet())?;
+    submit(ctx, 0, &payload(100, 1))?;
+    ctx.request(&Request::Withdraw { port: 0 })?;
+    submit(ctx, 0, &payload(100, 2))?;
+    ctx.request(&Request::Withdraw { port: 0 })?;
+    ctx.run_for(50)?;
+    let outs = ctx.take_outputs();
+    check_eq(
+        "LINK-6-6",
+        "frames reported lost: each withdrawn frame once, in submission order",
+        lost(&outs),
+        vec![("withdrawn".to_owned(), 1), ("withdrawn".to_owned(), 2)],
+    )?;
+    let peer = raw_init(ctx, RAW_NONCE);
+    let up = raw_finish(ctx, dut, peer)?;
+    let sent = [up.after_up, wait(ctx, 1_000)?].concat();
+    no_data(
+        &sent,
+        "LINK-6-5",
+        "both frames were withdrawn before the link came up",
+    )
+}
