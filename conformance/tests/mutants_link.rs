@@ -39,18 +39,16 @@ fn every_link_mutant_fails_a_link_case() {
     for (name, make) in mutants {
         let mut dut = make();
         let desc = dut.hello().unwrap();
-        let caught: Vec<String> = link_cases
-            .iter()
-            .filter_map(|case| {
-                let r = run_case(dut.as_mut(), &desc, case);
-                (r.verdict == Verdict::Fail).then(|| {
-                    let f = r.failure.map(|f| f.req).unwrap_or("?");
-                    format!("{} ({f})", case.id)
-                })
+        // The first case that catches it is enough: the catalogue grows, this test should not.
+        let caught = link_cases.iter().find_map(|case| {
+            let r = run_case(dut.as_mut(), &desc, case);
+            (r.verdict == Verdict::Fail).then(|| {
+                let f = r.failure.map(|f| f.req).unwrap_or("?");
+                format!("{} ({f})", case.id)
             })
-            .collect();
-        println!("mutant {name}: caught by {}", caught.join(", "));
-        if caught.is_empty() {
+        });
+        println!("mutant {name}: caught by {caught:?}");
+        if caught.is_none() {
             survivors.push(name);
         }
     }
