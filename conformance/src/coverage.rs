@@ -192,10 +192,6 @@ fn has_word(text: &str, word: &str) -> bool {
 /// for every MUST that has no case.
 pub const NO_CASE: &[(&str, &str)] = &[
     (
-        "EP-4-6",
-        "the line protocol's issue names no port: naming one is a GPU-side interface of the device, which the harness reaches only through issue",
-    ),
-    (
         "EP-8-10",
         "the rate is a design point; what a port sees of it, nothing dropped and the request frames held with their credits while the target is behind, is judged by the backlog cases (EP-8-4)",
     ),

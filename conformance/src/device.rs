@@ -249,6 +249,9 @@ pub struct EndpointParams {
     /// `hold_max`: longest the target keeps a request frame it stopped taking (EP-8-9).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hold_max_ns: Option<u64>,
+    /// `write_chunk`: the longest RDMA write sent as one (endpoint.md EP-6-2), in bytes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub write_chunk: Option<u32>,
     /// `max_regions`: entries of the region table of each space.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_regions: Option<u32>,
@@ -306,6 +309,9 @@ pub enum LsOp {
         /// The value stored when equal.
         value: u64,
     },
+    /// A FENCE request to the target (transaction.md TXN-4-6): its answer comes once the target
+    /// has performed every request that arrived before it from this source on that port.
+    Fence,
 }
 
 /// A request from the device's upper layer: the program, or for a link end the layer above it
@@ -426,6 +432,10 @@ pub enum Request {
         /// An ordered stream (endpoint.md §4), or none for an unordered operation.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         stream: Option<u32>,
+        /// The port the operation must leave by (endpoint.md EP-4-6), or none to let the
+        /// load-balancing policy choose. Exclusive with `stream`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        port: Option<u16>,
     },
     /// Endpoint: post an RDMA descriptor. Answered with its `id`.
     Post {

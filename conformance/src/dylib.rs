@@ -368,6 +368,9 @@ impl DylibDevice {
                     if let Some(ns) = e.tag_quarantine_ns {
                         cfg.tag_quarantine_ns = ns;
                     }
+                    if let Some(v) = e.write_chunk {
+                        cfg.write_chunk = v;
+                    }
                     if let Some(v) = e.max_read_jobs {
                         cfg.max_read_jobs = v;
                     }
@@ -1186,7 +1189,13 @@ impl Device for DylibDevice {
                 addr,
                 op,
                 stream,
+                port,
             } => {
+                if port.is_some() {
+                    return Err(DeviceError::Refused(
+                        "the C ABI (version 4) cannot pin an operation to a port".into(),
+                    ));
+                }
                 let mut store = Vec::new();
                 let mut r = LsRequest {
                     kind: ETHLINK_LS_LOAD,
@@ -1222,6 +1231,11 @@ impl Device for DylibDevice {
                     } => {
                         (r.kind, r.width, r.compare, r.value) =
                             (ETHLINK_LS_COMPARE_SWAP, *width, *compare, *value);
+                    }
+                    LsOp::Fence => {
+                        return Err(DeviceError::Refused(
+                            "the C ABI (version 4) has no FENCE request".into(),
+                        ));
                     }
                 }
                 r.data = store.as_ptr();

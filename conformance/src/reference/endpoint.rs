@@ -199,6 +199,9 @@ fn endpoint_params(cfg: &mut Config, e: &EndpointParams) -> Result<(), DeviceErr
     if let Some(ns) = e.tag_quarantine_ns {
         cfg.tag_quarantine = Duration::from_nanos(ns);
     }
+    if let Some(v) = e.write_chunk {
+        cfg.write_chunk = v;
+    }
     if let Some(v) = e.max_read_jobs {
         cfg.max_read_jobs = v;
     }
@@ -282,6 +285,7 @@ fn ls_op(op: &LsOp) -> Result<EpLsOp, DeviceError> {
                 value: *value,
             },
         },
+        LsOp::Fence => EpLsOp::Fence,
     })
 }
 
@@ -428,6 +432,7 @@ impl Device for RefEndpoint {
                 addr,
                 op,
                 stream,
+                port,
             } => {
                 let req = LsRequest {
                     op: ls_op(op)?,
@@ -437,9 +442,17 @@ impl Device for RefEndpoint {
                         key: *key,
                         addr: *addr,
                     },
-                    ordering: match stream {
-                        Some(s) => Ordering::Stream(*s),
-                        None => Ordering::Unordered,
+                    ordering: match (stream, port) {
+                        (Some(s), None) => Ordering::Stream(*s),
+                        (None, Some(p)) => Ordering::Port(*p),
+                        (None, None) => Ordering::Unordered,
+                        (Some(_), Some(_)) => {
+                            return Err(DeviceError::Refused(
+                                "issue: an operation belongs to a stream or is pinned to a \
+                                 port, not both"
+                                    .into(),
+                            ));
+                        }
                     },
                 };
                 let tag = self

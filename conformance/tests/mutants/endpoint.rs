@@ -394,6 +394,7 @@ impl Device for Mutant {
                     addr,
                     op,
                     stream: Some(_),
+                    port: None,
                 },
             ) => self.inner.request(
                 time_ns,
@@ -404,6 +405,7 @@ impl Device for Mutant {
                     addr: *addr,
                     op: op.clone(),
                     stream: None,
+                    port: None,
                 },
             ),
             (Flaw::FenceEarly, Request::Fence) => {

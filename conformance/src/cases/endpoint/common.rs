@@ -657,6 +657,7 @@ pub fn issue(
         addr,
         op,
         stream,
+        port: None,
     })?;
     r.tag
         .ok_or_else(|| Stop::Harness("issue answered without a tag".into()))

@@ -115,6 +115,7 @@ pub(super) fn requester_timeout(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         addr: 0xF00,
         op: LsOp::Load { len: 4 },
         stream: None,
+        port: None,
     })? {
         Ok(r) => check(
             r.tag.is_some_and(|t| t != a && t != l),
@@ -530,6 +531,7 @@ pub(super) fn lost_request_of_a_reused_tag(ctx: &mut Ctx<'_>) -> Result<(), Stop
             addr: 0x20_0000 + 8 * (i % 4096),
             op: LsOp::Load { len: 4 },
             stream: Some(sq),
+            port: None,
         })?;
         match r {
             Ok(r) => fillers.push(

@@ -1324,6 +1324,7 @@ impl RequesterRun<'_> {
             addr: REQ_BASE + 8 * loc as u64,
             op: lsop,
             stream,
+            port: None,
         })?;
         let tag = r
             .tag

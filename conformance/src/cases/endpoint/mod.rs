@@ -629,6 +629,14 @@ pub fn cases() -> Vec<Case> {
             paths::stream_moved_on_down,
         ),
         case(
+            "EPT-PATH-6",
+            "as a requester, a load-store operation whose GPU names a port leaves by that port, \
+             whatever the policy would choose, on each of two ports in turn",
+            &["EP-4-6", "TXN-3-1"],
+            &[],
+            paths::requester_pinned_port,
+        ),
+        case(
             "EPT-HELD-1",
             "as a target, responses that find no usable port for longer than op_timeout are \
              discarded and counted in responses_expired, never sent when a port comes up later",

@@ -107,6 +107,64 @@ pub(super) fn requester_usable_ports_only(ctx: &mut Ctx<'_>) -> Result<(), Stop>
     )
 }
 
+/// EP-4-6 lets a GPU name the port of a load-store operation (a MAY): a device that takes the
+/// request must send the operation there. Eight loads named to ports 1, 1, 0, 1, 0, 0, 1, 0,
+/// all outstanding at once (so each tag names one operation), are told apart by address.
+pub(super) fn requester_pinned_port(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    if ctx.desc.ports < 2 {
+        return Err(Stop::Unsupported("the case needs two ports".into()));
+    }
+    ep_up(ctx, 2)?;
+    let pins = [1u16, 1, 0, 1, 0, 0, 1, 0];
+    for (i, port) in pins.iter().enumerate() {
+        let r = ctx.try_request(&Request::Issue {
+            dst: REM,
+            space: Space::Global,
+            key: 0x77,
+            addr: 0x40 * i as u64,
+            op: LsOp::Load { len: 4 },
+            stream: None,
+            port: Some(*port),
+        })?;
+        if let Err(why) = r {
+            return Err(Stop::Unsupported(format!(
+                "the device does not let its GPU name a port (EP-4-6 makes it optional): {why}"
+            )));
+        }
+    }
+    let mut seen = Seen::default();
+    seen.run(ctx, 2, 50_000, |s| s.txns.len() >= pins.len())?;
+    //= docs/spec/endpoint.md#4-paths-and-load-balancing
+    //= type=test
+    //# EP-4-6 An endpoint MAY let its GPU name the port of a load-store operation (a test or a
+    //# program that places its own paths); such an operation MUST go on that port while it is
+    //# usable and is not the port a retry must avoid (EP-9-2), and otherwise on a port chosen
+    //# as for an unordered operation.
+    for (i, port) in pins.iter().enumerate() {
+        let addr = 0x40 * i as u64;
+        let v: Vec<&Txn> = seen
+            .txns
+            .iter()
+            .filter(|t| t.opcode == op::LOAD && t.dword(4) == addr)
+            .collect();
+        check(
+            v.len() == 1 && v[0].port == *port,
+            "EP-4-6",
+            format!("the LOAD of address {addr:#x} once, on port {port}, the port it names"),
+            || v.iter().map(|t| t.show()).collect::<Vec<_>>().join("; "),
+        )?;
+        let tag = v[0].tag;
+        answer(ctx, *port, 2, &[resp(0x81, st::OK, tag, &[1, 1, 1, 1])])?;
+    }
+    seen.run(ctx, 2, 20_000, |s| s.done.len() >= pins.len())?;
+    check(
+        seen.done.len() == pins.len() && seen.done.iter().all(|d| d.status == "OK"),
+        "TXN-3-1",
+        "eight completions, OK",
+        || format!("{:?}", seen.done),
+    )
+}
+
 pub(super) fn target_response_moved(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
     if ctx.desc.ports < 2 {
         return Err(Stop::Unsupported("the case needs two ports".into()));

@@ -97,6 +97,8 @@ pub(super) fn requester_completions(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
             LsOp::CompareSwap { compare, value, .. } => {
                 (5, [le(*compare, 8), le(*value, 8)].concat())
             }
+            // WIRE §6.6: a FENCE is its prefix alone.
+            LsOp::Fence => (2, vec![]),
         };
         check(
             t.hlen == hlen && t.data == data,
@@ -324,6 +326,7 @@ pub(super) fn requester_refused_at_issue(ctx: &mut Ctx<'_>) -> Result<(), Stop> 
             addr,
             op: o,
             stream: None,
+            port: None,
         });
         check(
             refused(r)?,
@@ -339,6 +342,7 @@ pub(super) fn requester_refused_at_issue(ctx: &mut Ctx<'_>) -> Result<(), Stop> 
         addr: 0,
         op: LsOp::Load { len: 4 },
         stream: None,
+        port: None,
     });
     check(
         refused(r)?,
@@ -466,6 +470,7 @@ pub(super) fn requester_tags_exhausted(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
             addr: 0x10_0000 + 8 * i,
             op: LsOp::Load { len: 4 },
             stream: None,
+            port: None,
         })?;
         match r {
             Ok(r) => tags.push(
@@ -529,6 +534,7 @@ pub(super) fn requester_tags_exhausted(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         addr: 0x8,
         op: LsOp::Load { len: 4 },
         stream: None,
+        port: None,
     })?;
     match r {
         Ok(r) => check_eq(
