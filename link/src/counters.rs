@@ -5,6 +5,9 @@
 //= docs/spec/link.md#7-counters
 //# LINK-7-1 Every discard this document or wire.md requires to be counted MUST increment exactly
 //# one counter.
+//= docs/spec/link.md#7-counters
+//# LINK-7-6 An end MUST expose the counters of Table LINK-T3 under these names (they are the
+//# field names of the reference implementation's `Counters`), each counting what its row says.
 
 /// Counters of one link end. Every counter increases monotonically from construction and
 /// survives re-initialisation; every discard increments exactly one of them (LINK-7-1).

@@ -5,6 +5,7 @@ use super::{bad_fcs, quiet, send, small_peer, stomped_frame, submit, wait};
 use crate::case::{Stop, check, check_eq};
 use crate::cases::common::*;
 use crate::ctx::Ctx;
+use crate::device::LinkParams;
 
 pub(super) fn one_counter_each(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
     let raw = raw_up(ctx, quiet())?;
@@ -121,6 +122,87 @@ pub(super) fn credit_stall(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         "LINK-7-4",
         "credit_stalls.vc0",
         ctx.counter("credit_stalls.vc0")?,
+        1,
+    )
+}
+
+/// Every frame the device sent, counted by kind from the wire, against the counters it reports
+/// for them: a bring-up, periodic CF and CC, DATA with a replay, ACKs and a NACK of its own.
+pub(super) fn sent_counters(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    raw_up(
+        ctx,
+        LinkParams {
+            cf_max_interval_ns: Some(1_500),
+            cc_interval_ns: Some(2_000),
+            ack_timer_ns: Some(300),
+            ..quiet()
+        },
+    )?;
+    for t in 0..3 {
+        submit(ctx, 0, &payload(200, t))?;
+    }
+    wait(ctx, 500)?;
+    // A NACK of frame 0: frames 1 and 2 again.
+    send(ctx, &nack(0))?;
+    wait(ctx, 500)?;
+    send(ctx, &ack(2))?;
+    // The peer's DATA: two accepted (an ACK by the timer), a damaged one (a NACK), then the
+    // frame again.
+    send(ctx, &data_len(0, 0, 128, 10))?;
+    send(ctx, &data_len(0, 1, 128, 11))?;
+    wait(ctx, 1_000)?;
+    send(ctx, &bad_fcs(data_len(0, 2, 128, 12)))?;
+    send(ctx, &data_len(0, 2, 128, 12))?;
+    wait(ctx, 6_000)?;
+    let mut seen = std::collections::BTreeMap::<&str, u64>::new();
+    for l in ctx.log().iter().filter(|l| l.from_dut) {
+        let name = match decode(&l.bytes) {
+            Frm::Data { flags, .. } if flags & 0x01 != 0 => "frames_replayed",
+            Frm::Data { .. } => "tx_frames.vc0",
+            Frm::Ack(_) => "acks_sent",
+            Frm::Nack(_) => "nacks_sent",
+            Frm::Cf(_) => "cf_sent",
+            Frm::Cc(_) => "cc_sent",
+            Frm::Init(_) => "inits_sent",
+            Frm::InitEcho(..) => "init_echoes_sent",
+            Frm::Bad => continue,
+        };
+        *seen.entry(name).or_default() += 1;
+    }
+    let c = ctx.counters()?;
+    //= docs/spec/link.md#7-counters
+    //= type=test
+    //# LINK-7-6 An end MUST expose the counters of Table LINK-T3 under these names (they are the
+    //# field names of the reference implementation's `Counters`), each counting what its row
+    //# says.
+    for name in [
+        "inits_sent",
+        "init_echoes_sent",
+        "tx_frames.vc0",
+        "frames_replayed",
+        "acks_sent",
+        "nacks_sent",
+        "cf_sent",
+        "cc_sent",
+    ] {
+        let on_wire = seen.get(name).copied().unwrap_or(0);
+        check(
+            on_wire > 0,
+            "LINK-7-6",
+            format!("at least one frame counted in {name} on the wire"),
+            || format!("frames seen by kind: {seen:?}"),
+        )?;
+        check_eq(
+            "LINK-7-6",
+            &format!("{name}: the frames of its kind on the wire"),
+            c.get(name).copied().unwrap_or(0),
+            on_wire,
+        )?;
+    }
+    check_eq(
+        "LINK-7-6",
+        "link_ups: the link came up once",
+        c.get("link_ups").copied().unwrap_or(0),
         1,
     )
 }

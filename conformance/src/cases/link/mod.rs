@@ -587,6 +587,14 @@ pub fn cases() -> Vec<Case> {
             counters::credit_stall,
         ),
         le(
+            "LE-CNT-4",
+            "the counters of what the device sends (inits_sent, init_echoes_sent, tx_frames, \
+             frames_replayed, acks_sent, nacks_sent, cf_sent, cc_sent, link_ups) equal the \
+             frames of each kind on the wire",
+            &["LINK-7-6"],
+            counters::sent_counters,
+        ),
+        le(
             "LE-TX-1",
             "every frame the device sends has a good FCS, EtherType 0x88B5, version 1, a unicast \
              source, zero reserved fields, zero padding to exactly 64 B, the size of its kind, \
