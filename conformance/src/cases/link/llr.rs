@@ -185,6 +185,48 @@ pub(super) fn duplicate_acked(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
     )
 }
 
+/// LINK-4-16's rate: after the first duplicate, one ACK each time the duplicates that follow
+/// reach `ack_spacing` bytes. With 1024 bytes of spacing and duplicates of 256 bytes, twelve
+/// duplicates draw ACKs at the 1st, the 5th and the 9th, exactly.
+pub(super) fn duplicates_acked_by_spacing(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    raw_up(
+        ctx,
+        LinkParams {
+            ack_spacing: Some(1_024),
+            ..quiet()
+        },
+    )?;
+    for s in 0..4 {
+        accepted(ctx, &data_len(0, s, 256, s), 0, "LINK-4-1")?;
+    }
+    wait(ctx, 1_000)?;
+    let mut acked = Vec::new();
+    for i in 0..12u32 {
+        let sent = counted_as(
+            ctx,
+            &data_len(0, i % 4, 256, i % 4),
+            "duplicates",
+            "LINK-4-5",
+        )?;
+        let a = acks(&sent);
+        check(
+            a.iter().all(|&x| x == 3),
+            "LINK-4-16",
+            "every ACK carries 3, the last frame accepted",
+            || format!("ACKs {a:?}"),
+        )?;
+        if !a.is_empty() {
+            acked.push(i + 1);
+        }
+    }
+    check_eq(
+        "LINK-4-16",
+        "the duplicates (1st to 12th, 256 B each) after which an ACK went, with ack_spacing 1024",
+        acked,
+        vec![1, 5, 9],
+    )
+}
+
 pub(super) fn wrap_boundaries(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
     raw_up(ctx, quiet())?;
     // The first duplicate since UP draws an ACK of 0xFFFFF; the second, 128 B later, none

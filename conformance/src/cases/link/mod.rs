@@ -666,6 +666,13 @@ pub fn cases() -> Vec<Case> {
             llr::one_frame_per_due,
         ),
         le(
+            "LE-LLR-30",
+            "a run of duplicates draws an ACK at the first and then each time the duplicates \
+             after the last one that drew an ACK reach ack_spacing bytes, exactly",
+            &["LINK-4-16", "LINK-4-5"],
+            llr::duplicates_acked_by_spacing,
+        ),
+        le(
             "LE-INIT-16",
             "an INIT_ECHO with a foreign nonce and grants LINK-2-12 would refuse is counted in \
              init_echoes_ignored, not init_refused",
