@@ -215,8 +215,8 @@ def main() -> None:
                    help="mutate the working tree itself and build in its target/ (no copy, no "
                         "full first build; the tree must not be edited meanwhile)")
     p.add_argument("--check", action="store_true",
-                   help="exit 1 unless every role ran at least one viable mutant (a smoke test "
-                        "of the pipeline, for the test command)")
+                   help="exit 1 unless every role ran at least one mutant to an outcome (a "
+                        "smoke test of the pipeline, for the test command)")
     p.add_argument("--list-skipped", action="store_true",
                    help="print the functions each role sets apart and why; run nothing")
     p.add_argument("--report-only", action="store_true",
@@ -251,9 +251,9 @@ def main() -> None:
                                                        "roles": rows}, indent=2) + "\n")
     print(text)
     if args.check:
-        empty = [r["role"] for r in rows if r["viable"] == 0]
+        empty = [r["role"] for r in rows if not any(r[k] for k in OUTCOMES)]
         if empty:
-            sys.exit(f"no viable mutant ran for {', '.join(empty)}")
+            sys.exit(f"no mutant ran to an outcome for {', '.join(empty)}")
 
 
 if __name__ == "__main__":

@@ -5,15 +5,16 @@
 # header's drift check among them), the Wireshark dissector against `ethlink decode` (through
 # tshark), the conformance suite in-process, through a subprocess and through the C ABI
 # library, the C example, the Verilator testbench over DPI-C, the cocotb test over ctypes, a
-# bounded fuzz run and the traceability check.
+# bounded fuzz run, the traceability check and a bounded sample of mutation testing.
 #
 # Environment:
 #   PROPTEST_CASES   property-test cases per property (default 256)
 #   FUZZ_SECONDS     length of the bounded fuzz run (default 30; 0 skips it)
+#   MUTANTS          1: also a bounded cargo-mutants run over the switch crate (installs it)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-log() { printf '\n==> %s\n' "$*"; }
+log() { printf '\n==> [%ss] %s\n' "$SECONDS" "$*"; }
 
 as_root() {
   if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else "$@"; fi
@@ -141,6 +142,19 @@ if [ "$FUZZ_SECONDS" != 0 ] && [ -d fuzz ]; then
      echo "fuzz target $t (${FUZZ_SECONDS}s):"
      cargo fuzz run "$t" --sanitizer none "corpus/$t" "${seeds[@]}" -- -max_total_time="$FUZZ_SECONDS" 2>&1 | tail -3
    done)
+fi
+
+log "mutation testing, a bounded sample (the full runs are opt-in: docs/mutation/results.md)"
+# A few mutants of the Python example device (mutmut, from PyPI), judged by the link-end cases
+# through --dut-cmd: the pipeline works end to end.
+python3 scripts/mutants_python.py --sample 400 --limit 4 --json "$tmp/mutants_python.json" |
+  tail -3
+# cargo-mutants over the reference devices (two mutants of the switch crate, judged by the
+# switch cases) when MUTANTS=1: installing cargo-mutants costs minutes of CI.
+if [ "${MUTANTS:-0}" = 1 ]; then
+  command -v cargo-mutants >/dev/null 2>&1 || cargo install cargo-mutants --locked --quiet
+  python3 scripts/mutants.py --roles switch --sample 600 --in-place --check --timeout 120 |
+    sed -n '/^| crate/,/^$/p'
 fi
 
 log "all tests passed"
