@@ -433,8 +433,14 @@ pub fn render(docs: &[DocCoverage]) -> String {
             let _ = writeln!(out, "| {} | {} | {} |", r.req.id, r.req.level, cases);
         }
     }
+    // What the cases catch: the last mutation-testing run and every mutant it missed, written
+    // by hand in docs/mutation/results.md (docs/conformance.md §4.3).
+    let _ = writeln!(out, "\n{}", MUTATION.trim_end());
     out
 }
+
+/// The results of mutation testing, with a reason for every mutant missed.
+const MUTATION: &str = include_str!("../../docs/mutation/results.md");
 
 /// The report for the spec the suite was built with and the whole catalogue.
 pub fn report() -> String {

@@ -506,3 +506,56 @@ pub(super) fn empty_cc_draws_no_cf(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         || format!("CFs (time, entries) {:?}", cfs(&sent)),
     )
 }
+
+/// The (VC, tag) of every new DATA frame in `sent`, sorted.
+fn data_by_vc(sent: &[Sent]) -> Vec<(u8, u32)> {
+    let mut v: Vec<(u8, u32)> = sent
+        .iter()
+        .filter_map(|s| match &s.frame {
+            Frm::Data {
+                vc, flags, payload, ..
+            } if flags & 0x01 == 0 => Some((*vc, tag_of(payload).unwrap_or(u32::MAX))),
+            _ => None,
+        })
+        .collect();
+    v.sort_unstable();
+    v
+}
+
+/// Credits returned on every agreed VC at once: a peer that grants 5 credits on each VC stalls
+/// the second frame of each (4 credits a frame), and one CF carrying an entry for every VC,
+/// VC 0 unchanged and the others advancing, releases the second frame of each VC it returns
+/// credits to, and of no other.
+pub(super) fn cf_every_vc(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    let dut = raw_start(ctx, quiet())?;
+    let peer = small_peer(ctx, [5; 8], 0);
+    let n = dut.vcs.min(peer.vcs);
+    if n < 2 {
+        return Err(Stop::Unsupported("the case needs two VCs".into()));
+    }
+    raw_finish(ctx, dut, peer)?;
+    for v in 0..n {
+        let t = 10 * u32::from(v);
+        submit(ctx, v, &payload(228, t))?;
+        submit(ctx, v, &payload(228, t + 1))?;
+    }
+    let sent = wait(ctx, 200)?;
+    check_eq(
+        "LINK-5-2",
+        "(VC, tag) of the DATA sent within 5 credits a VC: the first frame of each",
+        data_by_vc(&sent),
+        (0..n).map(|v| (v, 10 * u32::from(v))).collect::<Vec<_>>(),
+    )?;
+    // VC 0's entry stays at 0 (nothing freed), every other VC's returns the 4 credits.
+    let entries: Vec<(u8, u32)> = (0..n).map(|v| (v, if v == 0 { 0 } else { 4 })).collect();
+    let sent = send(ctx, &cf(&entries))?;
+    let sent = [sent, wait(ctx, 200)?].concat();
+    check_eq(
+        "LINK-5-6",
+        "(VC, tag) of the DATA the CF released: the second frame of every VC but VC 0",
+        data_by_vc(&sent),
+        (1..n)
+            .map(|v| (v, 10 * u32::from(v) + 1))
+            .collect::<Vec<_>>(),
+    )
+}

@@ -700,6 +700,14 @@ pub fn cases() -> Vec<Case> {
             &["WIRE-4.3-2", "LINK-5-13"],
             cbfc::empty_cc_draws_no_cf,
         ),
+        le(
+            "LE-CBFC-14",
+            "one CF carrying an entry for every agreed VC returns credits on each VC it \
+             advances, VC 0 unchanged below the others: the stalled frame of each of those VCs \
+             goes, and none on VC 0",
+            &["LINK-5-6", "LINK-5-2"],
+            cbfc::cf_every_vc,
+        ),
     ]
 }
 
