@@ -79,7 +79,11 @@ ROLES = {
         "package": "ethlink-switch",
         "files": ["switch-model/src/*.rs", "switch-model/src/switch/*.rs"],
         "exclude": [],
-        "skip": {},
+        "skip": {
+            r"Switch::handle_frame_fcs\b": "pre-checked FCS path: the fabric only",
+            r"PortCounters::discarded\b": "a derived sum the boundary does not report",
+            r"Timers::grow\b": "never needed: the timers are sized for every key at construction",
+        },
         "test": "yardstick_switch",
     },
 }

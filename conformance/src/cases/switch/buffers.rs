@@ -11,7 +11,8 @@ use super::{
     run_until_delivered, small_peer, sw_setup, tag, up_ports,
 };
 use crate::case::{Stop, check, check_eq};
-use crate::ctx::Ctx;
+use crate::cases::common::{Kind, kind_of};
+use crate::ctx::{Ctx, Dir, Fault};
 use crate::device::LinkParams;
 
 /// The DATA frames of two ports, first copy of each tag, read from the log as it grows.
@@ -461,5 +462,47 @@ pub(super) fn credits_kept_until_handed_on(ctx: &mut Ctx<'_>) -> Result<(), Stop
         "SW-3-1",
         "in the order they were received",
         || format!("{got:?}"),
+    )
+}
+
+/// Each port of a switch is a link end (link.md): a frame its egress link sends that is lost on
+/// the wire with nothing behind it (so no gap, no NACK) is replayed when that link's replay
+/// timer expires, and the peer gets every frame once, in order. The switch's link timers must
+/// keep running on their own, with no frame arriving to wake them.
+pub(super) fn lost_tail_replayed(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    need_ports(ctx, 2)?;
+    let n = ctx.desc.ports;
+    let s = sw_setup(one_per_port(n), LinkParams::default(), None);
+    up_ports(ctx, &s, &[0, 1], |_, c| c)?;
+    ctx.run_for(5_000)?;
+    // The switch's first copy of the last frame, 9, vanishes on port 1's wire.
+    let mut dropped = false;
+    ctx.set_hook(
+        1,
+        Box::new(move |dir, _, bytes| {
+            if dir == Dir::FromDut
+                && !dropped
+                && matches!(kind_of(bytes), Some(Kind::Data(_)))
+                && tag(&bytes[20..]) == Some(9)
+            {
+                dropped = true;
+                return Fault::Drop;
+            }
+            Fault::Pass
+        }),
+    )?;
+    for k in 0..10u32 {
+        ctx.peer_submit(0, 0, &data(gpu_of(1), gpu_of(0), 0, k, 1000))?;
+    }
+    // Its replay timer (5 us by default, Table LINK-T2) and the round trip, with room to spare.
+    let timer = ctx.params.replay_timer_ns.unwrap_or(5_000);
+    ctx.run_for(4 * timer + 20_000)?;
+    let got: Vec<u32> = delivered(ctx, 1)?.iter().map(|x| x.1).collect();
+    check_eq(
+        "LINK-3-11",
+        "tags the peer of port 1 received, the last one lost once on the wire: each once, in \
+         order",
+        got,
+        (0..10).collect::<Vec<u32>>(),
     )
 }

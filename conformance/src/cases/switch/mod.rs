@@ -168,6 +168,14 @@ pub fn cases() -> Vec<Case> {
             buffers::credits_kept_until_handed_on,
         ),
         c(
+            "SWT-BUF-4",
+            "a frame the switch sends that is lost on the wire with nothing behind it is \
+             replayed by the egress port's link when its replay timer expires: the peer gets \
+             every frame once, in order",
+            &["LINK-3-11", "LINK-3-6", "SW-1-1"],
+            buffers::lost_tail_replayed,
+        ),
+        c(
             "SWT-VC-1",
             "a VC whose egress stalls does not block another VC on the same input and egress",
             &["SW-4-3", "SW-4-4"],
