@@ -415,6 +415,30 @@ pub(super) fn no_cut_unless_accepted(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
     received(ctx, "SW-6-11", &(0..20).collect::<Vec<_>>())
 }
 
+/// SWT-CUT-5: a frame whose sequence number differs from the one expected only in its high bits
+/// (16 to 19 of the 20), whole and with a good FCS: a switch that reads the sequence number
+/// short takes it for the expected frame and forwards it, then forwards the replay too.
+pub(super) fn no_cut_on_a_high_bit_gap(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    let from = start(ctx, None)?;
+    // Frame 3's first copy carries sequence number 3 + 0x10000: beyond a gap of 2^16 frames.
+    let mut done = false;
+    ctx.set_hook(
+        IN,
+        Box::new(move |dir, _, bytes| {
+            if dir == Dir::ToDut && !done && fields(bytes).is_some_and(|(_, t, _)| t == 3) {
+                done = true;
+                bytes[ETH_HEADER_LEN + 3] ^= 0x01;
+                refcs(bytes);
+            }
+            Fault::Pass
+        }),
+    )?;
+    send(ctx, 0..8)?;
+    ctx.run_for(30_000)?;
+    judge(ctx, from, DEFAULT_MAX_RES_NS)?;
+    received(ctx, "SW-6-11", &(0..8).collect::<Vec<_>>())
+}
+
 /// SWT-CUT-3: frames whose end shows another length than their header declares.
 pub(super) fn stomps_wrong_length(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
     let from = start(ctx, None)?;

@@ -300,6 +300,14 @@ pub fn cases() -> Vec<Case> {
             cut::no_cut_unless_accepted,
         ),
         cut(
+            "SWT-CUT-5",
+            "cut-through: a frame whose sequence number is beyond the expected one in its high \
+             bits only (a gap of 2^16) is not begun on its header, and every frame is forwarded \
+             once",
+            &["SW-6-8", "SW-6-11", "WIRE-3-4"],
+            cut::no_cut_on_a_high_bit_gap,
+        ),
+        cut(
             "SWT-CUT-3",
             "cut-through: a frame whose end is longer or shorter than its network header declares \
              ends stomped and is discarded as malformed",
