@@ -736,3 +736,79 @@ pub(super) fn deadline_in_full(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
     )?;
     Ok(())
 }
+
+/// As a requester with op_timeout 20 us, an RDMA read never answered is asked again (EP-9-3) a
+/// bounded number of times and then ends TIMEOUT, once (TXN-3-7, TXN-5-4).
+pub(super) fn unanswered_read_times_out(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    ep_up_with(
+        ctx,
+        1,
+        setup_ep(LinkParams::default(), Some(short_deadline(20_000))),
+    )?;
+    let id = ctx
+        .request(&Request::Post {
+            write: false,
+            local_space: Space::Global,
+            local_addr: 0x20_0000,
+            dst: REM,
+            space: Space::Global,
+            key: 0x0E0E_0001,
+            addr: 0xA0_0000,
+            len: 256,
+        })?
+        .id
+        .ok_or_else(|| Stop::Harness("post answered without an id".into()))?;
+    let mut seen = Seen::default();
+    seen.run(ctx, 1, 400_000, |s| !s.done.is_empty())?;
+    let done = seen.done_id(id);
+    let asked = seen.requests(op::RDMA_READ).len();
+    check(
+        done.len() == 1 && done[0].status == "TIMEOUT",
+        "TXN-3-7",
+        "the read ends once, TIMEOUT, within 400 us",
+        || format!("completions {:?} after {asked} RDMA_READs", seen.done),
+    )?;
+    check(
+        (1..=17).contains(&asked),
+        "TXN-5-4",
+        "at most 1 + max_retries (16 at most, Table EP-T1) RDMA_READs",
+        || format!("{asked}"),
+    )
+}
+
+/// As a requester with two ports and op_timeout 20 us, a load of an ordered stream never
+/// answered is sent again after its deadline on the other port: a retry avoids the port the
+/// attempt it replaces took (EP-9-2), stream or not (TXN-5-6).
+pub(super) fn stream_retry_avoids_its_port(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    if ctx.desc.ports < 2 {
+        return Err(Stop::Unsupported("the case needs two ports".into()));
+    }
+    ep_up_with(
+        ctx,
+        2,
+        setup_ep(LinkParams::default(), Some(short_deadline(20_000))),
+    )?;
+    issue(
+        ctx,
+        Space::Global,
+        0x77,
+        0x800,
+        LsOp::Load { len: 4 },
+        Some(7),
+    )?;
+    let mut seen = Seen::default();
+    let twice = seen.run(ctx, 2, 100_000, |s| s.requests(op::LOAD).len() >= 2)?;
+    let l = seen.requests(op::LOAD);
+    check(
+        twice,
+        "EP-9-3",
+        "the load sent again after its deadline",
+        || format!("{} LOADs", l.len()),
+    )?;
+    check(
+        l[0].port != l[1].port,
+        "EP-9-2",
+        "the retry on the other port",
+        || format!("{} then {}", l[0].show(), l[1].show()),
+    )
+}

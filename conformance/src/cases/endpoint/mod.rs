@@ -563,6 +563,23 @@ pub fn cases() -> Vec<Case> {
             rdma::write_expiry,
         ),
         case(
+            "EPT-RDMA-11",
+            "as a target, eight bytes written by RDMA read back at an offset inside them, after a \
+             STORE over half of them, and after one STORE over two such writes: every read gives \
+             the bytes last written",
+            &["TXN-2-4", "TXN-2-2", "TXN-2-1"],
+            &["rdma"],
+            rdma::small_rdma_write_read_back,
+        ),
+        case(
+            "EPT-RDMA-12",
+            "as a requester with write_chunk 8192, a write of 20,000 bytes goes as chunks of \
+             8192 bytes but the last, every segment carrying the local bytes of its offset",
+            &["EP-6-2"],
+            &["rdma"],
+            rdma::write_in_chunks_carries_its_bytes,
+        ),
+        case(
             "EPT-VC-1",
             "as a target whose responses wait for credits on VC 2, the device's own requests on \
              VC 0 and the responses it receives still pass, and every waiting response is sent \
@@ -669,6 +686,22 @@ pub fn cases() -> Vec<Case> {
             &["EP-1-1", "EP-9-3", "TXN-5-4"],
             &[],
             deadlines::deadline_in_full,
+        ),
+        case(
+            "EPT-DL-9",
+            "as a requester with op_timeout 20 us, an RDMA read never answered is asked again a \
+             bounded number of times, then ends TIMEOUT once",
+            &["TXN-3-7", "TXN-5-4"],
+            &["rdma"],
+            deadlines::unanswered_read_times_out,
+        ),
+        case(
+            "EPT-DL-10",
+            "as a requester with two ports, a load of an ordered stream never answered is sent \
+             again after its deadline on the other port",
+            &["EP-9-2", "EP-9-3", "TXN-5-6"],
+            &[],
+            deadlines::stream_retry_avoids_its_port,
         ),
     ]
 }

@@ -6,8 +6,8 @@
 use super::{answer, check_request, ep_up_params};
 use crate::case::{Stop, check, check_eq};
 use crate::cases::endpoint::common::{
-    DUT, G, REM, Seen, check_resp, completion, ep_up, expect_mem, mem_read, mem_write,
-    one_response, op, pattern, rdma_read, rdma_write, read_resp, send, st,
+    DUT, G, REM, Seen, check_resp, completion, ep_up, expect_mem, load, mem_read, mem_write,
+    one_response, op, pattern, rdma_read, rdma_write, read_resp, send, st, store,
 };
 use crate::ctx::Ctx;
 use crate::device::{EndpointParams, Request, Space};
@@ -844,5 +844,144 @@ pub(super) fn write_expiry(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         a,
         &d,
         "each segment written when it arrived",
+    )
+}
+
+/// Waits up to 20 us for the response to `tag`, failing on `req` when none comes.
+fn response_to(
+    ctx: &mut Ctx<'_>,
+    seen: &mut Seen,
+    tag: u16,
+    req: &'static str,
+) -> Result<(), Stop> {
+    let ok = seen.run(ctx, 1, 20_000, |s| !s.with_tag(tag, true).is_empty())?;
+    check(ok, req, format!("a response to tag {tag:#06x}"), || {
+        "none within 20 us".into()
+    })
+}
+
+/// Eight bytes written by RDMA, as a target, then read at an offset inside them, partly
+/// overwritten by a STORE, and overwritten whole with their neighbours: every read gives the
+/// bytes last written, whatever the device keeps inside (a description, a copy).
+pub(super) fn small_rdma_write_read_back(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    ep_up(ctx, 1)?;
+    let a = G.0 + 0x100;
+    let d: Vec<u8> = vec![0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88];
+    let mut seen = Seen::default();
+    send(ctx, 0, 1, &[rdma_write(0x3001, 0, G.2, a, 0, 8, &d)])?;
+    response_to(ctx, &mut seen, 0x3001, "TXN-2-4")?;
+    send(ctx, 0, 0, &[load(0x3002, 0, G.2, a + 1, 4)])?;
+    response_to(ctx, &mut seen, 0x3002, "TXN-2-1")?;
+    let t = one_response(&seen, 0x3002, "a LOAD")?;
+    check_resp(t, 0x81, st::OK, &d[1..5], "TXN-2-4")?;
+    let m = mem_read(ctx, Space::Global, a + 3, 1)?;
+    check_eq(
+        "TXN-2-4",
+        "the byte at +3, read directly",
+        m,
+        d[3..4].to_vec(),
+    )?;
+    // A STORE over the last four.
+    let e = vec![0xE1, 0xE2, 0xE3, 0xE4];
+    send(ctx, 0, 0, &[store(0x3003, 0, G.2, a + 4, &e)])?;
+    response_to(ctx, &mut seen, 0x3003, "TXN-2-2")?;
+    send(ctx, 0, 0, &[load(0x3004, 0, G.2, a, 8)])?;
+    response_to(ctx, &mut seen, 0x3004, "TXN-2-1")?;
+    let want = [&d[..4], &e[..]].concat();
+    check_resp(
+        one_response(&seen, 0x3004, "a LOAD")?,
+        0x81,
+        st::OK,
+        &want,
+        "TXN-2-2",
+    )?;
+    // Two such writes 16 bytes apart, then one STORE of 32 bytes over both.
+    let b = G.0 + 0x400;
+    send(ctx, 0, 1, &[rdma_write(0x3005, 0, G.2, b, 0, 8, &d)])?;
+    response_to(ctx, &mut seen, 0x3005, "TXN-2-4")?;
+    send(ctx, 0, 1, &[rdma_write(0x3006, 0, G.2, b + 16, 0, 8, &d)])?;
+    response_to(ctx, &mut seen, 0x3006, "TXN-2-4")?;
+    let f = vec![0xEE; 32];
+    send(ctx, 0, 0, &[store(0x3007, 0, G.2, b, &f)])?;
+    response_to(ctx, &mut seen, 0x3007, "TXN-2-2")?;
+    send(ctx, 0, 0, &[load(0x3008, 0, G.2, b, 32)])?;
+    response_to(ctx, &mut seen, 0x3008, "TXN-2-1")?;
+    check_resp(
+        one_response(&seen, 0x3008, "a LOAD")?,
+        0x81,
+        st::OK,
+        &f,
+        "TXN-2-2",
+    )
+}
+
+/// As a requester with `write_chunk` set to 8192 bytes, a write of 20,000 bytes goes as three
+/// chunks (EP-6-2), every segment carrying the local bytes of its offset.
+pub(super) fn write_in_chunks_carries_its_bytes(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    ep_up_params(
+        ctx,
+        EndpointParams {
+            write_chunk: Some(8192),
+            ..EndpointParams::default()
+        },
+    )?;
+    let len = 20_000usize;
+    let local = 0x10_0000u64;
+    let data = pattern(len, 0x5C);
+    mem_write(ctx, Space::Global, local, &data)?;
+    let raddr = 0x90_0000u64;
+    ctx.request(&Request::Post {
+        write: true,
+        local_space: Space::Global,
+        local_addr: local,
+        dst: REM,
+        space: Space::Global,
+        key: 0x0D0D_0001,
+        addr: raddr,
+        len: len as u64,
+    })?;
+    let mut seen = Seen::default();
+    seen.run(ctx, 1, 400_000, |s| {
+        s.requests(op::RDMA_WRITE)
+            .iter()
+            .map(|t| usize::from(t.dlen))
+            .sum::<usize>()
+            >= len
+    })?;
+    let mut chunks: Vec<u64> = Vec::new();
+    for t in seen.requests(op::RDMA_WRITE) {
+        let base = t.dword(4);
+        let off = u64::from(t.word(12));
+        let at = (base + off)
+            .checked_sub(raddr)
+            .map_or(usize::MAX, |x| x as usize);
+        let end = at.saturating_add(usize::from(t.dlen));
+        check(
+            end <= len && t.data == data[at..end],
+            "EP-6-2",
+            format!("the segment at byte {at} of the write carries the local bytes there"),
+            || t.show(),
+        )?;
+        if !chunks.contains(&base) {
+            chunks.push(base);
+        }
+    }
+    let covered: usize = seen
+        .requests(op::RDMA_WRITE)
+        .iter()
+        .map(|t| usize::from(t.dlen))
+        .sum();
+    check(
+        covered >= len,
+        "EP-6-2",
+        "segments covering the 20,000 bytes",
+        || format!("{covered} bytes in segments"),
+    )?;
+    let bases: Vec<u64> = chunks.iter().map(|c| c.wrapping_sub(raddr)).collect();
+    check_eq(
+        "EP-6-2",
+        "the chunks' remote offsets: write_chunk (8192) bytes each but the last",
+        bases,
+        vec![0, 8192, 16384],
     )
 }
