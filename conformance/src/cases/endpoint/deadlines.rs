@@ -6,8 +6,8 @@
 use super::{answer, hash, hash_params, setup_ep, short_deadline};
 use crate::case::{Stop, check, check_eq};
 use crate::cases::endpoint::common::{
-    DUT, G, REM, Seen, Txn, ep_up, ep_up_with, issue, load, logged_txns, op, parse_payload, resp,
-    send, st,
+    DUT, G, REM, Seen, Txn, ep_up, ep_up_with, issue, load, logged_txns, mem_read, op,
+    parse_payload, pattern, read_resp, resp, send, st,
 };
 use crate::ctx::{Ctx, Dir, Fault};
 use crate::device::{LinkParams, LsOp, Output, Request, Space};
@@ -810,5 +810,62 @@ pub(super) fn stream_retry_avoids_its_port(ctx: &mut Ctx<'_>) -> Result<(), Stop
         "EP-9-2",
         "the retry on the other port",
         || format!("{} then {}", l[0].show(), l[1].show()),
+    )
+}
+
+/// As a requester, an RDMA read whose response says BUSY is asked again (EP-9-5), not completed,
+/// and completes OK with the bytes of the answer that follows.
+pub(super) fn busy_read_asked_again(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    ep_up(ctx, 1)?;
+    let local = 0x20_0000u64;
+    let id = ctx
+        .request(&Request::Post {
+            write: false,
+            local_space: Space::Global,
+            local_addr: local,
+            dst: REM,
+            space: Space::Global,
+            key: 0x0E0E_0001,
+            addr: 0xA0_0000,
+            len: 4096,
+        })?
+        .id
+        .ok_or_else(|| Stop::Harness("post answered without an id".into()))?;
+    let mut seen = Seen::default();
+    seen.run(ctx, 1, 20_000, |s| !s.requests(op::RDMA_READ).is_empty())?;
+    let first = seen.requests(op::RDMA_READ)[0].tag;
+    send(ctx, 0, 3, &[read_resp(st::BUSY, first, 0, 4096, &[])])?;
+    seen.run(ctx, 1, 20_000, |s| {
+        s.requests(op::RDMA_READ).len() >= 2 || !s.done.is_empty()
+    })?;
+    let reads = seen.requests(op::RDMA_READ);
+    check(
+        reads.len() >= 2 && seen.done_id(id).is_empty(),
+        "EP-9-5",
+        "the read asked again after BUSY, and not completed",
+        || format!("{} RDMA_READs, completions {:?}", reads.len(), seen.done),
+    )?;
+    let again = reads[1].tag;
+    let data = pattern(4096, 0x42);
+    send(ctx, 0, 3, &[read_resp(st::OK, again, 0, 4096, &data)])?;
+    seen.run(ctx, 1, 20_000, |s| !s.done.is_empty())?;
+    let done = seen.done_id(id);
+    check(
+        done.len() == 1 && done[0].status == "OK",
+        "TXN-3-1",
+        "the read completes once, OK",
+        || format!("{:?}", seen.done),
+    )?;
+    let m = mem_read(ctx, Space::Global, local, 4096)?;
+    check(
+        m == data,
+        "TXN-2-5",
+        "the local memory holds the bytes of the answer",
+        || {
+            format!(
+                "{} bytes differ",
+                m.iter().zip(&data).filter(|(a, b)| a != b).count()
+            )
+        },
     )
 }

@@ -703,6 +703,14 @@ pub fn cases() -> Vec<Case> {
             &[],
             deadlines::stream_retry_avoids_its_port,
         ),
+        case(
+            "EPT-DL-11",
+            "as a requester, an RDMA read answered BUSY is asked again and not completed, then \
+             completes OK with the bytes of the next answer",
+            &["EP-9-5", "TXN-3-1", "TXN-2-5"],
+            &["rdma"],
+            deadlines::busy_read_asked_again,
+        ),
     ]
 }
 
