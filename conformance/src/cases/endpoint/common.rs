@@ -641,6 +641,31 @@ pub fn mem_write(ctx: &mut Ctx<'_>, space: Space, addr: u64, data: &[u8]) -> Res
     Ok(())
 }
 
+/// Posts an RDMA descriptor between the endpoint's global memory at `local` and [`REM`]'s global
+/// memory at `addr` (region `key`): a write from local to remote when `write`, else a read.
+/// Returns its id.
+pub fn post(
+    ctx: &mut Ctx<'_>,
+    write: bool,
+    local: u64,
+    key: u32,
+    addr: u64,
+    len: u64,
+) -> Result<u64, Stop> {
+    ctx.request(&Request::Post {
+        write,
+        local_space: Space::Global,
+        local_addr: local,
+        dst: REM,
+        space: Space::Global,
+        key,
+        addr,
+        len,
+    })?
+    .id
+    .ok_or_else(|| Stop::Harness("post answered without an id".into()))
+}
+
 /// Issues a load-store operation to [`REM`] and returns its tag.
 pub fn issue(
     ctx: &mut Ctx<'_>,

@@ -7,7 +7,7 @@ use super::{answer, hash, hash_params, setup_ep, short_deadline};
 use crate::case::{Stop, check, check_eq};
 use crate::cases::endpoint::common::{
     DUT, G, REM, Seen, Txn, ep_up, ep_up_with, issue, load, logged_txns, mem_read, op,
-    parse_payload, pattern, read_resp, resp, send, st,
+    parse_payload, pattern, post, read_resp, resp, send, st,
 };
 use crate::ctx::{Ctx, Dir, Fault};
 use crate::device::{LinkParams, LsOp, Output, Request, Space};
@@ -745,19 +745,7 @@ pub(super) fn unanswered_read_times_out(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         1,
         setup_ep(LinkParams::default(), Some(short_deadline(20_000))),
     )?;
-    let id = ctx
-        .request(&Request::Post {
-            write: false,
-            local_space: Space::Global,
-            local_addr: 0x20_0000,
-            dst: REM,
-            space: Space::Global,
-            key: 0x0E0E_0001,
-            addr: 0xA0_0000,
-            len: 256,
-        })?
-        .id
-        .ok_or_else(|| Stop::Harness("post answered without an id".into()))?;
+    let id = post(ctx, false, 0x20_0000, 0x0E0E_0001, 0xA0_0000, 256)?;
     let mut seen = Seen::default();
     seen.run(ctx, 1, 400_000, |s| !s.done.is_empty())?;
     let done = seen.done_id(id);
@@ -818,19 +806,7 @@ pub(super) fn stream_retry_avoids_its_port(ctx: &mut Ctx<'_>) -> Result<(), Stop
 pub(super) fn busy_read_asked_again(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
     ep_up(ctx, 1)?;
     let local = 0x20_0000u64;
-    let id = ctx
-        .request(&Request::Post {
-            write: false,
-            local_space: Space::Global,
-            local_addr: local,
-            dst: REM,
-            space: Space::Global,
-            key: 0x0E0E_0001,
-            addr: 0xA0_0000,
-            len: 4096,
-        })?
-        .id
-        .ok_or_else(|| Stop::Harness("post answered without an id".into()))?;
+    let id = post(ctx, false, local, 0x0E0E_0001, 0xA0_0000, 4096)?;
     let mut seen = Seen::default();
     seen.run(ctx, 1, 20_000, |s| !s.requests(op::RDMA_READ).is_empty())?;
     let first = seen.requests(op::RDMA_READ)[0].tag;

@@ -7,10 +7,10 @@ use super::{answer, check_request, ep_up_params};
 use crate::case::{Stop, check, check_eq};
 use crate::cases::endpoint::common::{
     DUT, G, REM, Seen, check_resp, completion, ep_up, expect_mem, load, mem_read, mem_write,
-    one_response, op, pattern, rdma_read, rdma_write, read_resp, send, st, store,
+    one_response, op, pattern, post, rdma_read, rdma_write, read_resp, send, st, store,
 };
 use crate::ctx::Ctx;
-use crate::device::{EndpointParams, Request, Space};
+use crate::device::{EndpointParams, Space};
 
 pub(super) fn target_rdma_write(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
     ep_up(ctx, 1)?;
@@ -166,19 +166,7 @@ pub(super) fn requester_rdma_write(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
     let data = pattern(len, 0x5C);
     mem_write(ctx, Space::Global, local, &data)?;
     let (key, raddr) = (0x0D0D_0001u32, 0x90_0000u64);
-    let id = ctx
-        .request(&Request::Post {
-            write: true,
-            local_space: Space::Global,
-            local_addr: local,
-            dst: REM,
-            space: Space::Global,
-            key,
-            addr: raddr,
-            len: len as u64,
-        })?
-        .id
-        .ok_or_else(|| Stop::Harness("post answered without an id".into()))?;
+    let id = post(ctx, true, local, key, raddr, len as u64)?;
     let mut seen = Seen::default();
     let covered = |s: &Seen| {
         s.requests(op::RDMA_WRITE)
@@ -279,19 +267,7 @@ pub(super) fn requester_rdma_read(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
     let local = 0x20_0000u64;
     let remote = pattern(len, 0xA7);
     let (key, raddr) = (0x0E0E_0001u32, 0xA0_0000u64);
-    let id = ctx
-        .request(&Request::Post {
-            write: false,
-            local_space: Space::Global,
-            local_addr: local,
-            dst: REM,
-            space: Space::Global,
-            key,
-            addr: raddr,
-            len: len as u64,
-        })?
-        .id
-        .ok_or_else(|| Stop::Harness("post answered without an id".into()))?;
+    let id = post(ctx, false, local, key, raddr, len as u64)?;
     let mut seen = Seen::default();
     let mut answered = 0usize;
     let mut chunks: Vec<(u64, u32, u16)> = Vec::new();
@@ -930,16 +906,7 @@ pub(super) fn write_in_chunks_carries_its_bytes(ctx: &mut Ctx<'_>) -> Result<(),
     let data = pattern(len, 0x5C);
     mem_write(ctx, Space::Global, local, &data)?;
     let raddr = 0x90_0000u64;
-    ctx.request(&Request::Post {
-        write: true,
-        local_space: Space::Global,
-        local_addr: local,
-        dst: REM,
-        space: Space::Global,
-        key: 0x0D0D_0001,
-        addr: raddr,
-        len: len as u64,
-    })?;
+    post(ctx, true, local, 0x0D0D_0001, raddr, len as u64)?;
     let mut seen = Seen::default();
     seen.run(ctx, 1, 400_000, |s| {
         s.requests(op::RDMA_WRITE)
