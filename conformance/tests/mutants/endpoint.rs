@@ -53,6 +53,12 @@ enum Flaw {
     /// A requester that sends the operations of an ordered stream as unordered ones, spread over
     /// its ports (EP-4-1, TXN-4-1).
     StreamSpread,
+    /// A target that keeps the state of one requester: it takes every request as coming from the
+    /// first GPU it heard from, so it reassembles by tag alone and answers that GPU (EP-6-5,
+    /// WIRE-6.1-2).
+    OneRequester,
+    /// A target whose 8-byte FETCH_ADD adds two 32-bit halves and drops the carry between them.
+    AddWithoutCarry,
 }
 
 /// A broken reference endpoint.
@@ -65,6 +71,8 @@ pub struct Mutant {
     extra: Vec<Output>,
     /// Stores answered and not yet written: when, where and what.
     unwritten: Vec<(u64, Space, u64, Vec<u8>)>,
+    /// The first source GPU heard from since the reset (`OneRequester`).
+    first_src: Option<[u8; 2]>,
 }
 
 impl Mutant {
@@ -75,6 +83,7 @@ impl Mutant {
             early: BTreeSet::new(),
             extra: Vec::new(),
             unwritten: Vec::new(),
+            first_src: None,
         }
     }
 
@@ -192,6 +201,73 @@ fn reversed(b: &[u8]) -> Vec<u8> {
     out
 }
 
+impl Mutant {
+    /// Takes `frame`, then takes 2^32 off every 8-byte FETCH_ADD in it whose low words carried.
+    fn add_without_carry(
+        &mut self,
+        port: u16,
+        time_ns: u64,
+        frame: &[u8],
+    ) -> Result<(), DeviceError> {
+        let mut adds = Vec::new();
+        let mut copy = frame.to_vec();
+        edit_data(&mut copy, |_, t| {
+            if t[0] == 0x03 && t.len() >= 28 && u16::from_be_bytes([t[6], t[7]]) == 8 {
+                let key = u32::from_be_bytes([t[8], t[9], t[10], t[11]]);
+                let addr = u64::from_be_bytes(t[12..20].try_into().unwrap_or([0; 8]));
+                let add = u64::from_le_bytes(t[20..28].try_into().unwrap_or([0; 8]));
+                adds.push((t[1] & 1 != 0, key, addr, add));
+            }
+        });
+        let mut carried = Vec::new();
+        for (shared, key, addr, add) in adds {
+            let space = if shared { Space::Shared } else { Space::Global };
+            let old = self
+                .inner
+                .request(
+                    time_ns,
+                    &Request::MemRead {
+                        space,
+                        addr,
+                        len: 8,
+                    },
+                )?
+                .data
+                .and_then(|h| from_hex("mem_read", &h).ok())
+                .and_then(|b| <[u8; 8]>::try_from(b).ok())
+                .map_or(0, u64::from_le_bytes);
+            if (old & 0xFFFF_FFFF) + (add & 0xFFFF_FFFF) > 0xFFFF_FFFF {
+                carried.push((shared, key, addr));
+            }
+        }
+        self.inner.frame(port, time_ns, frame)?;
+        for (shared, key, addr) in carried {
+            self.inner
+                .add_again(shared, key, addr, 8, (1u64 << 32).wrapping_neg());
+        }
+        Ok(())
+    }
+
+    /// `frame` with its source GPU replaced by the first one heard from, when it is a DATA frame.
+    fn one_source(&mut self, frame: &[u8]) -> Vec<u8> {
+        let mut b = frame.to_vec();
+        let Some(l) = link_at(&b) else { return b };
+        let p = l + 6;
+        if b.get(l).is_none_or(|k| k & 0x0F != 0) || b.len() < p + 8 + 4 {
+            return b;
+        }
+        let src = [b[p + 2], b[p + 3]];
+        let first = *self.first_src.get_or_insert(src);
+        if first != src {
+            b[p + 2..p + 4].copy_from_slice(&first);
+            let n = b.len();
+            let fcs = fcs_bytes(&b[..n - 4]);
+            b[n - 4..].copy_from_slice(&fcs);
+        }
+        b
+    }
+}
+
 /// What builds a mutant.
 pub type Maker = fn() -> Box<dyn Device>;
 
@@ -240,6 +316,12 @@ pub fn mutants() -> Vec<(&'static str, Maker)> {
         }),
         ("stream_spread", || {
             Box::new(Mutant::new(Flaw::StreamSpread))
+        }),
+        ("one_requester", || {
+            Box::new(Mutant::new(Flaw::OneRequester))
+        }),
+        ("add_without_carry", || {
+            Box::new(Mutant::new(Flaw::AddWithoutCarry))
         }),
     ]
 }
@@ -298,6 +380,7 @@ impl Device for Mutant {
         self.early.clear();
         self.extra.clear();
         self.unwritten.clear();
+        self.first_src = None;
         let mut setup = setup.clone();
         if let Some(e) = setup.endpoint.as_mut() {
             match self.flaw {
@@ -331,7 +414,14 @@ impl Device for Mutant {
                 return self.inner.frame(port, time_ns, &f);
             }
             Flaw::FrameReversed => return self.inner.frame(port, time_ns, &reversed(frame)),
+            Flaw::OneRequester => {
+                let f = self.one_source(frame);
+                return self.inner.frame(port, time_ns, &f);
+            }
             _ => {}
+        }
+        if self.flaw == Flaw::AddWithoutCarry {
+            return self.add_without_carry(port, time_ns, frame);
         }
         self.inner.frame(port, time_ns, frame)?;
         if self.flaw == Flaw::AtomicTwice {

@@ -3,12 +3,14 @@
 //! The `EPT-CAP-*` and `EPT-ID-*` cases.
 
 use crate::case::{Stop, check, check_eq};
+use crate::cases::common::{Frm, RAW_NONCE, init, raw_init, take_sent};
 use crate::cases::endpoint::common::{
     DUT, G, SH, Seen, atomic, check_resp, ep_up, expect_mem, issue, le, load, mem_write,
     one_response, op, parse_payload, pattern, raw, rdma_read, rdma_write, send, st, store,
 };
 use crate::ctx::Ctx;
 use crate::device::{LsOp, Space};
+use ethlink_protocol::{InitRepr, Role as WireRole};
 
 pub(super) fn identity_and_reset(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
     ep_up(ctx, 1)?;
@@ -44,6 +46,45 @@ pub(super) fn identity_and_reset(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         "EP-12-1",
         "every counter zero after a reset",
         || format!("{nonzero:?}"),
+    )
+}
+
+pub(super) fn init_at_physical_up(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    ctx.reset(&crate::device::Setup {
+        gpu: Some(DUT),
+        ..crate::cases::common::setup(Default::default())
+    })?;
+    // The harness's reset has no quiet time (EP-13-14): the port is in INIT from the instant its
+    // physical link is up, and an INIT arriving at that same nanosecond is answered.
+    let at = ctx.now();
+    ctx.request(&crate::device::Request::PhysicalUp { port: 0 })?;
+    let peer = InitRepr {
+        role: WireRole::Switch,
+        ..raw_init(ctx, RAW_NONCE)
+    };
+    ctx.inject(0, &init(peer))?;
+    ctx.run_for(2_000)?;
+    let echoes: Vec<(u64, u32)> = take_sent(ctx)
+        .iter()
+        .filter_map(|s| match s.frame {
+            Frm::InitEcho(e, _) => Some((s.time, e)),
+            _ => None,
+        })
+        .collect();
+    //= docs/spec/endpoint.md#13-what-the-text-fixes-for-an-implementer
+    //= type=test
+    //# EP-13-14 (§12) The reset of §12 is the endpoint's own. A conformance harness's `reset`
+    //# (docs/conformance.md §3.3) is not this reset: it builds a fresh device, with every port
+    //# physically down and no quiet time, and nothing of one case reaches the next.
+    check(
+        echoes.iter().any(|(_, e)| *e == RAW_NONCE),
+        "LINK-2-2",
+        format!(
+            "an INIT_ECHO with echo nonce {RAW_NONCE:#x} for the INIT that arrived at {at} ns, \
+             the instant port 0's physical link came up after the harness's reset (no quiet \
+             time, EP-13-14): the port is in INIT, not OFF"
+        ),
+        || format!("INIT_ECHOes within 2 us (time, echo nonce): {echoes:x?}"),
     )
 }
 

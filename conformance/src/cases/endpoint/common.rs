@@ -8,11 +8,17 @@ use crate::case::Stop;
 use crate::cases::common::{peer_config, setup};
 use crate::ctx::Ctx;
 use crate::device::{LinkParams, LsOp, Output, Request, Setup, Space, from_hex, to_hex};
+use ethlink_link::Config as LinkConfig;
+
+/// Data bytes [`Txn::show`] writes out in full.
+const SHOW_DATA: usize = 64;
 
 /// The GPU id the device is given.
 pub const DUT: u16 = 5;
 /// The GPU id the harness plays.
 pub const REM: u16 = 9;
+/// A second GPU the harness plays, for cases with two requesters (docs/conformance.md §4.1).
+pub const REM2: u16 = 12;
 
 /// The read-write-atomic region of global memory: base, length, key.
 pub const G: (u64, u64, u32) = (0x1_0000, 0x1_0000, 0xA5A5_0001);
@@ -118,7 +124,7 @@ impl Txn {
             .map_or(0, |b| u16::from_be_bytes([b[0], b[1]]))
     }
 
-    /// A line for failure reports.
+    /// A line for failure reports; data longer than 64 bytes shows its first 64 and its length.
     pub fn show(&self) -> String {
         format!(
             "port {} vc {} {}->{} path {:#04x} opcode {:#04x} fs {:#04x} tag {:#06x} hlen {} dlen {} ext {} data {}",
@@ -133,7 +139,15 @@ impl Txn {
             self.hlen,
             self.dlen,
             to_hex(&self.ext),
-            to_hex(&self.data)
+            if self.data.len() > SHOW_DATA {
+                format!(
+                    "{}... ({} bytes)",
+                    to_hex(&self.data[..SHOW_DATA]),
+                    self.data.len()
+                )
+            } else {
+                to_hex(&self.data)
+            }
         )
     }
 }
@@ -213,10 +227,22 @@ pub fn ep_up(ctx: &mut Ctx<'_>, ports: u16) -> Result<(), Stop> {
 
 /// As [`ep_up`] with `setup`.
 pub fn ep_up_with(ctx: &mut Ctx<'_>, ports: u16, setup: Setup) -> Result<(), Stop> {
+    ep_up_peers(ctx, ports, setup, |_, _| {})
+}
+
+/// As [`ep_up_with`], with the configuration of each port's peer changed by `peer` first (for
+/// example a peer that announces a smaller MFS).
+pub fn ep_up_peers(
+    ctx: &mut Ctx<'_>,
+    ports: u16,
+    setup: Setup,
+    peer: impl Fn(u16, &mut LinkConfig),
+) -> Result<(), Stop> {
     ctx.reset(&setup)?;
     let ports = ports.min(ctx.desc.ports);
     for p in 0..ports {
-        let cfg = peer_config(ctx, p);
+        let mut cfg = peer_config(ctx, p);
+        peer(p, &mut cfg);
         ctx.attach(p, cfg)?;
     }
     let mut seen = vec![false; usize::from(ports)];
@@ -384,7 +410,18 @@ pub fn data_payload(dst: u16, src: u16, txns: &[Vec<u8>]) -> Vec<u8> {
 
 /// The harness, as GPU [`REM`], sends `txns` to the device in one frame on `port` and `vc`.
 pub fn send(ctx: &mut Ctx<'_>, port: u16, vc: u8, txns: &[Vec<u8>]) -> Result<(), Stop> {
-    ctx.peer_submit(port, vc, &data_payload(DUT, REM, txns))
+    send_from(ctx, REM, port, vc, txns)
+}
+
+/// As [`send`], from GPU `src` (a second requester is [`REM2`]).
+pub fn send_from(
+    ctx: &mut Ctx<'_>,
+    src: u16,
+    port: u16,
+    vc: u8,
+    txns: &[Vec<u8>],
+) -> Result<(), Stop> {
+    ctx.peer_submit(port, vc, &data_payload(DUT, src, txns))
 }
 
 /// What the harness has seen of the device: transactions on the wire, completions.
@@ -557,6 +594,18 @@ pub fn check_resp(
     data: &[u8],
     status_req: &'static str,
 ) -> Result<(), Stop> {
+    check_resp_to(t, REM, opcode, status, data, status_req)
+}
+
+/// As [`check_resp`], for a response to GPU `dst` (a second requester, [`REM2`]).
+pub fn check_resp_to(
+    t: &Txn,
+    dst: u16,
+    opcode: u8,
+    status: u8,
+    data: &[u8],
+    status_req: &'static str,
+) -> Result<(), Stop> {
     let what = format!("the response with tag {:#06x}", t.tag);
     if t.opcode != opcode {
         let defined = matches!(opcode & 0x7F, 0x01..=0x06 | 0x10 | 0x11);
@@ -605,10 +654,10 @@ pub fn check_resp(
             t.show(),
         ));
     }
-    if t.dst != REM {
+    if t.dst != dst {
         return Err(Stop::fail(
             "WIRE-6.1-2",
-            format!("{what}: destination GPU {REM}, the request's source"),
+            format!("{what}: destination GPU {dst}, the request's source"),
             t.show(),
         ));
     }

@@ -341,6 +341,14 @@ pub fn cases() -> Vec<Case> {
             capabilities::identity_and_reset,
         ),
         case(
+            "EPT-ID-2",
+            "after the harness's reset (no quiet time) a port answers an INIT that arrives at the \
+             very nanosecond its physical link comes up",
+            &["LINK-2-2", "EP-13-14"],
+            &[],
+            capabilities::init_at_physical_up,
+        ),
+        case(
             "EPT-DL-3",
             "as a requester, an operation answered BUSY at every attempt completes BUSY once its \
              retries are spent, each retry counted",
@@ -372,6 +380,24 @@ pub fn cases() -> Vec<Case> {
             ],
             &["shared"],
             operations::target_shared,
+        ),
+        case(
+            "EPT-OPS-4",
+            "as a target, two requesting GPUs send LOADs, STOREs, FETCH_ADDs and FENCEs with \
+             the same tags at once: each request is answered once, to the GPU that sent it, \
+             with its own data",
+            &["WIRE-6.1-2", "TXN-2-1", "TXN-2-2", "TXN-2-3"],
+            &[],
+            operations::two_requesters_same_tags,
+        ),
+        case(
+            "EPT-OPS-5",
+            "as a target, an 8-byte FETCH_ADD carries out of bit 31 and wraps at 2^64, and an \
+             8-byte COMPARE_SWAP compares all 64 bits: a value that differs in the high or the \
+             low word only does not swap",
+            &["TXN-2-3"],
+            &["atomics"],
+            operations::wide_atomics,
         ),
         case(
             "EPT-RDMA-6",
@@ -580,6 +606,25 @@ pub fn cases() -> Vec<Case> {
             rdma::write_in_chunks_carries_its_bytes,
         ),
         case(
+            "EPT-RDMA-13",
+            "as a target, an RDMA write of workload data (the pseudo-random bytes of a fabric \
+             run) reads back exactly by LOADs at every 8-byte offset of a block, across block \
+             and segment boundaries and at odd offsets, by the local read, and across the seam \
+             of a second write that continues the same data",
+            &["TXN-2-4", "TXN-2-1"],
+            &["rdma"],
+            rdma::workload_data_read_back,
+        ),
+        case(
+            "EPT-RDMA-14",
+            "as a target, two requesting GPUs use one tag at once: their RDMA writes, segments \
+             interleaved, are reassembled apart and each completed once to its own GPU; their \
+             RDMA reads are each answered to the GPU that asked with its own bytes",
+            &["EP-6-5", "WIRE-6.1-2", "EP-6-8"],
+            &["rdma"],
+            rdma::two_requesters_one_tag,
+        ),
+        case(
             "EPT-VC-1",
             "as a target whose responses wait for credits on VC 2, the device's own requests on \
              VC 0 and the responses it receives still pass, and every waiting response is sent \
@@ -625,6 +670,15 @@ pub fn cases() -> Vec<Case> {
             &["EP-3-5", "EP-6-2"],
             &["rdma"],
             paths::mfs_holds_a_segment,
+        ),
+        case(
+            "EPT-PATH-7",
+            "as a requester with two ports, a port whose peer announces an MFS one byte short of \
+             a tagged frame of one segment comes UP but takes no request: loads and RDMA write \
+             segments all leave by the other port",
+            &["EP-3-2", "EP-4-2"],
+            &["rdma"],
+            paths::small_mfs_port_unused,
         ),
         case(
             "EPT-PATH-4",

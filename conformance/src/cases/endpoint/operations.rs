@@ -3,8 +3,8 @@
 
 use crate::case::{Stop, check, check_eq};
 use crate::cases::endpoint::common::{
-    G, SH, Seen, atomic, check_resp, ep_up, expect_mem, le, load, mem_write, one_response, op,
-    pattern, send, st, store,
+    G, REM, REM2, SH, Seen, Txn, atomic, check_resp, check_resp_to, ep_up, expect_mem, fence, le,
+    load, mem_write, one_response, op, pattern, send, send_from, st, store,
 };
 use crate::ctx::Ctx;
 use crate::device::Space;
@@ -200,4 +200,196 @@ pub(super) fn target_shared(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         &[0xEE; 32],
         "global memory untouched",
     )
+}
+
+/// As a target, two requesting GPUs send LOADs, STOREs, FETCH_ADDs and FENCEs with the same tags
+/// at once: every request is answered once, to the GPU that sent it, with its own data.
+pub(super) fn two_requesters_same_tags(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    ep_up(ctx, 1)?;
+    let atomics = ctx.has_cap("atomics");
+    let a = G.0 + 0x600;
+    let pre = pattern(64, 0x61);
+    mem_write(ctx, Space::Global, a, &pre)?;
+    let counter = a + 0x100;
+    mem_write(ctx, Space::Global, counter, &le(0xFFFF_FFF0, 8))?;
+    let gpus = [(REM, 0u64, 0x71u8, 5u64), (REM2, 0x20, 0x72, 0x30)];
+    // Each GPU: a LOAD of its half, a STORE into its other quarter, a FETCH_ADD of the shared
+    // counter, a FENCE: one frame each, the two GPUs' frames alternating.
+    let tags = [0x3301u16, 0x3302, 0x3303, 0x3304];
+    for (src, off, seed, add) in gpus {
+        let mut txns = vec![
+            load(tags[0], 0, G.2, a + off, 16),
+            store(tags[1], 0, G.2, a + 0x40 + off, &pattern(16, seed)),
+        ];
+        if atomics {
+            txns.push(atomic(op::FADD, tags[2], G.2, counter, &le(add, 8)));
+        }
+        txns.push(fence(tags[3]));
+        send_from(ctx, src, 0, 0, &txns)?;
+    }
+    let want = if atomics { 4 } else { 3 };
+    let mut seen = Seen::default();
+    seen.run(ctx, 1, 50_000, |s| s.txns.len() >= 2 * want)?;
+    seen.run(ctx, 1, 5_000, |_| false)?;
+    let mut olds = Vec::new();
+    for (src, off, _, _) in gpus {
+        let to = |tag: u16| -> Vec<&Txn> {
+            seen.txns
+                .iter()
+                .filter(|t| t.tag == tag && t.dst == src)
+                .collect()
+        };
+        let mut expect: Vec<(u16, u8, &str)> = vec![
+            (tags[0], 0x81, "LOAD"),
+            (tags[1], 0x82, "STORE"),
+            (tags[3], 0x86, "FENCE"),
+        ];
+        if atomics {
+            expect.push((tags[2], 0x83, "FETCH_ADD"));
+        }
+        //= docs/spec/wire.md#61-common-prefix
+        //= type=test
+        //# WIRE-6.1-2 The tag is chosen by the requester; a responder MUST copy the tag of a
+        //# request, and the request's source GPU into the destination of the response, unchanged.
+        for (tag, opcode, what) in expect {
+            let r = to(tag);
+            check(
+                r.len() == 1 && r[0].opcode == opcode && r[0].fs == st::OK,
+                "WIRE-6.1-2",
+                format!(
+                    "one {what} response OK with tag {tag:#06x} to GPU {src}, the other GPU \
+                     using the same tag at once"
+                ),
+                || format!("{:?}", r.iter().map(|t| t.show()).collect::<Vec<_>>()),
+            )?;
+        }
+        check_resp_to(
+            to(tags[0])[0],
+            src,
+            0x81,
+            st::OK,
+            &pre[off as usize..off as usize + 16],
+            "TXN-2-1",
+        )?;
+        if atomics {
+            olds.push(u64::from_le_bytes(
+                to(tags[2])[0]
+                    .data
+                    .get(..8)
+                    .and_then(|d| d.try_into().ok())
+                    .unwrap_or([0; 8]),
+            ));
+        }
+    }
+    for (_, off, seed, _) in gpus {
+        expect_mem(
+            ctx,
+            "TXN-2-2",
+            Space::Global,
+            a + 0x40 + off,
+            &pattern(16, seed),
+            "each GPU's STORE, same tag as the other's",
+        )?;
+    }
+    if atomics {
+        // The two FETCH_ADDs in some order: one read the start, the other the start plus the
+        // first's operand, and the counter holds both.
+        let start = 0xFFFF_FFF0u64;
+        let (a0, a1) = (gpus[0].3, gpus[1].3);
+        let ok = (olds[0] == start && olds[1] == start + a0)
+            || (olds[1] == start && olds[0] == start + a1);
+        check(
+            ok,
+            "TXN-2-3",
+            format!("the two FETCH_ADDs read {start:#x} and {start:#x} plus the other's operand"),
+            || format!("old values {olds:#x?}"),
+        )?;
+        expect_mem(
+            ctx,
+            "TXN-2-3",
+            Space::Global,
+            counter,
+            &le(start + a0 + a1, 8),
+            "the counter holds both additions",
+        )?;
+    }
+    Ok(())
+}
+
+/// As a target, atomics on values whose arithmetic crosses a 32-bit boundary: an 8-byte
+/// FETCH_ADD carries from the low word into the high one and wraps at 2^64, and an 8-byte
+/// COMPARE_SWAP compares all 64 bits.
+pub(super) fn wide_atomics(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    ep_up(ctx, 1)?;
+    let a = G.0 + 0x700;
+    let rows: [(u64, u8, Vec<u8>, u64, u64); 5] = [
+        // FETCH_ADD with a carry out of bit 31.
+        (
+            0,
+            op::FADD,
+            le(1, 8),
+            0x0000_0001_FFFF_FFFF,
+            0x0000_0002_0000_0000,
+        ),
+        // FETCH_ADD that wraps at 2^64.
+        (
+            8,
+            op::FADD,
+            le(0x8000_0000_0000_0001, 8),
+            0x8000_0000_FFFF_FFFF,
+            0x0000_0001_0000_0000,
+        ),
+        // COMPARE_SWAP whose compare value differs from memory in the high word only: fails.
+        (
+            16,
+            op::CAS,
+            [le(0x0000_0007_1234_5678, 8), le(1, 8)].concat(),
+            0x0000_0008_1234_5678,
+            0x0000_0008_1234_5678,
+        ),
+        // ... and in the low word only: fails.
+        (
+            24,
+            op::CAS,
+            [le(0x0000_0008_1234_5679, 8), le(1, 8)].concat(),
+            0x0000_0008_1234_5678,
+            0x0000_0008_1234_5678,
+        ),
+        // Equal in all 64 bits: swaps.
+        (
+            32,
+            op::CAS,
+            [le(0xFFFF_FFFF_0000_0000, 8), le(0x0000_0000_FFFF_FFFF, 8)].concat(),
+            0xFFFF_FFFF_0000_0000,
+            0x0000_0000_FFFF_FFFF,
+        ),
+    ];
+    for (off, old, _) in rows.iter().map(|r| (r.0, r.3, ())) {
+        mem_write(ctx, Space::Global, a + off, &le(old, 8))?;
+    }
+    let txns: Vec<Vec<u8>> = rows
+        .iter()
+        .enumerate()
+        .map(|(i, (off, opc, data, _, _))| atomic(*opc, 0x3401 + i as u16, G.2, a + off, data))
+        .collect();
+    send(ctx, 0, 0, &txns)?;
+    let mut seen = Seen::default();
+    seen.run(ctx, 1, 50_000, |s| s.txns.len() >= rows.len())?;
+    //= docs/spec/transaction.md#2-operations
+    //= type=test
+    //# TXN-2-3 An atomic MUST be performed as one indivisible read-modify-write of a 4 or 8 byte
+    for (i, (off, opc, _, old, new)) in rows.iter().enumerate() {
+        let tag = 0x3401 + i as u16;
+        let t = one_response(&seen, tag, "an 8-byte atomic")?;
+        check_resp(t, opc | 0x80, st::OK, &le(*old, 8), "TXN-2-3")?;
+        expect_mem(
+            ctx,
+            "TXN-2-3",
+            Space::Global,
+            a + off,
+            &le(*new, 8),
+            &format!("{new:#018x} after the 8-byte atomic at +{off} on {old:#018x}"),
+        )?;
+    }
+    Ok(())
 }

@@ -6,8 +6,8 @@
 use super::{answer, check_loads, few_credits, hash, hash_params, port_down, send_loads, setup_ep};
 use crate::case::{Stop, check, check_eq};
 use crate::cases::endpoint::common::{
-    DUT, G, REM, Seen, Txn, check_resp, ep_up, ep_up_with, issue, load, mem_write, one_response,
-    op, pattern, resp, send, st,
+    DUT, G, REM, Seen, Txn, check_resp, ep_up, ep_up_peers, ep_up_with, issue, load, mem_write,
+    one_response, op, pattern, post, resp, send, st,
 };
 use crate::ctx::Ctx;
 use crate::device::{LinkParams, LsOp, Request, Space, to_hex};
@@ -364,6 +364,32 @@ pub(super) fn mfs_holds_a_segment(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         "MFS at least the largest segment + 64 bytes",
         || format!("MFS {mfs}, segment {seg}"),
     )?;
+    // One byte short of the segment's tagged frame: refused, or smaller segments.
+    let first_seg = seg;
+    if let Ok(short) = u16::try_from(first_seg + 63)
+        && short >= 320
+    {
+        let link = LinkParams {
+            mfs: Some(short),
+            ..LinkParams::default()
+        };
+        match ep_up_with(ctx, 1, setup_ep(link, None)) {
+            Err(Stop::Unsupported(_)) => {}
+            Err(e) => return Err(e),
+            Ok(()) => {
+                let (seg, mfs) = largest_segment(ctx, 20_000)?;
+                check(
+                    seg + 64 <= u32::from(mfs),
+                    "EP-3-5",
+                    format!(
+                        "with MFS {short} asked for (segment {first_seg} + 63, one byte short): \
+                         segments of at most the MFS in force - 64 bytes"
+                    ),
+                    || format!("MFS {mfs} in force, segment {seg}"),
+                )?;
+            }
+        }
+    }
     // An MFS below the default segment's frame: refused, or smaller segments.
     let small = 4096u16;
     let link = LinkParams {
@@ -597,5 +623,77 @@ pub(super) fn stream_moved_on_down(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         "TXN-3-1",
         format!("{total} completions, every one OK"),
         || format!("{:?}", seen.done),
+    )
+}
+
+pub(super) fn small_mfs_port_unused(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    if ctx.desc.ports < 2 {
+        return Err(Stop::Unsupported("the case needs two ports".into()));
+    }
+    ep_up(ctx, 1)?;
+    let (seg, _) = largest_segment(ctx, 20_000)?;
+    let Some(short) = u16::try_from(seg + 63).ok().filter(|m| *m >= 320) else {
+        return Err(Stop::Unsupported(format!(
+            "segment {seg}: no MFS a link may announce (320..9216) is one byte short of it"
+        )));
+    };
+    // Port 1's peer announces one byte less than a tagged frame of one segment: the link comes
+    // UP, but the port is not usable.
+    ep_up_peers(ctx, 2, setup_ep(LinkParams::default(), None), |p, cfg| {
+        if p == 1 {
+            cfg.mfs = short;
+        }
+    })?;
+    let local = 0x10_0000u64;
+    let len = 3 * seg as usize + 100;
+    mem_write(ctx, Space::Global, local, &pattern(len, 0x5C))?;
+    post(ctx, true, local, 0x0D0D_0002, 0x90_0000, len as u64)?;
+    let n = 16usize;
+    for i in 0..n as u64 {
+        issue(
+            ctx,
+            Space::Global,
+            0x77,
+            0x40 * i,
+            LsOp::Load { len: 4 },
+            None,
+        )?;
+    }
+    let mut seen = Seen::default();
+    seen.run(ctx, 2, 300_000, |s| {
+        s.requests(op::LOAD).len() >= n
+            && s.requests(op::RDMA_WRITE)
+                .iter()
+                .map(|t| usize::from(t.dlen))
+                .sum::<usize>()
+                >= len
+    })?;
+    //= docs/spec/endpoint.md#3-ports-and-virtual-channels
+    //= type=test
+    //# EP-3-2 A port is **usable** while its link is UP with at least 4 VCs agreed and an agreed
+    //# MFS that holds a tagged frame of one full segment (`segment` + 64 bytes). Only usable ports
+    //# MUST take part in path choice (§4), and frames MUST be submitted only to the links of usable
+    //# ports.
+    let on_1: Vec<&Txn> = seen.txns.iter().filter(|t| t.port == 1).collect();
+    check(
+        on_1.is_empty(),
+        "EP-3-2",
+        format!(
+            "no request on port 1, whose peer announces MFS {short} (segment {seg} + 63): the port \
+             is UP but not usable"
+        ),
+        || {
+            format!(
+                "{} transactions on port 1, the first {}",
+                on_1.len(),
+                on_1[0].show()
+            )
+        },
+    )?;
+    check(
+        seen.requests(op::LOAD).len() >= n,
+        "EP-3-2",
+        format!("the {n} LOADs sent on port 0, the one usable port"),
+        || format!("{} LOADs seen", seen.requests(op::LOAD).len()),
     )
 }

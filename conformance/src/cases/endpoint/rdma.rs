@@ -6,8 +6,9 @@
 use super::{answer, check_request, ep_up_params};
 use crate::case::{Stop, check, check_eq};
 use crate::cases::endpoint::common::{
-    DUT, G, REM, Seen, check_resp, completion, ep_up, expect_mem, load, mem_read, mem_write,
-    one_response, op, pattern, post, rdma_read, rdma_write, read_resp, send, st, store,
+    DUT, G, REM, REM2, Seen, Txn, check_resp, completion, ep_up, expect_mem, load, mem_read,
+    mem_write, one_response, op, pattern, post, rdma_read, rdma_write, read_resp, send, send_from,
+    st, store,
 };
 use crate::ctx::Ctx;
 use crate::device::{EndpointParams, Space};
@@ -951,4 +952,228 @@ pub(super) fn write_in_chunks_carries_its_bytes(ctx: &mut Ctx<'_>) -> Result<(),
         bases,
         vec![0, 8192, 16384],
     )
+}
+
+/// Bytes `[at, at + n)` of the fabric's workload data pattern of `seed` (endpoint/src/pattern.rs):
+/// pseudo-random data as a fabric run writes it, the same in every run.
+fn workload_bytes(seed: u64, at: u64, n: usize) -> Vec<u8> {
+    let mut v = vec![0u8; n];
+    ethlink_endpoint::pattern::Pattern::new(seed, at).fill(&mut v);
+    v
+}
+
+/// As a target, an RDMA write of workload data (the pseudo-random bytes a fabric run writes) read
+/// back at every 8-byte offset of its first block and across block and segment boundaries, by
+/// LOADs and by the local read; then a second write continuing the same data right after it.
+pub(super) fn workload_data_read_back(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    ep_up(ctx, 1)?;
+    let a = G.0 + 0x2000;
+    let seed = 0x5EED_0013_u64;
+    let total = 1024u32;
+    let data = workload_bytes(seed, 0, total as usize);
+    let mut seen = Seen::default();
+    for off in (0..total).step_by(256) {
+        let seg = &data[off as usize..(off + 256) as usize];
+        send(ctx, 0, 1, &[rdma_write(0x3101, 0, G.2, a, off, total, seg)])?;
+    }
+    response_to(ctx, &mut seen, 0x3101, "TXN-2-4")?;
+    check_resp(
+        one_response(&seen, 0x3101, "the RDMA write")?,
+        op::RDMA_COMPLETION,
+        st::OK,
+        &[],
+        "TXN-2-4",
+    )?;
+    // LOADs of 64 bytes at every 8-byte offset of the first block, of 256 bytes across the
+    // segment boundary at 256, and of 13 bytes at odd offsets.
+    let mut reads: Vec<(u64, u16)> = (0..8).map(|i| (8 * i, 64)).collect();
+    reads.extend([(200, 256), (744, 256), (1, 13), (509, 13), (1011, 13)]);
+    for (i, (off, len)) in reads.iter().enumerate() {
+        let tag = 0x3110 + i as u16;
+        send(ctx, 0, 0, &[load(tag, 0, G.2, a + off, *len)])?;
+        response_to(ctx, &mut seen, tag, "TXN-2-1")?;
+        let want = &data[*off as usize..*off as usize + usize::from(*len)];
+        //= docs/spec/transaction.md#2-operations
+        //= type=test
+        //# TXN-2-4 An RDMA write MUST write exactly its bytes at the addressed range
+        check_resp(
+            one_response(&seen, tag, "a LOAD")?,
+            0x81,
+            st::OK,
+            want,
+            "TXN-2-4",
+        )?;
+    }
+    for (off, len) in [(8u64, 100u64), (24, 1000), (0, 1024)] {
+        let m = mem_read(ctx, Space::Global, a + off, len)?;
+        check(
+            m == data[off as usize..(off + len) as usize],
+            "TXN-2-4",
+            format!("the local read of {len} bytes at +{off} gives the bytes written"),
+            || format!("{m:02x?}"),
+        )?;
+    }
+    // A second write right after the first, its bytes continuing the same data, then a LOAD
+    // across the seam of the two.
+    let more = workload_bytes(seed, u64::from(total), 512);
+    for off in [0u32, 256] {
+        send(
+            ctx,
+            0,
+            1,
+            &[rdma_write(
+                0x3102,
+                0,
+                G.2,
+                a + u64::from(total),
+                off,
+                512,
+                &more[off as usize..off as usize + 256],
+            )],
+        )?;
+    }
+    response_to(ctx, &mut seen, 0x3102, "TXN-2-4")?;
+    send(ctx, 0, 0, &[load(0x3120, 0, G.2, a + 1000, 64)])?;
+    response_to(ctx, &mut seen, 0x3120, "TXN-2-1")?;
+    let want = [&data[1000..], &more[..40]].concat();
+    check_resp(
+        one_response(&seen, 0x3120, "a LOAD")?,
+        0x81,
+        st::OK,
+        &want,
+        "TXN-2-4",
+    )
+}
+
+/// As a target, two requesting GPUs use the same tags at once: RDMA writes whose segments
+/// interleave, and RDMA reads. Each is reassembled and answered on its own (EP-6-5 keys a write
+/// by source GPU and tag), and every response goes to the GPU that asked (WIRE-6.1-2).
+pub(super) fn two_requesters_one_tag(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    ep_up(ctx, 1)?;
+    let total = 1024u32;
+    let gpus = [(REM, G.0 + 0x3000, 0x41u8), (REM2, G.0 + 0x3800, 0x42)];
+    let datas: Vec<Vec<u8>> = gpus
+        .iter()
+        .map(|(_, _, s)| pattern(total as usize, *s))
+        .collect();
+    let tag = 0x3201;
+    // Segments alternate between the two writes, the second GPU's in the other order.
+    for k in 0..4u32 {
+        for (g, (src, addr, _)) in gpus.iter().enumerate() {
+            let off = if g == 0 { 256 * k } else { 256 * (3 - k) };
+            let seg = &datas[g][off as usize..(off + 256) as usize];
+            send_from(
+                ctx,
+                *src,
+                0,
+                1,
+                &[rdma_write(tag, 0, G.2, *addr, off, total, seg)],
+            )?;
+        }
+    }
+    let mut seen = Seen::default();
+    let from = |s: &Seen, dst: u16, opcode: u8| -> usize {
+        s.txns
+            .iter()
+            .filter(|t| t.tag == tag && t.dst == dst && t.opcode == opcode)
+            .count()
+    };
+    seen.run(ctx, 1, 30_000, |s| {
+        gpus.iter()
+            .all(|(src, _, _)| from(s, *src, op::RDMA_COMPLETION) >= 1)
+    })?;
+    seen.run(ctx, 1, 5_000, |_| false)?;
+    //= docs/spec/endpoint.md#6-rdma-engine
+    //= type=test
+    //# EP-6-5 A target MUST reassemble a write by (source GPU, tag)
+    for (g, (src, addr, _)) in gpus.iter().enumerate() {
+        let c: Vec<&Txn> = seen
+            .txns
+            .iter()
+            .filter(|t| t.tag == tag && t.dst == *src)
+            .collect();
+        check(
+            c.len() == 1
+                && c[0].opcode == op::RDMA_COMPLETION
+                && c[0].fs == st::OK
+                && c[0].word(0) == total,
+            "EP-6-5",
+            format!(
+                "one RDMA_COMPLETION OK of {total} bytes to GPU {src}, whose write shares tag \
+                 {tag:#06x} with GPU {}'s",
+                gpus[1 - g].0
+            ),
+            || {
+                format!(
+                    "to GPU {src}: {:?}",
+                    c.iter().map(|t| t.show()).collect::<Vec<_>>()
+                )
+            },
+        )?;
+        expect_mem(
+            ctx,
+            "EP-6-5",
+            Space::Global,
+            *addr,
+            &datas[g],
+            &format!("GPU {src}'s write, its segments interleaved with the other's"),
+        )?;
+    }
+    // Two RDMA reads with one tag, of the two ranges, from the two GPUs.
+    let rtag = 0x3202;
+    for (src, addr, _) in &gpus {
+        send_from(ctx, *src, 0, 1, &[rdma_read(rtag, 0, G.2, *addr, total)])?;
+    }
+    let covered = |s: &Seen, dst: u16| -> usize {
+        s.txns
+            .iter()
+            .filter(|t| t.tag == rtag && t.dst == dst && t.opcode == op::RDMA_READ_RESP)
+            .map(|t| t.data.len())
+            .sum()
+    };
+    seen.run(ctx, 1, 50_000, |s| {
+        gpus.iter()
+            .all(|(src, _, _)| covered(s, *src) >= total as usize)
+    })?;
+    seen.run(ctx, 1, 5_000, |_| false)?;
+    for (g, (src, _, _)) in gpus.iter().enumerate() {
+        let mut got = vec![None; total as usize];
+        let segs: Vec<&Txn> = seen
+            .txns
+            .iter()
+            .filter(|t| t.tag == rtag && t.dst == *src)
+            .collect();
+        for t in &segs {
+            let off = t.word(0) as usize;
+            for (i, b) in t.data.iter().enumerate() {
+                if let Some(x) = got.get_mut(off + i) {
+                    *x = Some(*b);
+                }
+            }
+        }
+        //= docs/spec/wire.md#61-common-prefix
+        //= type=test
+        //# WIRE-6.1-2 The tag is chosen by the requester; a responder MUST copy the tag of a
+        //# request, and the request's source GPU into the destination of the response, unchanged.
+        let want: Vec<Option<u8>> = datas[g].iter().map(|b| Some(*b)).collect();
+        check(
+            segs.iter()
+                .all(|t| t.opcode == op::RDMA_READ_RESP && t.fs == st::OK)
+                && got == want,
+            "EP-6-8",
+            format!(
+                "RDMA_READ_RESP segments to GPU {src} covering its {total} bytes, though GPU {} \
+                 asked with the same tag at once",
+                gpus[1 - g].0
+            ),
+            || {
+                format!(
+                    "{} segments to GPU {src}: {:?}",
+                    segs.len(),
+                    segs.iter().map(|t| t.show()).collect::<Vec<_>>()
+                )
+            },
+        )?;
+    }
+    Ok(())
 }
