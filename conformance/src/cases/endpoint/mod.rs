@@ -625,6 +625,14 @@ pub fn cases() -> Vec<Case> {
             rdma::two_requesters_one_tag,
         ),
         case(
+            "EPT-RDMA-15",
+            "as a requester, an RDMA read of 2 MiB goes on asking for chunks as its window frees \
+             while a write posted after it is answered BUSY and sent again; both complete OK",
+            &["EP-6-7", "EP-6-16", "EP-9-5", "EP-6-10"],
+            &["rdma"],
+            rdma::read_window_beside_busy_write,
+        ),
+        case(
             "EPT-VC-1",
             "as a target whose responses wait for credits on VC 2, the device's own requests on \
              VC 0 and the responses it receives still pass, and every waiting response is sent \

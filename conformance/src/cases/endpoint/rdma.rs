@@ -1177,3 +1177,139 @@ pub(super) fn two_requesters_one_tag(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
     }
     Ok(())
 }
+
+/// As a requester, an RDMA read longer than its window goes on asking for chunks as the ones
+/// outstanding are answered, while a write posted after it is answered BUSY and sent again:
+/// neither waits for the other, and both complete OK (EP-6-7, EP-9-5, EP-6-16).
+pub(super) fn read_window_beside_busy_write(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    ep_up(ctx, 1)?;
+    // 2 MiB and a block: twice a window of 16 chunks of 64 KiB (the defaults of Table EP-T1).
+    // The line protocol cannot set `read_chunk` or `read_window`; a device whose window holds
+    // the whole read is noted, and the case then checks less.
+    let len = (2 << 20) + 4096;
+    let local = 0x40_0000u64;
+    let remote = pattern(len, 0xB3);
+    let (key, raddr) = (0x0E0E_0003u32, 0xC0_0000u64);
+    let read = post(ctx, false, local, key, raddr, len as u64)?;
+    let mut seen = Seen::default();
+    seen.run(ctx, 1, 20_000, |_| false)?;
+    let first: Vec<Txn> = seen.requests(op::RDMA_READ).into_iter().cloned().collect();
+    let asked: u64 = first.iter().map(|t| u64::from(t.word(12))).sum();
+    if asked >= len as u64 {
+        ctx.note(format!(
+            "the device asked for all {len} bytes at once: its window was never full"
+        ));
+    }
+    // A write posted behind the read; its first attempt is answered BUSY.
+    let wlocal = 0x80_0000u64;
+    let wlen = 4096usize;
+    let wdata = pattern(wlen, 0xB4);
+    mem_write(ctx, Space::Global, wlocal, &wdata)?;
+    let write = post(ctx, true, wlocal, key, raddr + 0x40_0000, wlen as u64)?;
+    let ok = seen.run(ctx, 1, 20_000, |s| !s.requests(op::RDMA_WRITE).is_empty())?;
+    check(
+        ok,
+        "EP-6-7",
+        "the write's first segment while the read waits for its window",
+        || "none within 20 us".into(),
+    )?;
+    let busy_tag = seen.requests(op::RDMA_WRITE)[0].tag;
+    answer(ctx, 0, 2, &[completion(st::BUSY, busy_tag, wlen as u32)])?;
+    // Answer every chunk asked for, and the write's next attempt, until both complete.
+    let mut answered_reads = 0usize;
+    let mut answered_writes: Vec<u16> = vec![busy_tag];
+    let mut covered = 0u64;
+    for _ in 0..600 {
+        let reads: Vec<Txn> = seen.requests(op::RDMA_READ).into_iter().cloned().collect();
+        for t in &reads[answered_reads..] {
+            let off = t.dword(4).wrapping_sub(raddr) as usize;
+            let total = t.word(12) as usize;
+            if off + total > len {
+                return Err(Stop::fail(
+                    "EP-6-7",
+                    format!("a chunk inside the read of {len} bytes"),
+                    t.show(),
+                ));
+            }
+            let mut o = 0;
+            while o < total {
+                let n = 8192.min(total - o);
+                answer(
+                    ctx,
+                    t.port,
+                    3,
+                    &[read_resp(
+                        st::OK,
+                        t.tag,
+                        o as u32,
+                        total as u32,
+                        &remote[off + o..off + o + n],
+                    )],
+                )?;
+                o += n;
+            }
+            covered += total as u64;
+            // Let the chunk's segments leave the harness's queue before the next.
+            let drain = ctx.ser_ns(total + 64 * total.div_ceil(8192)) + 100;
+            seen.run(ctx, 1, drain, |_| false)?;
+        }
+        answered_reads = reads.len();
+        let writes: Vec<Txn> = seen.requests(op::RDMA_WRITE).into_iter().cloned().collect();
+        for t in &writes {
+            let bytes: usize = writes
+                .iter()
+                .filter(|w| w.tag == t.tag)
+                .map(|w| usize::from(w.dlen))
+                .sum();
+            if !answered_writes.contains(&t.tag) && bytes >= wlen {
+                answered_writes.push(t.tag);
+                answer(ctx, t.port, 2, &[completion(st::OK, t.tag, wlen as u32)])?;
+            }
+        }
+        let (r, w) = (seen.done_id(read).len(), seen.done_id(write).len());
+        if r > 0 && w > 0 {
+            break;
+        }
+        seen.run(ctx, 1, 5_000, |_| false)?;
+    }
+    seen.run(ctx, 1, 5_000, |_| false)?;
+    //= docs/spec/endpoint.md#6-rdma-engine
+    //= type=test
+    //# EP-6-7 An RDMA read of length L MUST be asked for in chunks of `read_chunk` bytes (the last
+    //# shorter), one RDMA_READ with its own tag per chunk; at most `read_window` chunks of one
+    //# read and `rdma_tags` chunks of all reads are outstanding at once, and further chunks wait.
+    check(
+        covered == len as u64,
+        "EP-6-7",
+        format!(
+            "chunks asked for as earlier ones are answered, covering the read's {len} bytes, \
+             though a write posted after it was answered BUSY meanwhile"
+        ),
+        || {
+            format!(
+                "{covered} bytes asked for ({asked} before the write); completions {:?}",
+                seen.done
+            )
+        },
+    )?;
+    for (id, what) in [
+        (read, "the read"),
+        (write, "the write, sent again after BUSY"),
+    ] {
+        let d = seen.done_id(id);
+        check(
+            d.len() == 1 && d[0].status == "OK",
+            "EP-6-16",
+            format!("one completion OK of {what} (id {id})"),
+            || format!("{:?}", seen.done),
+        )?;
+    }
+    expect_mem(
+        ctx,
+        "EP-6-10",
+        Space::Global,
+        local + len as u64 - 64,
+        &remote[len - 64..],
+        "the read's last bytes in place",
+    )
+}
