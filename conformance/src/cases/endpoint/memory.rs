@@ -878,3 +878,77 @@ pub(super) fn table_full(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
     )?;
     check_resp(t, 0x81, st::OK, &[0xAB; 4], "EP-2-11")
 }
+
+/// As a target, RDMA data clears poison as any write does: granules a write covers whole are
+/// cleared, and the granule its short last segment covers in part stays poisoned.
+pub(super) fn poison_cleared_by_rdma(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    ep_up(ctx, 1)?;
+    let b = G.0 + 0x2000;
+    // Granules b+0, b+128 and b+256 poisoned; the write covers [b, b+300): the first two whole,
+    // the third (b+256..b+320) in part.
+    mem_write(ctx, Space::Global, b, &pattern(384, 0x51))?;
+    for at in [b + 10, b + 130, b + 300] {
+        poison(ctx, at, 1)?;
+    }
+    let total = 300u32;
+    let data = pattern(total as usize, 0x52);
+    send(
+        ctx,
+        0,
+        1,
+        &[
+            rdma_write(0x2301, 0, G.2, b, 256, total, &data[256..]),
+            rdma_write(0x2301, 0, G.2, b, 0, total, &data[..256]),
+        ],
+    )?;
+    let mut seen = Seen::default();
+    seen.run(ctx, 1, 30_000, |s| !s.with_tag(0x2301, true).is_empty())?;
+    let t = one_response(&seen, 0x2301, "the RDMA write over poisoned granules")?;
+    check_resp(t, op::RDMA_COMPLETION, st::OK, &[], "TXN-2-4")?;
+    send(
+        ctx,
+        0,
+        0,
+        &[
+            load(0x2302, 0, G.2, b, 64),
+            load(0x2303, 0, G.2, b + 128, 64),
+            load(0x2304, 0, G.2, b + 256, 8),
+            load(0x2305, 0, G.2, b + 312, 8),
+        ],
+    )?;
+    seen.run(ctx, 1, 30_000, |s| s.txns.len() >= 5)?;
+    //= docs/spec/endpoint.md#2-memory-model
+    //= type=test
+    //# EP-2-6 [...] A write clears the poison of every granule it covers whole; a write that
+    //# covers part of a poisoned granule writes its bytes and leaves the granule poisoned.
+    for (tag, what, status, want) in [
+        (
+            0x2302,
+            "the first granule, covered whole by the segment at offset 0",
+            st::OK,
+            &data[..64],
+        ),
+        (
+            0x2303,
+            "the third granule, covered whole",
+            st::OK,
+            &data[128..192],
+        ),
+        (
+            0x2304,
+            "the granule the 44-byte last segment covers in part",
+            st::POISONED,
+            &[][..],
+        ),
+        (
+            0x2305,
+            "the bytes of that granule past the write",
+            st::POISONED,
+            &[][..],
+        ),
+    ] {
+        let t = one_response(&seen, tag, what)?;
+        check_resp(t, 0x81, status, want, "EP-2-6")?;
+    }
+    Ok(())
+}

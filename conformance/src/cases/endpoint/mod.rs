@@ -400,6 +400,15 @@ pub fn cases() -> Vec<Case> {
             operations::wide_atomics,
         ),
         case(
+            "EPT-OPS-6",
+            "as a target with RDMA and SHARED, an RDMA write and read with the SHARED flag \
+             address shared memory and leave global memory alone; without the flag the shared \
+             region's key is refused",
+            &["TXN-2-4", "TXN-2-5", "TXN-2-6", "EP-2-3"],
+            &["rdma", "shared"],
+            operations::rdma_into_shared,
+        ),
+        case(
             "EPT-RDMA-6",
             "as a target, an RDMA write without progress for op_timeout is forgotten and counted",
             &["EP-6-15", "EP-6-5", "EP-10-1"],
@@ -527,6 +536,14 @@ pub fn cases() -> Vec<Case> {
             &["EP-2-6", "EP-6-17", "EP-6-8"],
             &["rdma"],
             memory::poison_rdma_read,
+        ),
+        case(
+            "EPT-POIS-4",
+            "as a target, an RDMA write clears the poison of the granules it covers whole, and \
+             the granule its short last segment covers in part stays poisoned",
+            &["EP-2-6", "TXN-2-4"],
+            &["rdma"],
+            memory::poison_cleared_by_rdma,
         ),
         case(
             "EPT-MEM-2",
@@ -731,6 +748,23 @@ pub fn cases() -> Vec<Case> {
             &["TXN-4-11", "TXN-4-6", "TXN-2-1", "TXN-2-2", "TXN-2-8"],
             &[],
             ordering::one_intake_order,
+        ),
+        case(
+            "EPT-ORD-5",
+            "as a requester, a Fence issued while an RDMA write and an RDMA read are outstanding \
+             completes after both, once the read's last segment is placed",
+            &["TXN-4-5", "EP-6-10", "EP-6-16"],
+            &["rdma"],
+            ordering::requester_fence_after_rdma,
+        ),
+        case(
+            "EPT-ORD-6",
+            "as a target, an RDMA read that arrived before a FENCE is read whole before the \
+             FENCE is answered: STOREs sent once it is answered are not in the read, even while \
+             its segments wait for credits",
+            &["TXN-4-6", "EP-6-8"],
+            &["rdma"],
+            ordering::target_fence_after_rdma_read,
         ),
         case(
             "EPT-TAG-1",

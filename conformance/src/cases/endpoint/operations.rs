@@ -4,7 +4,7 @@
 use crate::case::{Stop, check, check_eq};
 use crate::cases::endpoint::common::{
     G, REM, REM2, SH, Seen, Txn, atomic, check_resp, check_resp_to, ep_up, expect_mem, fence, le,
-    load, mem_write, one_response, op, pattern, send, send_from, st, store,
+    load, mem_write, one_response, op, pattern, rdma_read, rdma_write, send, send_from, st, store,
 };
 use crate::ctx::Ctx;
 use crate::device::Space;
@@ -392,4 +392,88 @@ pub(super) fn wide_atomics(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         )?;
     }
     Ok(())
+}
+
+/// As a target with RDMA and SHARED, RDMA writes and reads with the SHARED flag address shared
+/// memory through its own regions, and leave global memory at the same address alone.
+pub(super) fn rdma_into_shared(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    ep_up(ctx, 1)?;
+    let a = SH.0 + 0x200;
+    let total = 512u32;
+    let data = pattern(total as usize, 0x91);
+    mem_write(ctx, Space::Global, a, &[0x5A; 512])?;
+    send(
+        ctx,
+        0,
+        1,
+        &[
+            rdma_write(0x3501, 1, SH.2, a, 256, total, &data[256..]),
+            rdma_write(0x3501, 1, SH.2, a, 0, total, &data[..256]),
+        ],
+    )?;
+    let mut seen = Seen::default();
+    seen.run(ctx, 1, 30_000, |s| !s.with_tag(0x3501, true).is_empty())?;
+    //= docs/spec/transaction.md#2-operations
+    //= type=test
+    //# TXN-2-6 An RDMA operation's local side (where a write's data comes from, where a read's
+    //# data goes to) MAY be either local memory space, global or shared; its remote side MAY be
+    //# either space of the target (the SHARED flag, wire.md §6.2).
+    let t = one_response(&seen, 0x3501, "an RDMA write with the SHARED flag")?;
+    check_resp(t, op::RDMA_COMPLETION, st::OK, &[], "TXN-2-4")?;
+    expect_mem(
+        ctx,
+        "TXN-2-4",
+        Space::Shared,
+        a,
+        &data,
+        "the RDMA write's bytes in shared memory",
+    )?;
+    expect_mem(
+        ctx,
+        "TXN-2-4",
+        Space::Global,
+        a,
+        &[0x5A; 512],
+        "global memory at the same address unchanged",
+    )?;
+    // The same range read back by RDMA with the flag, and a read without it under the shared
+    // region's key (global memory has no such region there) refused.
+    send(
+        ctx,
+        0,
+        1,
+        &[
+            rdma_read(0x3502, 1, SH.2, a, total),
+            rdma_read(0x3503, 0, SH.2, a, total),
+        ],
+    )?;
+    seen.run(ctx, 1, 30_000, |s| {
+        s.with_tag(0x3502, true)
+            .iter()
+            .map(|t| t.data.len())
+            .sum::<usize>()
+            >= total as usize
+            && !s.with_tag(0x3503, true).is_empty()
+    })?;
+    let mut got = vec![0u8; total as usize];
+    for t in seen.with_tag(0x3502, true) {
+        let off = t.word(0) as usize;
+        if let Some(dst) = got.get_mut(off..off + t.data.len()) {
+            dst.copy_from_slice(&t.data);
+        }
+    }
+    check(
+        got == data,
+        "TXN-2-5",
+        "an RDMA read with the SHARED flag returns the shared bytes",
+        || format!("{got:02x?}"),
+    )?;
+    let r = seen.with_tag(0x3503, true);
+    check(
+        r.len() == 1 && r[0].fs != st::OK && r[0].data.is_empty(),
+        "EP-2-3",
+        "an RDMA read without the flag, under the shared region's key, refused with no data \
+         (no global region holds the range)",
+        || format!("{:?}", r.iter().map(|t| t.show()).collect::<Vec<_>>()),
+    )
 }

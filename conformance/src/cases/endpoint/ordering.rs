@@ -5,8 +5,8 @@
 use super::answer;
 use crate::case::{Stop, check, check_eq};
 use crate::cases::endpoint::common::{
-    G, Seen, check_resp, ep_up, fence, issue, load, mem_read, mem_write, one_response, op, pattern,
-    rdma_write, resp, send, st, store,
+    G, Seen, Txn, check_resp, completion, ep_up, fence, issue, load, mem_read, mem_write,
+    one_response, op, pattern, post, rdma_read, rdma_write, read_resp, resp, send, st, store,
 };
 use crate::ctx::Ctx;
 use crate::device::{LsOp, Request, Space, to_hex};
@@ -264,4 +264,203 @@ pub(super) fn one_intake_order(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         )?;
     }
     Ok(())
+}
+
+/// As a requester, a Fence issued while an RDMA write and an RDMA read are outstanding completes
+/// only after both: not when the write's completion arrives, only once the read's last segment
+/// has been placed.
+pub(super) fn requester_fence_after_rdma(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    ep_up(ctx, 1)?;
+    let (key, raddr) = (0x0E0E_0004u32, 0xD0_0000u64);
+    let local = 0x20_0000u64;
+    let len = 4096usize;
+    mem_write(ctx, Space::Global, local, &pattern(len, 0xC1))?;
+    let write = post(ctx, true, local, key, raddr, len as u64)?;
+    let read = post(
+        ctx,
+        false,
+        local + 0x1_0000,
+        key,
+        raddr + 0x1_0000,
+        len as u64,
+    )?;
+    let f = ctx
+        .request(&Request::Fence)?
+        .id
+        .ok_or_else(|| Stop::Harness("fence answered without an id".into()))?;
+    let mut seen = Seen::default();
+    let wire = |s: &Seen| {
+        s.requests(op::RDMA_WRITE)
+            .iter()
+            .map(|t| usize::from(t.dlen))
+            .sum::<usize>()
+            >= len
+            && !s.requests(op::RDMA_READ).is_empty()
+    };
+    let ok = seen.run(ctx, 1, 50_000, wire)?;
+    check(
+        ok,
+        "EP-6-7",
+        "the write's segments and the read's first chunk on the wire",
+        || format!("{} transactions", seen.txns.len()),
+    )?;
+    let wtag = seen.requests(op::RDMA_WRITE)[0].tag;
+    answer(ctx, 0, 2, &[completion(st::OK, wtag, len as u32)])?;
+    seen.run(ctx, 1, 10_000, |_| false)?;
+    //= docs/spec/transaction.md#4-ordering
+    //= type=test
+    //# TXN-4-5 A Fence operation MUST complete only after every operation the requester issued
+    //# before it, on every path, is complete.
+    check(
+        seen.done_id(f).is_empty(),
+        "TXN-4-5",
+        "the Fence not complete while the RDMA read before it is outstanding",
+        || format!("{:?}", seen.done),
+    )?;
+    // The read's chunks, answered whole but for the last 256 bytes of the last chunk; then those.
+    let remote = pattern(len, 0xC2);
+    let mut asked = 0usize;
+    let mut held: Option<Vec<u8>> = None;
+    let mut answered = 0usize;
+    for _ in 0..64 {
+        let reads: Vec<Txn> = seen.requests(op::RDMA_READ).into_iter().cloned().collect();
+        for t in &reads[answered..] {
+            let off = t.dword(4).wrapping_sub(raddr + 0x1_0000) as usize;
+            let total = t.word(12) as usize;
+            if off + total > len {
+                return Err(Stop::fail("EP-6-7", "a chunk inside the read", t.show()));
+            }
+            asked += total;
+            let mut segs = Vec::new();
+            let mut o = 0;
+            while o < total {
+                let n = 256.min(total - o);
+                segs.push(read_resp(
+                    st::OK,
+                    t.tag,
+                    o as u32,
+                    total as u32,
+                    &remote[off + o..off + o + n],
+                ));
+                o += n;
+            }
+            if asked >= len {
+                held = segs.pop();
+            }
+            answer(ctx, t.port, 3, &segs)?;
+        }
+        answered = reads.len();
+        if asked >= len {
+            break;
+        }
+        seen.run(ctx, 1, 5_000, |_| false)?;
+    }
+    seen.run(ctx, 1, 10_000, |_| false)?;
+    check(
+        seen.done_id(f).is_empty() && seen.done_id(read).is_empty(),
+        "TXN-4-5",
+        "neither the read nor the Fence complete while the read's last segment is unanswered",
+        || format!("{:?}", seen.done),
+    )?;
+    let last = held.ok_or_else(|| {
+        Stop::fail(
+            "EP-6-7",
+            format!("chunks covering the read's {len} bytes"),
+            format!("{asked} bytes asked for"),
+        )
+    })?;
+    answer(ctx, 0, 3, &[last])?;
+    seen.run(ctx, 1, 10_000, |s| !s.done_id(f).is_empty())?;
+    let order: Vec<String> = seen
+        .done
+        .iter()
+        .map(|d| match d.id {
+            Some(i) if i == write => "write".to_string(),
+            Some(i) if i == read => "read".to_string(),
+            Some(i) if i == f => "fence".to_string(),
+            _ => format!("{d:?}"),
+        })
+        .collect();
+    check_eq(
+        "TXN-4-5",
+        "completions in order",
+        order,
+        vec!["write".into(), "read".into(), "fence".into()],
+    )
+}
+
+/// As a target, an RDMA read that arrived before a FENCE is read whole before the FENCE is
+/// answered: a STORE the requester sends once it has the FENCE_RESP is never seen by the read,
+/// even while the read's segments wait for credits on VC 3.
+pub(super) fn target_fence_after_rdma_read(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    ep_up(ctx, 1)?;
+    let a = G.0 + 0x4000;
+    let total = 16_384u32;
+    let old = pattern(total as usize, 0xC3);
+    mem_write(ctx, Space::Global, a, &old)?;
+    // The harness keeps the device's VC 3 credits: its read segments cannot all leave.
+    ctx.peer_hold_vc(0, 3, true)?;
+    send(ctx, 0, 1, &[rdma_read(0x3601, 0, G.2, a, total)])?;
+    send(ctx, 0, 0, &[fence(0x3602)])?;
+    let mut seen = Seen::default();
+    let answered = seen.run(ctx, 1, 50_000, |s| !s.with_tag(0x3602, true).is_empty())?;
+    if !answered {
+        // A device may hold the FENCE_RESP until the read's segments have left.
+        ctx.peer_hold_vc(0, 3, false)?;
+        seen.run(ctx, 1, 50_000, |s| !s.with_tag(0x3602, true).is_empty())?;
+    }
+    let t = one_response(&seen, 0x3602, "the FENCE after the RDMA read")?;
+    check_resp(t, 0x86, st::OK, &[], "TXN-4-6")?;
+    // Once the FENCE is answered, STOREs over the first and the last bytes of the read's range.
+    let new = vec![0xEE; 64];
+    send(
+        ctx,
+        0,
+        0,
+        &[
+            store(0x3603, 0, G.2, a, &new),
+            store(0x3604, 0, G.2, a + u64::from(total) - 64, &new),
+        ],
+    )?;
+    seen.run(ctx, 1, 20_000, |s| {
+        !s.with_tag(0x3603, true).is_empty() && !s.with_tag(0x3604, true).is_empty()
+    })?;
+    ctx.peer_hold_vc(0, 3, false)?;
+    seen.run(ctx, 1, 50_000, |s| {
+        s.with_tag(0x3601, true)
+            .iter()
+            .map(|t| t.data.len())
+            .sum::<usize>()
+            >= total as usize
+    })?;
+    let mut got = vec![None; total as usize];
+    for t in seen.with_tag(0x3601, true) {
+        let off = t.word(0) as usize;
+        for (i, b) in t.data.iter().enumerate() {
+            if let Some(x) = got.get_mut(off + i) {
+                *x = Some(*b);
+            }
+        }
+    }
+    let want: Vec<Option<u8>> = old.iter().map(|b| Some(*b)).collect();
+    let first_diff = got.iter().zip(&want).position(|(g, w)| g != w);
+    //= docs/spec/transaction.md#4-ordering
+    //= type=test
+    //# TXN-4-6 [...] an RDMA read that arrived before the FENCE MUST have been read whole before
+    //# the FENCE is answered, but its segments MAY be read after later requests.
+    check(
+        first_diff.is_none(),
+        "TXN-4-6",
+        format!(
+            "the read's {total} bytes as they were before the FENCE: STOREs sent after its \
+             FENCE_RESP are not in them"
+        ),
+        || {
+            let i = first_diff.unwrap_or(0);
+            format!(
+                "byte {i} of the read is {:02x?}, was {:#04x} before the FENCE",
+                got[i], old[i]
+            )
+        },
+    )
 }
