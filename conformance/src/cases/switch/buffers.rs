@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use ethlink_protocol::{FrameRepr, LinkFrame};
 
 use super::{
-    DISCARDS, ctr, data, data_log, delivered, gpu_of, incast, need_ports, nonzero, one_per_port,
-    run_until_delivered, small_peer, sw_setup, tag, up_ports,
+    DISCARDS, credits_back, ctr, data, data_log, delivered, gpu_of, incast, need_ports, nonzero,
+    one_per_port, peer_credits, run_until_delivered, small_peer, sw_setup, tag, up_ports,
 };
 use crate::case::{Stop, check, check_eq};
 use crate::cases::common::{Kind, kind_of};
@@ -259,6 +259,19 @@ pub(super) fn vc_isolation(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
 }
 
 pub(super) fn aging(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    aging_with_arrivals(ctx, 0)
+}
+
+/// As [`aging`], the frames arriving one every 500 ns over 30 us: each frame behind the head of
+/// its queue ages on its own time, however many arrive after it (SW-4-7 inside a queue).
+pub(super) fn aging_in_queue(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    aging_with_arrivals(ctx, 500)
+}
+
+/// Port 0's peer sends 60 frames of 1000 B for port 2, whose peer holds its buffers, one every
+/// `gap_ns` (all at once when 0), with `max_residence` 5 us; every 100 ns the aged count must lie
+/// between the frames whose residence exceeds `max_residence` and those past twice it.
+fn aging_with_arrivals(ctx: &mut Ctx<'_>, gap_ns: u64) -> Result<(), Stop> {
     need_ports(ctx, 4)?;
     let n = ctx.desc.ports;
     const MAX_RES: u64 = 5_000;
@@ -271,14 +284,17 @@ pub(super) fn aging(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
     )?;
     ctx.peer_hold(2, true)?;
     let total = 60u32;
-    for k in 0..total {
-        ctx.peer_submit(0, 0, &data(gpu_of(2), gpu_of(0), 0, k, 1000))?;
-    }
+    let granted = peer_credits(ctx, 0, 0)?;
     // Watch in steps of 100 ns: a frame may be counted aged only once its residence exceeds
     // max_residence, and must be by twice max_residence.
     let start = ctx.now();
+    let mut sent_in = 0u32;
     let mut seen = Seen::new(0, 2);
-    while ctx.now() < start + 40_000 {
+    while ctx.now() < start + 40_000 + u64::from(total) * gap_ns {
+        while sent_in < total && start + u64::from(sent_in) * gap_ns <= ctx.now() {
+            ctx.peer_submit(0, 0, &data(gpu_of(2), gpu_of(0), 0, sent_in, 1000))?;
+            sent_in += 1;
+        }
         ctx.run_for(100)?;
         let now = ctx.now();
         let aged = ctr(ctx, 0, "discard_aged", 0)?;
@@ -353,6 +369,7 @@ pub(super) fn aging(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         ctr(ctx, 0, "held_bytes", 0)?,
         0,
     )?;
+    credits_back(ctx, 0, 0, granted, "the aged frames'")?;
     // The aged frames' credits are back: port 0's peer sends again, and it gets through.
     ctx.peer_submit(0, 0, &data(gpu_of(3), gpu_of(0), 0, 0x999, 1000))?;
     ctx.run_for(5_000)?;

@@ -6,8 +6,8 @@ use ethlink_link::Config as LinkConfig;
 use ethlink_protocol::fcs;
 
 use super::{
-    DISCARDS, ctr, data, delivered, gpu_of, need_ports, nonzero, one_per_port, small_peer,
-    sw_setup, tag, up_ports,
+    DISCARDS, credits_back, ctr, data, delivered, gpu_of, need_ports, nonzero, one_per_port,
+    peer_credits, small_peer, sw_setup, tag, up_ports,
 };
 use crate::case::{Stop, check, check_eq};
 use crate::cases::common::{Kind, kind_of, peer_config};
@@ -58,6 +58,7 @@ pub(super) fn malformed_discarded(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         &[0, 1],
         |_, c| c,
     )?;
+    let granted = peer_credits(ctx, 0, 0)?;
     // The peer sends well-formed payloads; the wire damages the network header of those whose
     // tag says so and mends the FCS, so that the link accepts them.
     ctx.set_hook(
@@ -122,6 +123,7 @@ pub(super) fn malformed_discarded(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         ),
         || format!("port 1 received {got:x?}"),
     )?;
+    credits_back(ctx, 0, 0, granted, "the malformed frames'")?;
     let d = nonzero(ctx, &DISCARDS)?;
     check_eq(
         "SW-7-6",
@@ -140,6 +142,7 @@ pub(super) fn unroutable_discarded(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         &[0, 1, 2],
         |_, c| c,
     )?;
+    let granted = peer_credits(ctx, 0, 0)?;
     // GPU 7 is in no entry: 40 frames of 1000 B, ten times the input buffer.
     for k in 0..40 {
         ctx.peer_submit(0, 0, &data(7, gpu_of(0), 0, k, 1000))?;
@@ -180,6 +183,7 @@ pub(super) fn unroutable_discarded(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         "the frame after the 40 more forwarded",
         || format!("port 1 received {got:x?}"),
     )?;
+    credits_back(ctx, 0, 0, granted, "the unroutable frames'")?;
     let d = nonzero(ctx, &DISCARDS)?;
     check_eq(
         "SW-7-6",
@@ -191,8 +195,9 @@ pub(super) fn unroutable_discarded(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
 
 /// Ports 0, 1 and 2 UP, port 2's peer small and holding what it gets, and `frames` frames of
 /// 1000 B (tags 0 up) submitted by port 0's peer for port 2, run for 10 us: the switch's input
-/// buffer of port 0 fills and port 0's peer waits for credits with the rest.
-fn fill_input_0_for_held_port_2(ctx: &mut Ctx<'_>, frames: u32) -> Result<(), Stop> {
+/// buffer of port 0 fills and port 0's peer waits for credits with the rest. Returns the credits
+/// of VC 0 port 0's peer held before it sent.
+fn fill_input_0_for_held_port_2(ctx: &mut Ctx<'_>, frames: u32) -> Result<u32, Stop> {
     need_ports(ctx, 3)?;
     let n = ctx.desc.ports;
     let s = sw_setup(one_per_port(n), LinkParams::default(), None);
@@ -203,10 +208,12 @@ fn fill_input_0_for_held_port_2(ctx: &mut Ctx<'_>, frames: u32) -> Result<(), St
         |p, c| if p == 2 { small_peer(c) } else { c },
     )?;
     ctx.peer_hold(2, true)?;
+    let granted = peer_credits(ctx, 0, 0)?;
     for k in 0..frames {
         ctx.peer_submit(0, 0, &data(gpu_of(2), gpu_of(0), 0, k, 1000))?;
     }
-    ctx.run_for(10_000)
+    ctx.run_for(10_000)?;
+    Ok(granted)
 }
 
 pub(super) fn input_restart_forwards_held_frames(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
@@ -280,7 +287,7 @@ pub(super) fn port_down_discarded(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
     // 100 frames of 1000 B for port 2, whose peer holds 2.5 KiB: the switch's input buffer
     // (32 KiB) fills and port 0's peer waits for credits with the rest.
     let total = 100u64;
-    fill_input_0_for_held_port_2(ctx, total as u32)?;
+    let granted = fill_input_0_for_held_port_2(ctx, total as u32)?;
     let tx_before = ctr(ctx, 2, "tx_frames", 0)?;
     let delivered_before = delivered(ctx, 2)?.len() as u64;
     if delivered_before >= 20 {
@@ -323,7 +330,8 @@ pub(super) fn port_down_discarded(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         || format!("{tx_before} before, {tx_after} after"),
     )?;
     let rx = ctr(ctx, 0, "rx_frames", 0)?;
-    check_eq("SW-8-4", "port0.rx_frames.vc0", rx, total)
+    check_eq("SW-8-4", "port0.rx_frames.vc0", rx, total)?;
+    credits_back(ctx, 0, 0, granted, "the frames discarded for port 2's")
 }
 
 pub(super) fn egress_refused(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
@@ -344,6 +352,7 @@ pub(super) fn egress_refused(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
     if ctx.params.vcs.unwrap_or(1) < 4 {
         return Err(Stop::Unsupported("the case needs VC 3".into()));
     }
+    let granted = [peer_credits(ctx, 0, 0)?, peer_credits(ctx, 0, 3)?];
     ctx.peer_submit(0, 0, &data(gpu_of(2), gpu_of(0), 0, 1, 2000))?;
     ctx.peer_submit(0, 3, &data(gpu_of(2), gpu_of(0), 0, 2, 64))?;
     ctx.peer_submit(0, 1, &data(gpu_of(2), gpu_of(0), 0, 3, 64))?;
@@ -377,7 +386,9 @@ pub(super) fn egress_refused(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         "port0.held_bytes.vc0",
         ctr(ctx, 0, "held_bytes", 0)?,
         0,
-    )
+    )?;
+    credits_back(ctx, 0, 0, granted[0], "the refused frame's")?;
+    credits_back(ctx, 0, 3, granted[1], "the refused frame's")
 }
 
 pub(super) fn unknown_fate_counted(ctx: &mut Ctx<'_>) -> Result<(), Stop> {

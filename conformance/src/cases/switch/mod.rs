@@ -189,6 +189,13 @@ pub fn cases() -> Vec<Case> {
             order::responses_first,
         ),
         c(
+            "SWT-ARB-2",
+            "egress port 0 offers its queued responses on VC 2 and VC 3 before its requests on \
+             VC 0 and VC 1 while responses pass to another egress on the same VCs",
+            &["SW-5-2", "SW-4-4"],
+            order::responses_first_beside_traffic,
+        ),
+        c(
             "SWT-LAT-1",
             "no frame leaves before the default latency of Table SW-T1 (250 ns) has passed since \
              its first bit arrived",
@@ -201,6 +208,14 @@ pub fn cases() -> Vec<Case> {
              within twice max_residence, never earlier, never sent late; its credits return",
             &["SW-4-6", "SW-4-7", "SW-4-8", "SW-7-4", "SW-8-2"],
             buffers::aging,
+        ),
+        c(
+            "SWT-AGE-2",
+            "frames arriving one every 500 ns for a stalled egress each age on their own time \
+             (discarded after max_residence, by twice it), however many arrive behind them; \
+             their credits come back on the wire",
+            &["SW-4-7", "SW-4-8", "SW-4-6", "SW-7-4"],
+            buffers::aging_in_queue,
         ),
         c(
             "SWT-DISC-1",
@@ -553,6 +568,39 @@ fn incast(ctx: &mut Ctx<'_>, per: u32, len: usize) -> Result<(Vec<u16>, u16), St
 
 /// A peer configuration with a receive buffer of 40 credits (2560 B at 64 B credits) and an MFS
 /// of 2048 B, so that it fills fast when it holds what it receives.
+/// The credits port `port`'s peer holds for VC `vc` now: those the switch granted and has not
+/// had used, or has returned on the wire.
+fn peer_credits(ctx: &mut Ctx<'_>, port: u16, vc: u8) -> Result<u32, Stop> {
+    let v = ethlink_protocol::Vc::new(vc).ok_or_else(|| Stop::Harness(format!("no VC {vc}")))?;
+    Ok(ctx.peer(port)?.link.tx_credits_available(v))
+}
+
+/// Fails SW-7-4 unless port `port`'s peer again holds the `granted` credits of VC `vc` it held
+/// before the case sent anything: the credits of `whose` frames came back on the wire, in CF
+/// frames, not only in the switch's counters.
+fn credits_back(
+    ctx: &mut Ctx<'_>,
+    port: u16,
+    vc: u8,
+    granted: u32,
+    whose: &str,
+) -> Result<(), Stop> {
+    ctx.run_for(2_000)?;
+    let now = peer_credits(ctx, port, vc)?;
+    //= docs/spec/switch.md#7-frames-a-switch-cannot-forward
+    //= type=test
+    //# SW-7-4 Every discarded frame's credits MUST be returned at once.
+    crate::case::check(
+        now == granted,
+        "SW-7-4",
+        format!(
+            "port {port}'s peer holds its {granted} credits of VC {vc} again: {whose} credits \
+             returned on the wire"
+        ),
+        || format!("it holds {now}"),
+    )
+}
+
 fn small_peer(c: LinkConfig) -> LinkConfig {
     let vcs = c.vcs;
     LinkConfig {

@@ -123,3 +123,89 @@ pub(super) fn responses_first(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
     let total = early.len() + after.len();
     check_eq("SW-4-4", "frames delivered to port 2", total, 120)
 }
+
+/// Responses first on egress 0 with both response VCs (2 and 3) queued, while responses on
+/// those VCs keep flowing to another egress whose queues empty and fill again: the state an
+/// egress keeps per VC is its own (SW-5-2 on every egress and every response VC).
+pub(super) fn responses_first_beside_traffic(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    need_ports(ctx, 4)?;
+    let n = ctx.desc.ports;
+    let s = sw_setup(one_per_port(n), LinkParams::default(), None);
+    up_ports(ctx, &s, &[0, 1, 2, 3], |p, c| {
+        if p == 0 { small_peer(c) } else { c }
+    })?;
+    if ctx.params.vcs.unwrap_or(1) < 4 {
+        return Err(Stop::Unsupported("the case needs VC 3".into()));
+    }
+    ctx.peer_hold(0, true)?;
+    // Requests on VC 0 and VC 1 for port 0, then responses on VC 2 and VC 3: all queue there.
+    for k in 0..30u32 {
+        ctx.peer_submit(1, 0, &data(gpu_of(0), gpu_of(1), 0, k, 256))?;
+        ctx.peer_submit(2, 1, &data(gpu_of(0), gpu_of(2), 1, 0x100 | k, 256))?;
+    }
+    ctx.run_for(5_000)?;
+    for k in 0..30u32 {
+        ctx.peer_submit(2, 2, &data(gpu_of(0), gpu_of(2), 2, 0x200 | k, 256))?;
+        ctx.peer_submit(1, 3, &data(gpu_of(0), gpu_of(1), 3, 0x300 | k, 256))?;
+    }
+    ctx.run_for(5_000)?;
+    let early = delivered(ctx, 0)?;
+    let reqs_early = early.iter().filter(|x| x.0 < 2).count();
+    let resps_early = early.len() - reqs_early;
+    if reqs_early >= 30 || resps_early >= 30 {
+        return Err(Stop::Inconclusive(format!(
+            "too few frames queued in the switch ({reqs_early} requests, {resps_early} \
+             responses out)"
+        )));
+    }
+    // Port 0 drains while responses on VC 2 and VC 3 pass to port 3 one at a time, so that its
+    // queues of those VCs empty again and again.
+    ctx.peer_hold(0, false)?;
+    for k in 0..60u32 {
+        let (input, vc) = if k % 2 == 0 { (2, 2) } else { (1, 3) };
+        ctx.peer_submit(
+            input,
+            vc,
+            &data(gpu_of(3), gpu_of(input), vc, 0x400 | k, 128),
+        )?;
+        ctx.run_for(150)?;
+    }
+    ctx.run_for(20_000)?;
+    let after = delivered(ctx, 0)?;
+    let Some(last_resp) = after.iter().rposition(|x| x.0 >= 2) else {
+        return Err(Stop::fail(
+            "SW-5-2",
+            "the queued responses leave port 0",
+            format!("after the release port 0 received {after:x?}"),
+        ));
+    };
+    // As in SWT-ARB-1: requests the egress link held before the responses arrived may go first;
+    // serving the VCs alike would put about half the queued requests first.
+    let queued = 60 - reqs_early;
+    let reqs_before = after[..last_resp].iter().filter(|x| x.0 < 2).count();
+    ctx.note(format!(
+        "{reqs_before} of {queued} queued requests left port 0 before its last response"
+    ));
+    //= docs/spec/switch.md#5-arbitration
+    //= type=test
+    //# SW-5-2 An egress port MUST offer ready frames of the response VCs (2 and 3, endpoint.md
+    //# EP-3-1) to its link before those of the request VCs (0 and 1).
+    check(
+        reqs_before <= queued / 4,
+        "SW-5-2",
+        format!(
+            "the responses queued for port 0 (VC 2 and VC 3) leave before its {queued} queued \
+             requests (VC 0 and VC 1), though responses to port 3 come and go meanwhile: at \
+             most {} requests before the last response",
+            queued / 4
+        ),
+        || format!("{reqs_before} requests before the last response; order (vc, tag): {after:x?}"),
+    )?;
+    let to_3 = delivered(ctx, 3)?;
+    check_eq(
+        "SW-4-4",
+        "frames delivered to ports 0 and 3",
+        (early.len() + after.len(), to_3.len()),
+        (120, 60),
+    )
+}
