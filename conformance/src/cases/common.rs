@@ -98,6 +98,20 @@ pub fn sent_since(ctx: &Ctx<'_>, from: usize) -> Vec<Kind> {
         .collect()
 }
 
+/// The frames the device sent on port 0 since `from` in the log, decoded: what [`take_sent`] gives
+/// for a raw port, for a port with a reference peer attached.
+pub fn logged_since(ctx: &Ctx<'_>, from: usize) -> Vec<Sent> {
+    ctx.log()[from.min(ctx.log().len())..]
+        .iter()
+        .filter(|l| l.from_dut && l.port == 0)
+        .map(|l| Sent {
+            time: l.time_ns,
+            frame: decode(&l.bytes),
+            bytes: l.bytes.clone(),
+        })
+        .collect()
+}
+
 /// A payload of `len` bytes (network header and one STORE-shaped filler) whose bytes after the
 /// header carry `tag`, for link-level cases that only check order and integrity.
 pub fn payload(len: usize, tag: u32) -> Vec<u8> {

@@ -995,7 +995,8 @@ pub(super) fn workload_data_read_back(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         let want = &data[*off as usize..*off as usize + usize::from(*len)];
         //= docs/spec/transaction.md#2-operations
         //= type=test
-        //# TXN-2-4 An RDMA write MUST write exactly its bytes at the addressed range
+        //# TXN-2-4 An RDMA write MUST write exactly its bytes at `address .. address + length` of the
+        //# target space.
         check_resp(
             one_response(&seen, tag, "a LOAD")?,
             0x81,

@@ -559,3 +559,184 @@ pub(super) fn cf_every_vc(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
             .collect::<Vec<_>>(),
     )
 }
+
+/// Frames of 9,000 B at a credit size of 32 B and an overhead of 255 B: 290 credits each, so
+/// that 300 of them (87,000 credits, 2.7 MB) take one VC's counters past 2^16, where a counter
+/// kept in 16 bits fails. Through the 2^20 wrap would take 3,616 of them: 33 MB through the line
+/// protocol in each direction, about 20 s against the Python example device; the reference's own
+/// test `credit_counters_wrap` (link/tests/scenarios.rs) takes its counters through it.
+const WIDE_FRAMES: u32 = 300;
+/// The payload of one of those frames.
+const WIDE_PAYLOAD: usize = 9_000;
+/// Credits of one of those frames (LINK-5-1): ceil((14 + 6 + 9000 + 4 + 255) / 32).
+const WIDE_COST: u32 = 290;
+
+/// The link parameters of the cases past 2^16: the smallest credit and the largest overhead, and a CC
+/// every 5 us.
+fn wide_params() -> LinkParams {
+    LinkParams {
+        credit_size: Some(32),
+        credit_overhead: Some(255),
+        cc_interval_ns: Some(5_000),
+        ..LinkParams::default()
+    }
+}
+
+/// The device sends [`WIDE_FRAMES`] frames on VC 1: its consumed credits pass 2^16, every frame
+/// reaches the peer once and in order, none beyond the grant, and its CC carries consumed whole.
+pub(super) fn credits_past_2_16_tx(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    up_with_peer(ctx, wide_params())?;
+    let mut submitted = 0u32;
+    let mut tags: Vec<u32> = Vec::new();
+    let mut stuck = 0;
+    while tags.len() < WIDE_FRAMES as usize {
+        // At most 16 frames (144 KiB) in the device's queue at once.
+        while submitted < WIDE_FRAMES && submitted as usize - tags.len() < 16 {
+            submit(ctx, 1, &payload(WIDE_PAYLOAD, submitted))?;
+            submitted += 1;
+        }
+        ctx.run_for(2_000)?;
+        let before = tags.len();
+        tags.extend(ctx.peer_delivered(0)?.iter().filter_map(|(_, p)| tag_of(p)));
+        stuck = if tags.len() == before { stuck + 1 } else { 0 };
+        if stuck > 50 {
+            break;
+        }
+    }
+    let want: Vec<u32> = (0..WIDE_FRAMES).collect();
+    let credits = u64::from(WIDE_FRAMES) * u64::from(WIDE_COST);
+    //= docs/spec/link.md#5-credit-based-flow-control
+    //= type=test
+    //# LINK-5-2 The TX MUST NOT send a new DATA frame on VC *v* unless its cost is at most
+    //# `grant[v] - (consumed[v] - freed_seen[v])` (modulo 2^20). It then adds the cost to
+    //# `consumed[v]`.
+    //= docs/spec/link.md#5-credit-based-flow-control
+    //= type=test
+    //# LINK-5-6 On a CF, the TX MUST set `freed_seen[v]` to the carried value for every VC in the
+    //# mask when the value is ahead of `freed_seen[v]` by 1..2^19-1 and not ahead of `consumed[v]`
+    check(
+        tags == want,
+        "LINK-5-2",
+        format!(
+            "the {WIDE_FRAMES} frames of VC 1 at the peer, once each and in order: {credits} \
+             credits, past 2^16"
+        ),
+        || {
+            let first = tags
+                .iter()
+                .zip(&want)
+                .position(|(a, b)| a != b)
+                .unwrap_or(tags.len());
+            format!(
+                "{} frames; the first out of place at index {first} ({:?}), {} credits in",
+                tags.len(),
+                tags.get(first),
+                u64::from(WIDE_COST) * first as u64
+            )
+        },
+    )?;
+    let overruns = ctx.peer(0)?.link.counters().credit_overruns[1];
+    check_eq(
+        "LINK-5-2",
+        "frames beyond the grant at the peer (its credit_overruns.vc1)",
+        overruns,
+        0,
+    )?;
+    // With the replay buffer empty, a CC within cc_interval carries consumed (modulo 2^20).
+    let from = ctx.log().len();
+    ctx.run_for(12_000)?;
+    let sent = logged_since(ctx, from);
+    let last = ccs(&sent).last().and_then(|c| c.1[1]);
+    let want_cc = (credits % (1 << 20)) as u32;
+    //= docs/spec/link.md#5-credit-based-flow-control
+    //= type=test
+    //# LINK-5-7 The TX MUST send a CC carrying `consumed[v]` when its replay buffer is empty and at
+    //# least `cc_interval` has passed since UP or since its last CC.
+    check(
+        last == Some(want_cc),
+        "LINK-5-7",
+        format!("a CC carrying consumed[1] = {want_cc}, past 2^16"),
+        || format!("CCs within 12 us (time, entries): {:?}", ccs(&sent)),
+    )
+}
+
+/// The peer sends [`WIDE_FRAMES`] frames on VC 1: the device's freed credits pass 2^16, it
+/// delivers every frame once and in order, counts no overrun, and its CF carries freed whole.
+pub(super) fn credits_past_2_16_rx(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    up_with_peer(ctx, wide_params())?;
+    let mut sent_n = 0u32;
+    let mut tags: Vec<u32> = Vec::new();
+    let from = ctx.log().len();
+    let mut stuck = 0;
+    while tags.len() < WIDE_FRAMES as usize {
+        while sent_n < WIDE_FRAMES && sent_n as usize - tags.len() < 16 {
+            ctx.peer_submit(0, 1, &payload(WIDE_PAYLOAD, sent_n))?;
+            sent_n += 1;
+        }
+        ctx.run_for(2_000)?;
+        let before = tags.len();
+        tags.extend(
+            delivered(&ctx.take_outputs())
+                .into_iter()
+                .filter(|(vc, _)| *vc == 1)
+                .map(|(_, t)| t),
+        );
+        stuck = if tags.len() == before { stuck + 1 } else { 0 };
+        if stuck > 50 {
+            break;
+        }
+    }
+    let want: Vec<u32> = (0..WIDE_FRAMES).collect();
+    let credits = u64::from(WIDE_FRAMES) * u64::from(WIDE_COST);
+    //= docs/spec/link.md#5-credit-based-flow-control
+    //= type=test
+    //# LINK-5-4 On accepting a frame on VC *v* the RX MUST add its cost to `received[v]`; as the upper
+    //# layer drains it, the RX MUST add its cost to `freed[v]`.
+    check(
+        tags == want,
+        "LINK-5-4",
+        format!(
+            "the {WIDE_FRAMES} frames the peer sent on VC 1 delivered once each and in order: \
+             {credits} credits freed, past 2^16"
+        ),
+        || {
+            let first = tags
+                .iter()
+                .zip(&want)
+                .position(|(a, b)| a != b)
+                .unwrap_or(tags.len());
+            format!(
+                "{} delivered; the first out of place at index {first} ({:?})",
+                tags.len(),
+                tags.get(first)
+            )
+        },
+    )?;
+    check_eq(
+        "LINK-5-4",
+        "credit_overruns.vc1 at the device",
+        ctx.counter("credit_overruns.vc1")?,
+        0,
+    )?;
+    // The last CF once every frame is drained: at the latest cf_max_interval after the one
+    // before (LINK-5-10).
+    ctx.run_for(12_000)?;
+    let all = cfs(&logged_since(ctx, from));
+    let last = all.last().and_then(|c| c.1[1]);
+    let want_cf = (credits % (1 << 20)) as u32;
+    //= docs/spec/link.md#5-credit-based-flow-control
+    //= type=test
+    //# LINK-5-5 The RX MUST send a CF carrying `freed[v]` when at least `cf_min_credits` credits,
+    //# summed over the VCs, have been freed since its last CF (or since UP)
+    check(
+        last == Some(want_cf),
+        "LINK-5-5",
+        format!("the device's last CF carries freed[1] = {want_cf}, past 2^16"),
+        || {
+            format!(
+                "its last CFs (time, entries): {:?}",
+                &all[all.len().saturating_sub(3)..]
+            )
+        },
+    )
+}

@@ -708,6 +708,22 @@ pub fn cases() -> Vec<Case> {
             &["LINK-5-6", "LINK-5-2"],
             cbfc::cf_every_vc,
         ),
+        le(
+            "LE-CBFC-15",
+            "credits past 2^16, sending: 300 frames of 9,000 B on VC 1 at 290 credits each \
+             (credit size 32, overhead 255) reach the peer once and in order, none beyond the \
+             grant, as consumed[1] passes 2^16; the CC then carries all of it",
+            &["LINK-5-2", "LINK-5-6", "LINK-5-7"],
+            cbfc::credits_past_2_16_tx,
+        ),
+        le(
+            "LE-CBFC-16",
+            "credits past 2^16, receiving: 300 frames of 9,000 B from the peer on VC 1 are \
+             delivered once and in order with no overrun as freed[1] passes 2^16; the last CF \
+             carries all of it",
+            &["LINK-5-4", "LINK-5-5"],
+            cbfc::credits_past_2_16_rx,
+        ),
     ]
 }
 
