@@ -740,3 +740,80 @@ pub(super) fn credits_past_2_16_rx(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         },
     )
 }
+
+/// A CC recovers leaked credits on every agreed VC, at the boundaries of LINK-5-8: one credit,
+/// more than 2^16, 2^19 - 1 (recovered) and 2^19 (behind, counted stale), and an entry for the
+/// first VC not agreed (counted stale); each CC with an entry draws a CF at once.
+pub(super) fn cc_recovers_every_vc(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    raw_up(
+        ctx,
+        LinkParams {
+            vcs: Some(4),
+            ..quiet()
+        },
+    )?;
+    let before = ctx.counters()?;
+    let sent = counted_as(
+        ctx,
+        &cc(&[(1, 5), (2, 65_539), (3, 1), (4, 9)]),
+        "cc_received",
+        "LINK-5-8",
+    )?;
+    //= docs/spec/link.md#5-credit-based-flow-control
+    //= type=test
+    //# LINK-5-8 On a CC the RX MUST, for every VC in the mask whose `consumed[v]` is ahead of
+    //# `received[v]` by less than 2^19, add the difference to both `received[v]` and `freed[v]`
+    let got: Vec<u64> = (1..4)
+        .map(|v| counter_delta(ctx, &before, &format!("credits_recovered.vc{v}")))
+        .collect::<Result<_, _>>()?;
+    check_eq(
+        "LINK-5-8",
+        "credits_recovered of VC 1, 2 and 3 (5, past 2^16, exactly one)",
+        got,
+        vec![5, 65_539, 1],
+    )?;
+    check_eq(
+        "LINK-5-8",
+        "stale_cc_entries (the entry of VC 4, the first not agreed)",
+        counter_delta(ctx, &before, "stale_cc_entries")?,
+        1,
+    )?;
+    let c: Vec<[Option<u32>; 8]> = cfs(&sent).into_iter().map(|c| c.1).collect();
+    let want = [
+        Some(0),
+        Some(5),
+        Some(65_539),
+        Some(1),
+        None,
+        None,
+        None,
+        None,
+    ];
+    check_eq("LINK-5-13", "CFs at once after the CC", c, vec![want])?;
+    // received[0] is 0: 2^19 ahead is behind; received[1] is 5: 2^19 - 1 more is ahead.
+    let before = ctx.counters()?;
+    let sent = counted_as(
+        ctx,
+        &cc(&[(0, 1 << 19), (1, 5 + (1 << 19) - 1)]),
+        "cc_received",
+        "LINK-5-8",
+    )?;
+    check_eq(
+        "LINK-5-8",
+        "(credits_recovered.vc0, credits_recovered.vc1, stale_cc_entries) after a CC 2^19 \
+         ahead on VC 0 and 2^19 - 1 ahead on VC 1",
+        (
+            counter_delta(ctx, &before, "credits_recovered.vc0")?,
+            counter_delta(ctx, &before, "credits_recovered.vc1")?,
+            counter_delta(ctx, &before, "stale_cc_entries")?,
+        ),
+        (0, (1 << 19) - 1, 1),
+    )?;
+    let c: Vec<Option<u32>> = cfs(&sent).into_iter().map(|c| c.1[1]).collect();
+    check_eq(
+        "LINK-5-13",
+        "the CF at once, carrying freed[1]",
+        c,
+        vec![Some(5 + (1 << 19) - 1)],
+    )
+}

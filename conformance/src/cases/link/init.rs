@@ -911,3 +911,93 @@ pub(super) fn echo_ignored_before_refused(ctx: &mut Ctx<'_>) -> Result<(), Stop>
     no_data(&sent, "LINK-2-17", "still in INIT")?;
     counted_as(ctx, &init_echo(dut.nonce, bad), "init_refused", "LINK-2-12").map(|_| ())
 }
+
+/// LINK-2-19 while UP, at its boundaries: with 2 VCs and an MFS of 512 B agreed, a frame queued
+/// on VC 2 (the first VC not agreed) is reported lost at once, a frame of exactly 512 B goes, one
+/// of 516 B on VC 0 and one on VC 1 are reported lost when their turn comes, and the frames
+/// behind them go.
+pub(super) fn lost_while_up(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    let dut = raw_start(ctx, quiet())?;
+    let mut peer = raw_init(ctx, RAW_NONCE);
+    peer.vcs = 2;
+    peer.mfs = 512;
+    peer.credits = [512, 512, 0, 0, 0, 0, 0, 0];
+    let up = raw_finish(ctx, dut, peer)?;
+    let mut outs = up.outs;
+    let before = ctx.counters()?;
+    // Untagged frames are 24 B longer than their payload (Ethernet 14, link header 6, FCS 4).
+    // The frames the end cannot send may be refused at submission instead (LINK-2-19): a
+    // refused one is left out of what is expected lost and counted.
+    let mut refused = Vec::new();
+    for (vc, len, tag) in [
+        (2u8, 100usize, 40u32),
+        (0, 488, 41),
+        (0, 492, 42),
+        (0, 100, 43),
+        (1, 492, 44),
+        (1, 100, 45),
+    ] {
+        let r = ctx.try_request(&Request::Submit {
+            port: 0,
+            vc,
+            payload: hex::encode(payload(len, tag)),
+        })?;
+        if r.is_err() {
+            refused.push(tag);
+        }
+    }
+    check(
+        refused.iter().all(|t| [40, 42, 44].contains(t)),
+        "LINK-2-19",
+        "only the frames the end cannot send refused at submission: none of 41, 43, 45",
+        || format!("refused {refused:?}"),
+    )?;
+    let sent = wait(ctx, 200)?;
+    outs.extend(ctx.take_outputs());
+    // Order across VCs is free: (VC, tag, bytes) sorted by VC, in sending order within one.
+    let mut data: Vec<(u8, u32, usize)> = sent
+        .iter()
+        .filter_map(|s| match &s.frame {
+            Frm::Data { vc, payload, .. } => {
+                Some((*vc, tag_of(payload).unwrap_or(u32::MAX), s.bytes.len()))
+            }
+            _ => None,
+        })
+        .collect();
+    data.sort_by_key(|d| d.0);
+    //= docs/spec/link.md#2-initialisation
+    //= type=test
+    //# LINK-2-19 While UP, a frame at the front of its VC's transmit queue whose VC is not agreed, or
+    //# that is longer than the agreed MFS, MUST NOT be sent: the end MUST report it to the upper layer as
+    //# lost (reason VC not agreed, or longer than the peer's MFS), count it (`not_agreed_vc`,
+    //# `oversize_for_peer`) and go on with the frame behind it.
+    check_eq(
+        "LINK-2-19",
+        "DATA sent (VC, tag, bytes): the frame of exactly the agreed 512 B and the frames behind \
+         the lost ones",
+        data,
+        vec![(0, 41, 512), (0, 43, 124), (1, 45, 124)],
+    )?;
+    let mut l = lost(&outs);
+    l.sort();
+    let want: Vec<(String, u32)> = [
+        ("exceeds_peer_mfs", 42),
+        ("exceeds_peer_mfs", 44),
+        ("vc_not_agreed", 40),
+    ]
+    .into_iter()
+    .filter(|(_, t)| !refused.contains(t))
+    .map(|(r, t)| (r.to_owned(), t))
+    .collect();
+    check_eq("LINK-2-19", "frames reported lost while UP", l, want)?;
+    let queued = |t: u32| u64::from(!refused.contains(&t));
+    check_eq(
+        "LINK-2-19",
+        "(not_agreed_vc, oversize_for_peer) counted while UP, for the frames queued",
+        (
+            counter_delta(ctx, &before, "not_agreed_vc")?,
+            counter_delta(ctx, &before, "oversize_for_peer")?,
+        ),
+        (queued(40), queued(42) + queued(44)),
+    )
+}

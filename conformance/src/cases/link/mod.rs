@@ -464,6 +464,14 @@ pub fn cases() -> Vec<Case> {
             init::own_grant_checked,
         ),
         le(
+            "LE-INIT-17",
+            "while UP, a frame on the first VC not agreed is reported lost at once, a frame of \
+             exactly the agreed MFS goes, frames 4 B longer on two VCs are reported lost in \
+             their turn and counted, and the frames behind them go",
+            &["LINK-2-19", "WIRE-2.4-8"],
+            init::lost_while_up,
+        ),
+        le(
             "LE-INIT-12",
             "physical down: link down, replay buffer of unknown fate, nothing sent and every \
              frame discarded as not UP while down; physical up: INIT at once with a new nonce",
@@ -723,6 +731,14 @@ pub fn cases() -> Vec<Case> {
              carries all of it",
             &["LINK-5-4", "LINK-5-5"],
             cbfc::credits_past_2_16_rx,
+        ),
+        le(
+            "LE-CBFC-17",
+            "a CC recovers leaked credits on every agreed VC: one credit, more than 2^16 and \
+             2^19 - 1 are recovered, an entry 2^19 ahead or for the first VC not agreed is \
+             counted stale, and each such CC draws a CF at once",
+            &["LINK-5-8", "LINK-5-13"],
+            cbfc::cc_recovers_every_vc,
         ),
     ]
 }
