@@ -282,6 +282,25 @@ pub(super) fn ack_spacing(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         "ACKs after 768 bytes, a NACK and 1280 bytes",
         acks(&all),
         vec![14],
+    )?;
+    // One byte short: with ack_spacing 1025, four frames of 256 bytes (1024) draw no ACK, the
+    // fifth does (frame lengths are multiples of 4, so only a spacing of 4k + 1 shows it).
+    raw_up(
+        ctx,
+        LinkParams {
+            ack_spacing: Some(1025),
+            ..quiet()
+        },
+    )?;
+    let mut all = Vec::new();
+    for s in 0..5 {
+        all.extend(accepted(ctx, &data_len(0, s, 256, s), 0, "LINK-4-1")?);
+    }
+    check_eq(
+        "LINK-4-2",
+        "ACKs with ack_spacing 1025: none at 1024 bytes, one at 1280",
+        acks(&all),
+        vec![4],
     )
 }
 
