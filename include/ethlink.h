@@ -17,8 +17,10 @@
 // operations beyond the endpoint's bounds. Version 3 adds `llr_max_age_ns` at the end of
 // `ethlink_link_params` (link.md LINK-3-18) and `hold_max_ns` after `busy_backoff_ns` in
 // `ethlink_endpoint_config` (endpoint.md EP-8-9). Version 4 adds `write_chunk` after
-// `read_chunk` in `ethlink_endpoint_config` (endpoint.md EP-6-2, EP-6-13).
-#define ETHLINK_ABI_VERSION 4
+// `read_chunk` in `ethlink_endpoint_config` (endpoint.md EP-6-2, EP-6-13). Version 5 adds
+// `tick_ns` and `rate_gbps` at the end of `ethlink_description`: the clock and line rate a
+// conformance harness judges timing by (docs/conformance.md §4.2).
+#define ETHLINK_ABI_VERSION 5
 
 // The latest time a model takes, in nanoseconds: 2^63 - 1 (about 292 years; the largest
 // `int64_t`, and the largest SystemVerilog `longint`), the horizon of link.md LINK-1-2. A call
@@ -391,6 +393,12 @@ typedef struct {
   uint32_t caps;
   // A name for reports, NUL-terminated.
   char name[ETHLINK_NAME_LEN];
+  // The tick of the clock its timers run on, in ns (link.md LINK-1-5): 1..=256; 0 is taken
+  // as 1. A model wrapping an RTL simulation gives its clock period, rounded up.
+  uint32_t tick_ns;
+  // The line rate its ports serialise frames at, in Gb/s (25..=1600); 0 when frames leave
+  // as soon as they are made.
+  uint32_t rate_gbps;
 } ethlink_description;
 
 // Something a device reports to its upper layer; the bytes that go with it (a payload, the

@@ -907,6 +907,8 @@ fn zeroed_description() -> CDescription {
         ports: 0,
         caps: 0,
         name: [0; ethlink_ffi::ETHLINK_NAME_LEN],
+        tick_ns: 0,
+        rate_gbps: 0,
     }
 }
 
@@ -1000,8 +1002,10 @@ impl Device for DylibDevice {
             role: self.role,
             caps: caps.names().map(str::to_owned).collect(),
             ports: d.ports,
-            tick_ns: None,
-            rate_gbps: None,
+            // 0 leaves each undeclared (a 1 ns clock; frames leave as they are made); the
+            // ranges are checked with every device's hello (docs/conformance.md §4.2).
+            tick_ns: (d.tick_ns != 0).then_some(d.tick_ns),
+            rate_gbps: (d.rate_gbps != 0).then_some(d.rate_gbps),
         })
     }
 
@@ -1193,7 +1197,7 @@ impl Device for DylibDevice {
             } => {
                 if port.is_some() {
                     return Err(DeviceError::Refused(
-                        "the C ABI (version 4) cannot pin an operation to a port".into(),
+                        "the C ABI (version 5) cannot pin an operation to a port".into(),
                     ));
                 }
                 let mut store = Vec::new();
@@ -1234,7 +1238,7 @@ impl Device for DylibDevice {
                     }
                     LsOp::Fence => {
                         return Err(DeviceError::Refused(
-                            "the C ABI (version 4) has no FENCE request".into(),
+                            "the C ABI (version 5) has no FENCE request".into(),
                         ));
                     }
                 }

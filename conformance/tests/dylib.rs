@@ -39,12 +39,12 @@ fn suite(role: Role) {
             g.failure,
             g.message
         );
-        // What version 4 of the ABI cannot express (a port named for an operation, a FENCE
+        // What version 5 of the ABI cannot express (a port named for an operation, a FENCE
         // request) is refused by the adapter, saying so: Unsupported through the library only.
         let abi_lacks = g
             .message
             .as_deref()
-            .is_some_and(|m| m.contains("the C ABI (version 4)"));
+            .is_some_and(|m| m.contains("the C ABI (version 5)"));
         if abi_lacks {
             assert_eq!(g.verdict, Verdict::Unsupported, "{}", g.id);
             continue;

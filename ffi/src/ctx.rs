@@ -224,6 +224,10 @@ pub(crate) fn describe(role: u8, ports: u16, caps: u32, name: &str) -> Descripti
         ports,
         caps,
         name: [0; ETHLINK_NAME_LEN],
+        // The reference devices run their timers on nanoseconds and hand frames to the caller
+        // as they are made.
+        tick_ns: 1,
+        rate_gbps: 0,
     };
     for (dst, src) in d
         .name

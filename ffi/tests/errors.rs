@@ -394,6 +394,8 @@ fn the_common_calls_check_every_pointer() {
         ports: 0,
         caps: 0,
         name: [0; ETHLINK_NAME_LEN],
+        tick_ns: 0,
+        rate_gbps: 0,
     };
     assert_eq!(
         ethlink_describe(null_mut(), h, &mut desc),
@@ -1247,12 +1249,16 @@ fn describe_says_role_ports_caps_and_name() {
             ports: 0,
             caps: 0,
             name: [0; ETHLINK_NAME_LEN],
+            tick_ns: 7,
+            rate_gbps: 7,
         };
         assert_eq!(ethlink_describe(ctx, h, &mut out), ETHLINK_OK);
         assert_eq!(
             (out.role, out.ports, out.abi_version),
             (role, ports, ETHLINK_ABI_VERSION)
         );
+        // The reference's timers run on nanoseconds and it hands frames out as it makes them.
+        assert_eq!((out.tick_ns, out.rate_gbps), (1, 0));
         let name: Vec<u8> = out
             .name
             .iter()

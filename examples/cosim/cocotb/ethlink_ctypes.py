@@ -10,7 +10,7 @@ import ctypes
 from ctypes import POINTER, byref, c_char_p, c_int32, c_size_t, c_uint8, c_uint16, c_uint32
 from ctypes import c_uint64, c_void_p
 
-ABI_VERSION = 4
+ABI_VERSION = 5
 OK = 0
 NONE = 1
 ERR_REFUSED = -6
