@@ -16,9 +16,19 @@ use ethlink_protocol::Capabilities;
 /// Runs every case of `role` against `dut` and panics at the first whose verdict is not the
 /// one `expected` gives for it.
 fn judge(dut: &mut dyn Device, role: Role, expected: impl Fn(&str, &[&str]) -> Verdict) {
+    judge_some(dut, role, |_| true, expected);
+}
+
+/// As [`judge`], for the cases whose id `pick` takes.
+fn judge_some(
+    dut: &mut dyn Device,
+    role: Role,
+    pick: impl Fn(&str) -> bool,
+    expected: impl Fn(&str, &[&str]) -> Verdict,
+) {
     let desc = dut.hello().expect("the reference describes itself");
     let mut ran = 0;
-    for case in cases::all().iter().filter(|c| c.role == role) {
+    for case in cases::all().iter().filter(|c| c.role == role && pick(c.id)) {
         let r = run_case(dut, &desc, case);
         let want = expected(case.id, case.needs);
         assert_eq!(
@@ -43,6 +53,19 @@ fn yardstick_switch() {
     judge(&mut RefSwitch::default(), Role::Switch, |_, _| {
         Verdict::Pass
     });
+    // A switch of 72 ports, as switches of the field's radix have: state kept in words of 64
+    // ports (the bit maps of the inputs with frames waiting) then takes more than one word.
+    // SWT-BUF-1's incast of seven inputs shows a map read in the wrong word; the whole catalogue
+    // at 72 ports takes twenty times as long.
+    judge_some(
+        &mut RefSwitch::with_config(ethlink_switch::Config {
+            ports: 72,
+            ..ethlink_switch::Config::default()
+        }),
+        Role::Switch,
+        |id| id == "SWT-BUF-1",
+        |_, _| Verdict::Pass,
+    );
 }
 
 /// The endpoint with every capability, then without the optional ones: a case about a

@@ -37,7 +37,8 @@ struct Arrival {
     fcs_good: bool,
     /// It is as long as its network header declares.
     length_ok: bool,
-    /// Its sequence number was the one the input link expected (whatever its FCS).
+    /// It was an EthLink frame with the sequence number the input link expected (whatever its
+    /// FCS).
     seq_ok: bool,
 }
 
@@ -60,10 +61,16 @@ struct Copy {
 /// Link and network fields of a DATA frame as it is on the wire, whatever its FCS: its sequence
 /// number, tag and whether its length is the one its network header declares.
 fn fields(bytes: &[u8]) -> Option<(u32, u32, bool)> {
-    let eth = ETH_HEADER_LEN;
     if bytes.get(12..14)? != ethlink_protocol::ETHERTYPE.to_be_bytes() {
         return None;
     }
+    fields_any_ethertype(bytes)
+}
+
+/// As [`fields`], whatever the frame's EtherType: a frame of another EtherType shaped as a DATA
+/// frame, which no EthLink link accepts (wire.md §7).
+fn fields_any_ethertype(bytes: &[u8]) -> Option<(u32, u32, bool)> {
+    let eth = ETH_HEADER_LEN;
     let vk = *bytes.get(eth)?;
     if vk & 0x0F != 0 {
         return None;
@@ -87,11 +94,13 @@ fn arrivals(ctx: &Ctx<'_>, from: usize) -> Vec<Arrival> {
         .iter()
         .filter(|l| !l.from_dut && l.port == IN)
     {
-        let Some((seq, tag, length_ok)) = fields(&l.bytes) else {
+        let Some((seq, tag, length_ok)) = fields_any_ethertype(&l.bytes) else {
             continue;
         };
         let fcs_good = fcs::check(&l.bytes);
-        let seq_ok = expected.is_none_or(|e| e == seq);
+        // A frame of another EtherType is never accepted, whatever its sequence number.
+        let ours = fields(&l.bytes).is_some();
+        let seq_ok = ours && expected.is_none_or(|e| e == seq);
         if seq_ok && fcs_good {
             expected = Some(seq.wrapping_add(1));
         }
@@ -280,6 +289,18 @@ fn judge(ctx: &mut Ctx<'_>, from: usize, max_res: u64) -> Result<Seen, Stop> {
         super::ctr(ctx, OUT, "tx_frames", 0)?,
         seen.good.len() as u64,
     )?;
+    //= docs/spec/switch.md#8-counters
+    //= type=test
+    //# SW-8-2 A switch MUST keep the counters of Table SW-T3 per port and per VC
+    check_eq(
+        "SW-8-2",
+        &format!(
+            "port{OUT}.tx_cut.vc0 (the copies begun before their frame's last byte had arrived, \
+             Table SW-T3)"
+        ),
+        super::ctr(ctx, OUT, "tx_cut", 0)?,
+        seen.cut as u64,
+    )?;
     Ok(seen)
 }
 
@@ -435,6 +456,42 @@ pub(super) fn no_cut_on_a_high_bit_gap(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
     )?;
     send(ctx, 0..8)?;
     ctx.run_for(30_000)?;
+    judge(ctx, from, DEFAULT_MAX_RES_NS)?;
+    received(ctx, "SW-6-11", &(0..8).collect::<Vec<_>>())
+}
+
+/// SWT-CUT-6: frames queued behind a stalled egress: once it drains, the frames whose end had
+/// arrived are forwarded whole and are not counted cut through, the ones still arriving may be.
+pub(super) fn cut_counted_when_begun_early(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    let from = start(ctx, None)?;
+    ctx.peer_hold(OUT, true)?;
+    send(ctx, 0..40)?;
+    ctx.run_for(20_000)?;
+    ctx.peer_hold(OUT, false)?;
+    ctx.run_for(40_000)?;
+    judge(ctx, from, DEFAULT_MAX_RES_NS)?;
+    received(ctx, "SW-4-4", &(0..40).collect::<Vec<_>>())
+}
+
+/// SWT-CUT-7: a frame whose EtherType is not EthLink's, its link header otherwise that of the
+/// expected DATA frame: its input link does not accept it (wire.md §7), so the switch may not
+/// begin it on its header, and the peer's replay is forwarded once.
+pub(super) fn no_cut_of_a_foreign_frame(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    let from = start(ctx, None)?;
+    let mut done = false;
+    ctx.set_hook(
+        IN,
+        Box::new(move |dir, _, bytes| {
+            if dir == Dir::ToDut && !done && fields(bytes).is_some_and(|(_, t, _)| t == 3) {
+                done = true;
+                bytes[12..14].copy_from_slice(&[0x88, 0xB6]);
+                refcs(bytes);
+            }
+            Fault::Pass
+        }),
+    )?;
+    send(ctx, 0..8)?;
+    ctx.run_for(40_000)?;
     judge(ctx, from, DEFAULT_MAX_RES_NS)?;
     received(ctx, "SW-6-11", &(0..8).collect::<Vec<_>>())
 }

@@ -50,6 +50,16 @@ fn small_buffers() -> LinkParams {
 }
 
 pub(super) fn malformed_discarded(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    malformed_discarded_with(ctx, false)
+}
+
+/// As [`malformed_discarded`], the switch given every frame's header as its first bit arrives:
+/// a switch that decides on the header must still find the network header malformed.
+pub(super) fn malformed_discarded_headers_ahead(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    malformed_discarded_with(ctx, true)
+}
+
+fn malformed_discarded_with(ctx: &mut Ctx<'_>, headers_ahead: bool) -> Result<(), Stop> {
     need_ports(ctx, 2)?;
     let n = ctx.desc.ports;
     up_ports(
@@ -59,6 +69,7 @@ pub(super) fn malformed_discarded(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         |_, c| c,
     )?;
     let granted = peer_credits(ctx, 0, 0)?;
+    ctx.cut_headers = headers_ahead;
     // The peer sends well-formed payloads; the wire damages the network header of those whose
     // tag says so and mends the FCS, so that the link accepts them.
     ctx.set_hook(

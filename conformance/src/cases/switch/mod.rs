@@ -323,6 +323,29 @@ pub fn cases() -> Vec<Case> {
             cut::no_cut_on_a_high_bit_gap,
         ),
         cut(
+            "SWT-CUT-6",
+            "cut-through: frames queued behind a stalled egress are counted in tx_cut only when \
+             their copy began before their last byte arrived, and every frame is forwarded once",
+            &["SW-8-2", "SW-6-1", "SW-4-4"],
+            cut::cut_counted_when_begun_early,
+        ),
+        cut(
+            "SWT-CUT-7",
+            "cut-through: a frame with another EtherType, its link header that of the expected \
+             DATA frame, is not begun on its header (its link does not accept it), and the \
+             replay is forwarded once",
+            &["SW-6-8", "SW-6-11"],
+            cut::no_cut_of_a_foreign_frame,
+        ),
+        cut(
+            "SWT-CUT-8",
+            "cut-through: DATA frames with a malformed network header, given on their headers, \
+             are discarded and counted in discard_malformed, never forwarded, and their credits \
+             return",
+            &["SW-7-1", "SW-7-4", "SW-7-6"],
+            discards::malformed_discarded_headers_ahead,
+        ),
+        cut(
             "SWT-CUT-3",
             "cut-through: a frame whose end is longer or shorter than its network header declares \
              ends stomped and is discarded as malformed",
