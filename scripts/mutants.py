@@ -81,6 +81,7 @@ ROLES = {
         "exclude": [],
         "skip": {
             r"Switch::handle_frame_fcs\b": "pre-checked FCS path: the fabric only",
+            r"Switch::handle_frame_by_ref\b": "frames lent by the caller: the fabric only",
             r"PortCounters::discarded\b": "a derived sum the boundary does not report",
             r"Timers::grow\b": "never needed: the timers are sized for every key at construction",
         },
