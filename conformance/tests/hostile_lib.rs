@@ -142,3 +142,35 @@ fn a_library_that_claims_a_billion_counters_is_stopped() {
         "{m}"
     );
 }
+
+/// Version 5 of the ABI: the description's `tick_ns` and `rate_gbps` are the hello's, checked as
+/// a hello's are (docs/conformance.md §4.2).
+#[test]
+fn a_library_declares_its_clock_and_line_rate() {
+    let mut d = DylibDevice::load(&wrap("COARSE_CLOCK"), Role::LinkEnd).unwrap();
+    let desc = d.hello().unwrap();
+    assert_eq!((desc.tick_ns, desc.rate_gbps), (Some(256), Some(25)));
+    // The reference behind it acts at once, within any coarser clock's tolerance: a timer case
+    // judged at a 256 ns tick passes.
+    let (_, results) = runner::run_suite_bounded(
+        &only(&["LE-LLR-8", "LE-CBFC-4"]),
+        &factory(&wrap("COARSE_CLOCK")),
+        1,
+        BOUNDS,
+    )
+    .unwrap();
+    for r in &results {
+        assert_eq!(r.verdict, Verdict::Pass, "{r:?}");
+    }
+    // A tick coarser than LINK-1-5 allows is refused, named.
+    let err = runner::run_suite_bounded(
+        &only(&["LE-INIT-1"]),
+        &factory(&wrap("TICK_TOO_COARSE")),
+        1,
+        BOUNDS,
+    )
+    .map(|_| ())
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("clock tick of 300 ns"), "{err}");
+}

@@ -87,7 +87,16 @@ int32_t ethlink_describe(ethlink_ctx *ctx, uint32_t h, ethlink_description *out)
 #ifdef MODE_HANG_DESCRIBE
     forever();
 #endif
-    return REAL(ethlink_describe)(ctx, h, out);
+    int32_t code = REAL(ethlink_describe)(ctx, h, out);
+#ifdef MODE_COARSE_CLOCK
+    /* An RTL model with a 256 ns timer tick behind a 25 Gb/s serialiser. */
+    out->tick_ns = 256;
+    out->rate_gbps = 25;
+#endif
+#ifdef MODE_TICK_TOO_COARSE
+    out->tick_ns = 300;
+#endif
+    return code;
 }
 
 int32_t ethlink_physical(ethlink_ctx *ctx, uint32_t h, uint16_t port, uint8_t up, uint64_t now_ns) {
