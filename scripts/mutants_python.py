@@ -30,6 +30,7 @@ What it does
 How to run it
     python3 scripts/mutants_python.py                 # every mutant (about 1,700; long)
     python3 scripts/mutants_python.py --sample 20     # every 20th mutant (index % 20 == 0)
+    python3 scripts/mutants_python.py --sample 20 --offset 7   # another 20th (index % 20 == 7)
     python3 scripts/mutants_python.py --sample 3 --limit 100 --json out.json
 
     Options: --sample N, --limit K, --json OUT (default target/mutants/python/results.json),
@@ -366,6 +367,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                     "judged by the link-end cases of the conformance suite.")
     p.add_argument("--sample", type=int, default=1, metavar="N",
                    help="run every N-th mutant only (index %% N == 0); default 1, every mutant")
+    p.add_argument("--offset", type=int, default=0, metavar="K",
+                   help="with --sample N, run the mutants whose index %% N == K (default 0): "
+                        "another sample of the same size")
     p.add_argument("--limit", type=int, default=None, metavar="K",
                    help="run at most K mutants (after --sample)")
     p.add_argument("--json", type=Path, default=DEFAULT_JSON, metavar="OUT",
@@ -387,6 +391,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     a = p.parse_args(argv)
     if a.sample < 1:
         p.error("--sample must be at least 1")
+    if not 0 <= a.offset < a.sample:
+        p.error("--offset must be at least 0 and below --sample")
     if a.limit is not None and a.limit < 0:
         p.error("--limit must not be negative")
     if a.jobs < 1:
@@ -446,11 +452,12 @@ def main(argv: list[str]) -> int:
         baseline_total_s = sum(s.baseline_s for s in stages)
 
         mutation_ids = list_mutants(original, "link_end.py")
-        selected = [i for i in range(len(mutation_ids)) if i % args.sample == 0]
+        selected = [i for i in range(len(mutation_ids)) if i % args.sample == args.offset]
         if args.limit is not None:
             selected = selected[: args.limit]
         log(f"{TOOL} {TOOL_VERSION}: {len(mutation_ids)} mutants, {len(selected)} selected "
-            f"(--sample {args.sample}{'' if args.limit is None else f', --limit {args.limit}'})")
+            f"(--sample {args.sample} --offset {args.offset}"
+            f"{'' if args.limit is None else f', --limit {args.limit}'})")
 
         results: list[dict] = []
         doc = {
@@ -470,6 +477,7 @@ def main(argv: list[str]) -> int:
                         "baseline_s": round(s.baseline_s, 2), "timeout_s": round(s.timeout_s, 1)}
                        for s in stages],
             "sample": args.sample,
+            "offset": args.offset,
             "limit": args.limit,
             "complete": False,
         }
