@@ -290,6 +290,25 @@ pub(super) fn cf_stale_and_repair(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         "DATA after CF 16",
         data_of(&sent),
         vec![(4, 0, 4), (5, 0, 5)],
+    )?;
+    // Every credit back (CF 24, as many as consumed), then an entry exactly 2^19 ahead: not
+    // 1..2^19-1 ahead, so stale; the VC keeps its credit and the next frame goes.
+    send(ctx, &cf(&[(0, 24)]))?;
+    let before = ctx.counters()?;
+    send(ctx, &cf(&[(0, 24 + (1 << 19))]))?;
+    check_eq(
+        "LINK-5-6",
+        "stale_cf_entries after an entry 2^19 ahead of the one seen",
+        counter_delta(ctx, &before, "stale_cf_entries")?,
+        1,
+    )?;
+    submit(ctx, 0, &payload(228, 6))?;
+    let sent = wait(ctx, 200)?;
+    check_eq(
+        "LINK-5-6",
+        "DATA after the stale entry: the VC's credit unchanged",
+        data_of(&sent),
+        vec![(6, 0, 6)],
     )
 }
 

@@ -331,8 +331,9 @@ pub fn cases() -> Vec<Case> {
         ),
         le(
             "LE-CBFC-7",
-            "a lost CF is repaired by the next; CF entries ahead of consumed, behind freed_seen \
-             or for a VC not agreed are ignored and counted; ACKs go while no credit is left",
+            "a lost CF is repaired by the next; CF entries ahead of consumed, behind freed_seen, \
+             exactly 2^19 ahead or for a VC not agreed are ignored and counted; ACKs go while no \
+             credit is left",
             &["LINK-5-6", "LINK-5-2", "LINK-5-9"],
             cbfc::cf_stale_and_repair,
         ),
@@ -645,8 +646,9 @@ pub fn cases() -> Vec<Case> {
         le(
             "LE-WD-2",
             "two withdrawals at one instant before UP each take back only what was queued since \
-             the other: every frame reported withdrawn once, in order, and none sent",
-            &["LINK-6-5", "LINK-6-6"],
+             the other: every frame reported withdrawn once, in order, and none sent; a frame \
+             submitted afterwards goes as usual, and frames_withdrawn counts two",
+            &["LINK-6-5", "LINK-6-6", "LINK-7-6"],
             withdraw::withdraw_twice,
         ),
         le(

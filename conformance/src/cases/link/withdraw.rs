@@ -107,6 +107,7 @@ pub(super) fn withdraw_unsent(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
 /// once the link comes up.
 pub(super) fn withdraw_twice(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
     let dut = raw_start(ctx, quiet())?;
+    let before = ctx.counters()?;
     submit(ctx, 0, &payload(100, 1))?;
     ctx.request(&Request::Withdraw { port: 0 })?;
     submit(ctx, 0, &payload(100, 2))?;
@@ -126,5 +127,27 @@ pub(super) fn withdraw_twice(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         &sent,
         "LINK-6-5",
         "both frames were withdrawn before the link came up",
+    )?;
+    // A frame submitted afterwards is sent as usual, and the two withdrawn are counted once.
+    submit(ctx, 0, &payload(100, 3))?;
+    let sent = wait(ctx, 1_000)?;
+    //= docs/spec/link.md#6-re-initialisation-and-flush
+    //= type=test
+    //# LINK-6-5 [...] Frames submitted after the
+    //# withdrawal are sent as usual, after the withdrawn frames have been reported.
+    check_eq(
+        "LINK-6-5",
+        "DATA (seq, VC, tag) after the withdrawals: the frame submitted since, as usual",
+        data_of(&sent),
+        vec![(0, 0, 3)],
+    )?;
+    let n = ctx
+        .counter("frames_withdrawn")?
+        .wrapping_sub(before.get("frames_withdrawn").copied().unwrap_or(0));
+    check_eq(
+        "LINK-7-6",
+        "frames_withdrawn (two withdrawn, once each)",
+        n,
+        2,
     )
 }
