@@ -291,7 +291,8 @@ fn judge(ctx: &mut Ctx<'_>, from: usize, max_res: u64) -> Result<Seen, Stop> {
     )?;
     //= docs/spec/switch.md#8-counters
     //= type=test
-    //# SW-8-2 A switch MUST keep the counters of Table SW-T3 per port and per VC
+    //# SW-8-2 A switch MUST increment each counter of Table SW-T3 exactly when the table says, and
+    //# at no other time.
     check_eq(
         "SW-8-2",
         &format!(
