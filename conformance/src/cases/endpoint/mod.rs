@@ -700,7 +700,7 @@ pub fn cases() -> Vec<Case> {
             "EPT-PATH-7",
             "as a requester with two ports, a port whose peer announces an MFS one byte short of \
              a tagged frame of one segment comes UP but takes no request: loads and RDMA write \
-             segments all leave by the other port",
+             segments all leave by the other port; at exactly a tagged segment it is usable",
             &["EP-3-2", "EP-4-2"],
             &["rdma"],
             paths::small_mfs_port_unused,

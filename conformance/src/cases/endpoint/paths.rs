@@ -695,5 +695,45 @@ pub(super) fn small_mfs_port_unused(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         "EP-3-2",
         format!("the {n} LOADs sent on port 0, the one usable port"),
         || format!("{} LOADs seen", seen.requests(op::LOAD).len()),
-    )
+    )?;
+    // Exactly a tagged frame of one segment: port 1 is usable, and under the hash policy each
+    // LOAD leaves by the port h mod 2 of Figure EP-F3 picks.
+    let exact = short + 1;
+    ep_up_peers(
+        ctx,
+        2,
+        setup_ep(LinkParams::default(), Some(hash_params())),
+        |p, cfg| {
+            if p == 1 {
+                cfg.mfs = exact;
+            }
+        },
+    )?;
+    let mut tags = Vec::new();
+    for i in 0..n as u64 {
+        tags.push(issue(
+            ctx,
+            Space::Global,
+            0x77,
+            0x40 * i,
+            LsOp::Load { len: 4 },
+            None,
+        )?);
+    }
+    let mut seen = Seen::default();
+    seen.run(ctx, 2, 100_000, |s| s.requests(op::LOAD).len() >= n)?;
+    for tag in tags {
+        let want = hash(REM, u64::from(tag)) % 2;
+        let v = seen.with_tag(tag, false);
+        check(
+            v.len() == 1 && u64::from(v[0].port) == want,
+            "EP-3-2",
+            format!(
+                "the LOAD with tag {tag:#06x} on port {want} of 2 (hash policy): port 1, whose \
+                 peer announces MFS {exact} (segment {seg} + 64), is usable"
+            ),
+            || v.iter().map(|t| t.show()).collect::<Vec<_>>().join("; "),
+        )?;
+    }
+    Ok(())
 }
