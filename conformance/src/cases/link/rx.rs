@@ -11,7 +11,7 @@ use super::{
 use crate::case::{Stop, check, check_eq};
 use crate::cases::common::*;
 use crate::ctx::Ctx;
-use crate::device::LinkParams;
+use crate::device::{LinkParams, Output};
 
 pub(super) fn foreign(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
     raw_up(ctx, quiet())?;
@@ -172,7 +172,16 @@ pub(super) fn vc_not_agreed(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         vec![0],
     )?;
     accepted(ctx, &data_len(0, 1, 128, 2), 0, "LINK-4-11")?;
-    check_eq("LINK-4-11", "delivered tags", delivered_tags(ctx), vec![2])
+    check_eq("LINK-4-11", "delivered tags", delivered_tags(ctx), vec![2])?;
+    // VC 2, the first VC not agreed, counted again: the counter adds each such frame.
+    let sent = counted_as(ctx, &data_len(2, 2, 128, 3), "rx_vc_not_agreed", "WIRE-7-4")?;
+    no_nack(&sent, "WIRE-7-4", "DATA on VC 2, the first VC not agreed")?;
+    check_eq(
+        "LINK-4-11",
+        "delivered tags",
+        delivered_tags(ctx),
+        Vec::new(),
+    )
 }
 
 pub(super) fn not_up(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
@@ -244,9 +253,29 @@ pub(super) fn malformed_body(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         vec![2],
     )?;
     no_nack(&sent, "WIRE-7-3", "the frame after two malformed bodies")?;
-    // Each frame is handed up and its credits come back: 1 + 2 + 2 credits of 64 B.
-    let handed = delivered(&ctx.take_outputs()).len();
-    check_eq("LINK-4-17", "frames handed to the upper layer", handed, 3)?;
+    // Each frame is handed up and its credits come back: 1 + 2 + 2 credits of 64 B. The one
+    // with bytes past its padding, which only the link can tell (its frame's length), is handed
+    // up empty, the mark of a frame accepted but malformed; the short network header is for the
+    // upper layer to find.
+    let lens: Vec<usize> = ctx
+        .take_outputs()
+        .into_iter()
+        .filter_map(|o| match o {
+            Output::Delivered { payload, .. } => Some(payload.len() / 2),
+            _ => None,
+        })
+        .collect();
+    //= docs/spec/link.md#4-the-receive-side
+    //= type=test
+    //# LINK-4-17 A DATA frame accepted by LINK-4-12 whose body the end found malformed MUST be
+    //# handed to the upper layer marked as malformed, with its credits
+    check(
+        lens.len() == 3 && lens[1] == 0 && lens[2] > 0,
+        "LINK-4-17",
+        "three frames handed to the upper layer: the second, with bytes past its padding, empty \
+         (marked malformed), the third with its payload",
+        || format!("payload lengths handed up: {lens:?}"),
+    )?;
     let sent = [sent, wait(ctx, 500)?].concat();
     let last = cfs(&sent).last().map(|c| c.1[0]);
     check_eq(
