@@ -549,17 +549,21 @@ pub(super) fn agreement(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
     peer.window = 16;
     peer.mfs = 512;
     peer.credits = [512, 512, 0, 0, 0, 0, 0, 0];
-    // Queued before UP: one frame on VC 3, which the peer lacks, one too long for its MFS.
+    // Queued before UP: one frame on VC 3, which the peer lacks, one too long for its MFS, and
+    // one of exactly the agreed MFS (488 B of payload make a frame of 512 B).
     submit(ctx, 3, &payload(100, 30))?;
     submit(ctx, 0, &payload(600, 31))?;
+    submit(ctx, 0, &payload(488, 32))?;
     let up = raw_finish(ctx, dut, peer)?;
     let sent = [up.after_up, wait(ctx, 100)?].concat();
-    // Neither goes out: the one not agreed (LINK-2-4), the one longer than the agreed MFS of
-    // 512 B (WIRE-2.4-8, which every frame the device sends is checked against too).
-    no_data(
-        &sent,
+    // Only the last goes out: not the one not agreed (LINK-2-4), nor the one longer than the
+    // agreed MFS of 512 B (WIRE-2.4-8, which every frame the device sends is checked against).
+    check_eq(
         "LINK-2-4",
-        "a frame on VC 3 and a frame of 624 B above the agreed 512",
+        "DATA (seq, VC, tag) after UP: the frame of exactly the agreed 512 B, not the one on \
+         VC 3 nor the one of 624 B",
+        data_of(&sent),
+        vec![(0, 0, 32)],
     )?;
     let mut l = lost(&up.outs);
     l.extend(lost(&ctx.take_outputs()));
@@ -587,9 +591,9 @@ pub(super) fn agreement(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
     let sent = wait(ctx, 100)?;
     check_eq(
         "LINK-3-3",
-        "DATA sent with an agreed window of 16",
+        "DATA sent with an agreed window of 16, frame 0 still unacknowledged",
         data_of(&sent),
-        (0..16).map(|s| (s, 0, s)).collect(),
+        (1..16).map(|s| (s, 0, s - 1)).collect(),
     )?;
     for s in 0..3 {
         accepted(ctx, &data_len(0, s, 128, s), 0, "LINK-4-1")?;

@@ -445,7 +445,7 @@ pub fn cases() -> Vec<Case> {
             "LE-INIT-10",
             "the agreed VCs, MFS and LLR window are the smaller of the two: DATA on a VC the \
              peer lacks is not agreed, frames too long for the peer or on its missing VCs are \
-             reported lost, the window bounds both directions",
+             reported lost while one of exactly its MFS goes, the window bounds both directions",
             &[
                 "LINK-2-4",
                 "LINK-3-3",
