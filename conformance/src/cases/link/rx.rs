@@ -77,8 +77,14 @@ pub(super) fn malformed_control(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         "not UP on a malformed INIT_ECHO",
         || format!("{ev:?}"),
     )?;
-    // An INIT with 9 VCs, and one cut short.
-    let mut i = init(peer);
+    // An INIT with 9 VCs (its eight grants each in range, so that only the count is wrong),
+    // and one cut short.
+    let all_eight = ethlink_protocol::InitRepr {
+        vcs: 8,
+        credits: [512; 8],
+        ..peer
+    };
+    let mut i = init(all_eight);
     i[28] = 9;
     refcs(&mut i);
     let sent = counted_as(ctx, &i, "rx_malformed_control", "WIRE-4.5-4")?;
