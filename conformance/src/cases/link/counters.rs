@@ -206,3 +206,45 @@ pub(super) fn sent_counters(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         1,
     )
 }
+
+/// The high-water marks of Table LINK-T3: three frames of 256 B held by the upper layer take the
+/// receive buffer to 12 credits of 64 B, five frames of 252 B sent and not acknowledged take the
+/// replay buffer to 5 frames and 1,260 bytes; each mark stays at its highest once the buffers
+/// empty.
+pub(super) fn high_water_marks(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    raw_up(ctx, quiet())?;
+    super::hold(ctx, 0, true)?;
+    for s in 0..3 {
+        super::accepted(ctx, &data_len(0, s, 256, s), 0, "LINK-4-1")?;
+    }
+    for t in 0..5 {
+        submit(ctx, 1, &payload(228, 10 + t))?;
+    }
+    let sent = wait(ctx, 200)?;
+    check_eq(
+        "LINK-3-2",
+        "DATA frames sent and kept for replay",
+        data_of(&sent).len(),
+        5,
+    )?;
+    super::hold(ctx, 0, false)?;
+    send(ctx, &ack(4))?;
+    wait(ctx, 200)?;
+    //= docs/spec/link.md#7-counters
+    //= type=test
+    //# LINK-7-6 An end MUST expose the counters of Table LINK-T3 under these names (they are the
+    //# field names of the reference implementation's `Counters`), each counting what its row says.
+    for (name, want) in [
+        ("rx_occupied_max_credits", 12u64),
+        ("replay_frames_max", 5),
+        ("replay_bytes_max", 5 * 252),
+    ] {
+        check_eq(
+            "LINK-7-6",
+            &format!("{name} (the highest the case made, kept once the buffer emptied)"),
+            ctx.counter(name)?,
+            want,
+        )?;
+    }
+    Ok(())
+}

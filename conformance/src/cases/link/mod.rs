@@ -604,6 +604,14 @@ pub fn cases() -> Vec<Case> {
             counters::sent_counters,
         ),
         le(
+            "LE-CNT-5",
+            "the high-water marks of Table LINK-T3: the receive buffer's credits (three frames \
+             held), the replay buffer's frames and bytes (five frames unacknowledged), each kept \
+             at its highest once the buffers empty",
+            &["LINK-7-6"],
+            counters::high_water_marks,
+        ),
+        le(
             "LE-TX-1",
             "every frame the device sends has a good FCS, EtherType 0x88B5, version 1, a unicast \
              source, zero reserved fields, zero padding to exactly 64 B, the size of its kind, \
