@@ -600,7 +600,8 @@ pub fn cases() -> Vec<Case> {
             "EPT-RDMA-10",
             "with op_timeout 20 us, a write without progress is forgotten within 30 us of its last \
              segment (reassembly_expired 1): its second segment then starts a new write that is \
-             not completed, and the segment first written keeps its bytes",
+             not completed, and the segment first written keeps its bytes; a write whose \
+             segments come 15 us apart is kept and completed",
             &["EP-6-15", "EP-6-5"],
             &["rdma"],
             rdma::write_expiry,
@@ -626,8 +627,9 @@ pub fn cases() -> Vec<Case> {
             "EPT-RDMA-13",
             "as a target, an RDMA write of workload data (the pseudo-random bytes of a fabric \
              run) reads back exactly by LOADs at every 8-byte offset of a block, across block \
-             and segment boundaries and at odd offsets, by the local read, and across the seam \
-             of a second write that continues the same data",
+             and segment boundaries and at odd offsets, by the local read, across the seam of a \
+             second write that continues the same data, and inside a range written over with \
+             bytes that continue the data on its left",
             &["TXN-2-4", "TXN-2-1"],
             &["rdma"],
             rdma::workload_data_read_back,

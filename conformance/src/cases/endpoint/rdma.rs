@@ -821,6 +821,39 @@ pub(super) fn write_expiry(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         a,
         &d,
         "each segment written when it arrived",
+    )?;
+    // A write that makes progress is kept: three segments 15 us apart, 30 us in all, each
+    // within op_timeout (20 us) of the one before. (First the write the second segment above
+    // started is left to expire.)
+    let mut seen = Seen::default();
+    seen.run(ctx, 1, 25_000, |_| false)?;
+    let b = G.0 + 0x6000;
+    let e = pattern(768, 0x5D);
+    let before = ctx.counter("reassembly_expired")?;
+    for (k, off) in [0u32, 256, 512].into_iter().enumerate() {
+        if k > 0 {
+            seen.run(ctx, 1, 15_000, |_| false)?;
+        }
+        let seg = &e[off as usize..off as usize + 256];
+        send(ctx, 0, 1, &[rdma_write(0x2902, 0, G.2, b, off, 768, seg)])?;
+    }
+    seen.run(ctx, 1, 10_000, |s| !s.with_tag(0x2902, true).is_empty())?;
+    //= docs/spec/endpoint.md#6-rdma-engine
+    //= type=test
+    //# EP-6-15 A target MUST forget a write that made no progress for `op_timeout`.
+    let r = seen.with_tag(0x2902, true);
+    check(
+        r.len() == 1 && r[0].opcode == op::RDMA_COMPLETION && r[0].fs == st::OK,
+        "EP-6-5",
+        "one RDMA_COMPLETION OK for a write of three segments 15 us apart (30 us in all, \
+         op_timeout 20 us): progress keeps it",
+        || format!("{:?}", r.iter().map(|t| t.show()).collect::<Vec<_>>()),
+    )?;
+    check_eq(
+        "EP-6-15",
+        "reassembly_expired added by the write that made progress",
+        ctx.counter("reassembly_expired")? - before,
+        0,
     )
 }
 
@@ -1042,6 +1075,28 @@ pub(super) fn workload_data_read_back(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         0x81,
         st::OK,
         &want,
+        "TXN-2-4",
+    )?;
+    // Other data written over a range, then the range written again with bytes continuing the
+    // data on its left: a LOAD inside it reads the last bytes written.
+    let c = G.0 + 0x3000;
+    let left = workload_bytes(seed + 1, 0, 512);
+    let other = workload_bytes(seed + 2, 0, 256);
+    for (tag, at, bytes) in [
+        (0x3103, c, &left[..256]),
+        (0x3104, c + 256, &other[..]),
+        (0x3105, c + 256, &left[256..]),
+    ] {
+        send(ctx, 0, 1, &[rdma_write(tag, 0, G.2, at, 0, 256, bytes)])?;
+        response_to(ctx, &mut seen, tag, "TXN-2-4")?;
+    }
+    send(ctx, 0, 0, &[load(0x3121, 0, G.2, c + 300, 8)])?;
+    response_to(ctx, &mut seen, 0x3121, "TXN-2-1")?;
+    check_resp(
+        one_response(&seen, 0x3121, "a LOAD")?,
+        0x81,
+        st::OK,
+        &left[300..308],
         "TXN-2-4",
     )
 }
