@@ -745,6 +745,12 @@ pub(super) fn unanswered_read_times_out(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         1,
         setup_ep(LinkParams::default(), Some(short_deadline(20_000))),
     )?;
+    // The device's retry budget, which the setup cannot state: the attempts of a LOAD never
+    // answered (retries of every cause share one budget, endpoint.md §9).
+    issue(ctx, Space::Global, 0x77, 0x40, LsOp::Load { len: 4 }, None)?;
+    let mut seen = Seen::default();
+    seen.run(ctx, 1, 400_000, |s| !s.done.is_empty())?;
+    let budget = seen.requests(op::LOAD).len();
     let id = post(ctx, false, 0x20_0000, 0x0E0E_0001, 0xA0_0000, 256)?;
     let mut seen = Seen::default();
     seen.run(ctx, 1, 400_000, |s| !s.done.is_empty())?;
@@ -761,6 +767,20 @@ pub(super) fn unanswered_read_times_out(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         "TXN-5-4",
         "at most 1 + max_retries (16 at most, Table EP-T1) RDMA_READs",
         || format!("{asked}"),
+    )?;
+    //= docs/spec/endpoint.md#9-ports-going-down-deadlines-and-busy
+    //= type=test
+    //# EP-9-3 An operation's deadline MUST be checked by the endpoint's timer; an operation whose
+    //# deadline passes MUST be retried or completed as TXN-5-4 says: an RDMA read retries its
+    //# unfinished chunks; an RDMA write is not retried (TXN-5-1).
+    check(
+        asked == budget,
+        "EP-9-3",
+        format!(
+            "the unanswered chunk asked as many times as a LOAD never answered was sent \
+             ({budget}): the same retry budget"
+        ),
+        || format!("{asked} RDMA_READs"),
     )
 }
 

@@ -787,9 +787,10 @@ pub fn cases() -> Vec<Case> {
         ),
         case(
             "EPT-DL-9",
-            "as a requester with op_timeout 20 us, an RDMA read never answered is asked again a \
-             bounded number of times, then ends TIMEOUT once",
-            &["TXN-3-7", "TXN-5-4"],
+            "as a requester with op_timeout 20 us, an RDMA read never answered is asked again as \
+             many times as a LOAD never answered is sent (one retry budget), then ends TIMEOUT \
+             once",
+            &["TXN-3-7", "TXN-5-4", "EP-9-3"],
             &["rdma"],
             deadlines::unanswered_read_times_out,
         ),

@@ -1098,6 +1098,25 @@ pub(super) fn workload_data_read_back(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         st::OK,
         &left[300..308],
         "TXN-2-4",
+    )?;
+    // Sixteen bytes of the data, then sixteen that repeat its third word twice: almost the
+    // data's continuation, not quite. A LOAD reads them as written.
+    let d = G.0 + 0x3800;
+    let head = workload_bytes(seed + 3, 0, 16);
+    let word = workload_bytes(seed + 3, 16, 8);
+    let twice = [&word[..], &word[..]].concat();
+    for (tag, at, bytes) in [(0x3106, d, &head[..]), (0x3107, d + 16, &twice[..])] {
+        send(ctx, 0, 1, &[rdma_write(tag, 0, G.2, at, 0, 16, bytes)])?;
+        response_to(ctx, &mut seen, tag, "TXN-2-4")?;
+    }
+    send(ctx, 0, 0, &[load(0x3122, 0, G.2, d, 32)])?;
+    response_to(ctx, &mut seen, 0x3122, "TXN-2-1")?;
+    check_resp(
+        one_response(&seen, 0x3122, "a LOAD")?,
+        0x81,
+        st::OK,
+        &[&head[..], &twice[..]].concat(),
+        "TXN-2-4",
     )
 }
 
