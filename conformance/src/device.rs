@@ -234,6 +234,9 @@ pub struct EndpointParams {
     /// `tag_quarantine`: how long a tag rests (EP-5-8).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tag_quarantine_ns: Option<u64>,
+    /// `rdma_tags`: tags of the RDMA engine (1..=32768).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rdma_tags: Option<u16>,
     /// `max_read_jobs`: RDMA reads the target serves at once.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_read_jobs: Option<u32>,

@@ -371,6 +371,9 @@ impl DylibDevice {
                     if let Some(v) = e.write_chunk {
                         cfg.write_chunk = v;
                     }
+                    if let Some(v) = e.rdma_tags {
+                        cfg.rdma_tags = v;
+                    }
                     if let Some(v) = e.max_read_jobs {
                         cfg.max_read_jobs = v;
                     }

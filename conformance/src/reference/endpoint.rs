@@ -202,6 +202,9 @@ fn endpoint_params(cfg: &mut Config, e: &EndpointParams) -> Result<(), DeviceErr
     if let Some(v) = e.write_chunk {
         cfg.write_chunk = v;
     }
+    if let Some(v) = e.rdma_tags {
+        cfg.rdma_tags = v;
+    }
     if let Some(v) = e.max_read_jobs {
         cfg.max_read_jobs = v;
     }

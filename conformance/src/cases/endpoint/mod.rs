@@ -652,6 +652,14 @@ pub fn cases() -> Vec<Case> {
             rdma::read_window_beside_busy_write,
         ),
         case(
+            "EPT-RDMA-16",
+            "as a requester with 8 RDMA tags, 24 RDMA reads posted one after another and each \
+             answered at once all complete OK: a tag is free again when its read completes",
+            &["EP-5-7", "EP-6-10", "EP-6-16"],
+            &["rdma"],
+            rdma::rdma_tags_freed,
+        ),
+        case(
             "EPT-VC-1",
             "as a target whose responses wait for credits on VC 2, the device's own requests on \
              VC 0 and the responses it receives still pass, and every waiting response is sent \

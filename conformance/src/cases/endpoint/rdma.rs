@@ -1388,3 +1388,58 @@ pub(super) fn read_window_beside_busy_write(ctx: &mut Ctx<'_>) -> Result<(), Sto
         "the read's last bytes in place",
     )
 }
+
+/// As a requester with 8 RDMA tags, 24 RDMA reads posted one after another, each answered at
+/// once: every tag is free again when its read completes (EP-5-7), so all 24 complete OK.
+pub(super) fn rdma_tags_freed(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    ep_up_params(
+        ctx,
+        EndpointParams {
+            rdma_tags: Some(8),
+            ..EndpointParams::default()
+        },
+    )?;
+    let (key, raddr) = (0x0E0E_0005u32, 0xE0_0000u64);
+    let n = 24u64;
+    let mut seen = Seen::default();
+    let mut ok = 0;
+    for i in 0..n {
+        let id = post(
+            ctx,
+            false,
+            0x30_0000 + 0x100 * i,
+            key,
+            raddr + 0x100 * i,
+            256,
+        )?;
+        let before = seen.requests(op::RDMA_READ).len();
+        let asked = seen.run(ctx, 1, 20_000, |s| s.requests(op::RDMA_READ).len() > before)?;
+        //= docs/spec/endpoint.md#5-load-store-unit
+        //= type=test
+        //# EP-5-7 A tag MUST be free for reuse at once when its operation completes with the answer to
+        //# its only attempt.
+        check(
+            asked,
+            "EP-5-7",
+            format!(
+                "read {} of {n} asked for within 20 us: with 8 RDMA tags, the tags of the {i} \
+                 reads completed before it are free again",
+                i + 1
+            ),
+            || format!("{ok} reads completed OK before it"),
+        )?;
+        let t = seen.requests(op::RDMA_READ)[before].clone();
+        let data = pattern(256, i as u8);
+        answer(ctx, t.port, 3, &[read_resp(st::OK, t.tag, 0, 256, &data)])?;
+        seen.run(ctx, 1, 20_000, |s| !s.done_id(id).is_empty())?;
+        let d = seen.done_id(id);
+        check(
+            d.len() == 1 && d[0].status == "OK",
+            "EP-6-10",
+            format!("read {} completes OK once its one segment is placed", i + 1),
+            || format!("{:?}", seen.done),
+        )?;
+        ok += 1;
+    }
+    Ok(())
+}
