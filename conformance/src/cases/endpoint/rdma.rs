@@ -1402,7 +1402,6 @@ pub(super) fn rdma_tags_freed(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
     let (key, raddr) = (0x0E0E_0005u32, 0xE0_0000u64);
     let n = 24u64;
     let mut seen = Seen::default();
-    let mut ok = 0;
     for i in 0..n {
         let id = post(
             ctx,
@@ -1426,7 +1425,7 @@ pub(super) fn rdma_tags_freed(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
                  reads completed before it are free again",
                 i + 1
             ),
-            || format!("{ok} reads completed OK before it"),
+            || format!("{i} reads completed OK before it"),
         )?;
         let t = seen.requests(op::RDMA_READ)[before].clone();
         let data = pattern(256, i as u8);
@@ -1439,7 +1438,6 @@ pub(super) fn rdma_tags_freed(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
             format!("read {} completes OK once its one segment is placed", i + 1),
             || format!("{:?}", seen.done),
         )?;
-        ok += 1;
     }
     Ok(())
 }
