@@ -550,6 +550,14 @@ impl Seen {
         self.txns.iter().filter(|t| t.opcode == opcode).collect()
     }
 
+    /// Data bytes of every RDMA_WRITE segment seen.
+    pub fn write_bytes(&self) -> usize {
+        self.requests(op::RDMA_WRITE)
+            .iter()
+            .map(|t| usize::from(t.dlen))
+            .sum()
+    }
+
     /// The completions of the load-store operation `tag`.
     pub fn done_tag(&self, tag: u16) -> Vec<&Done> {
         self.done.iter().filter(|d| d.tag == Some(tag)).collect()
@@ -735,6 +743,23 @@ pub fn issue(
     })?;
     r.tag
         .ok_or_else(|| Stop::Harness("issue answered without a tag".into()))
+}
+
+/// Issues `n` unordered 4-byte LOADs to [`REM`] (region key 0x77, addresses 0x40 apart from 0)
+/// and returns their tags.
+pub fn issue_loads(ctx: &mut Ctx<'_>, n: u64) -> Result<Vec<u16>, Stop> {
+    (0..n)
+        .map(|i| {
+            issue(
+                ctx,
+                Space::Global,
+                0x77,
+                0x40 * i,
+                LsOp::Load { len: 4 },
+                None,
+            )
+        })
+        .collect()
 }
 
 /// `n` bytes of a pattern seeded by `seed`.

@@ -289,14 +289,7 @@ pub(super) fn requester_fence_after_rdma(ctx: &mut Ctx<'_>) -> Result<(), Stop> 
         .id
         .ok_or_else(|| Stop::Harness("fence answered without an id".into()))?;
     let mut seen = Seen::default();
-    let wire = |s: &Seen| {
-        s.requests(op::RDMA_WRITE)
-            .iter()
-            .map(|t| usize::from(t.dlen))
-            .sum::<usize>()
-            >= len
-            && !s.requests(op::RDMA_READ).is_empty()
-    };
+    let wire = |s: &Seen| s.write_bytes() >= len && !s.requests(op::RDMA_READ).is_empty();
     let ok = seen.run(ctx, 1, 50_000, wire)?;
     check(
         ok,

@@ -6,8 +6,8 @@
 use super::{answer, check_loads, few_credits, hash, hash_params, port_down, send_loads, setup_ep};
 use crate::case::{Stop, check, check_eq};
 use crate::cases::endpoint::common::{
-    DUT, G, REM, Seen, Txn, check_resp, ep_up, ep_up_peers, ep_up_with, issue, load, mem_write,
-    one_response, op, pattern, post, resp, send, st,
+    DUT, G, REM, Seen, Txn, check_resp, ep_up, ep_up_peers, ep_up_with, issue, issue_loads, load,
+    mem_write, one_response, op, pattern, post, resp, send, st,
 };
 use crate::ctx::Ctx;
 use crate::device::{LinkParams, LsOp, Request, Space, to_hex};
@@ -59,17 +59,7 @@ pub(super) fn requester_usable_ports_only(ctx: &mut Ctx<'_>) -> Result<(), Stop>
     ctx.request(&Request::PhysicalDown { port: 0 })?;
     ctx.run_for(2_000)?;
     let from = ctx.log().len();
-    let mut tags = Vec::new();
-    for i in 0..6u64 {
-        tags.push(issue(
-            ctx,
-            Space::Global,
-            0x77,
-            0x40 * i,
-            LsOp::Load { len: 4 },
-            None,
-        )?);
-    }
+    let tags = issue_loads(ctx, 6)?;
     let mut seen = Seen::default();
     seen.run(ctx, 2, 50_000, |s| s.txns.len() >= 6)?;
     let data_on_0 = ctx.log()[from..]
@@ -321,26 +311,12 @@ fn largest_segment(ctx: &mut Ctx<'_>, len: usize) -> Result<(u32, u16), Stop> {
         len: len as u64,
     })?;
     let mut seen = Seen::default();
-    let all = seen.run(ctx, 1, 300_000, |s| {
-        s.requests(op::RDMA_WRITE)
-            .iter()
-            .map(|t| usize::from(t.dlen))
-            .sum::<usize>()
-            >= len
-    })?;
+    let all = seen.run(ctx, 1, 300_000, |s| s.write_bytes() >= len)?;
     check(
         all,
         "EP-6-2",
         "RDMA_WRITE segments covering the write",
-        || {
-            format!(
-                "{} bytes in segments within 300 us",
-                seen.requests(op::RDMA_WRITE)
-                    .iter()
-                    .map(|t| usize::from(t.dlen))
-                    .sum::<usize>()
-            )
-        },
+        || format!("{} bytes in segments within 300 us", seen.write_bytes()),
     )?;
     let seg = seen
         .requests(op::RDMA_WRITE)
@@ -418,15 +394,7 @@ pub(super) fn hash_policy(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
     ep_up_with(ctx, k, setup_ep(LinkParams::default(), Some(hash_params())))?;
     // (tag, key) of every operation: unordered ones by their tag, one per stream by its id.
     let mut ops: Vec<(u16, u64)> = Vec::new();
-    for i in 0..16u64 {
-        let tag = issue(
-            ctx,
-            Space::Global,
-            0x77,
-            0x40 * i,
-            LsOp::Load { len: 4 },
-            None,
-        )?;
+    for tag in issue_loads(ctx, 16)? {
         ops.push((tag, u64::from(tag)));
     }
     for s in [1u32, 2, 3, 5, 8, 13, 21, 0xFFFF_FFFF] {
@@ -649,24 +617,10 @@ pub(super) fn small_mfs_port_unused(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
     mem_write(ctx, Space::Global, local, &pattern(len, 0x5C))?;
     post(ctx, true, local, 0x0D0D_0002, 0x90_0000, len as u64)?;
     let n = 16usize;
-    for i in 0..n as u64 {
-        issue(
-            ctx,
-            Space::Global,
-            0x77,
-            0x40 * i,
-            LsOp::Load { len: 4 },
-            None,
-        )?;
-    }
+    issue_loads(ctx, n as u64)?;
     let mut seen = Seen::default();
     seen.run(ctx, 2, 300_000, |s| {
-        s.requests(op::LOAD).len() >= n
-            && s.requests(op::RDMA_WRITE)
-                .iter()
-                .map(|t| usize::from(t.dlen))
-                .sum::<usize>()
-                >= len
+        s.requests(op::LOAD).len() >= n && s.write_bytes() >= len
     })?;
     //= docs/spec/endpoint.md#3-ports-and-virtual-channels
     //= type=test
@@ -709,17 +663,7 @@ pub(super) fn small_mfs_port_unused(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
             }
         },
     )?;
-    let mut tags = Vec::new();
-    for i in 0..n as u64 {
-        tags.push(issue(
-            ctx,
-            Space::Global,
-            0x77,
-            0x40 * i,
-            LsOp::Load { len: 4 },
-            None,
-        )?);
-    }
+    let tags = issue_loads(ctx, n as u64)?;
     let mut seen = Seen::default();
     seen.run(ctx, 2, 100_000, |s| s.requests(op::LOAD).len() >= n)?;
     for tag in tags {

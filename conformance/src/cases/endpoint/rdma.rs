@@ -169,13 +169,7 @@ pub(super) fn requester_rdma_write(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
     let (key, raddr) = (0x0D0D_0001u32, 0x90_0000u64);
     let id = post(ctx, true, local, key, raddr, len as u64)?;
     let mut seen = Seen::default();
-    let covered = |s: &Seen| {
-        s.requests(op::RDMA_WRITE)
-            .iter()
-            .map(|t| usize::from(t.dlen))
-            .sum::<usize>()
-            >= len
-    };
+    let covered = |s: &Seen| s.write_bytes() >= len;
     seen.run(ctx, ports, 200_000, covered)?;
     seen.run(ctx, ports, 5_000, |_| false)?;
     let segs = seen.requests(op::RDMA_WRITE);
@@ -942,13 +936,7 @@ pub(super) fn write_in_chunks_carries_its_bytes(ctx: &mut Ctx<'_>) -> Result<(),
     let raddr = 0x90_0000u64;
     post(ctx, true, local, 0x0D0D_0001, raddr, len as u64)?;
     let mut seen = Seen::default();
-    seen.run(ctx, 1, 400_000, |s| {
-        s.requests(op::RDMA_WRITE)
-            .iter()
-            .map(|t| usize::from(t.dlen))
-            .sum::<usize>()
-            >= len
-    })?;
+    seen.run(ctx, 1, 400_000, |s| s.write_bytes() >= len)?;
     let mut chunks: Vec<u64> = Vec::new();
     for t in seen.requests(op::RDMA_WRITE) {
         let base = t.dword(4);

@@ -601,27 +601,62 @@ fn wide_params() -> LinkParams {
     }
 }
 
+/// Sends [`WIDE_FRAMES`] frames by `send` (tag `k` for the k-th), at most 16 ahead of those
+/// `take` reports received, and returns the tags received in order; stops when nothing more
+/// arrives for 100 us.
+fn stream_wide(
+    ctx: &mut Ctx<'_>,
+    mut send: impl FnMut(&mut Ctx<'_>, u32) -> Result<(), Stop>,
+    mut take: impl FnMut(&mut Ctx<'_>) -> Result<Vec<u32>, Stop>,
+) -> Result<Vec<u32>, Stop> {
+    let mut sent = 0u32;
+    let mut tags: Vec<u32> = Vec::new();
+    let mut stuck = 0;
+    while tags.len() < WIDE_FRAMES as usize && stuck <= 50 {
+        // At most 16 frames (144 KiB) queued at once.
+        while sent < WIDE_FRAMES && sent as usize - tags.len() < 16 {
+            send(ctx, sent)?;
+            sent += 1;
+        }
+        ctx.run_for(2_000)?;
+        let before = tags.len();
+        tags.extend(take(ctx)?);
+        stuck = if tags.len() == before { stuck + 1 } else { 0 };
+    }
+    Ok(tags)
+}
+
+/// How `tags` differs from `want`: its length, the first tag out of place and the credits the
+/// frames before it took.
+fn out_of_place(tags: &[u32], want: &[u32]) -> String {
+    let first = tags
+        .iter()
+        .zip(want)
+        .position(|(a, b)| a != b)
+        .unwrap_or(tags.len());
+    format!(
+        "{} frames; the first out of place at index {first} ({:?}), {} credits in",
+        tags.len(),
+        tags.get(first),
+        u64::from(WIDE_COST) * first as u64
+    )
+}
+
 /// The device sends [`WIDE_FRAMES`] frames on VC 1: its consumed credits pass 2^16, every frame
 /// reaches the peer once and in order, none beyond the grant, and its CC carries consumed whole.
 pub(super) fn credits_past_2_16_tx(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
     up_with_peer(ctx, wide_params())?;
-    let mut submitted = 0u32;
-    let mut tags: Vec<u32> = Vec::new();
-    let mut stuck = 0;
-    while tags.len() < WIDE_FRAMES as usize {
-        // At most 16 frames (144 KiB) in the device's queue at once.
-        while submitted < WIDE_FRAMES && submitted as usize - tags.len() < 16 {
-            submit(ctx, 1, &payload(WIDE_PAYLOAD, submitted))?;
-            submitted += 1;
-        }
-        ctx.run_for(2_000)?;
-        let before = tags.len();
-        tags.extend(ctx.peer_delivered(0)?.iter().filter_map(|(_, p)| tag_of(p)));
-        stuck = if tags.len() == before { stuck + 1 } else { 0 };
-        if stuck > 50 {
-            break;
-        }
-    }
+    let tags = stream_wide(
+        ctx,
+        |ctx, k| submit(ctx, 1, &payload(WIDE_PAYLOAD, k)),
+        |ctx| {
+            Ok(ctx
+                .peer_delivered(0)?
+                .iter()
+                .filter_map(|(_, p)| tag_of(p))
+                .collect())
+        },
+    )?;
     let want: Vec<u32> = (0..WIDE_FRAMES).collect();
     let credits = u64::from(WIDE_FRAMES) * u64::from(WIDE_COST);
     //= docs/spec/link.md#5-credit-based-flow-control
@@ -640,19 +675,7 @@ pub(super) fn credits_past_2_16_tx(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
             "the {WIDE_FRAMES} frames of VC 1 at the peer, once each and in order: {credits} \
              credits, past 2^16"
         ),
-        || {
-            let first = tags
-                .iter()
-                .zip(&want)
-                .position(|(a, b)| a != b)
-                .unwrap_or(tags.len());
-            format!(
-                "{} frames; the first out of place at index {first} ({:?}), {} credits in",
-                tags.len(),
-                tags.get(first),
-                u64::from(WIDE_COST) * first as u64
-            )
-        },
+        || out_of_place(&tags, &want),
     )?;
     let overruns = ctx.peer(0)?.link.counters().credit_overruns[1];
     check_eq(
@@ -683,28 +706,18 @@ pub(super) fn credits_past_2_16_tx(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
 /// delivers every frame once and in order, counts no overrun, and its CF carries freed whole.
 pub(super) fn credits_past_2_16_rx(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
     up_with_peer(ctx, wide_params())?;
-    let mut sent_n = 0u32;
-    let mut tags: Vec<u32> = Vec::new();
     let from = ctx.log().len();
-    let mut stuck = 0;
-    while tags.len() < WIDE_FRAMES as usize {
-        while sent_n < WIDE_FRAMES && sent_n as usize - tags.len() < 16 {
-            ctx.peer_submit(0, 1, &payload(WIDE_PAYLOAD, sent_n))?;
-            sent_n += 1;
-        }
-        ctx.run_for(2_000)?;
-        let before = tags.len();
-        tags.extend(
-            delivered(&ctx.take_outputs())
+    let tags = stream_wide(
+        ctx,
+        |ctx, k| ctx.peer_submit(0, 1, &payload(WIDE_PAYLOAD, k)),
+        |ctx| {
+            Ok(delivered(&ctx.take_outputs())
                 .into_iter()
                 .filter(|(vc, _)| *vc == 1)
-                .map(|(_, t)| t),
-        );
-        stuck = if tags.len() == before { stuck + 1 } else { 0 };
-        if stuck > 50 {
-            break;
-        }
-    }
+                .map(|(_, t)| t)
+                .collect())
+        },
+    )?;
     let want: Vec<u32> = (0..WIDE_FRAMES).collect();
     let credits = u64::from(WIDE_FRAMES) * u64::from(WIDE_COST);
     //= docs/spec/link.md#5-credit-based-flow-control
@@ -718,18 +731,7 @@ pub(super) fn credits_past_2_16_rx(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
             "the {WIDE_FRAMES} frames the peer sent on VC 1 delivered once each and in order: \
              {credits} credits freed, past 2^16"
         ),
-        || {
-            let first = tags
-                .iter()
-                .zip(&want)
-                .position(|(a, b)| a != b)
-                .unwrap_or(tags.len());
-            format!(
-                "{} delivered; the first out of place at index {first} ({:?})",
-                tags.len(),
-                tags.get(first)
-            )
-        },
+        || out_of_place(&tags, &want),
     )?;
     check_eq(
         "LINK-5-4",

@@ -437,24 +437,33 @@ pub(super) fn no_cut_unless_accepted(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
     received(ctx, "SW-6-11", &(0..20).collect::<Vec<_>>())
 }
 
-/// SWT-CUT-5: a frame whose sequence number differs from the one expected only in its high bits
-/// (16 to 19 of the 20), whole and with a good FCS: a switch that reads the sequence number
-/// short takes it for the expected frame and forwards it, then forwards the replay too.
-pub(super) fn no_cut_on_a_high_bit_gap(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
-    let from = start(ctx, None)?;
-    // Frame 3's first copy carries sequence number 3 + 0x10000: beyond a gap of 2^16 frames.
+/// Makes the wire into [`IN`] apply `change` to the first copy of frame 3, then mend its FCS:
+/// the peer's replay of it arrives unchanged.
+fn change_first_copy_of_3(
+    ctx: &mut Ctx<'_>,
+    mut change: impl FnMut(&mut [u8]) + Send + 'static,
+) -> Result<(), Stop> {
     let mut done = false;
     ctx.set_hook(
         IN,
         Box::new(move |dir, _, bytes| {
             if dir == Dir::ToDut && !done && fields(bytes).is_some_and(|(_, t, _)| t == 3) {
                 done = true;
-                bytes[ETH_HEADER_LEN + 3] ^= 0x01;
+                change(bytes);
                 refcs(bytes);
             }
             Fault::Pass
         }),
-    )?;
+    )
+}
+
+/// SWT-CUT-5: a frame whose sequence number differs from the one expected only in its high bits
+/// (16 to 19 of the 20), whole and with a good FCS: a switch that reads the sequence number
+/// short takes it for the expected frame and forwards it, then forwards the replay too.
+pub(super) fn no_cut_on_a_high_bit_gap(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
+    let from = start(ctx, None)?;
+    // Frame 3's first copy carries sequence number 3 + 0x10000: beyond a gap of 2^16 frames.
+    change_first_copy_of_3(ctx, |bytes| bytes[ETH_HEADER_LEN + 3] ^= 0x01)?;
     send(ctx, 0..8)?;
     ctx.run_for(30_000)?;
     judge(ctx, from, DEFAULT_MAX_RES_NS)?;
@@ -479,18 +488,7 @@ pub(super) fn cut_counted_when_begun_early(ctx: &mut Ctx<'_>) -> Result<(), Stop
 /// begin it on its header, and the peer's replay is forwarded once.
 pub(super) fn no_cut_of_a_foreign_frame(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
     let from = start(ctx, None)?;
-    let mut done = false;
-    ctx.set_hook(
-        IN,
-        Box::new(move |dir, _, bytes| {
-            if dir == Dir::ToDut && !done && fields(bytes).is_some_and(|(_, t, _)| t == 3) {
-                done = true;
-                bytes[12..14].copy_from_slice(&[0x88, 0xB6]);
-                refcs(bytes);
-            }
-            Fault::Pass
-        }),
-    )?;
+    change_first_copy_of_3(ctx, |bytes| bytes[12..14].copy_from_slice(&[0x88, 0xB6]))?;
     send(ctx, 0..8)?;
     ctx.run_for(40_000)?;
     judge(ctx, from, DEFAULT_MAX_RES_NS)?;
