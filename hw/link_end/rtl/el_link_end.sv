@@ -16,7 +16,8 @@ module el_link_end
     parameter int RPL_BYTES = 131072,
     parameter int RPL_FRAMES = 128,
     parameter int TXQ_BYTES = 65536,
-    parameter int CNT_W = 64
+    parameter int CNT_W = 64,
+    parameter bit DEBUG = 0
 ) (
     input  logic           clk,
     input  logic           rst_n,
@@ -120,8 +121,7 @@ module el_link_end
   typedef enum logic [2:0] {
     P_SCAN,
     P_WAIT,
-    P_EVAL,
-    P_LOSE_WAIT
+    P_EVAL
   } sched_e;
 
   logic [47:0] now;
@@ -234,6 +234,7 @@ module el_link_end
       .pop_vc(q_pop_vc),
       .pop_words(q_pop_words),
       .clear(q_clear),
+      .pinned(lost_out_nz),
       .busy(sub_busy),
       .raddr_a(q_raddr_a),
       .rdata_a(q_rdata_a),
@@ -345,6 +346,22 @@ module el_link_end
   logic [13:0] up_cmd_len;
   logic [6:0] up_cmd_user;
   logic [8*W-1:0] up_rdata;
+  logic up_done;
+  logic [1:0] up_done_src;
+  logic [2:0] up_done_vc;
+  // Losses from the submission queues still being streamed, per VC: their room is kept.
+  logic [7:0][15:0] lost_out;
+  logic [7:0] lost_out_nz;
+  always_comb for (int v = 0; v < 8; v++) lost_out_nz[v] = lost_out[v] != 0;
+  always_ff @(posedge clk) begin
+    if (!rst_n) lost_out <= '0;
+    else
+      for (int v = 0; v < 8; v++)
+        lost_out[v] <= lost_out[v]
+            + ((up_cmd_valid && up_cmd_ready && up_cmd_src == 2'd1 && up_cmd_user[2:0] == 3'(v))
+               ? 16'd1 : 16'd0)
+            - ((up_done && up_done_src == 2'd1 && up_done_vc == 3'(v)) ? 16'd1 : 16'd0);
+  end
 
   el_up #(
       .W(W)
@@ -366,6 +383,9 @@ module el_link_end
       .rdata(up_rdata),
       .free_valid(rx_free_valid),
       .free_slot(rx_free_slot),
+      .done_valid(up_done),
+      .done_src(up_done_src),
+      .done_vc(up_done_vc),
       .m_tdata(m_up_tdata),
       .m_tkeep(m_up_tkeep),
       .m_tlast(m_up_tlast),
@@ -602,7 +622,7 @@ module el_link_end
   // Decided in the controller below, registered there where they must hold.
   logic [31:0] dbg_unused;
 
-  assign quiet = !rx_busy && !v_valid && !sub_busy && macro == M_NONE
+  assign quiet = !rx_busy && !v_valid && !sub_busy && macro == M_NONE && up_idle
       && (phy_up == phys_seen) && (hold_seen & ~hold) == 0 && !withdraw;
 
   // ------------------------------------------------------------------ the controller
@@ -740,7 +760,7 @@ module el_link_end
         up_cmd_valid = 1;
         up_cmd_src = 1;
         up_cmd_addr = 20'({wd_vc, wd_ptr});
-        up_cmd_len = wd_len;
+        up_cmd_len = wd_plen_now;
         up_cmd_user = {wd_reason, wd_vc};
       end
       M_WD_WAIT: if (up_idle) q_clear = wd_clear;
@@ -768,7 +788,7 @@ module el_link_end
         end
       end else if (timer_due) begin
         // timers: handled in the sequential block
-      end else if (tx_cmd_ready && !tx_sent && tx_pick != X_NONE) begin
+      end else if (tick && tx_cmd_ready && !tx_sent && tx_pick != X_NONE) begin
         tx_cmd_valid = 1;
         case (tx_pick)
           X_ECHO: begin
@@ -789,7 +809,7 @@ module el_link_end
             tx_clen = d_clen[rn[DAW-1:0]];
           end
         endcase
-      end else if (sched == P_EVAL && tx_cmd_ready && !tx_sent && !pop_pending
+      end else if (sched == P_EVAL && tick && tx_cmd_ready && !tx_sent && !pop_pending
           && gate_open && state == L_UP && up_cmd_ready) begin
         if (4'(sc_vc) >= agreed_vcs || sc_n > 16'(agreed_mfs)) begin
           up_cmd_valid = 1;
@@ -878,7 +898,7 @@ module el_link_end
       if (tx_sent && pop_pending) pop_pending <= 0;
       pop_now <= 0;
       // The scheduler's read is stale once the transmitter used the read port.
-      if (tx_busy && sched != P_SCAN && sched != P_LOSE_WAIT) begin
+      if (tx_busy && sched != P_SCAN) begin
         sched <= P_SCAN;
         sc_i <= 0;
       end
@@ -961,7 +981,7 @@ module el_link_end
             on_frame();
           end else if (timer_due) begin
             fire();
-          end else if (tx_cmd_ready && !tx_sent && tx_pick != X_NONE) begin
+          end else if (tick && tx_cmd_ready && !tx_sent && tx_pick != X_NONE) begin
             on_pick();
           end else begin
             schedule();
@@ -1111,6 +1131,7 @@ module el_link_end
   task automatic on_frame();
     logic deliver;
     deliver = 0;
+    if (DEBUG) $fdisplay(32'h80000002, "t=%0d frame class=%0d kind=%0d vc=%0d seq=%0d len=%0d exp=%0d st=%0d plen=%0d bad=%0d rcv=%0d fr=%0d cost=%0d", now, v_class, v_kind, v_vc, v_seq, v_len, expected, state, v_pay_len, v_pay_bad, received[v_vc], freed[v_vc], acc_cost);
     case (v_class)
       4'd1: begin
         bump(C_RX_DAMAGED);
@@ -1442,21 +1463,28 @@ module el_link_end
   // is lost; a full ring stops the pass; a VC short of credits is passed over.
   task automatic schedule();
     case (sched)
-      P_SCAN:
+      P_SCAN: begin
+      if (DEBUG && tick) $fdisplay(32'h80000002, "t=%0d scan found=%0d cand=%0d i=%0d rr=%0d frames=%h gate=%0d", now, sc_found, sc_cand, sc_i, rr, q_frames_flat, gate_open);
       if (state == L_UP && gate_open && !tx_busy && !pop_pending && !pop_now) begin
         if (sc_found) begin
           sc_vc <= sc_cand;
           sched <= P_WAIT;
         end else sc_i <= 0;
       end
+      end
       P_WAIT: sched <= tx_busy ? P_SCAN : P_EVAL;
-      P_EVAL:
-      if (tx_cmd_ready && !tx_sent && !pop_pending && gate_open && state == L_UP
+      P_EVAL: begin
+      if (DEBUG && tick) $fdisplay(32'h80000002, "t=%0d eval vc=%0d plen=%0d n=%0d agreed=%0d/%0d full=%0d ok=%0d gate=%0d upr=%0d popp=%0d txr=%0d sent=%0d", now, sc_vc, sc_plen, sc_n, agreed_vcs, agreed_mfs, ring_full, send_ok, gate_open, up_cmd_ready, pop_pending, tx_cmd_ready, tx_sent);
+      if (tick && tx_cmd_ready && !tx_sent && !pop_pending && gate_open && state == L_UP
           && up_cmd_ready) begin
         if (4'(sc_vc) >= agreed_vcs || sc_n > 16'(agreed_mfs)) begin
           if (4'(sc_vc) >= agreed_vcs) bump(C_NOT_AGREED_VC);
           else bump(C_OVERSIZE_FOR_PEER);
-          sched <= P_LOSE_WAIT;
+          pop_pending_vc <= sc_vc;
+          pop_pending_words <= (QAW + 1)'(sc_words);
+          pop_now <= 1;
+          sched <= P_SCAN;
+          sc_i <= 0;
         end else if (ring_full) begin
           sched <= P_SCAN;
           sc_i <= 0;
@@ -1503,14 +1531,8 @@ module el_link_end
           sc_i <= 0;
         end
       end
-      default:  // P_LOSE_WAIT: the streamer reads the image before it leaves its queue
-      if (up_idle) begin
-        pop_now <= 1;
-        pop_pending_vc <= sc_vc;
-        pop_pending_words <= (QAW + 1)'(sc_words);
-        sched <= P_SCAN;
-        sc_i <= 0;
       end
+      default: sched <= P_SCAN;
     endcase
   endtask
 

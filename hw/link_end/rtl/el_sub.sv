@@ -28,6 +28,7 @@ module el_sub
     input  logic [    2:0] pop_vc,
     input  logic [QAW:0]   pop_words,
     input  logic [    7:0] clear,        // every image of the VCs set leaves
+    input  logic [    7:0] pinned,       // images that left may still be read: keep their room
     output logic           busy,
     // reads: port A for the controller and the transmitter, port B for the upper-layer streamer
     input  logic [AW-1:0]  raddr_a,
@@ -48,6 +49,7 @@ module el_sub
   localparam logic [8*W-1:0] CMASK = low_lanes();
 
   logic [7:0][QAW:0] hd, tl;  // ring pointers, one bit more than the ring
+  logic [7:0][QAW:0] fr;  // the room freed: behind hd while an image that left is being read
   logic [7:0][15:0] nf;
   always_comb
     for (int v = 0; v < 8; v++) begin
@@ -73,7 +75,7 @@ module el_sub
   logic [QAW:0] need, used;
   always_comb begin
     need = (QAW + 1)'((32'(cfg_mfs) + W - 1) / W + 1);
-    used = tl[s_tuser] - hd[s_tuser];
+    used = tl[s_tuser] - fr[s_tuser];
   end
 
   // A packet's first beat is taken in the cycle it is offered when its VC's ring has room, so
@@ -153,6 +155,7 @@ module el_sub
       st <= IDLE;
       for (int v = 0; v < 8; v++) begin
         hd[v] <= 0;
+        fr[v] <= 0;
         tl[v] <= 0;
         nf[v] <= 0;
       end
@@ -185,6 +188,7 @@ module el_sub
       endcase
       // The image count and the pointers of the controller's side.
       for (int v = 0; v < 8; v++) begin
+        if (!pinned[v]) fr[v] <= hd[v];
         if (clear[v]) begin
           hd[v] <= tl[v];
           nf[v] <= 0;

@@ -27,6 +27,10 @@ module el_up
     // the received frame's slot is free
     output logic           free_valid,
     output logic           free_slot,
+    // a payload was streamed whole: its command's source and VC
+    output logic           done_valid,
+    output logic [    1:0] done_src,
+    output logic [    2:0] done_vc,
     // to the upper layer
     output logic [8*W-1:0] m_tdata,
     output logic [  W-1:0] m_tkeep,
@@ -90,6 +94,9 @@ module el_up
   assign m_tuser = user;
   assign free_valid = fire && m_tlast && free;
   assign free_slot = slot;
+  assign done_valid = fire && m_tlast;
+  assign done_src = src;
+  assign done_vc = user[2:0];
 
   always_ff @(posedge clk) begin
     if (!rst_n) begin
