@@ -8,9 +8,11 @@
 // design is hw/link_end/INTERFACE.md.
 //
 // Time model. The design's time is k * T ns, where k counts the cycles clocked with `tick` high
-// and T is --tick-ns. `advance` to X clocks tick cycles while (k + 1) * T <= X. An input (frame
-// or request) at time X first clocks tick cycles until k * T >= X, then is applied with `tick`
-// low (time frozen) and the bridge keeps clocking frozen cycles until the design says `quiet`.
+// and T is --tick-ns. The clock runs C cycles per tick (--cycles-per-tick, default 2: a 1 GHz
+// clock under a 2 ns timebase), the first of each period with `tick` high. `advance` to X runs
+// tick periods while (k + 1) * T <= X. An input (frame or request) at time X first runs tick
+// periods until k * T >= X, then is applied with `tick` low (time frozen) and the bridge keeps
+// clocking frozen cycles until the design says `quiet`.
 //
 // The transmitter model: m_tx is a MAC that serialises at --rate-gbps. A frame's first beat is
 // stamped with the time after its cycle's tick; the wire is then busy for ser(n) = (n + 20) * 8
@@ -245,8 +247,8 @@ uint64_t get_port(const Json& o) { return o.contains("port") ? get_u64(o, "port"
 
 class Bridge {
  public:
-  Bridge(uint64_t tick_ns, uint64_t rate_gbps, const std::string& trace_file)
-      : T_(tick_ns), R_(rate_gbps), ctx_(std::make_unique<VerilatedContext>()) {
+  Bridge(uint64_t tick_ns, uint64_t cycles_per_tick, uint64_t rate_gbps, const std::string& trace_file)
+      : T_(tick_ns), C_(cycles_per_tick), R_(rate_gbps), ctx_(std::make_unique<VerilatedContext>()) {
 #ifdef EL_TRACE
     if (!trace_file.empty()) ctx_->traceEverOn(true);
 #else
@@ -327,6 +329,13 @@ class Bridge {
   // outputs settle, notes which handshakes happen at this edge (capturing the output beats
   // before the edge changes them), clocks the edge, then updates the bridge's state. This is
   // the hot loop: no allocation beyond amortised vector growth, no JSON.
+  // One period of the timebase: the clock runs C_ cycles, the first with `tick` high, so that
+  // every cycle of the period is at its new time.
+  void tick_period() {
+    cycle(true);
+    for (uint64_t c = 1; c < C_; c++) cycle(false);
+  }
+
   void cycle(bool tick) {
     Model& m = *top_;
     const uint64_t k_after = k_ + (tick ? 1 : 0);
@@ -508,7 +517,7 @@ class Bridge {
   // Brings the design to time x for an input: tick cycles until k * T >= x, then frozen cycles
   // until nothing of an earlier input or packet is in process.
   void bring_to_input(uint64_t x, const char* what) {
-    while (now() < x) cycle(true);
+    while (now() < x) tick_period();
     if (!(top_->quiet && !sub_started_)) settle([&] { return top_->quiet && !sub_started_; }, what);
   }
 
@@ -755,7 +764,7 @@ class Bridge {
 
   OJson advance(const Json& msg) {
     const uint64_t x = get_u64(msg, "time_ns");
-    while ((k_ + 1) * T_ <= x) cycle(true);
+    while ((k_ + 1) * T_ <= x) tick_period();
     // A frame whose first beat left by x is finished with time frozen, so that it is reported
     // now, inside this advance's window, and not after it.
     if (tx_mid_) settle([&] { return !tx_mid_; }, "the end of a transmitted frame");
@@ -813,6 +822,7 @@ class Bridge {
   // ---------------------------------------------------------------- state
 
   const uint64_t T_;  // ns per tick
+  const uint64_t C_;  // clock cycles per tick: C_ - 1 with `tick` low, then one with it high
   const uint64_t R_;  // line rate, Gb/s
   std::unique_ptr<VerilatedContext> ctx_;
   std::unique_ptr<Model> top_;
@@ -865,7 +875,7 @@ class Bridge {
 // ------------------------------------------------------------------------------------------
 
 [[noreturn]] void usage_exit(const std::string& why) {
-  std::fprintf(stderr, "el_bridge: %s\nusage: el_bridge [--tick-ns T] [--rate-gbps R] [--trace FILE]\n",
+  std::fprintf(stderr, "el_bridge: %s\nusage: el_bridge [--tick-ns T] [--cycles-per-tick C] [--rate-gbps R] [--trace FILE]\n",
                why.c_str());
   std::exit(2);
 }
@@ -888,6 +898,7 @@ void write_line(const OJson& ans) {
 int run(int argc, char** argv) {
   uint64_t tick_ns = W == 8 ? 2 : 1;
   uint64_t rate_gbps = W == 8 ? 25 : 400;
+  uint64_t cycles_per_tick = 2;
   std::string trace;
   for (int i = 1; i < argc; i++) {
     const std::string a = argv[i];
@@ -897,21 +908,24 @@ int run(int argc, char** argv) {
     };
     if (a == "--tick-ns") tick_ns = parse_num("--tick-ns", value());
     else if (a == "--rate-gbps") rate_gbps = parse_num("--rate-gbps", value());
+    else if (a == "--cycles-per-tick") cycles_per_tick = parse_num("--cycles-per-tick", value());
     else if (a == "--trace") trace = value();
     else usage_exit("unknown argument " + a);
   }
   if (tick_ns < 1 || tick_ns > 256) usage_exit("--tick-ns must be 1 to 256");
   if (rate_gbps < 25 || rate_gbps > 1600) usage_exit("--rate-gbps must be 25 to 1600");
-  // The datapath carries W bytes per cycle, one cycle per tick: W * 8 / T Gb/s at most.
-  if (rate_gbps * tick_ns > uint64_t(W) * 8)
-    usage_exit("a " + std::to_string(W * 8) + "-bit datapath at one beat per " + std::to_string(tick_ns) +
-               " ns carries at most " + std::to_string(W * 8 / tick_ns) + " Gb/s, below --rate-gbps " +
+  if (cycles_per_tick < 1 || cycles_per_tick > 64) usage_exit("--cycles-per-tick must be 1 to 64");
+  // The datapath carries W bytes per cycle, C cycles per tick: W * 8 * C / T Gb/s at most.
+  if (rate_gbps * tick_ns > uint64_t(W) * 8 * cycles_per_tick)
+    usage_exit("a " + std::to_string(W * 8) + "-bit datapath at " + std::to_string(cycles_per_tick) +
+               " beats per " + std::to_string(tick_ns) + " ns carries at most " +
+               std::to_string(W * 8 * cycles_per_tick / tick_ns) + " Gb/s, below --rate-gbps " +
                std::to_string(rate_gbps));
 #ifndef EL_TRACE
   if (!trace.empty()) usage_exit("--trace: this build has no tracing (build.sh --trace)");
 #endif
 
-  Bridge bridge(tick_ns, rate_gbps, trace);
+  Bridge bridge(tick_ns, cycles_per_tick, rate_gbps, trace);
   if (bridge.cap_w() != W) {
     std::fprintf(stderr, "el_bridge: the design says W = %llu, its ports are %u bytes wide\n",
                  static_cast<unsigned long long>(bridge.cap_w()), W);

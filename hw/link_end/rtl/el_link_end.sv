@@ -354,6 +354,7 @@ module el_link_end
   logic [7:0] lost_out_nz;
   always_comb for (int v = 0; v < 8; v++) lost_out_nz[v] = lost_out[v] != 0;
   always_ff @(posedge clk) begin
+    if (DEBUG && up_cmd_valid && up_cmd_ready) $fdisplay(32'h80000002, "t=%0d upcmd src=%0d addr=%0d len=%0d user=%h", now, up_cmd_src, up_cmd_addr, up_cmd_len, up_cmd_user);
     if (!rst_n) lost_out <= '0;
     else
       for (int v = 0; v < 8; v++)
