@@ -4,8 +4,10 @@
 # into a virtual environment under target/), then formatting, lints, the test suites (the C
 # header's drift check among them), the Wireshark dissector against `ethlink decode` (through
 # tshark), the conformance suite in-process, through a subprocess and through the C ABI
-# library, the C example, the Verilator testbench over DPI-C, the cocotb test over ctypes, a
-# bounded fuzz run, the traceability check and a bounded sample of mutation testing.
+# library, the C example, the Verilator testbench over DPI-C, the cocotb test over ctypes, the
+# SystemVerilog link end of hw/link_end (Verilator lint, then every link-end case through its
+# Verilator bridge; nlohmann-json3-dev from Debian's packages), a bounded fuzz run, the
+# traceability check and a bounded sample of mutation testing.
 #
 # Environment:
 #   PROPTEST_CASES   property-test cases per property (default 256)
@@ -46,6 +48,12 @@ if ! command -v iverilog >/dev/null 2>&1; then
   as_root apt-get install -y -qq iverilog >/dev/null
 fi
 iverilog -V 2>&1 | head -1 || true
+if [ ! -f /usr/include/nlohmann/json.hpp ]; then
+  log "installing nlohmann-json3-dev (Debian package, for the link end's Verilator bridge)"
+  export DEBIAN_FRONTEND=noninteractive
+  as_root apt-get update -qq
+  as_root apt-get install -y -qq nlohmann-json3-dev >/dev/null
+fi
 
 export PROPTEST_CASES="${PROPTEST_CASES:-256}"
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
@@ -129,6 +137,12 @@ if ! examples/cosim/cocotb/run.sh >"$tmp/cocotb.log" 2>&1; then
   exit 1
 fi
 tail -2 "$tmp/cocotb.log"
+
+log "the SystemVerilog link end (hw/link_end): lint, then every link-end case through its bridge"
+hw/link_end/lint.sh
+bridge=$(bash hw/link_end/build.sh 2>"$tmp/hw-build.log") || { cat "$tmp/hw-build.log" >&2; exit 1; }
+cargo run --quiet --locked -p ethlink-cli -- conformance --role link_end \
+  --dut-cmd "$bridge" --jobs 2 --timing | tail -2
 
 FUZZ_SECONDS="${FUZZ_SECONDS:-30}"
 if [ "$FUZZ_SECONDS" != 0 ] && [ -d fuzz ]; then

@@ -29,6 +29,9 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
 #include <array>
 #include <cerrno>
 #include <cstdint>
@@ -339,6 +342,7 @@ class Bridge {
   void cycle(bool tick) {
     Model& m = *top_;
     const uint64_t k_after = k_ + (tick ? 1 : 0);
+    cycles_++;
 
     // Inputs for this cycle.
     m.tick = tick;
@@ -834,6 +838,9 @@ class Bridge {
   Params params_ = default_params();  // in force: the MFS bounds a submission
 
   uint64_t k_ = 0;       // ticks since reset: the design's time is k_ * T_
+ public:
+  uint64_t cycles_ = 0;  // clock cycles since the process started
+ private:
   uint64_t order_ = 0;   // observation order of outputs
   bool in_reset_ = false;
   bool phy_ = false;
@@ -953,9 +960,18 @@ int run(int argc, char** argv) {
       if (auto s = msg.find("seq"); s != msg.end()) ans["seq"] = *s;
     }
     write_line(ans);
-    if (bye) return 0;
+    if (bye) break;
   }
-  return 0;  // end of input
+  // EL_BRIDGE_STATS=FILE: append the clock cycles this process ran and its CPU seconds, for the
+  // simulation speed of docs/hardware.md.
+  if (const char* stats = std::getenv("EL_BRIDGE_STATS")) {
+    if (FILE* f = std::fopen(stats, "a")) {
+      std::fprintf(f, "%llu %.6f\n", static_cast<unsigned long long>(bridge.cycles_),
+                   double(std::clock()) / CLOCKS_PER_SEC);
+      std::fclose(f);
+    }
+  }
+  return 0;  // end of input or bye
 }
 
 }  // namespace

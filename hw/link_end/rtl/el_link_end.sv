@@ -8,9 +8,85 @@
 // verdict), a timer due, the next frame to send (LINK-3-15: INIT_ECHO, INIT, NACK, ACK, CF, CC,
 // replayed frames, new frames), and one step of the scheduler of new frames. Timers are absolute
 // tick counts compared with `now`, which advances on every cycle with `tick` high.
-module el_link_end
-  import el_pkg::*;
-#(
+import el_pkg::ETHERTYPE;
+import el_pkg::SEQ_W;
+import el_pkg::SEQ_MASK;
+import el_pkg::HALF;
+import el_pkg::MFS_MAX;
+import el_pkg::HDR_LEN;
+import el_pkg::K_DATA;
+import el_pkg::K_ACK;
+import el_pkg::K_NACK;
+import el_pkg::K_CF;
+import el_pkg::K_CC;
+import el_pkg::K_INIT;
+import el_pkg::K_INIT_ECHO;
+import el_pkg::F_ACK_REQ;
+import el_pkg::UP_DELIVERED;
+import el_pkg::UP_LOST_UNKNOWN;
+import el_pkg::UP_LOST_MFS;
+import el_pkg::UP_LOST_VC;
+import el_pkg::UP_LOST_WITHDRAWN;
+import el_pkg::UP_LINK_UP;
+import el_pkg::UP_DOWN_FLUSH;
+import el_pkg::UP_DOWN_PHYSICAL;
+import el_pkg::UP_DOWN_RESTART;
+import el_pkg::C_ACKS_SENT;
+import el_pkg::C_ACKS_RECEIVED;
+import el_pkg::C_NACKS_SENT;
+import el_pkg::C_NACKS_RECEIVED;
+import el_pkg::C_FRAMES_REPLAYED;
+import el_pkg::C_REPLAYS_BY_NACK;
+import el_pkg::C_REPLAY_TIMEOUTS;
+import el_pkg::C_FLUSHES;
+import el_pkg::C_FLUSHES_AGED;
+import el_pkg::C_FRAMES_UNKNOWN_FATE;
+import el_pkg::C_RX_FCS_ERRORS;
+import el_pkg::C_RX_DAMAGED;
+import el_pkg::C_RX_STOMPED;
+import el_pkg::C_RX_FOREIGN;
+import el_pkg::C_RX_BAD_VERSION;
+import el_pkg::C_RX_UNKNOWN_KIND;
+import el_pkg::C_RX_MALFORMED_CONTROL;
+import el_pkg::C_RX_VC_NOT_AGREED;
+import el_pkg::C_RX_NOT_UP;
+import el_pkg::C_DUPLICATES;
+import el_pkg::C_DISCARDED_AFTER_NACK;
+import el_pkg::C_STALE_ACKS;
+import el_pkg::C_STALE_CF_ENTRIES;
+import el_pkg::C_STALE_CC_ENTRIES;
+import el_pkg::C_CF_SENT;
+import el_pkg::C_CF_RECEIVED;
+import el_pkg::C_CC_SENT;
+import el_pkg::C_CC_RECEIVED;
+import el_pkg::C_INITS_SENT;
+import el_pkg::C_INITS_RECEIVED;
+import el_pkg::C_INIT_ECHOES_SENT;
+import el_pkg::C_INIT_ECHOES_RECEIVED;
+import el_pkg::C_INIT_ECHOES_IGNORED;
+import el_pkg::C_INIT_REFUSED;
+import el_pkg::C_INIT_TIMEOUTS;
+import el_pkg::C_LINK_UPS;
+import el_pkg::C_REINITS;
+import el_pkg::C_OVERSIZE_FOR_PEER;
+import el_pkg::C_NOT_AGREED_VC;
+import el_pkg::C_FRAMES_WITHDRAWN;
+import el_pkg::C_REPLAY_BYTES_MAX;
+import el_pkg::C_REPLAY_FRAMES_MAX;
+import el_pkg::C_RX_OCCUPIED_MAX_CREDITS;
+import el_pkg::C_REPLAY_AGE_MAX;
+import el_pkg::N_LINK_COUNTERS;
+import el_pkg::V_TX_FRAMES;
+import el_pkg::V_TX_BYTES;
+import el_pkg::V_RX_FRAMES;
+import el_pkg::V_RX_BYTES;
+import el_pkg::V_CREDIT_OVERRUNS;
+import el_pkg::V_CREDIT_STALLS;
+import el_pkg::V_CREDIT_STALL_TICKS;
+import el_pkg::V_CREDITS_RECOVERED;
+import el_pkg::N_VC_COUNTERS;
+
+module el_link_end #(
     parameter int W = 8,
     parameter int TICK_NS = 2,
     parameter int RPL_BYTES = 131072,
@@ -129,13 +205,11 @@ module el_link_end
   link_e state;
   macro_e macro;
   down_e down_reason;
-  logic down_was_up;
   logic [3:0] wd_reason;  // UP_LOST_WITHDRAWN or UP_LOST_VC
   logic [7:0] wd_mask;  // VCs a withdrawal takes
   logic [2:0] wd_vc;
   logic [QAW-1:0] wd_ptr;
   logic [15:0] wd_left;
-  logic [13:0] wd_len;
   logic [7:0] wd_clear;
 
   logic [31:0] rng, nonce;
@@ -341,7 +415,13 @@ module el_link_end
   // the upper-layer streamer
   logic up_cmd_valid, up_cmd_ready, up_idle, up_cmd_free;
   logic [1:0] up_cmd_src, up_rsrc;
-  logic [19:0] up_cmd_addr, up_raddr;
+  logic [19:0] up_cmd_addr;
+  // The streamer's read address is as wide as its commands' addresses; each RAM takes the low
+  // bits it needs (RXAW, QAW + 3 or RAW of them), so the top bits are read only by a RAM that
+  // needs all 20: deliberately partly unused.
+  /* verilator lint_off UNUSEDSIGNAL */
+  logic [19:0] up_raddr;
+  /* verilator lint_on UNUSEDSIGNAL */
   logic [4:0] up_cmd_off;
   logic [13:0] up_cmd_len;
   logic [6:0] up_cmd_user;
@@ -354,7 +434,9 @@ module el_link_end
   logic [7:0] lost_out_nz;
   always_comb for (int v = 0; v < 8; v++) lost_out_nz[v] = lost_out[v] != 0;
   always_ff @(posedge clk) begin
+`ifndef SYNTHESIS  // Yosys has no $fdisplay
     if (DEBUG && up_cmd_valid && up_cmd_ready) $fdisplay(32'h80000002, "t=%0d upcmd src=%0d addr=%0d len=%0d user=%h", now, up_cmd_src, up_cmd_addr, up_cmd_len, up_cmd_user);
+`endif
     if (!rst_n) lost_out <= '0;
     else
       for (int v = 0; v < 8; v++)
@@ -411,7 +493,6 @@ module el_link_end
   logic [13:0] agreed_mfs;
   logic [SEQ_W-1:0] window;
   logic [DAW:0] rcount;  // frames in the replay ring
-  logic [DAW:0] d_h, d_t;
   logic [SEQ_W:0] limit;
   logic [31:0] replay_bytes;
   logic aged;
@@ -423,14 +504,12 @@ module el_link_end
     window = (cfg_window < p_window) ? cfg_window : p_window;
     mfs_in_force = (state == L_UP) ? agreed_mfs : cfg_mfs;
     rcount = d_tail - d_head;
-    d_h = d_head;
-    d_t = d_tail;
-    limit = (SEQ_W + 1)'((window < cfg_rmf) ? window : cfg_rmf);
+    limit = {1'b0, (window < cfg_rmf) ? window : cfg_rmf};
     replay_bytes = (rcount == 0) ? 32'd0 : total_bytes - d_cum[d_head[DAW-1:0]];
     aged = state == L_UP && rcount != 0
         && d_t0[d_head[DAW-1:0]] + 48'(cfg_max_age) <= now;
-    own_cshift = log2_pow2(cfg_csize);
-    peer_cshift = log2_pow2(p_csize);
+    own_cshift = el_pkg::log2_pow2(cfg_csize);
+    peer_cshift = el_pkg::log2_pow2(p_csize);
     holds_stale = held_stale != 0;
   end
 
@@ -442,7 +521,7 @@ module el_link_end
     logic [31:0] need;
     vcs = (cfg_vcs < v_vcs) ? cfg_vcs : v_vcs;
     mfs = (cfg_mfs < v_mfs) ? cfg_mfs : v_mfs;
-    need = ceil_shift(32'(mfs) + 32'(v_ovh), log2_pow2(v_csize));
+    need = el_pkg::ceil_shift(32'(mfs) + 32'(v_ovh), el_pkg::log2_pow2(v_csize));
     refuses = 0;
     for (int v = 0; v < 8; v++)
       if (v < int'(vcs) && 32'(v_val[SEQ_W*v+:SEQ_W]) < need) refuses = 1;
@@ -530,11 +609,11 @@ module el_link_end
   logic [SEQ_W+3:0] occ_sum;
   logic [31:0] acc_cost;
   always_comb begin
-    acc_cost = ceil_shift(32'(v_len) + 32'(cfg_ovh), own_cshift);
+    acc_cost = el_pkg::ceil_shift(32'(v_len) + 32'(cfg_ovh), own_cshift);
     occ_sum = 0;
     for (int v = 0; v < 8; v++)
-      occ_sum = occ_sum + (SEQ_W + 4)'(SEQ_W'(received[v] - freed[v])
-          + ((3'(v) == v_vc) ? SEQ_W'(acc_cost) : SEQ_W'(0)));
+      occ_sum = occ_sum + {4'd0, SEQ_W'(received[v] - freed[v])}
+          + ((3'(v) == v_vc) ? {4'd0, SEQ_W'(acc_cost)} : '0);
   end
 
   // The scheduler's view of the head image.
@@ -544,13 +623,13 @@ module el_link_end
   logic [SEQ_W-1:0] sc_credit_left;
   logic [2:0] sc_cand;
   logic sc_found;
-  logic [15:0] sc_words;
+  logic [QAW:0] sc_words;
   always_comb begin
     sc_plen = {q_rdata_a[5:0], q_rdata_a[15:8]};
     sc_n = (16'(sc_plen) + 16'd24 < 16'd64) ? 16'd64 : 16'(sc_plen) + 16'd24;
-    sc_cost = ceil_shift(32'(sc_n) + 32'(p_ovh), peer_cshift);
+    sc_cost = el_pkg::ceil_shift(32'(sc_n) + 32'(p_ovh), peer_cshift);
     sc_credit_left = p_grant[sc_vc] - (consumed[sc_vc] - freed_seen[sc_vc]);
-    sc_words = 16'((32'(sc_plen) + HDR_LEN + W - 1) / W);
+    sc_words = (QAW + 1)'((32'(sc_plen) + HDR_LEN + W - 1) / W);
     sc_found = 0;
     sc_cand = 0;
     for (int i = 7; i >= 0; i--)
@@ -620,15 +699,12 @@ module el_link_end
 
   // ------------------------------------------------------------------ outputs to the datapath
 
-  // Decided in the controller below, registered there where they must hold.
-  logic [31:0] dbg_unused;
-
   assign quiet = !rx_busy && !v_valid && !sub_busy && macro == M_NONE && up_idle
       && (phy_up == phys_seen) && (hold_seen & ~hold) == 0 && !withdraw;
 
   // ------------------------------------------------------------------ the controller
 
-  // Combinational outputs of the controller, set in the block below.
+  // The configuration registers, written through the register port.
   always_ff @(posedge clk) begin
     if (!rst_n) begin
       cfg_vcs <= 4;
@@ -739,7 +815,6 @@ module el_link_end
     q_pop_vc = pop_pending_vc;
     q_pop_words = pop_pending_words;
     q_clear = 0;
-    dbg_unused = 0;
     if ((tx_sent && pop_pending) || pop_now) q_pop = 1;
     case (macro)
       M_DOWN_EVENT: begin
@@ -837,6 +912,11 @@ module el_link_end
   task automatic bump(input int c);
     cnt[c] <= cnt[c] + 1;
   endtask
+
+  // The ticks from t to now, as a counter value (modulo 2^CNT_W).
+  function automatic logic [CNT_W-1:0] ticks_since(input logic [47:0] t);
+    ticks_since = CNT_W'(now) - CNT_W'(t);
+  endfunction
 
   always_ff @(posedge clk) begin
     if (!rst_n) begin
@@ -941,8 +1021,8 @@ module el_link_end
               wd_clear[v] <= 1;
               macro <= M_WD_READ;
               if (wd_reason == UP_LOST_WITHDRAWN && stall_valid[v]) begin
-                vcnt[8*V_CREDIT_STALL_TICKS+v] <= vcnt[8*V_CREDIT_STALL_TICKS+v]
-                    + CNT_W'(now - stall_since[v]);
+                vcnt[8*V_CREDIT_STALL_TICKS+int'(v)] <= vcnt[8*V_CREDIT_STALL_TICKS+int'(v)]
+                    + ticks_since(stall_since[v]);
                 stall_valid[v] <= 0;
               end
             end
@@ -957,7 +1037,6 @@ module el_link_end
             wd_left <= wd_left - 1;
             macro <= (wd_left == 1) ? M_WD_VC : M_WD_READ;
           end
-          wd_len <= wd_plen_now;
         end
         M_WD_WAIT:
         if (up_idle) begin
@@ -1037,7 +1116,7 @@ module el_link_end
       end
       if (stall_valid[v]) begin
         vcnt[8*V_CREDIT_STALL_TICKS+v] <= vcnt[8*V_CREDIT_STALL_TICKS+v]
-            + CNT_W'(now - stall_since[v]);
+            + ticks_since(stall_since[v]);
         stall_valid[v] <= 0;
       end
     end
@@ -1046,6 +1125,7 @@ module el_link_end
   // LINK-2-5: what entering UP resets.
   task automatic come_up();
     logic [7:0] vc_gone;
+    logic [3:0] vcs;  // the VCs agreed from now on (agreed_vcs still has the old p_vcs)
     p_nonce <= v_nonce;
     p_vcs <= v_vcs;
     p_ovh <= v_ovh;
@@ -1090,7 +1170,8 @@ module el_link_end
     bump(C_INIT_ECHOES_RECEIVED);
     // Queued payloads on a VC the peer does not have are lost now; one too long for the
     // agreed MFS when it reaches the head of its queue.
-    for (int v = 0; v < 8; v++) vc_gone[v] = v >= int'((cfg_vcs < v_vcs) ? cfg_vcs : v_vcs);
+    vcs = (cfg_vcs < v_vcs) ? cfg_vcs : v_vcs;
+    for (int v = 0; v < 8; v++) vc_gone[v] = v >= int'(vcs);
     wd_mask <= vc_gone;
     wd_clear <= 0;
     wd_reason <= UP_LOST_VC;
@@ -1130,9 +1211,9 @@ module el_link_end
   endtask
 
   task automatic on_frame();
-    logic deliver;
-    deliver = 0;
+`ifndef SYNTHESIS  // Yosys has no $fdisplay
     if (DEBUG) $fdisplay(32'h80000002, "t=%0d frame class=%0d kind=%0d vc=%0d seq=%0d len=%0d exp=%0d st=%0d plen=%0d bad=%0d rcv=%0d fr=%0d cost=%0d", now, v_class, v_kind, v_vc, v_seq, v_len, expected, state, v_pay_len, v_pay_bad, received[v_vc], freed[v_vc], acc_cost);
+`endif
     case (v_class)
       4'd1: begin
         bump(C_RX_DAMAGED);
@@ -1172,7 +1253,7 @@ module el_link_end
             bump(C_CC_RECEIVED);
             on_cc();
           end
-          default: on_data(deliver);
+          default: on_data();
         endcase
       end
     endcase
@@ -1201,12 +1282,11 @@ module el_link_end
     end
   endtask
 
-  task automatic on_data(output logic deliver);
+  task automatic on_data();
     logic [SEQ_W-1:0] d, back;
     logic [2:0] v;
     logic [31:0] bsa;
     logic overrun;
-    deliver = 0;
     overrun = 0;
     v = v_vc;
     d = v_seq - expected;
@@ -1218,15 +1298,14 @@ module el_link_end
     end
     if (d == 0 && overrun) begin
       // LINK-5-6: no buffer for it; the frame is not accepted.
-      vcnt[8*V_CREDIT_OVERRUNS+v] <= vcnt[8*V_CREDIT_OVERRUNS+v] + 1;
+      vcnt[8*V_CREDIT_OVERRUNS+int'(v)] <= vcnt[8*V_CREDIT_OVERRUNS+int'(v)] + 1;
     end else if (d == 0) begin
       if (4'(v) < agreed_vcs) begin
-        deliver = 1;
         received[v] <= received[v] + SEQ_W'(acc_cost);
         if (CNT_W'(occ_sum) > cnt[C_RX_OCCUPIED_MAX_CREDITS])
           cnt[C_RX_OCCUPIED_MAX_CREDITS] <= CNT_W'(occ_sum);
-        vcnt[8*V_RX_FRAMES+v] <= vcnt[8*V_RX_FRAMES+v] + 1;
-        vcnt[8*V_RX_BYTES+v] <= vcnt[8*V_RX_BYTES+v] + CNT_W'(v_len);
+        vcnt[8*V_RX_FRAMES+int'(v)] <= vcnt[8*V_RX_FRAMES+int'(v)] + 1;
+        vcnt[8*V_RX_BYTES+int'(v)] <= vcnt[8*V_RX_BYTES+int'(v)] + CNT_W'(v_len);
         if (hold[v]) held_cur[v] <= held_cur[v] + (SEQ_W + 1)'(acc_cost);
         else begin
           freed[v] <= freed[v] + SEQ_W'(acc_cost);
@@ -1302,8 +1381,8 @@ module el_link_end
       left = rcount - (DAW + 1)'(n);
       if (n != 0) begin
         // The oldest frame acknowledged waited longest (replay_age_max_ns, LINK-3-18).
-        if (CNT_W'(now - d_t0[d_head[DAW-1:0]]) > cnt[C_REPLAY_AGE_MAX])
-          cnt[C_REPLAY_AGE_MAX] <= CNT_W'(now - d_t0[d_head[DAW-1:0]]);
+        if (ticks_since(d_t0[d_head[DAW-1:0]]) > cnt[C_REPLAY_AGE_MAX])
+          cnt[C_REPLAY_AGE_MAX] <= ticks_since(d_t0[d_head[DAW-1:0]]);
         d_head <= d_head + (DAW + 1)'(n);
         replay_count <= 0;
         if (rn_valid) begin
@@ -1465,7 +1544,9 @@ module el_link_end
   task automatic schedule();
     case (sched)
       P_SCAN: begin
+`ifndef SYNTHESIS  // Yosys has no $fdisplay
       if (DEBUG && tick) $fdisplay(32'h80000002, "t=%0d scan found=%0d cand=%0d i=%0d rr=%0d frames=%h gate=%0d", now, sc_found, sc_cand, sc_i, rr, q_frames_flat, gate_open);
+`endif
       if (state == L_UP && gate_open && !tx_busy && !pop_pending && !pop_now) begin
         if (sc_found) begin
           sc_vc <= sc_cand;
@@ -1475,14 +1556,16 @@ module el_link_end
       end
       P_WAIT: sched <= tx_busy ? P_SCAN : P_EVAL;
       P_EVAL: begin
+`ifndef SYNTHESIS  // Yosys has no $fdisplay
       if (DEBUG && tick) $fdisplay(32'h80000002, "t=%0d eval vc=%0d plen=%0d n=%0d agreed=%0d/%0d full=%0d ok=%0d gate=%0d upr=%0d popp=%0d txr=%0d sent=%0d", now, sc_vc, sc_plen, sc_n, agreed_vcs, agreed_mfs, ring_full, send_ok, gate_open, up_cmd_ready, pop_pending, tx_cmd_ready, tx_sent);
+`endif
       if (tick && tx_cmd_ready && !tx_sent && !pop_pending && gate_open && state == L_UP
           && up_cmd_ready) begin
         if (4'(sc_vc) >= agreed_vcs || sc_n > 16'(agreed_mfs)) begin
           if (4'(sc_vc) >= agreed_vcs) bump(C_NOT_AGREED_VC);
           else bump(C_OVERSIZE_FOR_PEER);
           pop_pending_vc <= sc_vc;
-          pop_pending_words <= (QAW + 1)'(sc_words);
+          pop_pending_words <= sc_words;
           pop_now <= 1;
           sched <= P_SCAN;
           sc_i <= 0;
@@ -1493,14 +1576,14 @@ module el_link_end
           if (!stall_valid[sc_vc]) begin
             stall_valid[sc_vc] <= 1;
             stall_since[sc_vc] <= now;
-            vcnt[8*V_CREDIT_STALLS+sc_vc] <= vcnt[8*V_CREDIT_STALLS+sc_vc] + 1;
+            vcnt[8*V_CREDIT_STALLS+int'(sc_vc)] <= vcnt[8*V_CREDIT_STALLS+int'(sc_vc)] + 1;
           end
           sched <= P_SCAN;
           sc_i <= 4'(3'(sc_vc - rr)) + 1;
         end else begin
           if (stall_valid[sc_vc]) begin
-            vcnt[8*V_CREDIT_STALL_TICKS+sc_vc] <= vcnt[8*V_CREDIT_STALL_TICKS+sc_vc]
-                + CNT_W'(now - stall_since[sc_vc]);
+            vcnt[8*V_CREDIT_STALL_TICKS+int'(sc_vc)] <= vcnt[8*V_CREDIT_STALL_TICKS+int'(sc_vc)]
+                + ticks_since(stall_since[sc_vc]);
             stall_valid[sc_vc] <= 0;
           end
           d_start[d_tail[DAW-1:0]] <= ring_tail;
@@ -1518,16 +1601,16 @@ module el_link_end
           end
           if (CNT_W'(rcount) + 1 > cnt[C_REPLAY_FRAMES_MAX])
             cnt[C_REPLAY_FRAMES_MAX] <= CNT_W'(rcount) + 1;
-          if (CNT_W'(replay_bytes + 32'(sc_n)) > cnt[C_REPLAY_BYTES_MAX])
-            cnt[C_REPLAY_BYTES_MAX] <= CNT_W'(replay_bytes + 32'(sc_n));
+          if (CNT_W'(replay_bytes) + CNT_W'(sc_n) > cnt[C_REPLAY_BYTES_MAX])
+            cnt[C_REPLAY_BYTES_MAX] <= CNT_W'(replay_bytes) + CNT_W'(sc_n);
           tx_seq <= tx_seq + 1;
           consumed[sc_vc] <= consumed[sc_vc] + SEQ_W'(sc_cost);
-          vcnt[8*V_TX_FRAMES+sc_vc] <= vcnt[8*V_TX_FRAMES+sc_vc] + 1;
-          vcnt[8*V_TX_BYTES+sc_vc] <= vcnt[8*V_TX_BYTES+sc_vc] + CNT_W'(sc_n);
+          vcnt[8*V_TX_FRAMES+int'(sc_vc)] <= vcnt[8*V_TX_FRAMES+int'(sc_vc)] + 1;
+          vcnt[8*V_TX_BYTES+int'(sc_vc)] <= vcnt[8*V_TX_BYTES+int'(sc_vc)] + CNT_W'(sc_n);
           rr <= sc_vc + 1;
           pop_pending <= 1;
           pop_pending_vc <= sc_vc;
-          pop_pending_words <= (QAW + 1)'(sc_words);
+          pop_pending_words <= sc_words;
           sched <= P_SCAN;
           sc_i <= 0;
         end

@@ -9,7 +9,7 @@ package el_pkg;
   localparam logic [15:0] VLAN_TPID = 16'h8100;
   localparam int SEQ_W = 20;  // sequence numbers and credit counters are modulo 2^20
   localparam logic [SEQ_W-1:0] SEQ_MASK = '1;
-  localparam int HALF = 1 << 19;
+  localparam logic [SEQ_W-1:0] HALF = SEQ_W'(1 << 19);  // half the sequence space
   localparam int MFS_MAX = 9216;
   localparam int HDR_LEN = 20;  // untagged header: MACs, EtherType, link header
   localparam int HB = 80;  // bytes of every received frame kept in flops for the verdict
@@ -65,7 +65,7 @@ package el_pkg;
   localparam int C_OVERSIZE_FOR_PEER = 37;
   localparam int C_NOT_AGREED_VC = 38;
   localparam int C_FRAMES_WITHDRAWN = 39;
-  localparam int C_TX_STOMPED = 40;
+  // 40 is tx_stomped: this end never stomps a frame it sends, so that counter stays 0.
   localparam int C_REPLAY_BYTES_MAX = 41;
   localparam int C_REPLAY_FRAMES_MAX = 42;
   localparam int C_RX_OCCUPIED_MAX_CREDITS = 43;

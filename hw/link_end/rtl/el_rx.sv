@@ -7,9 +7,21 @@
 // optional 802.1Q tag), version, kind, the size of a control body, the fields of INIT and of
 // CF/CC, and where a DATA frame's payload lies. The verdict waits in `v_*` until the controller
 // takes it; the slot stays busy until whoever hands the payload up frees it.
-module el_rx
-  import el_pkg::*;
-#(
+import el_pkg::SEQ_W;
+import el_pkg::HALF;
+import el_pkg::MFS_MAX;
+import el_pkg::HB;
+import el_pkg::ETHERTYPE;
+import el_pkg::VLAN_TPID;
+import el_pkg::K_DATA;
+import el_pkg::K_CF;
+import el_pkg::K_CC;
+import el_pkg::K_INIT;
+import el_pkg::K_INIT_ECHO;
+import el_pkg::CRC_RESIDUE_GOOD;
+import el_pkg::CRC_RESIDUE_STOMPED;
+
+module el_rx #(
     parameter int W = 8,
     parameter int SLOT_WORDS = (MFS_MAX + 4 + W - 1) / W,
     parameter int AW = $clog2(2 * SLOT_WORDS)
@@ -82,7 +94,7 @@ module el_rx
     nkeep = 0;
     for (int l = 0; l < W; l++) begin
       if (s_tkeep[l]) begin
-        crc_next = crc_byte(crc_next, s_tdata[8*l+:8]);
+        crc_next = el_pkg::crc_byte(crc_next, s_tdata[8*l+:8]);
         nkeep = nkeep + 8'd1;
       end
     end
@@ -225,7 +237,7 @@ module el_rx
       v_vcs <= f[8+8][3:0];
       v_ovh <= f[8+9];
       v_csize <= {f[8+10], f[8+11]};
-      v_mfs <= {f[8+12], f[8+13]}[13:0];
+      v_mfs <= {f[8+12][5:0], f[8+13]};
       v_window <= be20(8 + 16);
       v_mask <= f[8];
       for (int v = 0; v < 8; v++)

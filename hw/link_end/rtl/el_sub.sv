@@ -3,9 +3,9 @@
 // first two bytes hold the payload length until the frame is built) and every image starting on
 // a word. A payload is taken only when its VC's ring has room for a frame of the MFS, so a
 // packet is never stalled half way; the upper layer waits at tready otherwise.
-module el_sub
-  import el_pkg::*;
-#(
+import el_pkg::HDR_LEN;
+
+module el_sub #(
     parameter int W = 8,
     parameter int TXQ_BYTES = 65536,
     parameter int QW = TXQ_BYTES / W,  // words per VC
@@ -68,7 +68,7 @@ module el_sub
   logic [QAW:0] base;  // where the image starts
   logic [QAW:0] j;  // payload beats taken
   logic [13:0] plen;
-  logic [8*W-1:0] w0;  // the image's first word, written last with the length
+  logic [8*W-1:16] w0;  // the image's first word above the length field, written last with it
   logic [8*W-1:0] carry;
 
   // Room for a frame of the MFS (its image and a word of slack) in the ring of s_tuser.
@@ -124,7 +124,7 @@ module el_sub
     end else if (st == WORD0) begin
       we = 1;
       waddr = {vc, QAW'(base)};
-      wdata = {w0[8*W-1:16], plen[7:0], 2'b00, plen[13:8]};
+      wdata = {w0, plen[7:0], 2'b00, plen[13:8]};
     end
   end
 
@@ -166,9 +166,9 @@ module el_sub
           if (starting) begin
             vc <= s_tuser;
             base <= tl[s_tuser];
-            w0 <= 0;
+            w0 <= '0;
           end
-          if (Q == 0 && j_c == 0) w0 <= word;
+          if (Q == 0 && j_c == 0) w0 <= word[8*W-1:16];
           carry <= s_tdata >> (8 * (W - S));
           plen <= plen_c + 14'(nkeep);
           j <= j_c + 1;

@@ -5,9 +5,10 @@
 // its 20-byte header from `hdr` over the image in the submission queue, padded to 60 bytes and
 // copied into the replay ring as it leaves; a frame of the replay ring sent again with the
 // REPLAY flag set (LINK-3-7), its FCS recomputed.
-module el_tx
-  import el_pkg::*;
-#(
+import el_pkg::HDR_LEN;
+import el_pkg::F_REPLAY;
+
+module el_tx #(
     parameter int W = 8,
     parameter int RING_WORDS = 8192,
     parameter int RAW = $clog2(RING_WORDS),
@@ -40,7 +41,7 @@ module el_tx
     output logic              m_tvalid,
     input  logic              m_tready
 );
-  localparam logic [1:0] SRC_CTRL = 2'd0, SRC_NEW = 2'd1, SRC_REPLAY = 2'd2;
+  localparam logic [1:0] SRC_CTRL = 2'd0, SRC_NEW = 2'd1;  // 2'd2, a replay, is the default below
 
   logic            run;
   logic [1:0]      src;
@@ -60,17 +61,12 @@ module el_tx
   assign nbeats = 16'((32'(clen) + 4 + W - 1) / W);
 
   // Read addresses: the word of the beat on the output, or the next one when it leaves.
-  logic [15:0] ri;
-  always_comb begin
-    if (!run) ri = 0;
-    else ri = fire ? i + 16'd1 : i;
-  end
-  assign q_raddr = run ? qbase + (QAW + 3)'(ri) : cmd_qaddr;
+  assign q_raddr = run ? qbase + (QAW + 3)'(i) + (QAW + 3)'(fire) : cmd_qaddr;
 
   logic [RAW-1:0] ring_ra, ring_wa;
   logic ring_we;
   logic [8*W-1:0] ring_rdata_a, content;
-  assign ring_ra = run ? rbase + RAW'(ri) : cmd_raddr;
+  assign ring_ra = run ? rbase + RAW'(i) + RAW'(fire) : cmd_raddr;
   assign ring_we = run && fire && src == SRC_NEW && 32'(i) * W < 32'(clen);
   assign ring_wa = rbase + RAW'(i);
 
@@ -107,7 +103,7 @@ module el_tx
           default: content[8*l+:8] = (p == 15) ? (ring_rdata_a[8*l+:8] | {3'b000, F_REPLAY})
                                                : ring_rdata_a[8*l+:8];
         endcase
-        crc_cur = crc_byte(crc_cur, content[8*l+:8]);
+        crc_cur = el_pkg::crc_byte(crc_cur, content[8*l+:8]);
       end
     end
     fcs = ~crc_cur;

@@ -1,9 +1,7 @@
 // The upper-layer streamer: payloads delivered and lost, and link events, in the order the
 // controller queued them. A payload is read from the RAM it lies in (the received frame's slot,
 // the submission queue, the replay ring) starting at a byte offset and realigned to lane 0.
-module el_up
-  import el_pkg::*;
-#(
+module el_up #(
     parameter int W = 8,
     parameter int DEPTH = 4
 ) (
@@ -72,7 +70,7 @@ module el_up
   logic [CW-1:0] h;
   assign h = fifo[rp[PW-1:0]];
   logic [19:0] h_wbase;
-  assign h_wbase = h[CW-3-:20] + 20'(h[CW-23-:5] / W);
+  assign h_wbase = h[CW-3-:20] + 20'(32'(h[CW-23-:5]) / W);
 
   always_comb begin
     case (st)
@@ -82,10 +80,9 @@ module el_up
     endcase
   end
 
-  logic [16*W-1:0] pair;
   always_comb begin
-    pair = {rdata, w_lo} >> (8 * sh);
-    m_tdata = pair[8*W-1:0];
+    // The pair of words shifted down by the offset: its low word is the beat.
+    m_tdata = (8 * W)'({rdata, w_lo} >> (8 * sh));
     m_tkeep = '0;
     for (int l = 0; l < W; l++) if (32'(k) * W + 32'(l) < 32'(len)) m_tkeep[l] = 1;
   end
@@ -112,7 +109,7 @@ module el_up
         IDLE:
         if (wp != rp) begin
           {src, wbase, sh, len, user, free, slot} <= {
-            h[CW-1-:2], h_wbase, 5'(h[CW-23-:5] % W), h[CW-28-:14], h[CW-42-:7], h[1], h[0]
+            h[CW-1-:2], h_wbase, 5'(32'(h[CW-23-:5]) % W), h[CW-28-:14], h[CW-42-:7], h[1], h[0]
           };
           rp <= rp + 1;
           k <= 0;
