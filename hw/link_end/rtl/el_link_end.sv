@@ -697,6 +697,36 @@ module el_link_end #(
       ack_req_flag = F_ACK_REQ;
   end
 
+  // ------------------------------------------------------------------ the action of this cycle
+
+  // Outside a multi-cycle action, one action per cycle in this order; the combinational commands
+  // to the datapath and the sequential block below both read these.
+  logic input_pending, act_frame, act_timer, act_pick, act_sched, sc_go, sc_lose;
+  always_comb begin
+    input_pending = phy_up != phys_seen || (hold_seen & ~hold) != 0 || withdraw;
+    act_frame = macro == M_NONE && !input_pending && v_valid && up_cmd_ready;
+    act_timer = macro == M_NONE && !input_pending && !(v_valid && up_cmd_ready) && timer_due;
+    act_pick = macro == M_NONE && !input_pending && !(v_valid && up_cmd_ready) && !timer_due
+        && tick && tx_cmd_ready && !tx_sent && tx_pick != X_NONE;
+    act_sched = macro == M_NONE && !input_pending && !(v_valid && up_cmd_ready) && !timer_due
+        && !act_pick;
+    // The scheduler decides on the head it read (a new frame begins on a tick only).
+    sc_go = act_sched && sched == P_EVAL && tick && tx_cmd_ready && !tx_sent && !pop_pending
+        && gate_open && state == L_UP && up_cmd_ready;
+    sc_lose = 4'(sc_vc) >= agreed_vcs || sc_n > 16'(agreed_mfs);
+  end
+
+  // The verdict taken this cycle, where the datapath must know it at once: a DATA frame accepted
+  // and handed up (LINK-4-1), or an INIT_ECHO that brings the link UP (LINK-2-3).
+  logic acc_overrun, rx_delivers, rx_comes_up;
+  always_comb begin
+    acc_overrun = acc_cost > 32'(cfg_rx_credits) - 32'(SEQ_W'(received[v_vc] - freed[v_vc]));
+    rx_delivers = v_class == 4'd0 && v_kind == K_DATA && state == L_UP && v_seq == expected
+        && 4'(v_vc) < agreed_vcs && !acc_overrun;
+    rx_comes_up = v_class == 4'd0 && v_kind == K_INIT_ECHO && phys_seen && state == L_INIT
+        && v_echo == nonce && !holds_stale && !refuses;
+  end
+
   // ------------------------------------------------------------------ outputs to the datapath
 
   assign quiet = !rx_busy && !v_valid && !sub_busy && macro == M_NONE && up_idle
@@ -842,65 +872,55 @@ module el_link_end #(
       M_WD_WAIT: if (up_idle) q_clear = wd_clear;
       default: ;
     endcase
-    if (macro == M_NONE) begin
-      if (phy_up != phys_seen || (hold_seen & ~hold) != 0 || withdraw) begin
-        // inputs: handled in the sequential block
-      end else if (v_valid && up_cmd_ready) begin
-        v_take = 1;
-        if (v_class == 4'd0 && v_kind == K_DATA && state == L_UP && v_seq == expected
-            && 4'(v_vc) < agreed_vcs && !(acc_cost > 32'(cfg_rx_credits)
-            - 32'(SEQ_W'(received[v_vc] - freed[v_vc])))) begin
-          up_cmd_valid = 1;
-          up_cmd_src = 0;
-          up_cmd_addr = v_slot ? 20'(SLOT_WORDS) : 20'd0;
-          up_cmd_off = v_pay_off;
-          up_cmd_len = v_pay_len;
-          up_cmd_user = {UP_DELIVERED, v_vc};
-          up_cmd_free = 1;
-        end else if (v_class == 4'd0 && (v_kind == K_INIT_ECHO) && phys_seen && state == L_INIT
-            && v_echo == nonce && !holds_stale && !refuses) begin
-          up_cmd_valid = 1;
-          up_cmd_user = {UP_LINK_UP, 3'd0};
+    if (act_frame) begin
+      v_take = 1;
+      if (rx_delivers) begin
+        up_cmd_valid = 1;
+        up_cmd_src = 0;
+        up_cmd_addr = v_slot ? 20'(SLOT_WORDS) : 20'd0;
+        up_cmd_off = v_pay_off;
+        up_cmd_len = v_pay_len;
+        up_cmd_user = {UP_DELIVERED, v_vc};
+        up_cmd_free = 1;
+      end else if (rx_comes_up) begin
+        up_cmd_valid = 1;
+        up_cmd_user = {UP_LINK_UP, 3'd0};
+      end
+    end else if (act_pick) begin
+      tx_cmd_valid = 1;
+      case (tx_pick)
+        X_ECHO: begin
+          tx_cbuf = {64'd0, params_body(nonce, echo_due), header(K_INIT_ECHO, 0, 0, 0)};
+          tx_clen = 14'd72;
         end
-      end else if (timer_due) begin
-        // timers: handled in the sequential block
-      end else if (tick && tx_cmd_ready && !tx_sent && tx_pick != X_NONE) begin
+        X_INIT: begin
+          tx_cbuf = {64'd0, params_body(nonce, 32'd0), header(K_INIT, 0, 0, 0)};
+          tx_clen = 14'd72;
+        end
+        X_NACK: tx_cbuf = {480'd0, header(K_NACK, 0, 0, last_good)};
+        X_ACK: tx_cbuf = {480'd0, header(K_ACK, 0, 0, last_good)};
+        X_CF: tx_cbuf = {192'd0, credit_body(freed_flat, agreed_vcs), header(K_CF, 0, 0, 0)};
+        X_CC: tx_cbuf = {192'd0, credit_body(consumed_flat, agreed_vcs), header(K_CC, 0, 0, 0)};
+        default: begin  // X_REPLAY
+          tx_cmd_src = 2;
+          tx_raddr = d_start[rn[DAW-1:0]];
+          tx_clen = d_clen[rn[DAW-1:0]];
+        end
+      endcase
+    end else if (sc_go) begin
+      if (sc_lose) begin
+        up_cmd_valid = 1;
+        up_cmd_src = 1;
+        up_cmd_addr = 20'({sc_vc, q_head[sc_vc]});
+        up_cmd_len = sc_plen;
+        up_cmd_user = {(4'(sc_vc) >= agreed_vcs) ? UP_LOST_VC : UP_LOST_MFS, sc_vc};
+      end else if (send_ok) begin
         tx_cmd_valid = 1;
-        case (tx_pick)
-          X_ECHO: begin
-            tx_cbuf = {64'd0, params_body(nonce, echo_due), header(K_INIT_ECHO, 0, 0, 0)};
-            tx_clen = 14'd72;
-          end
-          X_INIT: begin
-            tx_cbuf = {64'd0, params_body(nonce, 32'd0), header(K_INIT, 0, 0, 0)};
-            tx_clen = 14'd72;
-          end
-          X_NACK: tx_cbuf = {480'd0, header(K_NACK, 0, 0, last_good)};
-          X_ACK: tx_cbuf = {480'd0, header(K_ACK, 0, 0, last_good)};
-          X_CF: tx_cbuf = {192'd0, credit_body(freed_flat, agreed_vcs), header(K_CF, 0, 0, 0)};
-          X_CC: tx_cbuf = {192'd0, credit_body(consumed_flat, agreed_vcs), header(K_CC, 0, 0, 0)};
-          default: begin  // X_REPLAY
-            tx_cmd_src = 2;
-            tx_raddr = d_start[rn[DAW-1:0]];
-            tx_clen = d_clen[rn[DAW-1:0]];
-          end
-        endcase
-      end else if (sched == P_EVAL && tick && tx_cmd_ready && !tx_sent && !pop_pending
-          && gate_open && state == L_UP && up_cmd_ready) begin
-        if (4'(sc_vc) >= agreed_vcs || sc_n > 16'(agreed_mfs)) begin
-          up_cmd_valid = 1;
-          up_cmd_src = 1;
-          up_cmd_addr = 20'({sc_vc, q_head[sc_vc]});
-          up_cmd_len = sc_plen;
-          up_cmd_user = {(4'(sc_vc) >= agreed_vcs) ? UP_LOST_VC : UP_LOST_MFS, sc_vc};
-        end else if (send_ok) begin
-          tx_cmd_valid = 1;
-          tx_cmd_src = 1;
-          tx_hdr = header(K_DATA, sc_vc, ack_req_flag, tx_seq);
-          tx_clen = (sc_plen + 14'd20 < 14'd60) ? 14'd60 : sc_plen + 14'd20;
-          tx_plen = sc_plen;
-          tx_raddr = ring_tail;
-        end
+        tx_cmd_src = 1;
+        tx_hdr = header(K_DATA, sc_vc, ack_req_flag, tx_seq);
+        tx_clen = (sc_plen + 14'd20 < 14'd60) ? 14'd60 : sc_plen + 14'd20;
+        tx_plen = sc_plen;
+        tx_raddr = ring_tail;
       end
     end
   end
@@ -1057,15 +1077,10 @@ module el_link_end #(
             wd_clear <= 0;
             wd_reason <= UP_LOST_WITHDRAWN;
             macro <= M_WAIT_TX;
-          end else if (v_valid && up_cmd_ready) begin
-            on_frame();
-          end else if (timer_due) begin
-            fire();
-          end else if (tick && tx_cmd_ready && !tx_sent && tx_pick != X_NONE) begin
-            on_pick();
-          end else begin
-            schedule();
-          end
+          end else if (act_frame) on_frame();
+          else if (act_timer) fire();
+          else if (act_pick) on_pick();
+          else schedule();
           if ((hold_seen & ~hold) == 0) hold_seen <= hold;
         end
       endcase
@@ -1286,17 +1301,10 @@ module el_link_end #(
     logic [SEQ_W-1:0] d, back;
     logic [2:0] v;
     logic [31:0] bsa;
-    logic overrun;
-    overrun = 0;
     v = v_vc;
     d = v_seq - expected;
     back = expected - v_seq;
-    if (d == 0) begin
-      if (4'(v) < agreed_vcs) begin
-        overrun = acc_cost > 32'(cfg_rx_credits) - 32'(SEQ_W'(received[v] - freed[v]));
-      end
-    end
-    if (d == 0 && overrun) begin
+    if (d == 0 && 4'(v) < agreed_vcs && acc_overrun) begin
       // LINK-5-6: no buffer for it; the frame is not accepted.
       vcnt[8*V_CREDIT_OVERRUNS+int'(v)] <= vcnt[8*V_CREDIT_OVERRUNS+int'(v)] + 1;
     end else if (d == 0) begin
@@ -1559,9 +1567,8 @@ module el_link_end #(
 `ifndef SYNTHESIS  // Yosys has no $fdisplay
       if (DEBUG && tick) $fdisplay(32'h80000002, "t=%0d eval vc=%0d plen=%0d n=%0d agreed=%0d/%0d full=%0d ok=%0d gate=%0d upr=%0d popp=%0d txr=%0d sent=%0d", now, sc_vc, sc_plen, sc_n, agreed_vcs, agreed_mfs, ring_full, send_ok, gate_open, up_cmd_ready, pop_pending, tx_cmd_ready, tx_sent);
 `endif
-      if (tick && tx_cmd_ready && !tx_sent && !pop_pending && gate_open && state == L_UP
-          && up_cmd_ready) begin
-        if (4'(sc_vc) >= agreed_vcs || sc_n > 16'(agreed_mfs)) begin
+      if (sc_go) begin
+        if (sc_lose) begin
           if (4'(sc_vc) >= agreed_vcs) bump(C_NOT_AGREED_VC);
           else bump(C_OVERSIZE_FOR_PEER);
           pop_pending_vc <= sc_vc;
