@@ -230,6 +230,8 @@ pub(super) fn cc_recovers(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
 pub(super) fn cf_stale_and_repair(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
     let dut = raw_start(ctx, quiet())?;
     let peer = small_peer(ctx, [10, 512, 512, 512, 512, 512, 512, 512], 0);
+    // The peer announces the device's own VCs: the first one not agreed.
+    let first_not_agreed = peer.vcs;
     raw_finish(ctx, dut, peer)?;
     for t in 0..6 {
         submit(ctx, 0, &payload(228, t))?;
@@ -275,14 +277,16 @@ pub(super) fn cf_stale_and_repair(ctx: &mut Ctx<'_>) -> Result<(), Stop> {
         2,
     )?;
     // An entry equal to the one seen is neither taken nor counted; one for VC 5 (not agreed)
-    // is counted.
+    // is counted, and so is an entry of 0 for the first VC not agreed, though 0 is what an
+    // agreed VC's unchanged entry would carry.
     send(ctx, &cf(&[(0, 8)]))?;
     send(ctx, &cf(&[(5, 1)]))?;
+    send(ctx, &cf(&[(first_not_agreed, 0)]))?;
     check_eq(
         "LINK-5-6",
-        "stale_cf_entries after an unchanged entry and one for VC 5",
+        "stale_cf_entries after an unchanged entry, one for VC 5 and 0 for the first VC not agreed",
         counter_delta(ctx, &before, "stale_cf_entries")?,
-        3,
+        4,
     )?;
     let sent = send(ctx, &cf(&[(0, 16)]))?;
     check_eq(
