@@ -423,7 +423,12 @@ def main(argv: list[str]) -> int:
     try:
         # The suite and the device are both copied once: a build or an edit in the work tree
         # during the run changes neither.
-        shutil.copy2(ETHLINK, work / "ethlink")
+        # A hard link holds the built binary as it is (a rebuild writes a new file) without a
+        # second copy of it on disk; a copy where the two places cannot share one.
+        try:
+            os.link(ETHLINK, work / "ethlink")
+        except OSError:
+            shutil.copy2(ETHLINK, work / "ethlink")
         args.ethlink = work / "ethlink"
         if args.git_rev:
             copy.write_text(git_show(args.git_rev, args.source))

@@ -16,7 +16,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-log() { printf '\n==> [%ss] %s\n' "$SECONDS" "$*"; }
+log() { printf '\n==> [%ss, %s free] %s\n' "$SECONDS" "$(df -h . | awk 'NR==2{print $4}')" "$*"; }
 
 as_root() {
   if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else "$@"; fi
@@ -57,6 +57,12 @@ fi
 
 export PROPTEST_CASES="${PROPTEST_CASES:-256}"
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
+# Disk: a full run builds the workspace in the dev, release and fuzz profiles and two Verilator
+# models. Incremental caches and full debug information would make that near 8 GB; without
+# them (line tables still give backtraces their file and line) it is under 3 GB.
+export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
+export CARGO_PROFILE_DEV_DEBUG="${CARGO_PROFILE_DEV_DEBUG:-line-tables-only}"
+export CARGO_PROFILE_TEST_DEBUG="${CARGO_PROFILE_TEST_DEBUG:-line-tables-only}"
 
 log "cargo fmt --check"
 cargo fmt --all -- --check

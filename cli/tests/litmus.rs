@@ -36,7 +36,7 @@ fn a_test_prints_its_histogram_and_passes() {
 
 #[test]
 fn a_file_that_is_not_a_test_is_refused_naming_where() {
-    let dir = std::env::temp_dir().join(format!("ethlink-litmus-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-litmus");
     std::fs::create_dir_all(&dir).expect("a temporary directory");
     let bad = dir.join("bad.toml");
     std::fs::write(
@@ -97,7 +97,7 @@ fn the_whole_catalogue_runs_on_the_default_fabric() {
 
 #[test]
 fn a_port_the_fabric_does_not_have_is_refused_before_anything_runs() {
-    let dir = std::env::temp_dir().join(format!("ethlink-litmus-port-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-litmus-port");
     std::fs::create_dir_all(&dir).expect("a temporary directory");
     let good = dir.join("a.toml");
     std::fs::write(

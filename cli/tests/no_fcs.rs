@@ -42,7 +42,7 @@ fn stripped(name: &str) -> Vec<u8> {
 }
 
 fn temp_file(name: &str, bytes: &[u8]) -> PathBuf {
-    let path = std::env::temp_dir().join(format!("ethlink-nofcs-{}-{name}", std::process::id()));
+    let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("cli-nofcs-{name}"));
     std::fs::write(&path, bytes).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     path
 }

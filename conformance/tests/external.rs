@@ -54,7 +54,7 @@ fn fake(body: &str) -> String {
             .collect::<Vec<_>>()
             .join("\n")
     );
-    let dir = std::env::temp_dir().join(format!("ethlink-fake-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("conformance-fake");
     std::fs::create_dir_all(&dir).unwrap();
     let n = SEQ.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     let path = dir.join(format!("fake{n}.py"));
@@ -543,7 +543,7 @@ fn a_panic_in_a_case_is_a_harness_error() {
 #[test]
 fn a_device_that_stops_starting_fails_its_cases_at_once() {
     // The first process answers hello and then dies in its first case; every later start fails.
-    let flag = std::env::temp_dir().join(format!("ethlink-once-{}", std::process::id()));
+    let flag = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("conformance-once");
     let _ = std::fs::remove_file(&flag);
     let body = format!(
         "import os\n\
@@ -601,7 +601,7 @@ fn workers_drive_their_devices_at_the_same_time() {
     // Each device, at its reset, notes that it started and waits (up to 20 s) for the other to
     // start too: with two workers both see the other and answer at once; one after the other,
     // the first would wait alone. Nothing here depends on how fast the machine is.
-    let log = std::env::temp_dir().join(format!("ethlink-overlap-{}", std::process::id()));
+    let log = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("conformance-overlap");
     let _ = std::fs::remove_file(&log);
     let body = format!(
         "if m['op'] == 'hello': say(HELLO)\n\

@@ -581,7 +581,7 @@ fn script(twist: &str) -> String {
             .collect::<Vec<_>>()
             .join("\n")
     );
-    let dir = std::env::temp_dir().join(format!("ethlink-hostile-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("conformance-hostile");
     std::fs::create_dir_all(&dir).unwrap();
     let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     let path = dir.join(format!("dev{n}.py"));

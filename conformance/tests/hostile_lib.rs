@@ -16,7 +16,7 @@ use ethlink_conformance::{Case, Role, Verdict, cases};
 /// tests/hostile/wrap.c built with `mode` into a library of its own.
 fn wrap(mode: &str) -> PathBuf {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let dir = std::env::temp_dir().join(format!("ethlink-wrap-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("conformance-wrap");
     std::fs::create_dir_all(&dir).unwrap();
     let out = dir.join(format!("wrap_{mode}.so"));
     let real = std::fs::canonicalize(library()).unwrap();

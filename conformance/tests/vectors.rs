@@ -98,7 +98,7 @@ fn committed_examples_match_the_generator() {
 
 #[test]
 fn generator_writes_exactly_three_identical_files_each_run() {
-    let dir = std::env::temp_dir().join(format!("ethlink-vectors-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("conformance-vectors");
     let _ = std::fs::remove_dir_all(&dir);
     let first = vectors::write(&dir).unwrap_or_else(|e| panic!("{e}"));
     let second = vectors::write(&dir).unwrap_or_else(|e| panic!("{e}"));
