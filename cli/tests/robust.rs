@@ -205,7 +205,7 @@ fn a_topology_that_cannot_fit_is_refused_before_it_is_built() {
     assert!(out.is_empty());
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("the run needs about "), "{err}");
-    assert!(err.contains("262144 cables"), "{err}");
+    assert!(err.contains("262144 switch ports"), "{err}");
     assert!(err.contains("make "), "{err}");
     assert!(err.contains("run it anyway with --max-memory "), "{err}");
     // The documented maximum RDMA size on 4 GPUs: its data is described, not held, so the run

@@ -539,11 +539,18 @@ impl Core {
             }
             // Sending on one port may queue work for others (the RDMA engine fills every port
             // with room): poll again until a pass sends nothing.
+            // Only the ports something happened to since they last had nothing to send: the
+            // others' links and wires, cold in a large fabric, are not read.
+            let base = self.ports_of(n).start;
             loop {
                 let mut sent = false;
                 for gp in self.ports_of(n) {
-                    if self.wire_free(gp) {
-                        let p = (gp - self.ports_of(n).start) as u16;
+                    let p = (gp - base) as u16;
+                    let stirred = self
+                        .gpus
+                        .get(g)
+                        .is_some_and(|ep| ep.may_transmit(usize::from(p)));
+                    if stirred && self.wire_free(gp) {
                         sent |= self.transmit(n, p);
                     }
                 }
@@ -1638,6 +1645,7 @@ impl Fabric {
                 0.0
             },
             peak_rss_bytes: peak_rss_bytes(),
+            memory_estimate_bytes: self.scen.memory_estimate().bytes,
         };
         if let Some(p) = progress.as_mut() {
             p(report.end_ns, report.end_ns);

@@ -2,12 +2,18 @@
 //! cannot fit is refused at once (with the key to change) instead of failing to allocate hours
 //! into building it.
 //!
-//! The estimate adds up what the simulation allocates:
+//! The estimate adds up what the simulation holds at its busiest:
 //!
-//! - every link end (two per cable): its replay ring, a transmit queue per VC and the part of its
-//!   receive ring the credits cover, as the link crate sizes them, with their records;
-//! - every GPU's endpoint outside its links (tags, reassembly, reorder buffers) and every
-//!   switch port's queues, at a fixed allowance each;
+//! - what is built before any traffic: every link end (two per cable; its rings take storage
+//!   only as traffic reaches into them), every GPU's endpoint outside its links, every switch
+//!   port's queues and arbitration state, at figures measured on the release build;
+//! - the frames in flight, which traffic bounds, not the size of the rings: a GPU holds, at
+//!   most, the RDMA data its workloads have posted and not yet seen complete, and never more
+//!   than its queues and replay buffers take (per port: `endpoint.port_queue`, the link's
+//!   `tx_queue_bytes` and `replay_max_bytes`); a sent frame may exist twice (in its sender's
+//!   replay buffer and as a switch's copy); and the switches hold at most the receive buffers
+//!   of the VC that carries RDMA data, and never more than all GPUs have posted;
+//!   loads, stores and their responses at most their outstanding operations' bytes;
 //! - what the workloads leave in GPU memory: an RDMA workload's data is the data pattern, which
 //!   the memory keeps as one record per range written or staged (and the integrity reference
 //!   as one entry), whatever the transfer's size, so it counts [`RANGE_RECORD`] bytes per range
@@ -19,7 +25,8 @@
 //!   the time limit allows.
 //!
 //! It is meant to be above the process's peak resident memory (the report's
-//! `wall.peak_rss_bytes`), not a measurement of it.
+//! `wall.peak_rss_bytes`) and within twice it: `fabric/tests/memory_estimate.rs` runs scenarios
+//! of several sizes and checks the ratio; docs/performance.md gives it for every example.
 
 use crate::scenario::{Scenario, Workload};
 
@@ -29,19 +36,27 @@ const PAGE: u64 = 4096;
 /// Bytes held per range an RDMA workload writes or stages on a GPU: the memory's record of the
 /// described range and of the pieces of it still arriving, and the integrity reference's entry.
 pub const RANGE_RECORD: u64 = 512;
-/// Allowance for one GPU's endpoint outside its link ends.
-const PER_GPU: u64 = 1 << 20;
-/// Allowance for one switch port outside its link end (queues, counters, arbitration).
-const PER_SWITCH_PORT: u64 = 4 << 10;
-/// Allowance for the process itself, the report and the final check's buffers.
-const BASE: u64 = 64 << 20;
-/// Bytes of one queued record of a link end's rings and event queue.
-const RECORD: u64 = 16;
-/// VCs every port of the fabric uses.
-const VCS: u64 = 4;
+/// One link end as built, its rings still empty (measured: 5.3 KiB, release build, 2026-11-29).
+const LINK_END_BUILT: u64 = 5632;
+/// One GPU's endpoint as built, outside its link ends, with the fabric's and the workloads'
+/// state for it (measured: 54 KiB).
+const GPU_BUILT: u64 = 56 << 10;
+/// One switch port outside its link end: queue index, bitmaps, arbitration.
+const PER_SWITCH_PORT: u64 = 1 << 10;
+/// The process itself: code, the C library, the report and the final check's buffers (measured:
+/// 6 to 7 MiB for a release build running a two-GPU scenario; a debug build's code and its
+/// larger frames add about 11 MiB).
+const BASE: u64 = if cfg!(debug_assertions) {
+    20 << 20
+} else {
+    8 << 20
+};
+/// Bytes a queued frame takes beyond its payload: its buffer's headers and the records that
+/// point at it.
+const FRAME_OVERHEAD: u64 = 128;
 /// Time allowed per instance of a workload on top of its bytes at line rate (latency, waiting
 /// for the slowest GPU), when estimating how long the traffic lasts.
-const INSTANCE_SLACK_NS: u64 = 20_000;
+const INSTANCE_SLACK_NS: u64 = 2_000;
 
 /// One part of the estimate.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -54,8 +69,7 @@ pub struct MemoryPart {
     pub bytes: u64,
 }
 
-/// The memory a scenario needs, by part; the total adds an eighth for the allocator's rounding
-/// and an allowance for the process.
+/// The memory a scenario needs, by part; the total adds an allowance for the process.
 #[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize)]
 pub struct MemoryEstimate {
     /// Every part, largest first.
@@ -71,26 +85,42 @@ impl MemoryEstimate {
     }
 }
 
-/// Bytes one link end may take at most, as the link crate bounds it (`Link::new`; its rings take
-/// their storage as traffic reaches into it), with `tx_queue_bytes` and `tx_queue_frames` of its
-/// side.
-fn link_end(s: &Scenario, tx_queue_bytes: u32, tx_queue_frames: u32) -> u64 {
-    let l = &s.link;
-    let mfs = u64::from(l.mfs);
-    let replay = u64::from(l.replay_max_bytes) + mfs;
-    let queues = VCS * (u64::from(tx_queue_bytes) + mfs);
-    // The receive ring is twice the credit buffer, but only what the credits cover is used
-    // unless a re-initialisation finds frames not yet taken.
-    let rx_bytes = VCS * u64::from(s.rx_credits()) * u64::from(l.credit_size);
-    let rx = rx_bytes + mfs;
-    let records = rx_bytes / 64
-        + 1
-        + u64::from(l.replay_max_frames)
-        + VCS * u64::from(tx_queue_frames)
-        + VCS
-        + 16;
-    // The rings' records and the event queue hold about as many records again.
-    replay + queues + rx + 2 * records * RECORD
+/// RDMA bytes one GPU may have posted and not yet seen complete at once, for workload `w`: a
+/// second instance may begin before the first has completed everywhere.
+fn rdma_posted(w: &Workload, gpus: u64) -> u64 {
+    match w {
+        Workload::LoadStore(_) => 0,
+        Workload::AllToAll(a) => {
+            let n = a.gpus.as_ref().map_or(gpus, |v| v.len() as u64);
+            let window = u64::from(a.window).min(n.saturating_sub(1)).max(1);
+            window.saturating_mul(a.bytes_per_pair).saturating_mul(2)
+        }
+        Workload::RingAllreduce(c)
+        | Workload::HalvingDoublingAllreduce(c)
+        | Workload::AllGather(c)
+        | Workload::ReduceScatter(c) => c.sizes.iter().copied().max().unwrap_or(0),
+        Workload::SendRecv(r) => r.bytes.saturating_mul(2),
+        Workload::Incast(c) => c.bytes.saturating_mul(2),
+        Workload::Permutation(p) => p.bytes.saturating_mul(2),
+    }
+}
+
+/// Load and store bytes one GPU may have outstanding for workload `w`, requests and responses.
+fn ls_outstanding(w: &Workload) -> u64 {
+    match w {
+        Workload::LoadStore(l) => {
+            let largest = l
+                .sizes
+                .iter()
+                .map(|s| u64::from(s.bytes))
+                .max()
+                .unwrap_or(0);
+            u64::from(l.outstanding)
+                .saturating_mul(largest.saturating_add(FRAME_OVERHEAD))
+                .saturating_mul(2)
+        }
+        _ => 0,
+    }
 }
 
 /// The key that sizes workload `w`'s share of memory.
@@ -199,29 +229,72 @@ impl Scenario {
             .map(|n| n as u64)
             .sum();
         // Every GPU port and every switch port is one link end; a cable joins two of them.
-        let cables = gpu_cables.saturating_add(switch_ports) / 2;
-        let gpu_end = link_end(self, self.link.tx_queue_bytes, self.link.tx_queue_frames);
-        let sw_end = link_end(
-            self,
-            self.switch.tx_queue_bytes,
-            self.switch.tx_queue_frames,
+        let ends = gpu_cables.saturating_add(switch_ports);
+        let cables = ends / 2;
+        let mfs = u64::from(self.link.mfs);
+        // What one GPU's queues and replay buffers take at most, every port: frames of RDMA
+        // data, each with its overhead.
+        let per_port = u64::from(self.endpoint.port_queue)
+            .saturating_add(u64::from(self.link.tx_queue_bytes))
+            .saturating_add(u64::from(self.link.replay_max_bytes))
+            .saturating_add(mfs);
+        let frames = |bytes: u64| -> u64 {
+            let seg = u64::from(self.endpoint.segment).clamp(1, mfs.max(1));
+            bytes.saturating_add(bytes.div_ceil(seg).saturating_mul(FRAME_OVERHEAD))
+        };
+        let posted: u64 = self
+            .traffic
+            .iter()
+            .map(|w| rdma_posted(w, gpus))
+            .fold(0u64, u64::saturating_add);
+        // A buffer is taken from a pool of the endpoint's and may be larger than its frame:
+        // half as much again.
+        let per_gpu = frames(posted.min(ports.saturating_mul(per_port))).saturating_mul(3) / 2;
+        let ls: u64 = self
+            .traffic
+            .iter()
+            .map(ls_outstanding)
+            .fold(0u64, u64::saturating_add);
+        // The switches: the receive buffer of the RDMA VC of every port, and never more than
+        // the GPUs have posted in all.
+        let rx_vc = u64::from(self.rx_credits()).saturating_mul(u64::from(self.link.credit_size));
+        let held = frames(
+            switch_ports
+                .saturating_mul(rx_vc)
+                .min(gpus.saturating_mul(posted)),
         );
         let mut parts = vec![
             MemoryPart {
-                what: format!("{cables} cables, a link end at each side"),
+                what: format!(
+                    "{cables} cables with a link end at each side, {gpus} GPU endpoints and \
+                     {switch_ports} switch ports, as built"
+                ),
                 key: "topology.gpus".into(),
-                bytes: gpu_cables
-                    .saturating_mul(gpu_end)
-                    .saturating_add(switch_ports.saturating_mul(sw_end)),
-            },
-            MemoryPart {
-                what: format!("{gpus} GPU endpoints and {switch_ports} switch ports"),
-                key: "topology.gpus".into(),
-                bytes: gpus
-                    .saturating_mul(PER_GPU)
+                bytes: ends
+                    .saturating_mul(LINK_END_BUILT)
+                    .saturating_add(gpus.saturating_mul(GPU_BUILT))
                     .saturating_add(switch_ports.saturating_mul(PER_SWITCH_PORT)),
             },
+            MemoryPart {
+                what: format!(
+                    "RDMA frames queued and awaiting acknowledgement at {gpus} GPUs, and their \
+                     copies at switches"
+                ),
+                key: "endpoint.port_queue".into(),
+                bytes: gpus.saturating_mul(per_gpu),
+            },
+            MemoryPart {
+                what: format!("frames held by {switch_ports} switch ports"),
+                key: "link.rx_credits".into(),
+                bytes: held,
+            },
+            MemoryPart {
+                what: "loads, stores and their responses in flight".into(),
+                key: "traffic.outstanding".into(),
+                bytes: gpus.saturating_mul(ls),
+            },
         ];
+        parts.retain(|p| p.bytes > 0);
         let areas = crate::workload::layout(self).unwrap_or_default();
         for (i, w) in self.traffic.iter().enumerate() {
             let area = areas.get(i).copied().unwrap_or_default();
@@ -238,7 +311,9 @@ impl Scenario {
                         }
                     };
                     let stores = (stores as f64 * (1.0 - l.read_share)).ceil() as u64;
-                    let pages = area.recv_len.div_ceil(PAGE).saturating_mul(gpus);
+                    // Only the targets' memory is written.
+                    let targets = l.targets.as_ref().map_or(gpus, |v| v.len() as u64);
+                    let pages = area.recv_len.div_ceil(PAGE).saturating_mul(targets);
                     senders
                         .saturating_mul(stores)
                         .min(pages)
@@ -297,8 +372,11 @@ impl Scenario {
             });
         }
         let m = &self.metrics;
-        if let Some(limit) = self.time_limit_ns.checked_div(m.sample_ns) {
-            let samples = u64::from(m.max_samples).min(limit).saturating_add(2);
+        // Samples while the traffic is expected to last, and as many again for the drain.
+        if let Some(limit) = self.traffic_ns_estimate().checked_div(m.sample_ns) {
+            let samples = u64::from(m.max_samples)
+                .min(limit.saturating_mul(2))
+                .saturating_add(2);
             let row = 32 + 4 * gpus + if m.series_per_port { 4 * gpu_cables } else { 0 };
             parts.push(MemoryPart {
                 what: format!("the time series ({samples} samples at most)"),
@@ -310,8 +388,9 @@ impl Scenario {
         let sum = parts
             .iter()
             .fold(0u64, |acc, p| acc.saturating_add(p.bytes));
-        // The allocator rounds and fragments: an eighth more.
-        let bytes = sum.saturating_add(sum / 8).saturating_add(BASE);
+        // The allocator's rounding is in the figures above (measured as resident memory, and
+        // frame buffers counted half as large again).
+        let bytes = sum.saturating_add(BASE);
         MemoryEstimate { parts, bytes }
     }
 }

@@ -462,6 +462,10 @@ pub struct Wall {
     pub sim_over_wall: f64,
     /// Peak resident memory of the process, bytes (`VmHWM`), if known.
     pub peak_rss_bytes: Option<u64>,
+    /// The memory the scenario was estimated to need before it was built
+    /// ([`crate::Scenario::memory_estimate`]), bytes: meant to be above `peak_rss_bytes` and
+    /// within twice it.
+    pub memory_estimate_bytes: u64,
 }
 
 /// Everything a run measured.

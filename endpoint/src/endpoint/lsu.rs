@@ -85,7 +85,7 @@ impl Endpoint {
         }
         let deadline = self.now.saturating_add(self.cfg.op_timeout);
         if let Some(slot) = self.lsu.get_mut(usize::from(tag)) {
-            *slot = Some(LsSlot {
+            *slot = Some(Box::new(LsSlot {
                 era,
                 req,
                 kind: OpKind::of(&req.op),
@@ -100,7 +100,7 @@ impl Endpoint {
                 episode: 0,
                 retry_at: None,
                 delayed: false,
-            });
+            }));
         }
         self.ls_deadlines.push_back((deadline, tag, era));
         self.send_ls(tag, None);

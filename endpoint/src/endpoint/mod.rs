@@ -1,5 +1,6 @@
 //! The endpoint state machine: requester (load-store unit, RDMA engine), target, ports and paths.
 
+use alloc::boxed::Box;
 use alloc::collections::{BTreeMap, BTreeSet, BinaryHeap, VecDeque};
 use alloc::vec;
 use alloc::vec::Vec;
@@ -457,7 +458,7 @@ pub struct Endpoint {
     episode: u64,
     // Requester.
     lsu_tags: Tags,
-    lsu: Vec<Option<LsSlot>>,
+    lsu: Vec<Option<Box<LsSlot>>>,
     waiting: VecDeque<TagEra>,
     streams: BTreeMap<u32, (Option<usize>, u32)>,
     rdma_tags: Tags,
@@ -1030,7 +1031,23 @@ impl Endpoint {
         {
             self.fill();
         }
+        if matches!(t, Ok(None))
+            && let Some(p) = self.ports.get_mut(i)
+        {
+            // Nothing to send: nor will there be until something happens to the port.
+            p.link.settle();
+        }
         t
+    }
+
+    /// Whether a poll of port `i` ([`Endpoint::poll_transmit`], [`Endpoint::poll_transmit_shared`])
+    /// could send a frame: false only when nothing has happened to the port (a frame received
+    /// on it, a timer of its link run, a frame queued for it, any other change to its link)
+    /// since a poll of it found nothing to send. An embedder with many ports polls only these
+    /// when a wire is free, and skipping the others changes nothing: a poll of them would send
+    /// nothing and change nothing.
+    pub fn may_transmit(&self, i: usize) -> bool {
+        self.ports.get(i).is_some_and(|p| p.link.stirred())
     }
 
     /// When [`Endpoint::handle_timeout`] must be called next. A deadline after

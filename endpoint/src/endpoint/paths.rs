@@ -506,6 +506,7 @@ impl Endpoint {
         let Some(p) = self.ports.get_mut(i) else {
             return;
         };
+        p.link.stir();
         if let Some(b) = p.out_bytes.get_mut(v) {
             *b += f.payload.payload().len();
         }

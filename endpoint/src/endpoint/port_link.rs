@@ -5,6 +5,12 @@
 //! only after a call that could change it. Every such call takes the link mutably, and the link
 //! is only reachable mutably through [`PortLink::get_mut`], which forgets the deadline kept: what
 //! is kept is always what the link would answer.
+//!
+//! It also knows whether a poll of the port could send anything: not once a poll found nothing
+//! to send, until the link is next taken mutably or the endpoint queues a frame for the port
+//! ([`PortLink::stir`]). An embedder with many ports polls only those
+//! ([`crate::Endpoint::may_transmit`]), and a port's link state, cold in a large fabric, is not
+//! read for nothing.
 
 use core::cell::Cell;
 
@@ -16,6 +22,9 @@ pub(super) struct PortLink {
     link: Link,
     /// `Some(answer)` while the link is unchanged since `answer` was read.
     deadline: Cell<Option<Option<Instant>>>,
+    /// False from a poll that found nothing to send until the link changes or a frame is queued
+    /// for it.
+    stirred: bool,
 }
 
 impl PortLink {
@@ -23,6 +32,7 @@ impl PortLink {
         PortLink {
             link,
             deadline: Cell::new(None),
+            stirred: true,
         }
     }
 
@@ -34,7 +44,25 @@ impl PortLink {
     /// The link, to change: its deadline is read again the next time it is asked for.
     pub(super) fn get_mut(&mut self) -> &mut Link {
         self.deadline.set(None);
+        self.stirred = true;
         &mut self.link
+    }
+
+    /// Something changed for the port outside its link (a frame queued for it): the next poll
+    /// may send.
+    pub(super) fn stir(&mut self) {
+        self.stirred = true;
+    }
+
+    /// A poll of the port found nothing to send, and nothing has happened to it since.
+    pub(super) fn settle(&mut self) {
+        self.stirred = false;
+    }
+
+    /// Whether a poll could send anything: false only when nothing has happened to the port
+    /// since a poll found nothing to send.
+    pub(super) fn stirred(&self) -> bool {
+        self.stirred
     }
 
     /// The link's [`Link::poll_timeout`].
