@@ -113,6 +113,11 @@ log "the README's ethlink run command, on the test build; the release profile ty
 cargo check --quiet --release --locked -p ethlink-cli
 cargo run --quiet --locked -p ethlink-cli -- run --no-progress >/dev/null
 echo "ethlink run passes"
+# The cost curve's script (docs/performance.md) on its two smallest sizes, on the test build.
+python3 scripts/cost_curve.py --ethlink target/debug/ethlink --sizes 8,16 --repeat 1 \
+  --svg "$tmp/cost_curve.svg" >/dev/null 2>&1
+grep -q "</svg>" "$tmp/cost_curve.svg"
+echo "scripts/cost_curve.py runs"
 
 log "requirement traceability"
 python3 scripts/traceability.py --check --summary | tail -2

@@ -502,12 +502,12 @@ fn bad_scenarios_exit_2_naming_the_key() {
         (
             "[topology]\ngpus = 0",
             "error: topology.gpus: ",
-            "not in 2..=1024",
+            "not in 2..=4096",
         ),
         (
-            "[topology]\ngpus = 1025",
+            "[topology]\ngpus = 4097",
             "error: topology.gpus: ",
-            "not in 2..=1024",
+            "not in 2..=4096",
         ),
         (
             "[link]\nrate_gbps = -400.0",
@@ -670,6 +670,20 @@ fn every_example_scenario_parses_and_validates() {
             .any(|w| matches!(w, Workload::Incast(_)))
     );
     assert_eq!(get("two_tier").topology.kind, TopologyKind::TwoTier);
+    // The 4096-GPU example is the largest member of the cost curve's family
+    // (scripts/cost_curve.py, docs/performance.md): the same scenario, key for key.
+    let huge = get("gpus4096");
+    assert_eq!(huge.topology.gpus, 4096);
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let family = std::process::Command::new("python3")
+        .arg(root.join("scripts/cost_curve.py"))
+        .args(["--print-scenario", "4096"])
+        .output()
+        .expect("python3 runs scripts/cost_curve.py");
+    assert!(family.status.success(), "{family:?}");
+    let member = parse_scenario(&String::from_utf8_lossy(&family.stdout), Format::Toml)
+        .unwrap_or_else(|e| panic!("the family's member does not parse: {e}"));
+    assert_eq!(huge, &member);
 }
 
 #[test]

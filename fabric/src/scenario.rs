@@ -114,8 +114,9 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-/// Largest number of GPUs a scenario may have (10-bit GPU ids, design brief).
-pub const MAX_GPUS: u16 = 1024;
+/// Largest number of GPUs a scenario may have: a multi-rack domain of the design brief (GPU ids
+/// are 16 bits on the wire, WIRE-5-3; the brief asks for at least 10).
+pub const MAX_GPUS: u16 = 4096;
 
 /// A scenario that cannot run: the dotted path of the offending key and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -247,7 +248,7 @@ pub enum LeafUplinks {
 pub struct Topology {
     /// The kind.
     pub kind: TopologyKind,
-    /// GPUs, 2..=1024 (exactly 2 for `back_to_back`).
+    /// GPUs, 2..=4096 (exactly 2 for `back_to_back`).
     pub gpus: u16,
     /// Protocol stacks per GPU, 1..=16.
     pub stacks: u8,
