@@ -103,7 +103,27 @@ impl Scenario {
                     format!("{} GPUs, but back_to_back joins exactly 2", t.gpus),
                 );
             }
+            // A switch has at most 1024 ports (switch.md §1.1).
+            TopologyKind::SingleTier if t.gpus > 1024 => {
+                return err(
+                    "topology.gpus",
+                    format!(
+                        "{} GPUs on a single tier would need switches of {} ports, and a switch \
+                         has at most 1024: use kind = \"two_tier\"",
+                        t.gpus, t.gpus
+                    ),
+                );
+            }
             TopologyKind::TwoTier => {
+                if t.leaves > 1024 {
+                    return err(
+                        "topology.leaves",
+                        format!(
+                            "{} leaves would give a spine {} ports, and a switch has at most 1024",
+                            t.leaves, t.leaves
+                        ),
+                    );
+                }
                 if t.leaves == 0 || t.leaves > t.gpus {
                     return err(
                         "topology.leaves",
