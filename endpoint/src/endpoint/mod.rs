@@ -1722,7 +1722,9 @@ mod tests {
     fn polling_only_the_ports_that_may_transmit_changes_nothing() {
         use crate::memory::{Perms, Region};
         use crate::ops::{RdmaDesc, RdmaDir, Remote};
-        let run = |skip: bool| -> (Vec<(usize, usize, u64, Vec<u8>)>, Vec<Completion>, u64) {
+        /// Every frame sent: the sender, its port, the time (ns), the bytes.
+        type Sent = Vec<(usize, usize, u64, Vec<u8>)>;
+        let run = |skip: bool| -> (Sent, Vec<Completion>, u64) {
             let cfg = |id| Config {
                 gpu: GpuId::new(id).unwrap_or_default(),
                 stacks: 1,
