@@ -1795,7 +1795,7 @@ mod tests {
                             let frame = buf[..t.len].to_vec();
                             // Port 1's cable loses every 97th frame.
                             lost += 1;
-                            if p == 1 && lost % 97 == 0 {
+                            if p == 1 && lost.is_multiple_of(97) {
                                 continue;
                             }
                             eps[1 - e].handle_frame(now, p, &frame);
