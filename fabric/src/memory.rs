@@ -10,10 +10,11 @@
 //! - the frames in flight, which traffic bounds, not the size of the rings: a GPU holds, at
 //!   most, the RDMA data its workloads have posted and not yet seen complete, and never more
 //!   than its queues and replay buffers take (per port: `endpoint.port_queue`, the link's
-//!   `tx_queue_bytes` and `replay_max_bytes`); a sent frame may exist twice (in its sender's
-//!   replay buffer and as a switch's copy); and the switches hold at most the receive buffers
-//!   of the VC that carries RDMA data, and never more than all GPUs have posted;
-//!   loads, stores and their responses at most their outstanding operations' bytes;
+//!   `tx_queue_bytes` and `replay_max_bytes`), each frame's buffer counted half as large again
+//!   (a buffer from a pool may be larger than its frame); the switches hold at most the receive
+//!   buffers of the VC that carries RDMA data, and never more than all GPUs have posted (their
+//!   own copies, or their senders' buffers taken over); loads, stores and their responses take
+//!   at most their outstanding operations' bytes;
 //! - what the workloads leave in GPU memory: an RDMA workload's data is the data pattern, which
 //!   the memory keeps as one record per range written or staged (and the integrity reference
 //!   as one entry), whatever the transfer's size, so it counts [`RANGE_RECORD`] bytes per range
@@ -250,6 +251,15 @@ impl Scenario {
         // A buffer is taken from a pool of the endpoint's and may be larger than its frame:
         // half as much again.
         let per_gpu = frames(posted.min(ports.saturating_mul(per_port))).saturating_mul(3) / 2;
+        // Named by the first load-store workload's `outstanding`, the key that sizes it.
+        let ls_key = self
+            .traffic
+            .iter()
+            .position(|w| matches!(w, Workload::LoadStore(_)))
+            .map_or_else(
+                || "traffic".to_owned(),
+                |i| format!("traffic.{i}.outstanding"),
+            );
         let ls: u64 = self
             .traffic
             .iter()
@@ -276,10 +286,7 @@ impl Scenario {
                     .saturating_add(switch_ports.saturating_mul(PER_SWITCH_PORT)),
             },
             MemoryPart {
-                what: format!(
-                    "RDMA frames queued and awaiting acknowledgement at {gpus} GPUs, and their \
-                     copies at switches"
-                ),
+                what: format!("RDMA frames queued and awaiting acknowledgement at {gpus} GPUs"),
                 key: "endpoint.port_queue".into(),
                 bytes: gpus.saturating_mul(per_gpu),
             },
@@ -290,7 +297,7 @@ impl Scenario {
             },
             MemoryPart {
                 what: "loads, stores and their responses in flight".into(),
-                key: "traffic.outstanding".into(),
+                key: ls_key,
                 bytes: gpus.saturating_mul(ls),
             },
         ];
