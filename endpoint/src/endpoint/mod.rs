@@ -1713,8 +1713,8 @@ mod tests {
         assert!(a.poll_completion().is_some());
     }
 
-    /// Two endpoints of 2 ports, cabled port to port, exchanging RDMA writes and loads and
-    /// stores with a lossy cable on port 1, driven twice: once polling every port whenever it
+    /// Two endpoints of 2 ports, cabled port to port, exchanging RDMA writes and bursts of
+    /// packed stores with a lossy cable on port 1, driven twice: once polling every port whenever it
     /// is driven, once polling only the ports that [`Endpoint::may_transmit`] names. Every frame
     /// sent, in order and byte for byte, and every completion are the same: skipping the ports
     /// it rules out skips nothing that would have been sent, and changes nothing.
@@ -1748,7 +1748,10 @@ mod tests {
             let mut lost = 0u64;
             for ns in 0..40_000u64 {
                 let now = Instant::from_nanos(ns);
-                if ns % 200 == 100 && eps[0].is_usable(0) {
+                // RDMA writes and stores side by side, then bursts of stores alone, from an
+                // endpoint whose ports have fallen quiet in between.
+                let burst = ns >= 25_000 && ns % 1_000 == 500;
+                if (ns < 20_000 && ns % 200 == 100 || burst) && eps[0].is_usable(0) {
                     let remote = Remote {
                         gpu: GpuId::new(1).unwrap_or_default(),
                         space: Space::Global,
@@ -1762,25 +1765,29 @@ mod tests {
                         remote,
                         len: 3000,
                     };
-                    let _ = eps[0].post(now, desc);
-                    let store = LsRequest {
-                        op: LsOp::Store {
-                            data: Bytes::new(&[ns as u8; 64]).expect("64 bytes"),
-                        },
-                        remote,
-                        ordering: Ordering::Unordered,
-                    };
+                    if !burst {
+                        let _ = eps[0].post(now, desc);
+                    }
+                    // A burst of 100 stores of 256 B to one GPU, spread over both ports:
+                    // packed (EP-7-1), each port's frame queued full as the next store begins
+                    // another, with nothing else happening to the port.
                     let back = Remote {
                         gpu: GpuId::new(0).unwrap_or_default(),
                         ..remote
                     };
-                    let _ = eps[1].issue(
-                        now,
-                        LsRequest {
-                            remote: back,
-                            ..store
-                        },
-                    );
+                    for k in 0..100u64 {
+                        let store = LsRequest {
+                            op: LsOp::Store {
+                                data: Bytes::new(&[ns as u8; 256]).expect("256 bytes"),
+                            },
+                            remote: Remote {
+                                addr: back.addr + 256 * k,
+                                ..back
+                            },
+                            ordering: Ordering::Unordered,
+                        };
+                        let _ = eps[1].issue(now, store);
+                    }
                 }
                 for e in 0..2 {
                     if eps[e].poll_timeout().is_some_and(|t| t <= now) {
