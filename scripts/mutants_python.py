@@ -69,12 +69,13 @@ import json
 import os
 import shlex
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from mutants_proc import stop
 
 TOOL = "mutmut"
 TOOL_VERSION = "2.5.1"  # the 2.x line: a library API and arbitrary runners (3.x is pytest-only)
@@ -94,7 +95,6 @@ SUSPICIOUS_FACTOR = 5.0
 TIMEOUT_FACTOR = 10.0
 TIMEOUT_FLOOR_S = 30.0
 # How long a stopped ethlink gets to stop its devices before it is killed.
-TERM_GRACE_S = 10.0
 
 
 class Failure(Exception):
@@ -166,36 +166,6 @@ def catalogue_ids(ethlink: Path) -> list[str]:
     return [line.split()[0] for line in r.stdout.splitlines() if line and not line[0].isspace()]
 
 
-def kill_leftovers(marker: str) -> None:
-    """Kills the devices (processes whose command line holds this run's temporary directory)
-    that a killed ethlink left behind: they run in process groups of their own."""
-    me = os.getpid()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == me:
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if marker in cmdline:
-            try:
-                os.kill(int(entry.name), signal.SIGKILL)
-            except OSError:
-                pass
-
-
-def stop(proc: subprocess.Popen, work: Path) -> None:
-    """Stops a run of ethlink: SIGTERM makes it stop its devices and exit; a run that does not
-    exit in time is killed, and the devices it left with it."""
-    proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(timeout=TERM_GRACE_S)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-    kill_leftovers(str(work))
-
-
 class Stage:
     """One run of the suite on a subset of the cases."""
 
@@ -233,10 +203,10 @@ def run_stage(stage: Stage, dut_cmd: str, args: argparse.Namespace, work: Path,
             code: int | None = proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             code = None
-            stop(proc, work)
+            stop(proc, str(work))
         except BaseException:
             # Interrupted: ethlink runs in a process group of its own, which Ctrl-C does not reach.
-            stop(proc, work)
+            stop(proc, str(work))
             raise
     elapsed = time.monotonic() - start
     verdicts: dict[str, str] = {}

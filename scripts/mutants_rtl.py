@@ -92,13 +92,14 @@ import platform
 import re
 import shlex
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from mutants_proc import kill_leftovers, stop
 
 ROOT = Path(__file__).resolve().parent.parent
 RTL_DIR = ROOT / "hw" / "link_end" / "rtl"
@@ -117,7 +118,6 @@ TIMEOUT_FLOOR_S = 30.0
 # A build that takes longer than this is stopped and the mutant counted unviable.
 BUILD_TIMEOUT_S = 900.0
 # How long a stopped ethlink gets to stop its bridges before it is killed.
-TERM_GRACE_S = 10.0
 
 
 class Failure(Exception):
@@ -481,39 +481,6 @@ def enumerate_sites(rtl: Path, files: list[str]) -> tuple[list[Site], dict]:
 
 # --------------------------------------------------------------------------------------------
 # Building and running
-
-
-def kill_leftovers(marker: str) -> None:
-    """Kills, by pid, the processes whose command line holds this run's work directory: bridges
-    a stopped ethlink left behind (they run in process groups of their own)."""
-    me = os.getpid()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == me:
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if marker in cmdline:
-            try:
-                os.kill(int(entry.name), signal.SIGKILL)
-            except OSError:
-                pass
-
-
-def stop(proc: subprocess.Popen, marker: str) -> None:
-    """SIGTERM makes ethlink stop its bridges and exit; one that does not is killed, with its
-    process group and whatever it left behind."""
-    try:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=TERM_GRACE_S)
-    except subprocess.TimeoutExpired:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except OSError:
-            pass
-        proc.wait()
-    kill_leftovers(marker)
 
 
 def build(rtl: Path, out: Path, log_path: Path) -> tuple[bool, float, str]:
