@@ -659,6 +659,10 @@ pub struct Link {
     next_seq: Seq,
     replay: Ring<ReplayMeta>,
     flushed: usize,
+    /// When the oldest frame of the replay buffer not yet flushed was first sent (the `sent` of
+    /// `replay.get(flushed)`), kept beside the other deadlines: [`Link::earliest_deadline`] is
+    /// asked far more often than the buffer changes, and need not read the ring's record.
+    oldest_sent: Option<Instant>,
     replay_cursor: Option<usize>,
     /// The current replay has sent at least one frame (LINK-3-9).
     replay_sent_any: bool,
@@ -795,6 +799,7 @@ impl Link {
             next_seq: Seq::new(0),
             replay,
             flushed: 0,
+            oldest_sent: None,
             replay_cursor: None,
             replay_sent_any: false,
             stompable: false,
@@ -1340,6 +1345,7 @@ impl Link {
             return None;
         }
         self.replay.pop_back();
+        self.note_oldest();
         self.stompable = false;
         self.next_seq = seq;
         let v = vc.index();
@@ -2220,6 +2226,7 @@ impl Link {
         self.replay_cursor = None;
         self.replay_deadline = None;
         self.flushed = self.replay.len();
+        self.oldest_sent = None;
         n
     }
 
@@ -2265,9 +2272,19 @@ impl Link {
     /// Frames flushed and not yet reported are of the last incarnation: the oldest frame is the
     /// first behind them.
     fn age_deadline(&self) -> Option<Instant> {
-        self.replay
-            .get(self.flushed)
-            .map(|(m, _)| m.sent.saturating_add_nanos(self.ns.llr_max_age))
+        debug_assert_eq!(
+            self.oldest_sent,
+            self.replay.get(self.flushed).map(|(m, _)| m.sent),
+            "oldest_sent not noted after a change of the replay buffer"
+        );
+        self.oldest_sent
+            .map(|sent| sent.saturating_add_nanos(self.ns.llr_max_age))
+    }
+
+    /// Notes the send time of the oldest frame not flushed: called after every change of
+    /// `replay` or `flushed`.
+    fn note_oldest(&mut self) {
+        self.oldest_sent = self.replay.get(self.flushed).map(|(m, _)| m.sent);
     }
 
     /// Whether the oldest frame of the replay buffer has reached `llr_max_age` at `now`.
@@ -2314,6 +2331,7 @@ impl Link {
         for _ in 0..n {
             self.replay.pop_front();
         }
+        self.note_oldest();
         if n > 0 {
             self.replay_count = 0;
             //= docs/spec/link.md#3-link-level-retry-transmit-side
@@ -2614,6 +2632,10 @@ impl Link {
                 self.queued_total += 1;
             }
             return Err(BufferTooSmall { needed: len });
+        }
+        if self.oldest_sent.is_none() {
+            // The buffer held no frame not flushed: this one is the oldest.
+            self.oldest_sent = Some(now);
         }
         let last = self.replay.len() - 1;
         if self.share_out {
@@ -3068,6 +3090,7 @@ impl Link {
             Pop::Replay => {
                 self.replay.pop_front();
                 self.flushed = self.flushed.saturating_sub(1);
+                self.note_oldest();
             }
             Pop::Queue(vc) => {
                 if let Some(q) = self.queues.get_mut(vc.index())
