@@ -199,6 +199,11 @@ pub(crate) struct Core {
     node_base: Vec<u32>,
     /// Per global port: its outgoing channel.
     out_chan: Vec<u32>,
+    /// Per global port: when its outgoing wire is free, ps (its channel's
+    /// [`Channel::free_at`], `u64::MAX` for a port without one). A copy kept where a node's
+    /// ports lie side by side: whether a wire is free is asked for every port a node may send
+    /// on after each of its events, and the channels themselves are cold in a large fabric.
+    free_at: Vec<u64>,
     /// Per global port: its node.
     port_node: Vec<u32>,
     chans: Vec<Chan>,
@@ -253,10 +258,19 @@ impl Core {
     }
 
     fn wire_free(&self, gp: u32) -> bool {
-        self.out_chan
+        let free = self
+            .free_at
             .get(gp as usize)
-            .and_then(|&c| self.chans.get(c as usize))
-            .is_some_and(|c| c.ch.free_at() <= self.now)
+            .is_some_and(|&f| f <= self.now);
+        debug_assert_eq!(
+            free,
+            self.out_chan
+                .get(gp as usize)
+                .and_then(|&c| self.chans.get(c as usize))
+                .is_some_and(|c| c.ch.free_at() <= self.now),
+            "free_at of port {gp} differs from its channel's"
+        );
+        free
     }
 
     fn poll_timeout(&self, n: u32) -> Option<Instant> {
@@ -354,6 +368,9 @@ impl Core {
                 (chan.ch.transmit(self.now, frame, t.kind, verdict), None)
             }
         };
+        if let Some(f) = self.free_at.get_mut(gp as usize) {
+            *f = chan.ch.free_at();
+        }
         self.frame_hops += 1;
         let on_wire = (t.len + ethlink_protocol::WIRE_OVERHEAD) as u64;
         if t.kind == FrameKind::Data {
@@ -629,12 +646,17 @@ impl Core {
         };
         let ends = cable.ends;
         if !up {
-            for ch in cable.chans {
+            for (ch, (node, port)) in cable.chans.into_iter().zip(ends) {
                 if let Some(x) = self.chans.get_mut(ch as usize) {
                     x.ch.clear(now);
                     x.armed = NONE;
                     x.headers.clear();
                     x.hdr_armed = NONE;
+                    let gp =
+                        self.node_base.get(node as usize).copied().unwrap_or(0) + u32::from(port);
+                    if let Some(f) = self.free_at.get_mut(gp as usize) {
+                        *f = x.ch.free_at();
+                    }
                 }
             }
         }
@@ -1136,6 +1158,7 @@ impl Fabric {
             },
         };
         let mut out_chan = vec![u32::MAX; acc as usize];
+        let mut free_at = vec![u64::MAX; acc as usize];
         let mut port_node = vec![0u32; acc as usize];
         for n in 0..n_nodes {
             for gp in node_base[n]..node_base[n + 1] {
@@ -1174,6 +1197,7 @@ impl Fabric {
                 });
                 let gp = node_base[from.0 as usize] + u32::from(from.1);
                 out_chan[gp as usize] = id;
+                free_at[gp as usize] = 0;
                 ids[d] = id;
             }
             cables.push(Cable {
@@ -1197,6 +1221,7 @@ impl Fabric {
             n_gpus: gn,
             node_base,
             out_chan,
+            free_at,
             port_node,
             chans,
             cuts: vec![Vec::new(); cables.len()],
