@@ -647,13 +647,12 @@ impl Core {
         let ends = cable.ends;
         if !up {
             for (ch, (node, port)) in cable.chans.into_iter().zip(ends) {
+                let gp = self.ports_of(node).start + u32::from(port);
                 if let Some(x) = self.chans.get_mut(ch as usize) {
                     x.ch.clear(now);
                     x.armed = NONE;
                     x.headers.clear();
                     x.hdr_armed = NONE;
-                    let gp =
-                        self.node_base.get(node as usize).copied().unwrap_or(0) + u32::from(port);
                     if let Some(f) = self.free_at.get_mut(gp as usize) {
                         *f = x.ch.free_at();
                     }

@@ -2331,8 +2331,8 @@ impl Link {
         for _ in 0..n {
             self.replay.pop_front();
         }
-        self.note_oldest();
         if n > 0 {
+            self.note_oldest();
             self.replay_count = 0;
             //= docs/spec/link.md#3-link-level-retry-transmit-side
             //# LINK-3-6 The replay timer MUST be started when a frame enters an empty replay
