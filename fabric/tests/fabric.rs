@@ -323,6 +323,51 @@ fn a_leaf_up_port_going_down_moves_its_destinations_to_the_other_spines() {
     assert_eq!(r.ops.errors_unexplained, 0);
 }
 
+/// The report's totals count what the run did, and its loads name what they are the load of.
+#[test]
+fn the_report_counts_the_simulation_and_names_its_loads() {
+    let mut s = small(TopologyKind::SingleTier, 4, 2);
+    s.topology.stacks = 2;
+    s.traffic = vec![
+        Workload::LoadStore(ls(200, 4)),
+        Workload::AllToAll(AllToAll {
+            bytes_per_pair: 20_000,
+            iterations: 1,
+            ..AllToAll::default()
+        }),
+    ];
+    let r = run(&s);
+    assert_clean(&r);
+    let sim = &r.sim;
+    // Every frame-hop is an event's doing; DATA frames are some of the hops, and each one
+    // delivered to a GPU crossed at least two cables (GPU to switch to GPU).
+    assert!(sim.events > sim.frame_hops, "{sim:?}");
+    assert!(sim.frame_hops > sim.data_frame_hops, "{sim:?}");
+    assert!(sim.data_frames_delivered > 0, "{sim:?}");
+    assert!(
+        sim.data_frame_hops >= 2 * sim.data_frames_delivered,
+        "{sim:?}"
+    );
+    let t = &r.throughput;
+    assert_eq!(t.gpus.len(), 4);
+    for (g, l) in t.gpus.iter().enumerate() {
+        assert_eq!((usize::from(l.gpu), l.stack, l.port), (g, None, None));
+    }
+    assert_eq!(t.stacks.len(), 8);
+    for (i, l) in t.stacks.iter().enumerate() {
+        assert_eq!(
+            (usize::from(l.gpu), l.stack, l.port),
+            (i / 2, Some((i % 2) as u8), None)
+        );
+    }
+    assert_eq!(t.ports.len(), 16);
+    for (i, l) in t.ports.iter().enumerate() {
+        assert_eq!(usize::from(l.gpu), i / 4);
+        assert_eq!(l.stack, Some((i % 4 / 2) as u8));
+        assert_eq!(l.port.map(usize::from), Some(i % 4));
+    }
+}
+
 #[test]
 fn same_seed_gives_the_same_report() {
     let mut s = small(TopologyKind::SingleTier, 4, 2);
@@ -605,6 +650,8 @@ fn a_cut_cable_comes_back_and_a_capture_sees_its_frames() {
     .expect("a cable");
     let r = f.run(None);
     assert_clean_writes(&r);
+    // The cut came in the middle of the all-to-all: frames were on the wire, and were lost.
+    assert!(r.sim.frames_cut > 0, "the cut lost no frame in flight");
     let (frames, data, _, from_gpu) = *seen.borrow();
     assert!(frames > 0 && data > 0 && from_gpu);
     // The port went down and came back up.
