@@ -110,12 +110,7 @@ fn rdma_posted(w: &Workload, gpus: u64) -> u64 {
 fn ls_outstanding(w: &Workload) -> u64 {
     match w {
         Workload::LoadStore(l) => {
-            let largest = l
-                .sizes
-                .iter()
-                .map(|s| u64::from(s.bytes))
-                .max()
-                .unwrap_or(0);
+            let largest = l.largest_size().unwrap_or(0);
             u64::from(l.outstanding)
                 .saturating_mul(largest.saturating_add(FRAME_OVERHEAD))
                 .saturating_mul(2)

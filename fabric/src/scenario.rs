@@ -637,6 +637,13 @@ pub struct LoadStore {
     pub start_ns: u64,
 }
 
+impl LoadStore {
+    /// The largest access size of the mix, bytes (`None` for an empty mix).
+    pub fn largest_size(&self) -> Option<u64> {
+        self.sizes.iter().map(|s| u64::from(s.bytes)).max()
+    }
+}
+
 impl Default for LoadStore {
     fn default() -> Self {
         LoadStore {

@@ -107,13 +107,7 @@ fn participants(list: &Option<Vec<u16>>, gpus: u16) -> Vec<u16> {
 
 /// Bytes per slot of a load-store workload.
 fn ls_slot(l: &crate::scenario::LoadStore) -> u64 {
-    let max = l
-        .sizes
-        .iter()
-        .map(|s| u64::from(s.bytes))
-        .max()
-        .unwrap_or(64);
-    max.div_ceil(64) * 64
+    l.largest_size().unwrap_or(64).div_ceil(64) * 64
 }
 
 /// Slots per (source, target) of a load-store workload: the ordinary ones, then each ordered
