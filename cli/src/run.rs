@@ -99,6 +99,12 @@ pub struct RunArgs {
     /// T (powers of 1024). Default: the machine's memory (MemTotal of /proc/meminfo).
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub max_memory: Option<u64>,
+    /// Run the fabric as two partitions, its GPUs and its switches, on two threads
+    /// (docs/performance.md). Results are deterministic, but differ from those of the default
+    /// single event queue in the order of events of the same picosecond. Not with --out, which
+    /// captures a cable.
+    #[arg(long, conflicts_with = "out")]
+    pub partitioned: bool,
     /// Print the effective scenario (the file or the default, with --seed applied) as TOML and
     /// exit without running it.
     #[arg(long, conflicts_with_all = ["json", "out"])]
@@ -983,6 +989,11 @@ fn execute_run(args: &RunArgs, io: &mut crate::Io<'_>) -> Result<u8, String> {
         remove_partials_on_interrupt(dir);
     }
     let mut fabric = Fabric::new(&scenario).map_err(|e| e.to_string())?;
+    if args.partitioned {
+        fabric
+            .set_partitioned(true)
+            .map_err(|e| format!("--partitioned: {e}"))?;
+    }
     let capture = match files.as_mut() {
         Some(f) => Some(start_capture(&mut fabric, args, f)?),
         None => None,

@@ -202,6 +202,42 @@ fn one_seed_gives_one_json_but_for_wall() {
 }
 
 #[test]
+fn partitioned_runs_are_one_run_whatever_the_threads_do() {
+    let dir = temp_dir("partitioned");
+    let file = write(&dir, "tiny.toml", TINY);
+    let a = run_ok(&["run", "--scenario", &file, "--json", "--partitioned"]);
+    let b = run_ok(&["run", "--scenario", &file, "--json", "--partitioned"]);
+    assert_eq!(
+        before_wall(&a),
+        before_wall(&b),
+        "two partitioned runs differ"
+    );
+    let ja = parse_json(&a);
+    assert_eq!(ja["pass"], true);
+    assert_eq!(ja["data_intact"], true);
+    assert_eq!(ja["ops"]["lost"], 0);
+    // The same operations as the single event queue's run.
+    let one = parse_json(&run_ok(&["run", "--scenario", &file, "--json"]));
+    assert_eq!(ja["ops"]["issued"], one["ops"]["issued"]);
+    // A capture (--out) and partitions exclude each other.
+    let out_dir = dir.join("out");
+    let out_dir = out_dir.to_string_lossy();
+    let o = ethlink(
+        &[
+            "run",
+            "--scenario",
+            &file,
+            "--partitioned",
+            "--out",
+            &out_dir,
+        ],
+        "",
+    );
+    assert_eq!(status(&o), 2);
+    assert!(stderr(&o).contains("--partitioned"), "{}", stderr(&o));
+}
+
+#[test]
 fn out_writes_every_file() {
     let dir = temp_dir("out");
     let file = write(&dir, "tiny.toml", TINY);

@@ -23,7 +23,7 @@ use ethlink_endpoint::{
     Completion, Endpoint, IssueError, LsRequest, OpId, OpKind, Perms, PostError, RdmaDesc, RdmaDir,
     Region, Remote,
 };
-use ethlink_link::harness::{Channel, Faults, Verdict, Wire, WireBytes};
+use ethlink_link::harness::{Channel, Faults, InFlight, Verdict, Wire, WireBytes};
 use ethlink_link::{Instant, SharedFrame};
 use ethlink_protocol::fcs::FcsStatus;
 use ethlink_protocol::{FrameKind, GpuId, Space};
@@ -41,6 +41,8 @@ use crate::scenario::{
 };
 use crate::track::{Effect, OpRec, Tracker};
 use crate::workload::{self, Wl};
+
+mod partition;
 
 const PS_PER_NS: u64 = 1000;
 const NONE: u64 = u64::MAX;
@@ -112,6 +114,29 @@ pub struct CapturedFrame<'a> {
 /// Where the frames of the captured cable go.
 pub type CaptureSink = Box<dyn FnMut(&CapturedFrame<'_>)>;
 
+/// The captured cable and where its frames go, if any.
+pub(crate) type Capture = Option<(u32, CaptureSink)>;
+
+/// What a [`Core`] shows the frames of a captured cable to: a [`Capture`], or nothing (`()`, the
+/// switches' partition of a fabric run on two threads, which captures nothing and so may move
+/// to a thread of its own).
+pub(crate) trait Tap {
+    /// Where the frames of cable `cable` go, if it is the captured one.
+    fn sink(&mut self, cable: u32) -> Option<&mut CaptureSink>;
+}
+
+impl Tap for Capture {
+    fn sink(&mut self, cable: u32) -> Option<&mut CaptureSink> {
+        self.as_mut().filter(|(c, _)| *c == cable).map(|(_, s)| s)
+    }
+}
+
+impl Tap for () {
+    fn sink(&mut self, _: u32) -> Option<&mut CaptureSink> {
+        None
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Ev {
     Arrive(u32),
@@ -126,13 +151,6 @@ enum Ev {
     BringUp,
     Sample,
     Stop,
-}
-
-/// An event taken from the queue and the time it fired, ps.
-#[derive(Debug, Clone, Copy)]
-struct Fired {
-    t: u64,
-    ev: Ev,
 }
 
 #[derive(Debug)]
@@ -154,6 +172,9 @@ struct Chan {
     /// began (ps).
     run: u32,
     last_data_ps: u64,
+    /// Its receiver is simulated by the other partition of a fabric run on two threads: the
+    /// frames sent are handed over ([`Handoff`]) instead of arriving here.
+    remote: bool,
 }
 
 /// A pause of the DATA frames in one direction of a trickling cable after which it carries
@@ -178,7 +199,7 @@ enum HeaderBytes {
 /// and gap: what has crossed the wire when a switch may read the header.
 const HEADER_BYTES: usize = 14 + 6 + 8;
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Cable {
     ends: [(u32, u16); 2],
     chans: [u32; 2],
@@ -188,8 +209,8 @@ struct Cable {
     trickle: u32,
 }
 
-/// Nodes, cables and the event queue.
-pub(crate) struct Core {
+/// Nodes, cables and the event queue; `T`, what the frames of a captured cable are shown to.
+pub(crate) struct Core<T = Capture> {
     now: u64,
     /// Events by time (ps), ties in the order they were queued.
     heap: EventQueue<Ev>,
@@ -230,10 +251,33 @@ pub(crate) struct Core {
     data_payload: u64,
     events: u64,
     idle_wakeups: u64,
-    capture: Option<(u32, CaptureSink)>,
+    capture: T,
+    /// Frames (and cut-through headers) sent on channels whose receiver another partition
+    /// simulates ([`Chan::remote`]), for it to take at the end of the window.
+    outbox: Vec<Handoff>,
+    /// In a partitioned run, the least time from sending to receiving across partitions, ps.
+    lookahead: u64,
 }
 
-impl Core {
+/// Collects the frames a channel hands over ([`Channel::hand_over`]) into an outbox.
+struct HandOff<'a>(u32, &'a mut Vec<Handoff>);
+
+impl Extend<InFlight> for HandOff<'_> {
+    fn extend<I: IntoIterator<Item = InFlight>>(&mut self, iter: I) {
+        let ci = self.0;
+        self.1
+            .extend(iter.into_iter().map(|f| Handoff::Flight(ci, f)));
+    }
+}
+
+/// A frame, or the header of one, crossing from one partition of the fabric to the other.
+#[derive(Debug)]
+enum Handoff {
+    Flight(u32, InFlight),
+    Header(u32, Header),
+}
+
+impl<T: Tap> Core<T> {
     fn push(&mut self, t: u64, ev: Ev) {
         self.heap.push(t, ev);
     }
@@ -337,10 +381,7 @@ impl Core {
         } else {
             Verdict::Pass
         };
-        let captured = self
-            .capture
-            .as_ref()
-            .is_some_and(|(cc, _)| *cc == chan.cable);
+        let captured = self.capture.sink(chan.cable).is_some();
         // Toward a cut-through switch, a DATA frame long enough to be cut through is shown to
         // the switch when its header arrives, besides arriving whole at its end.
         let cut_ps = chan.cut_ps;
@@ -380,7 +421,14 @@ impl Core {
         } else {
             self.wire_ctl += on_wire;
         }
-        let arm = !out.fate.vanish && chan.armed == NONE;
+        if chan.remote {
+            debug_assert!(
+                out.fate.vanish || out.arrive_ps >= self.now.saturating_add(self.lookahead),
+                "a frame reaches the other partition within the lookahead"
+            );
+            chan.ch.hand_over(&mut HandOff(ci, &mut self.outbox));
+        }
+        let arm = !chan.remote && !out.fate.vanish && chan.armed == NONE;
         if arm {
             chan.armed = out.arrive_ps;
         }
@@ -409,15 +457,22 @@ impl Core {
                 fcs,
                 at: (!cut).then(|| Instant::from_nanos(out.arrive_ps / PS_PER_NS)),
             };
-            if chan.hdr_armed == NONE {
-                chan.hdr_armed = at_ps;
-                self.heap.push(at_ps, Ev::Header(ci));
+            let h = Header { at_ps, frame, end };
+            if chan.remote {
+                debug_assert!(
+                    at_ps >= self.now.saturating_add(self.lookahead),
+                    "a header reaches the other partition within the lookahead"
+                );
+                self.outbox.push(Handoff::Header(ci, h));
+            } else {
+                if chan.hdr_armed == NONE {
+                    chan.hdr_armed = at_ps;
+                    self.heap.push(at_ps, Ev::Header(ci));
+                }
+                chan.headers.push_back(h);
             }
-            chan.headers.push_back(Header { at_ps, frame, end });
         }
-        if let Some((cc, sink)) = self.capture.as_mut()
-            && *cc == cable
-        {
+        if let Some(sink) = self.capture.sink(cable) {
             let frame = match &shared {
                 Some(f) if !f.has_fcs() || stomped => {
                     f.write_exact(&mut self.capbuf);
@@ -677,6 +732,148 @@ impl Core {
                 }
             }
             self.mark(n);
+        }
+    }
+
+    /// Services every node marked since the last time.
+    fn service_marked(&mut self) {
+        while let Some(n) = self.dirty_list.pop() {
+            if let Some(d) = self.dirty.get_mut(n as usize) {
+                *d = false;
+            }
+            self.service(n);
+        }
+    }
+
+    /// Runs `ev`, fired at `t`, if it is one of a node's or a wire's (a frame or a header
+    /// arriving, a wire free, a node's deadline), and says whether it was.
+    fn node_event(&mut self, t: u64, ev: Ev) -> bool {
+        match ev {
+            Ev::Arrive(c) => self.arrive(c, t),
+            Ev::Header(c) => self.header(c, t),
+            Ev::WireFree(gp) => {
+                let n = self.port_node.get(gp as usize).copied().unwrap_or(0);
+                if n >= self.n_gpus {
+                    let p = (gp - self.ports_of(n).start) as u16;
+                    if self.wire_free(gp) {
+                        self.transmit(n, p);
+                    }
+                }
+                self.mark(n);
+            }
+            // A node's one deadline, moved in place whenever it was armed again: always
+            // the current one.
+            Ev::Timer(n) => {
+                if let Some(a) = self.armed.get_mut(n as usize) {
+                    *a = NONE;
+                }
+                if let Some(d) = self.due.get_mut(n as usize) {
+                    *d = true;
+                }
+                self.mark(n);
+            }
+            _ => return false,
+        }
+        true
+    }
+
+    /// Outage edge `on` (the first cut begins, the last one ends) or the change of a blackout
+    /// or trickle count, on `cables`.
+    fn outage(&mut self, cables: &[u32], blackout: bool, trickle: u32, on: bool) {
+        for &c in cables {
+            let Some(cb) = self.cables.get_mut(c as usize) else {
+                continue;
+            };
+            if trickle > 0 {
+                // The links stay up; the last trickle outage to begin sets how many frames pass,
+                // and the cable carries every frame again once one ends.
+                cb.trickle = if on { trickle } else { 0 };
+                continue;
+            }
+            let count = if blackout {
+                &mut cb.blackout
+            } else {
+                &mut cb.down
+            };
+            *count = if on {
+                *count + 1
+            } else {
+                count.saturating_sub(1)
+            };
+            // The physical links change only when the first cut begins or the last one ends.
+            let edge = if on { *count == 1 } else { *count == 0 };
+            if !blackout && edge {
+                self.set_cable(c, !on);
+            }
+        }
+    }
+
+    /// Queues the begin and end of every outage of `scen` (on `outages`, its cables) for traffic
+    /// begun at `now` (ps), and notes when each cut begins; returns when each begins and ends,
+    /// ns (the same time for an outage that never ends).
+    fn schedule_outages(
+        &mut self,
+        scen: &Scenario,
+        outages: &[Vec<u32>],
+        now: u64,
+    ) -> Vec<(u64, u64)> {
+        let after = |ns: u64| now.saturating_add(ns.saturating_mul(PS_PER_NS));
+        let now_ns = now / PS_PER_NS;
+        let mut spans = Vec::with_capacity(scen.outages.len());
+        for (i, o) in scen.outages.iter().enumerate() {
+            let at = after(o.start_ns);
+            self.push(at, Ev::OutageOn(i as u32));
+            if !o.blackout && o.trickle == 0 {
+                for &c in outages.get(i).map_or(&[][..], |v| &v[..]) {
+                    if let Some(cuts) = self.cuts.get_mut(c as usize) {
+                        cuts.push(at);
+                    }
+                }
+            }
+            let on = now_ns.saturating_add(o.start_ns);
+            let off = match o.duration_ns {
+                Some(d) => {
+                    self.push(
+                        at.saturating_add(d.saturating_mul(PS_PER_NS)),
+                        Ev::OutageOff(i as u32),
+                    );
+                    on.saturating_add(d)
+                }
+                None => on,
+            };
+            spans.push((on, off));
+        }
+        spans
+    }
+
+    /// Takes what the other partition handed over in its last window: each frame joins its
+    /// channel's frames in flight, each header its channel's headers.
+    fn take_handoffs(&mut self, mail: &mut Vec<Handoff>) {
+        for h in mail.drain(..) {
+            match h {
+                Handoff::Flight(ci, f) => {
+                    let Some(chan) = self.chans.get_mut(ci as usize) else {
+                        continue;
+                    };
+                    chan.ch.take_over(f);
+                    if chan.armed == NONE
+                        && let Some(t) = chan.ch.next_arrival()
+                    {
+                        chan.armed = t;
+                        self.heap.push(t, Ev::Arrive(ci));
+                    }
+                }
+                Handoff::Header(ci, h) => {
+                    let Some(chan) = self.chans.get_mut(ci as usize) else {
+                        continue;
+                    };
+                    if chan.hdr_armed == NONE {
+                        chan.hdr_armed = h.at_ps;
+                        self.heap.push(h.at_ps, Ev::Header(ci));
+                    }
+                    chan.headers.push_back(h);
+                }
+            }
         }
     }
 
@@ -992,6 +1189,9 @@ pub struct Fabric {
     series: Series,
     last_sample: SampleState,
     ran: bool,
+    /// Run as two partitions ([`Fabric::set_partitioned`]): the lookahead (ps), and whether
+    /// the switches' partition has a thread of its own.
+    partitioned: Option<(u64, bool)>,
 }
 
 impl std::fmt::Debug for Fabric {
@@ -1193,6 +1393,7 @@ impl Fabric {
                     hdr_armed: NONE,
                     run: 0,
                     last_data_ps: 0,
+                    remote: false,
                 });
                 let gp = node_base[from.0 as usize] + u32::from(from.1);
                 out_chan[gp as usize] = id;
@@ -1242,6 +1443,8 @@ impl Fabric {
             events: 0,
             idle_wakeups: 0,
             capture: None,
+            outbox: Vec::new(),
+            lookahead: 0,
         };
         // Every port comes up at time 0.
         for c in 0..core.cables.len() as u32 {
@@ -1285,7 +1488,33 @@ impl Fabric {
             series: Series::default(),
             last_sample: SampleState::default(),
             ran: false,
+            partitioned: None,
         })
+    }
+
+    /// Runs the fabric as two partitions, its GPUs (with the workloads) and its switches, the
+    /// switches' on a thread of their own when `threaded` (partition.rs). Results then depend on
+    /// the scenario alone, not on `threaded`, and differ from those of the single event queue
+    /// in the order of events of the same picosecond. Refused, with the reason, for a fabric
+    /// with a captured cable or without a cable between a GPU and a switch. Call before
+    /// [`Fabric::run`].
+    pub fn set_partitioned(&mut self, threaded: bool) -> Result<(), ScenarioError> {
+        if self.core.capture.is_some() {
+            return Err(ScenarioError {
+                key: "capture".into(),
+                reason: "a fabric run as partitions captures no cable".into(),
+            });
+        }
+        match partition::lookahead(&self.core) {
+            Some(l) if l > 0 => {
+                self.partitioned = Some((l, threaded));
+                Ok(())
+            }
+            _ => Err(ScenarioError {
+                key: "topology".into(),
+                reason: "a fabric run as partitions needs cables between GPUs and switches".into(),
+            }),
+        }
     }
 
     /// The scenario.
@@ -1331,6 +1560,12 @@ impl Fabric {
     /// Hands every frame put on cable `cable` (either direction) to `sink`, with its time and
     /// fate: for a packet capture. One cable at a time; call before [`Fabric::run`].
     pub fn capture(&mut self, cable: usize, sink: CaptureSink) -> Result<(), ScenarioError> {
+        if self.partitioned.is_some() {
+            return Err(ScenarioError {
+                key: "capture".into(),
+                reason: "a fabric run as partitions captures no cable".into(),
+            });
+        }
         if cable >= self.core.cables.len() {
             return Err(ScenarioError {
                 key: "capture".into(),
@@ -1346,12 +1581,7 @@ impl Fabric {
 
     fn settle(&mut self) {
         loop {
-            while let Some(n) = self.core.dirty_list.pop() {
-                if let Some(d) = self.core.dirty.get_mut(n as usize) {
-                    *d = false;
-                }
-                self.core.service(n);
-            }
+            self.core.service_marked();
             if self.core.completions.is_empty() {
                 break;
             }
@@ -1412,28 +1642,7 @@ impl Fabric {
         // may take after it ends, may end in error because of it; for an outage that never
         // ends, only up to that long after it begins (then the fabric must route around it).
         let grace = self.grace_ns();
-        let now_ns = now / PS_PER_NS;
-        for (i, o) in self.scen.outages.iter().enumerate() {
-            let at = after(o.start_ns);
-            self.core.push(at, Ev::OutageOn(i as u32));
-            if !o.blackout && o.trickle == 0 {
-                for &c in self.outages.get(i).map_or(&[][..], |v| &v[..]) {
-                    if let Some(cuts) = self.core.cuts.get_mut(c as usize) {
-                        cuts.push(at);
-                    }
-                }
-            }
-            let on = now_ns.saturating_add(o.start_ns);
-            let off = match o.duration_ns {
-                Some(d) => {
-                    self.core.push(
-                        at.saturating_add(d.saturating_mul(PS_PER_NS)),
-                        Ev::OutageOff(i as u32),
-                    );
-                    on.saturating_add(d)
-                }
-                None => on,
-            };
+        for (on, off) in self.core.schedule_outages(&self.scen, &self.outages, now) {
             self.ops.explain_errors(on, off.saturating_add(grace));
         }
         if let Some(d) = self.scen.duration_ns {
@@ -1482,32 +1691,7 @@ impl Fabric {
         let Some(cables) = self.outages.get(k) else {
             return;
         };
-        for &c in cables {
-            let Some(cb) = self.core.cables.get_mut(c as usize) else {
-                continue;
-            };
-            if trickle > 0 {
-                // The links stay up; the last trickle outage to begin sets how many frames pass,
-                // and the cable carries every frame again once one ends.
-                cb.trickle = if on { trickle } else { 0 };
-                continue;
-            }
-            let count = if blackout {
-                &mut cb.blackout
-            } else {
-                &mut cb.down
-            };
-            *count = if on {
-                *count + 1
-            } else {
-                count.saturating_sub(1)
-            };
-            // The physical links change only when the first cut begins or the last one ends.
-            let edge = if on { *count == 1 } else { *count == 0 };
-            if !blackout && edge {
-                self.core.set_cable(c, !on);
-            }
-        }
+        self.core.outage(cables, blackout, trickle, on);
     }
 
     fn take_sample(&mut self, record: bool) {
@@ -1685,6 +1869,19 @@ impl Fabric {
     }
 
     fn run_events(&mut self, progress: &mut Option<&mut dyn FnMut(u64, u64)>) {
+        if let Some((lookahead, threaded)) = self.partitioned {
+            self.run_partitioned(progress, lookahead, threaded);
+        } else {
+            self.run_queue(progress);
+        }
+        self.ended = true;
+        if self.scen.metrics.sample_ns > 0 && self.core.now > self.last_sample.t {
+            self.take_sample(true);
+        }
+    }
+
+    /// Runs every event from one queue, in order of time, then of queueing.
+    fn run_queue(&mut self, progress: &mut Option<&mut dyn FnMut(u64, u64)>) {
         // Bring-up: every node polled at time 0, then checks until every link is UP.
         for n in 0..self.core.armed.len() as u32 {
             self.core.mark(n);
@@ -1696,33 +1893,23 @@ impl Fabric {
                 Next::Event(ev) => ev,
                 Next::Deadline(n) => Ev::Timer(n),
             };
-            let e = Fired { t, ev };
-            self.core.now = e.t;
-            self.core.events += 1;
-            match e.ev {
-                Ev::Arrive(c) => self.core.arrive(c, e.t),
-                Ev::Header(c) => self.core.header(c, e.t),
-                Ev::WireFree(gp) => {
-                    let n = self.core.port_node.get(gp as usize).copied().unwrap_or(0);
-                    if n >= self.core.n_gpus {
-                        let p = (gp - self.core.ports_of(n).start) as u16;
-                        if self.core.wire_free(gp) {
-                            self.core.transmit(n, p);
-                        }
-                    }
-                    self.core.mark(n);
-                }
-                // A node's one deadline, moved in place whenever it was armed again: always
-                // the current one.
-                Ev::Timer(n) => {
-                    if let Some(a) = self.core.armed.get_mut(n as usize) {
-                        *a = NONE;
-                    }
-                    if let Some(d) = self.core.due.get_mut(n as usize) {
-                        *d = true;
-                    }
-                    self.core.mark(n);
-                }
+            if self.step(t, ev) {
+                break;
+            }
+            if self.core.events & 0xFFFF == 0
+                && let Some(p) = progress.as_mut()
+            {
+                p(self.core.now / PS_PER_NS, self.planned_end_ns());
+            }
+        }
+    }
+
+    /// Runs event `ev`, fired at `t`, and what follows from it; true when the run ends here.
+    fn step(&mut self, t: u64, ev: Ev) -> bool {
+        self.core.now = t;
+        self.core.events += 1;
+        if !self.core.node_event(t, ev) {
+            match ev {
                 Ev::OutageOn(k) => self.outage(k as usize, true),
                 Ev::OutageOff(k) => self.outage(k as usize, false),
                 Ev::Wake(w, token) => {
@@ -1754,35 +1941,28 @@ impl Fabric {
                     }
                 }
                 Ev::Stop => self.begin_stop(),
-            }
-            self.settle();
-            if self.started && !self.stopping && self.finite_left == 0 && self.scen.stop_when_done {
-                let any_finite = self.wls.iter().any(Wl::is_finite);
-                if any_finite {
-                    self.begin_stop();
-                    self.settle();
-                }
-            }
-            if self.stopping
-                && (self.ops.outstanding == 0
-                    || self.core.now >= self.stop.saturating_add(self.drain_limit_ps()))
-            {
-                break;
-            }
-            if self.core.now >= self.scen.time_limit_ns.saturating_mul(PS_PER_NS) {
-                self.time_limit_hit = true;
-                break;
-            }
-            if self.core.events & 0xFFFF == 0
-                && let Some(p) = progress.as_mut()
-            {
-                p(self.core.now / PS_PER_NS, self.planned_end_ns());
+                Ev::Arrive(_) | Ev::Header(_) | Ev::WireFree(_) | Ev::Timer(_) => {}
             }
         }
-        self.ended = true;
-        if self.scen.metrics.sample_ns > 0 && self.core.now > self.last_sample.t {
-            self.take_sample(true);
+        self.settle();
+        if self.started && !self.stopping && self.finite_left == 0 && self.scen.stop_when_done {
+            let any_finite = self.wls.iter().any(Wl::is_finite);
+            if any_finite {
+                self.begin_stop();
+                self.settle();
+            }
         }
+        if self.stopping
+            && (self.ops.outstanding == 0
+                || self.core.now >= self.stop.saturating_add(self.drain_limit_ps()))
+        {
+            return true;
+        }
+        if self.core.now >= self.scen.time_limit_ns.saturating_mul(PS_PER_NS) {
+            self.time_limit_hit = true;
+            return true;
+        }
+        false
     }
 
     fn report(&mut self) -> Report {

@@ -264,6 +264,17 @@ impl<E: Copy> EventQueue<E> {
         }
     }
 
+    /// When the next event or deadline is due, without taking it.
+    pub(crate) fn peek_time(&self) -> Option<u64> {
+        let e = self.heap.first().map(Slot::key);
+        let d = self.timers.first_key();
+        match (e, d) {
+            (Some(e), Some(d)) => Some((e.min(d) >> 64) as u64),
+            (Some(k), None) | (None, Some(k)) => Some((k >> 64) as u64),
+            (None, None) => None,
+        }
+    }
+
     fn next_deadline(&mut self) -> Option<(u64, Next<E>)> {
         self.timers
             .pop()

@@ -596,6 +596,17 @@ struct Flight {
     fcs: FcsStatus,
 }
 
+/// A frame in flight between two copies of one [`Channel`] ([`Channel::hand_over`]).
+#[derive(Debug)]
+pub struct InFlight(Flight);
+
+impl InFlight {
+    /// When it arrives, ps.
+    pub fn arrive_ps(&self) -> u64 {
+        self.0.arrive
+    }
+}
+
 /// What [`Channel::transmit`] did with a frame. Times in picoseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct TxOutcome {
@@ -836,6 +847,32 @@ impl Channel {
         {
             self.pool.push(b);
         }
+    }
+
+    /// Moves every frame in flight on this channel to `out`, in the order they arrive: for a
+    /// wire whose two ends are simulated apart (a fabric run as partitions on threads of their
+    /// own), the sender's copy of the channel schedules and damages each frame, and hands it
+    /// to the receiver's copy with [`Channel::take_over`]. The frames are not counted as lost.
+    pub fn hand_over(&mut self, out: &mut impl Extend<InFlight>) {
+        out.extend(self.flights.drain(..).map(InFlight));
+    }
+
+    /// Puts a frame taken with [`Channel::hand_over`] from the sender's copy of this channel
+    /// after the frames in flight here. Frames must be handed over in the order they were sent.
+    pub fn take_over(&mut self, f: InFlight) {
+        debug_assert!(
+            self.flights.back().is_none_or(|b| b.arrive <= f.0.arrive),
+            "frames handed over out of order"
+        );
+        self.flights.push_back(f.0);
+    }
+
+    /// Joins `receiver`, the receiver's copy of this channel ([`Channel::hand_over`]), back
+    /// into this, the sender's copy: its frames still in flight follow, and the frames it lost
+    /// to [`Channel::clear`] count as this channel's.
+    pub fn join(&mut self, mut receiver: Channel) {
+        self.outage_lost += receiver.outage_lost;
+        self.flights.append(&mut receiver.flights);
     }
 
     /// Frames in flight.

@@ -1,0 +1,441 @@
+//! A fabric run as two partitions, its GPUs and its switches, each on a thread of its own.
+//!
+//! The simulation is conservative and synchronous. Both partitions run the events of one window
+//! of simulated time, `[start, end)`, side by side. A frame (or, toward a cut-through switch,
+//! its header) that one partition sends to the other arrives at least one cable's propagation
+//! delay after it left, so none sent within a window arrives within it: each partition hands
+//! the other what it sent when the window ends. A window is as long as that delay (the
+//! lookahead), cut short at each bring-up check and at the beginning and end of each outage, and
+//! time in which neither partition has anything to do is skipped. The GPUs' partition, which
+//! also runs the workloads and the operations' tracker, decides each window and when the run
+//! ends; the switches' partition answers with what it sent, when its next event is due and
+//! whether its links are up.
+//!
+//! Results depend on the scenario alone: they are the same whether the switches run on a thread
+//! of their own or on the caller's, window by window. They are not those of the single event
+//! queue ([`Fabric::run`] without [`Fabric::set_partitioned`]): there, events of the same
+//! picosecond run in the order they were queued, across the whole fabric; here a frame from the
+//! other partition is queued when the window ends, after the events its receiver queued during
+//! the window, and a bring-up check runs before the events of its picosecond.
+
+use std::sync::mpsc;
+
+use super::*;
+
+/// What the GPUs' partition sends the switches' before a window.
+struct Order {
+    /// What the GPUs sent toward switches in the window before.
+    mail: Vec<Handoff>,
+    /// Run the events due before this time, ps.
+    end: u64,
+    /// Traffic has begun, at this time (ps): the outages' events are queued from it.
+    begun: Option<u64>,
+}
+
+/// What the switches' partition answers after a window.
+struct Answer {
+    /// What the switches sent toward GPUs in the window.
+    mail: Vec<Handoff>,
+    /// When its next event is due, ps (`NONE`: none is queued).
+    next: u64,
+    /// Every link of every switch is up.
+    all_up: bool,
+}
+
+/// The switches' partition.
+struct Switches {
+    core: Core<()>,
+    scen: Scenario,
+    /// Per outage: its cables.
+    outages: Vec<Vec<u32>>,
+}
+
+impl Switches {
+    /// Takes the GPUs' mail, runs the window and answers.
+    fn window(&mut self, order: Order) -> Answer {
+        let Order {
+            mut mail,
+            end,
+            begun,
+        } = order;
+        self.core.take_handoffs(&mut mail);
+        if let Some(t) = begun {
+            self.core.now = t;
+            self.core.schedule_outages(&self.scen, &self.outages, t);
+        }
+        // What bring-up (time 0) marked.
+        self.core.service_marked();
+        while self.core.heap.peek_time().is_some_and(|t| t < end) {
+            let Some((t, next)) = self.core.heap.next() else {
+                break;
+            };
+            let ev = match next {
+                Next::Event(ev) => ev,
+                Next::Deadline(n) => Ev::Timer(n),
+            };
+            self.core.now = t;
+            self.core.events += 1;
+            if !self.core.node_event(t, ev) {
+                let (k, on) = match ev {
+                    Ev::OutageOn(k) => (k, true),
+                    Ev::OutageOff(k) => (k, false),
+                    _ => continue,
+                };
+                let o = self.scen.outages.get(k as usize);
+                let (blackout, trickle) = o.map_or((false, 0), |o| (o.blackout, o.trickle));
+                if let Some(cables) = self.outages.get(k as usize) {
+                    self.core.outage(cables, blackout, trickle, on);
+                }
+            }
+            self.core.service_marked();
+        }
+        std::mem::swap(&mut mail, &mut self.core.outbox);
+        Answer {
+            mail,
+            next: self.core.heap.peek_time().unwrap_or(NONE),
+            all_up: self.core.all_up(),
+        }
+    }
+}
+
+/// The switches' partition as the GPUs' sees it: on this thread, or on another one.
+enum Peer<'a> {
+    Here(&'a mut Switches, Option<Answer>),
+    Thread(mpsc::Sender<Order>, mpsc::Receiver<Answer>),
+}
+
+impl Peer<'_> {
+    fn send(&mut self, order: Order) {
+        match self {
+            Peer::Here(sw, answer) => *answer = Some(sw.window(order)),
+            // A partition that has gone away answers nothing: `recv` ends the run.
+            Peer::Thread(tx, _) => {
+                let _ = tx.send(order);
+            }
+        }
+    }
+
+    fn recv(&mut self) -> Option<Answer> {
+        match self {
+            Peer::Here(_, answer) => answer.take(),
+            Peer::Thread(_, rx) => rx.recv().ok(),
+        }
+    }
+}
+
+/// The earliest time something in `mail` arrives, ps (`NONE` for none).
+fn earliest(mail: &[Handoff]) -> u64 {
+    mail.iter()
+        .map(|h| match h {
+            Handoff::Flight(_, f) => f.arrive_ps(),
+            Handoff::Header(_, h) => h.at_ps,
+        })
+        .min()
+        .unwrap_or(NONE)
+}
+
+impl Chan {
+    /// An idle copy of this channel's receiving end: the same wire, nothing in flight, no
+    /// faults of its own (the sender's copy decides every frame's fate).
+    fn receiving_copy(&self) -> Chan {
+        let ch = Channel::new(
+            self.ch.rate_gbps(),
+            self.ch.propagation_ps() as f64 / 1000.0,
+            ethlink_link::harness::Injector::new(Faults::default(), 0),
+        );
+        Chan {
+            ch,
+            to_node: self.to_node,
+            to_port: self.to_port,
+            cable: self.cable,
+            armed: NONE,
+            cut_ps: self.cut_ps,
+            headers: VecDeque::new(),
+            hdr_armed: NONE,
+            run: 0,
+            last_data_ps: 0,
+            remote: false,
+        }
+    }
+}
+
+/// The least time between a GPU or a switch sending anything and the other kind of node
+/// receiving it, ps: a cable's propagation delay, plus the serialisation of the shortest frame
+/// (or, toward a cut-through switch, of the header it reads). The lookahead of a partitioned
+/// run; `None` when no cable joins a GPU to a switch.
+pub(super) fn lookahead<T: Tap>(core: &Core<T>) -> Option<u64> {
+    let mut from = vec![u32::MAX; core.chans.len()];
+    for (gp, &ci) in core.out_chan.iter().enumerate() {
+        if let (Some(x), Some(&n)) = (from.get_mut(ci as usize), core.port_node.get(gp)) {
+            *x = n;
+        }
+    }
+    core.chans
+        .iter()
+        .zip(&from)
+        .filter(|&(c, &f)| f != u32::MAX && (f < core.n_gpus) != (c.to_node < core.n_gpus))
+        .map(|(c, _)| {
+            let shortest = if c.cut_ps == NONE {
+                ethlink_protocol::MIN_FRAME_LEN
+            } else {
+                HEADER_BYTES.min(ethlink_protocol::MIN_FRAME_LEN)
+            };
+            c.ch.propagation_ps()
+                .saturating_add(c.ch.serialisation_ps(shortest))
+        })
+        .min()
+}
+
+/// When the outages of `scen` begin and end for traffic begun at `start`, ps, in order.
+fn outage_edges(scen: &Scenario, start: u64) -> Vec<u64> {
+    let mut edges: Vec<u64> = scen
+        .outages
+        .iter()
+        .flat_map(|o| {
+            let on = start.saturating_add(o.start_ns.saturating_mul(PS_PER_NS));
+            let off = o
+                .duration_ns
+                .map(|d| on.saturating_add(d.saturating_mul(PS_PER_NS)));
+            std::iter::once(on).chain(off)
+        })
+        .collect();
+    edges.sort_unstable();
+    edges
+}
+
+impl Fabric {
+    /// Moves the switches, and the sending end of each channel a switch sends on, to a
+    /// partition of their own. Returns it and, per channel, whether a switch sends on it.
+    fn split(&mut self, lookahead: u64) -> (Switches, Vec<bool>) {
+        let c = &mut self.core;
+        c.lookahead = lookahead;
+        let mut from = vec![u32::MAX; c.chans.len()];
+        for (gp, &ci) in c.out_chan.iter().enumerate() {
+            if let (Some(x), Some(&n)) = (from.get_mut(ci as usize), c.port_node.get(gp)) {
+                *x = n;
+            }
+        }
+        let n_gpus = c.n_gpus;
+        let mut chans = Vec::with_capacity(c.chans.len());
+        let mut by_switch = Vec::with_capacity(c.chans.len());
+        for (chan, &f) in c.chans.iter_mut().zip(&from) {
+            let from_switch = f != u32::MAX && f >= n_gpus;
+            let to_switch = chan.to_node >= n_gpus;
+            let mut other = chan.receiving_copy();
+            if from_switch {
+                std::mem::swap(&mut chan.ch, &mut other.ch);
+                other.remote = !to_switch;
+            } else {
+                chan.remote = to_switch;
+            }
+            chans.push(other);
+            by_switch.push(from_switch);
+        }
+        let nodes = c.armed.len();
+        let mut core = Core {
+            now: c.now,
+            heap: EventQueue::default(),
+            gpus: Vec::new(),
+            sws: std::mem::take(&mut c.sws),
+            n_gpus,
+            node_base: c.node_base.clone(),
+            out_chan: c.out_chan.clone(),
+            free_at: c.free_at.clone(),
+            port_node: c.port_node.clone(),
+            chans,
+            cables: c.cables.clone(),
+            cuts: c.cuts.clone(),
+            armed: vec![NONE; nodes],
+            due: vec![false; nodes],
+            dirty: vec![false; nodes],
+            dirty_list: Vec::new(),
+            txbuf: vec![0; c.txbuf.len()],
+            capbuf: Vec::new(),
+            ready: Vec::new(),
+            completions: VecDeque::new(),
+            blocked: Vec::new(),
+            frame_hops: 0,
+            data_hops: 0,
+            wire_data: 0,
+            wire_ctl: 0,
+            data_payload: 0,
+            events: 0,
+            idle_wakeups: 0,
+            capture: (),
+            outbox: Vec::new(),
+            lookahead,
+        };
+        // Each partition services its own nodes first.
+        for n in std::mem::take(&mut c.dirty_list) {
+            if let Some(d) = c.dirty.get_mut(n as usize) {
+                *d = false;
+            }
+        }
+        for n in 0..n_gpus {
+            c.mark(n);
+        }
+        for n in n_gpus..nodes as u32 {
+            core.mark(n);
+        }
+        let sw = Switches {
+            core,
+            scen: self.scen.clone(),
+            outages: self.outages.clone(),
+        };
+        (sw, by_switch)
+    }
+
+    /// Takes the switches and their channels back from their partition once the run is over.
+    fn join(&mut self, sw: Switches, by_switch: &[bool]) {
+        let mut s = sw.core;
+        let c = &mut self.core;
+        c.lookahead = 0;
+        c.sws = std::mem::take(&mut s.sws);
+        c.frame_hops += s.frame_hops;
+        c.data_hops += s.data_hops;
+        c.wire_data += s.wire_data;
+        c.wire_ctl += s.wire_ctl;
+        c.data_payload += s.data_payload;
+        c.events += s.events;
+        c.idle_wakeups += s.idle_wakeups;
+        for ((chan, other), &from_switch) in c.chans.iter_mut().zip(s.chans).zip(by_switch) {
+            chan.remote = false;
+            if from_switch {
+                let receiving = std::mem::replace(&mut chan.ch, other.ch);
+                chan.ch.join(receiving);
+            } else {
+                chan.ch.join(other.ch);
+            }
+        }
+    }
+
+    /// Runs the scenario as two partitions ([`self`](self)); with `threaded`, the switches' on a
+    /// thread of its own.
+    pub(super) fn run_partitioned(
+        &mut self,
+        progress: &mut Option<&mut dyn FnMut(u64, u64)>,
+        lookahead: u64,
+        threaded: bool,
+    ) {
+        let (mut sw, by_switch) = self.split(lookahead);
+        if threaded {
+            let (to_sw, orders) = mpsc::channel::<Order>();
+            let (to_gpus, answers) = mpsc::channel::<Answer>();
+            let mut sw_part = sw;
+            sw = std::thread::scope(|s| {
+                let h = s.spawn(move || {
+                    while let Ok(order) = orders.recv() {
+                        if to_gpus.send(sw_part.window(order)).is_err() {
+                            break;
+                        }
+                    }
+                    sw_part
+                });
+                self.windows(progress, lookahead, &mut Peer::Thread(to_sw, answers));
+                match h.join() {
+                    Ok(sw) => sw,
+                    Err(e) => std::panic::resume_unwind(e),
+                }
+            });
+        } else {
+            self.windows(progress, lookahead, &mut Peer::Here(&mut sw, None));
+        }
+        self.join(sw, &by_switch);
+    }
+
+    /// The GPUs' side of a partitioned run: decides each round's windows, runs its own, trades
+    /// mail. Ends when the run ends, or when neither partition has anything left to do.
+    ///
+    /// Both partitions run every event due before the first event of either plus the lookahead:
+    /// nothing one sends in that window reaches the other within it. Both stop at each bring-up
+    /// check and at each outage's beginning and end (barriers), where the check runs and the
+    /// outage's cut finds every frame sent before it on its wire.
+    fn windows(
+        &mut self,
+        progress: &mut Option<&mut dyn FnMut(u64, u64)>,
+        lookahead: u64,
+        peer: &mut Peer<'_>,
+    ) {
+        let check = BRING_UP_CHECK_NS * PS_PER_NS;
+        let limit = self.scen.time_limit_ns.saturating_mul(PS_PER_NS);
+        // Bring-up: every GPU serviced at time 0 (the switches, in their first window).
+        self.settle();
+        // Next events: the switches' is unknown until they answer, so 0.
+        let mut sw_next = 0;
+        let mut sw_up = false;
+        // Every event before these has run, on each side.
+        let mut done = 0u64;
+        let mut barrier = check;
+        let mut edges: Vec<u64> = Vec::new();
+        loop {
+            let mut begun = None;
+            if done == barrier {
+                if self.started {
+                    barrier = edges.iter().copied().find(|&x| x > barrier).unwrap_or(NONE);
+                } else {
+                    self.core.now = barrier;
+                    if (self.core.all_up() && sw_up) || barrier >= BRING_UP_LIMIT_NS * PS_PER_NS {
+                        self.begin_traffic();
+                        self.all_up = self.all_up && sw_up;
+                        begun = Some(barrier);
+                        edges = outage_edges(&self.scen, barrier);
+                        barrier = edges.iter().copied().find(|&x| x > barrier).unwrap_or(NONE);
+                    } else {
+                        barrier += check;
+                    }
+                    self.settle();
+                }
+            }
+            let g_next = self.core.heap.peek_time().unwrap_or(NONE);
+            // The switches' next event once they have taken the GPUs' mail.
+            let s_next = sw_next.min(earliest(&self.core.outbox));
+            let first = g_next.min(s_next);
+            if first >= limit && first != NONE {
+                self.time_limit_hit = true;
+                break;
+            }
+            if first == NONE && (self.started || barrier == NONE) {
+                break;
+            }
+            // Nothing from the other partition can arrive before the first event of either,
+            // plus the lookahead.
+            let end = first.saturating_add(lookahead).min(barrier).max(done);
+            let mail = std::mem::take(&mut self.core.outbox);
+            peer.send(Order { mail, end, begun });
+            let ended = self.run_window(end, progress);
+            let Some(answer) = peer.recv() else {
+                break;
+            };
+            sw_next = answer.next;
+            sw_up = answer.all_up;
+            let mut mail = answer.mail;
+            self.core.take_handoffs(&mut mail);
+            done = end;
+            if ended {
+                break;
+            }
+        }
+    }
+
+    /// Runs the GPUs' events due before `end`; true when the run ends.
+    fn run_window(&mut self, end: u64, progress: &mut Option<&mut dyn FnMut(u64, u64)>) -> bool {
+        while self.core.heap.peek_time().is_some_and(|t| t < end) {
+            let Some((t, next)) = self.core.heap.next() else {
+                break;
+            };
+            let ev = match next {
+                Next::Event(ev) => ev,
+                Next::Deadline(n) => Ev::Timer(n),
+            };
+            if self.step(t, ev) {
+                return true;
+            }
+            if self.core.events & 0xFFFF == 0
+                && let Some(p) = progress.as_mut()
+            {
+                p(self.core.now / PS_PER_NS, self.planned_end_ns());
+            }
+        }
+        false
+    }
+}

@@ -1,0 +1,191 @@
+//! A fabric run as two partitions, its GPUs and its switches (`Fabric::set_partitioned`): the
+//! result depends on the scenario alone, not on whether the switches have a thread of their own
+//! nor on how the two threads happen to be scheduled; every operation completes and every byte
+//! lands as in the single event queue's run; a captured cable and partitions exclude each
+//! other.
+
+use ethlink_fabric::report::{Report, Wall};
+use ethlink_fabric::{End, Fabric, Scenario};
+
+fn scenario(text: &str) -> Scenario {
+    let s: Scenario = toml::from_str(text).expect("scenario parses");
+    s.validate().expect("scenario is valid");
+    s
+}
+
+/// Loads and stores beside an all-to-all on `gpus` GPUs of 2 ports, single tier, with bit
+/// errors, the switches in `mode`, and `extra` (more keys, tables) after the rest.
+fn fabric(gpus: u16, mode: &str, extra: &str) -> Scenario {
+    scenario(&format!(
+        r#"
+seed = 7
+[topology]
+kind = "single_tier"
+gpus = {gpus}
+stacks = 1
+ports_per_stack = 2
+[link]
+ber = 2e-7
+[switch]
+mode = "{mode}"
+[[traffic]]
+kind = "load_store"
+ops = 300
+outstanding = 4
+[[traffic.sizes]]
+bytes = 64
+weight = 1.0
+[[traffic]]
+kind = "all_to_all"
+bytes_per_pair = 60000
+iterations = 2
+[metrics]
+sample_ns = 500
+{extra}
+"#
+    ))
+}
+
+/// An all-to-all across two tiers: frames cross from switch to switch as well.
+fn two_tier() -> Scenario {
+    scenario(
+        r#"
+seed = 3
+[topology]
+kind = "two_tier"
+gpus = 8
+stacks = 1
+ports_per_stack = 1
+leaves = 2
+[[traffic]]
+kind = "all_to_all"
+bytes_per_pair = 40000
+iterations = 2
+[metrics]
+sample_ns = 0
+"#,
+    )
+}
+
+/// The scenarios the tests run: store-and-forward and cut-through switches, a plane cut for a
+/// while in mid-run, and two tiers.
+fn scenarios() -> Vec<(&'static str, Scenario)> {
+    vec![
+        ("store and forward", fabric(6, "store_and_forward", "")),
+        ("cut-through", fabric(6, "cut_through", "")),
+        (
+            "a plane cut in mid-run",
+            fabric(
+                6,
+                "store_and_forward",
+                "[[outages]]\nwhat = { kind = \"plane\", plane = 1 }\nstart_ns = 3000\nduration_ns = 4000\n",
+            ),
+        ),
+        ("two tiers", two_tier()),
+    ]
+}
+
+/// The run of `s`, as two partitions when `partitioned` is set (`Some(threaded)`), without the
+/// wall-clock figures.
+fn run(s: &Scenario, partitioned: Option<bool>) -> Report {
+    let mut f = Fabric::new(s).expect("valid scenario");
+    if let Some(threaded) = partitioned {
+        f.set_partitioned(threaded).expect("partitions allowed");
+    }
+    let mut r = f.run(None);
+    r.wall = Wall::default();
+    r
+}
+
+fn assert_clean(what: &str, r: &Report) {
+    assert!(r.pass, "{what}: the run fails: {:?}", r.failures);
+    assert!(r.data_intact, "{what}: data not intact");
+    assert_eq!(r.ops.lost, 0, "{what}: operations lost");
+    assert_eq!(r.ops.duplicated, 0, "{what}: operations completed twice");
+    assert_eq!(
+        r.ops.issued, r.ops.completed,
+        "{what}: every operation completes"
+    );
+    assert_eq!(r.integrity.bytes_mismatched, 0, "{what}: bytes mismatched");
+    assert!(r.integrity.writes_ok > 0, "{what}: nothing written");
+}
+
+#[test]
+fn the_switches_own_thread_changes_nothing() {
+    for (what, s) in scenarios() {
+        let here = run(&s, Some(false));
+        assert_clean(what, &here);
+        for _ in 0..3 {
+            let threaded = run(&s, Some(true));
+            assert!(threaded == here, "{what}: the threaded run differs");
+        }
+    }
+}
+
+#[test]
+fn partitions_do_the_same_work_as_one_queue() {
+    for (what, s) in scenarios() {
+        let one = run(&s, None);
+        let two = run(&s, Some(true));
+        assert_clean(what, &one);
+        assert_clean(what, &two);
+        // The same operations, to the byte; events and timing differ only by the order of
+        // events of one picosecond.
+        assert_eq!(two.ops.issued, one.ops.issued, "{what}");
+        assert_eq!(two.ops.completed_ok, one.ops.completed_ok, "{what}");
+        assert_eq!(two.integrity.writes_ok, one.integrity.writes_ok, "{what}");
+        assert_eq!(two.all_links_up, one.all_links_up, "{what}");
+        let (a, b) = (one.sim.frame_hops as f64, two.sim.frame_hops as f64);
+        assert!(
+            (a - b).abs() <= 0.05 * a,
+            "{what}: frame-hops {a} against {b}"
+        );
+        let (a, b) = (one.end_ns as f64, two.end_ns as f64);
+        assert!(
+            (a - b).abs() <= 0.05 * a,
+            "{what}: end {a} ns against {b} ns"
+        );
+    }
+}
+
+#[test]
+fn a_plane_cut_loses_the_frames_on_its_wires_alike() {
+    let s = fabric(
+        6,
+        "store_and_forward",
+        "[[outages]]\nwhat = { kind = \"plane\", plane = 0 }\nstart_ns = 2000\n",
+    );
+    let one = run(&s, None);
+    let two = run(&s, Some(true));
+    assert!(one.sim.frames_cut > 0, "the cut finds frames on the wires");
+    assert!(two.sim.frames_cut > 0, "the cut finds frames on the wires");
+    assert_clean("single queue", &one);
+    assert_clean("partitions", &two);
+}
+
+#[test]
+fn cables_without_delay_still_leave_the_shortest_frame_as_lookahead() {
+    // A frame takes at least its own serialisation to arrive: 64 bytes and the wire overhead.
+    let mut s = fabric(4, "cut_through", "");
+    s.link.propagation_ns = Some(0.0);
+    let here = run(&s, Some(false));
+    assert_clean("no delay", &here);
+    assert!(run(&s, Some(true)) == here, "the threaded run differs");
+}
+
+#[test]
+fn a_capture_and_partitions_exclude_each_other() {
+    let s = fabric(4, "store_and_forward", "");
+    let mut f = Fabric::new(&s).expect("valid");
+    let cable = f.cable_of(End::Gpu { gpu: 0, port: 0 }).expect("cabled");
+    f.capture(cable, Box::new(|_| {})).expect("capture");
+    let e = f.set_partitioned(true).expect_err("a capture");
+    assert_eq!(e.key, "capture");
+
+    let mut f = Fabric::new(&s).expect("valid");
+    f.set_partitioned(false).expect("partitions");
+    let e = f
+        .capture(cable, Box::new(|_| {}))
+        .expect_err("a capture after");
+    assert_eq!(e.key, "capture");
+}
