@@ -18,7 +18,8 @@
 //! other partition is queued when the window ends, after the events its receiver queued during
 //! the window, and a bring-up check runs before the events of its picosecond.
 
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, PoisonError};
 
 use super::*;
 
@@ -98,27 +99,85 @@ impl Switches {
     }
 }
 
+/// A mailbox of one letter between the two partitions' threads. A window lasts microseconds,
+/// less than a sleeping thread takes to wake: the reader spins a while, then yields its core.
+struct Mailbox<T> {
+    full: AtomicBool,
+    /// No more letters will come.
+    closed: AtomicBool,
+    letter: Mutex<Option<T>>,
+}
+
+impl<T> Mailbox<T> {
+    fn new() -> Self {
+        Mailbox {
+            full: AtomicBool::new(false),
+            closed: AtomicBool::new(false),
+            letter: Mutex::new(None),
+        }
+    }
+
+    fn put(&self, t: T) {
+        *self.letter.lock().unwrap_or_else(PoisonError::into_inner) = Some(t);
+        self.full.store(true, Ordering::Release);
+    }
+
+    /// The next letter; `None` once the mailbox is closed and empty.
+    fn take(&self) -> Option<T> {
+        let mut spins = 0u32;
+        loop {
+            if self.full.swap(false, Ordering::Acquire) {
+                return self
+                    .letter
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .take();
+            }
+            if self.closed.load(Ordering::Acquire) {
+                return None;
+            }
+            if spins < 1 << 16 {
+                spins += 1;
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+        }
+    }
+
+    fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+    }
+}
+
+/// Closes a mailbox when dropped: when its writer's thread ends, however it ends.
+struct Closing<'a, T>(&'a Mailbox<T>);
+
+impl<T> Drop for Closing<'_, T> {
+    fn drop(&mut self) {
+        self.0.close();
+    }
+}
+
 /// The switches' partition as the GPUs' sees it: on this thread, or on another one.
 enum Peer<'a> {
     Here(&'a mut Switches, Option<Answer>),
-    Thread(mpsc::Sender<Order>, mpsc::Receiver<Answer>),
+    Thread(&'a Mailbox<Order>, &'a Mailbox<Answer>),
 }
 
 impl Peer<'_> {
     fn send(&mut self, order: Order) {
         match self {
             Peer::Here(sw, answer) => *answer = Some(sw.window(order)),
-            // A partition that has gone away answers nothing: `recv` ends the run.
-            Peer::Thread(tx, _) => {
-                let _ = tx.send(order);
-            }
+            Peer::Thread(orders, _) => orders.put(order),
         }
     }
 
+    /// The answer to the last order; `None` when the switches' thread has ended.
     fn recv(&mut self) -> Option<Answer> {
         match self {
             Peer::Here(_, answer) => answer.take(),
-            Peer::Thread(_, rx) => rx.recv().ok(),
+            Peer::Thread(_, answers) => answers.take(),
         }
     }
 }
@@ -319,19 +378,21 @@ impl Fabric {
     ) {
         let (mut sw, by_switch) = self.split(lookahead);
         if threaded {
-            let (to_sw, orders) = mpsc::channel::<Order>();
-            let (to_gpus, answers) = mpsc::channel::<Answer>();
+            let orders = Mailbox::new();
+            let answers = Mailbox::new();
             let mut sw_part = sw;
             sw = std::thread::scope(|s| {
-                let h = s.spawn(move || {
-                    while let Ok(order) = orders.recv() {
-                        if to_gpus.send(sw_part.window(order)).is_err() {
-                            break;
-                        }
+                let h = s.spawn(|| {
+                    let _closing = Closing(&answers);
+                    while let Some(order) = orders.take() {
+                        answers.put(sw_part.window(order));
                     }
                     sw_part
                 });
-                self.windows(progress, lookahead, &mut Peer::Thread(to_sw, answers));
+                {
+                    let _closing = Closing(&orders);
+                    self.windows(progress, lookahead, &mut Peer::Thread(&orders, &answers));
+                }
                 match h.join() {
                     Ok(sw) => sw,
                     Err(e) => std::panic::resume_unwind(e),
