@@ -344,11 +344,16 @@ impl Fabric {
         (sw, by_switch)
     }
 
-    /// Takes the switches and their channels back from their partition once the run is over.
-    fn join(&mut self, sw: Switches, by_switch: &[bool]) {
+    /// Takes the switches and their channels back from their partition once the run is over;
+    /// `stopped`: the GPUs' partition ended it, at its own time (else the run ended when
+    /// neither had anything left to do, at the later of their last events).
+    fn join(&mut self, sw: Switches, by_switch: &[bool], stopped: bool) {
         let mut s = sw.core;
         let c = &mut self.core;
         c.lookahead = 0;
+        if !stopped {
+            c.now = c.now.max(s.now);
+        }
         c.sws = std::mem::take(&mut s.sws);
         c.frame_hops += s.frame_hops;
         c.data_hops += s.data_hops;
@@ -377,11 +382,11 @@ impl Fabric {
         threaded: bool,
     ) {
         let (mut sw, by_switch) = self.split(lookahead);
-        if threaded {
+        let stopped = if threaded {
             let orders = Mailbox::new();
             let answers = Mailbox::new();
             let mut sw_part = sw;
-            sw = std::thread::scope(|s| {
+            let (part, stopped) = std::thread::scope(|s| {
                 let h = s.spawn(|| {
                     let _closing = Closing(&answers);
                     while let Some(order) = orders.take() {
@@ -389,23 +394,26 @@ impl Fabric {
                     }
                     sw_part
                 });
-                {
+                let stopped = {
                     let _closing = Closing(&orders);
-                    self.windows(progress, lookahead, &mut Peer::Thread(&orders, &answers));
-                }
+                    self.windows(progress, lookahead, &mut Peer::Thread(&orders, &answers))
+                };
                 match h.join() {
-                    Ok(sw) => sw,
+                    Ok(sw) => (sw, stopped),
                     Err(e) => std::panic::resume_unwind(e),
                 }
             });
+            sw = part;
+            stopped
         } else {
-            self.windows(progress, lookahead, &mut Peer::Here(&mut sw, None));
-        }
-        self.join(sw, &by_switch);
+            self.windows(progress, lookahead, &mut Peer::Here(&mut sw, None))
+        };
+        self.join(sw, &by_switch, stopped);
     }
 
     /// The GPUs' side of a partitioned run: decides each round's windows, runs its own, trades
-    /// mail. Ends when the run ends, or when neither partition has anything left to do.
+    /// mail. Ends when the run ends (true), or when neither partition has anything left to do
+    /// (false).
     ///
     /// Both partitions run every event due before the first event of either plus the lookahead:
     /// nothing one sends in that window reaches the other within it. Both stop at each bring-up
@@ -416,7 +424,7 @@ impl Fabric {
         progress: &mut Option<&mut dyn FnMut(u64, u64)>,
         lookahead: u64,
         peer: &mut Peer<'_>,
-    ) {
+    ) -> bool {
         let check = BRING_UP_CHECK_NS * PS_PER_NS;
         let limit = self.scen.time_limit_ns.saturating_mul(PS_PER_NS);
         // Bring-up: every GPU serviced at time 0 (the switches, in their first window).
@@ -453,10 +461,17 @@ impl Fabric {
             let first = g_next.min(s_next);
             if first >= limit && first != NONE {
                 self.time_limit_hit = true;
-                break;
+                return true;
+            }
+            // Draining, and past the longest the drain may take.
+            if self.stopping
+                && first != NONE
+                && first >= self.stop.saturating_add(self.drain_limit_ps())
+            {
+                return true;
             }
             if first == NONE && (self.started || barrier == NONE) {
-                break;
+                return false;
             }
             // Nothing from the other partition can arrive before the first event of either,
             // plus the lookahead.
@@ -465,7 +480,7 @@ impl Fabric {
             peer.send(Order { mail, end, begun });
             let ended = self.run_window(end, progress);
             let Some(answer) = peer.recv() else {
-                break;
+                return true;
             };
             sw_next = answer.next;
             sw_up = answer.all_up;
@@ -473,7 +488,7 @@ impl Fabric {
             self.core.take_handoffs(&mut mail);
             done = end;
             if ended {
-                break;
+                return true;
             }
         }
     }
