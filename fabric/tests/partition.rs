@@ -14,7 +14,8 @@ fn scenario(text: &str) -> Scenario {
 }
 
 /// Loads and stores beside an all-to-all on `gpus` GPUs of 2 ports, single tier, with bit
-/// errors, the switches in `mode`, and `extra` (more keys, tables) after the rest.
+/// errors, switches of 60 ns in `mode` (short enough for a cut-through switch to cut 8 KiB
+/// frames through), and `extra` (more keys, tables) after the rest.
 fn fabric(gpus: u16, mode: &str, extra: &str) -> Scenario {
     scenario(&format!(
         r#"
@@ -28,6 +29,7 @@ ports_per_stack = 2
 ber = 2e-7
 [switch]
 mode = "{mode}"
+latency_ns = 60
 [[traffic]]
 kind = "load_store"
 ops = 300
@@ -145,6 +147,19 @@ fn partitions_do_the_same_work_as_one_queue() {
             (a - b).abs() <= 0.05 * a,
             "{what}: end {a} ns against {b} ns"
         );
+        // The switches forward as much, and cut through as much: the headers a cut-through
+        // switch reads cross between the partitions too.
+        let (a, b) = (one.switch.forwarded as f64, two.switch.forwarded as f64);
+        assert!(
+            (a - b).abs() <= 0.05 * a,
+            "{what}: forwarded {a} against {b}"
+        );
+        let (a, b) = (one.switch.cut_through as f64, two.switch.cut_through as f64);
+        assert!(
+            (a - b).abs() <= 0.05 * a,
+            "{what}: cut through {a} against {b}"
+        );
+        assert_eq!(two.switch.cut_through > 0, what == "cut-through", "{what}");
     }
 }
 
