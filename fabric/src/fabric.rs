@@ -777,9 +777,15 @@ impl<T: Tap> Core<T> {
         true
     }
 
-    /// Outage edge `on` (the first cut begins, the last one ends) or the change of a blackout
-    /// or trickle count, on `cables`.
-    fn outage(&mut self, cables: &[u32], blackout: bool, trickle: u32, on: bool) {
+    /// Outage `k` of `scen` begins (`on`) or ends on its cables, `outages[k]`: a cable's cut
+    /// (or blackout) count moves, and its links go down or up when the first cut begins or the
+    /// last one ends; a trickle outage sets how many frames pass.
+    fn outage(&mut self, scen: &Scenario, outages: &[Vec<u32>], k: usize, on: bool) {
+        let blackout = scen.outages.get(k).is_some_and(|o| o.blackout);
+        let trickle = scen.outages.get(k).map_or(0, |o| o.trickle);
+        let Some(cables) = outages.get(k) else {
+            return;
+        };
         for &c in cables {
             let Some(cb) = self.cables.get_mut(c as usize) else {
                 continue;
@@ -1686,12 +1692,7 @@ impl Fabric {
     /// Outage `k` begins (`on`) or ends on its cables. Outages nest: a cable is cut (or dark)
     /// while at least one of its outages runs.
     fn outage(&mut self, k: usize, on: bool) {
-        let blackout = self.scen.outages.get(k).is_some_and(|o| o.blackout);
-        let trickle = self.scen.outages.get(k).map_or(0, |o| o.trickle);
-        let Some(cables) = self.outages.get(k) else {
-            return;
-        };
-        self.core.outage(cables, blackout, trickle, on);
+        self.core.outage(&self.scen, &self.outages, k, on);
     }
 
     fn take_sample(&mut self, record: bool) {

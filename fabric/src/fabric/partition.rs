@@ -1,12 +1,13 @@
 //! A fabric run as two partitions, its GPUs and its switches, each on a thread of its own.
 //!
 //! The simulation is conservative and synchronous. Both partitions run the events of one window
-//! of simulated time, `[start, end)`, side by side. A frame (or, toward a cut-through switch,
-//! its header) that one partition sends to the other arrives at least one cable's propagation
-//! delay after it left, so none sent within a window arrives within it: each partition hands
-//! the other what it sent when the window ends. A window is as long as that delay (the
-//! lookahead), cut short at each bring-up check and at the beginning and end of each outage, and
-//! time in which neither partition has anything to do is skipped. The GPUs' partition, which
+//! of simulated time side by side: from the first event due in either, for as long as the
+//! lookahead. A frame (or, toward a cut-through switch, its header) that one partition sends to
+//! the other arrives no sooner than a cable's propagation delay and the serialisation of the
+//! shortest frame (or header) after it left, the lookahead, so none sent within a window arrives
+//! within it: each partition hands the other what it sent when the window ends. Windows end
+//! early at each bring-up check and at the beginning and end of each outage, and time in which
+//! neither partition has anything to do is skipped. The GPUs' partition, which
 //! also runs the workloads and the operations' tracker, decides each window and when the run
 //! ends; the switches' partition answers with what it sent, when its next event is due and
 //! whether its links are up.
@@ -77,15 +78,16 @@ impl Switches {
             self.core.now = t;
             self.core.events += 1;
             if !self.core.node_event(t, ev) {
-                let (k, on) = match ev {
-                    Ev::OutageOn(k) => (k, true),
-                    Ev::OutageOff(k) => (k, false),
-                    _ => continue,
-                };
-                let o = self.scen.outages.get(k as usize);
-                let (blackout, trickle) = o.map_or((false, 0), |o| (o.blackout, o.trickle));
-                if let Some(cables) = self.outages.get(k as usize) {
-                    self.core.outage(cables, blackout, trickle, on);
+                match ev {
+                    Ev::OutageOn(k) => {
+                        self.core
+                            .outage(&self.scen, &self.outages, k as usize, true)
+                    }
+                    Ev::OutageOff(k) => {
+                        self.core
+                            .outage(&self.scen, &self.outages, k as usize, false);
+                    }
+                    _ => {}
                 }
             }
             self.core.service_marked();
