@@ -172,8 +172,21 @@ fn a_plane_cut_loses_the_frames_on_its_wires_alike() {
     );
     let one = run(&s, None);
     let two = run(&s, Some(true));
-    assert!(one.sim.frames_cut > 0, "the cut finds frames on the wires");
-    assert!(two.sim.frames_cut > 0, "the cut finds frames on the wires");
+    // Both ends of each cut cable go down, the GPUs' and the switches', in either partition.
+    for (what, a, b) in [
+        ("frames cut", one.sim.frames_cut, two.sim.frames_cut),
+        (
+            "frames a switch lost to a port down",
+            one.switch.lost_port_down,
+            two.switch.lost_port_down,
+        ),
+    ] {
+        assert!(a > 0, "{what}: none in one queue");
+        assert!(
+            a.abs_diff(b) * 4 <= a,
+            "{what}: {a} in one queue against {b}"
+        );
+    }
     assert_clean("single queue", &one);
     assert_clean("partitions", &two);
 }
