@@ -137,6 +137,8 @@ fn partitions_do_the_same_work_as_one_queue() {
         assert_eq!(two.ops.completed_ok, one.ops.completed_ok, "{what}");
         assert_eq!(two.integrity.writes_ok, one.integrity.writes_ok, "{what}");
         assert_eq!(two.all_links_up, one.all_links_up, "{what}");
+        let (a, b) = (one.sim.events as f64, two.sim.events as f64);
+        assert!((a - b).abs() <= 0.05 * a, "{what}: events {a} against {b}");
         let (a, b) = (one.sim.frame_hops as f64, two.sim.frame_hops as f64);
         assert!(
             (a - b).abs() <= 0.05 * a,
