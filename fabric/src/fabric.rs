@@ -1504,7 +1504,9 @@ impl Fabric {
     /// in the order of events of the same picosecond. Refused, with the reason, for a fabric
     /// with a captured cable or without a cable between a GPU and a switch. Call before
     /// [`Fabric::run`].
-    pub fn set_partitioned(&mut self, threaded: bool) -> Result<(), ScenarioError> {
+    /// Returns the lookahead the partitions synchronise on, ps: the least time between a GPU or
+    /// a switch sending anything and the other kind of node receiving it.
+    pub fn set_partitioned(&mut self, threaded: bool) -> Result<u64, ScenarioError> {
         if self.core.capture.is_some() {
             return Err(ScenarioError {
                 key: "capture".into(),
@@ -1514,7 +1516,7 @@ impl Fabric {
         match partition::lookahead(&self.core) {
             Some(l) if l > 0 => {
                 self.partitioned = Some((l, threaded));
-                Ok(())
+                Ok(l)
             }
             _ => Err(ScenarioError {
                 key: "topology".into(),

@@ -194,6 +194,21 @@ fn a_plane_cut_loses_the_frames_on_its_wires_alike() {
 }
 
 #[test]
+fn the_lookahead_is_the_cable_and_the_shortest_frame() {
+    // 5 m of cable, 25 ns; at 400 Gb/s the 64-byte frame and its 20 bytes of preamble and gap
+    // take 1.68 ns, the 28-byte header a cut-through switch reads and its 20, 0.96 ns.
+    for (mode, ps) in [("store_and_forward", 26_680), ("cut_through", 25_960)] {
+        let mut f = Fabric::new(&fabric(4, mode, "")).expect("valid");
+        assert_eq!(f.set_partitioned(true).expect("partitions"), ps, "{mode}");
+    }
+    let mut s = fabric(4, "store_and_forward", "");
+    s.link.propagation_ns = Some(100.0);
+    s.link.rate_gbps = 800.0;
+    let mut f = Fabric::new(&s).expect("valid");
+    assert_eq!(f.set_partitioned(false).expect("partitions"), 100_840);
+}
+
+#[test]
 fn cables_without_delay_still_leave_the_shortest_frame_as_lookahead() {
     // A frame takes at least its own serialisation to arrive: 64 bytes and the wire overhead.
     let mut s = fabric(4, "cut_through", "");

@@ -867,6 +867,23 @@ impl Channel {
         self.flights.push_back(f.0);
     }
 
+    /// An idle copy of this channel for its receiving end ([`Channel::hand_over`]): the same
+    /// rate and propagation delay, nothing in flight, no faults of its own (the sender's copy
+    /// decides every frame's fate).
+    pub fn receiving_copy(&self) -> Channel {
+        Channel {
+            rate_gbps: self.rate_gbps,
+            propagation_ps: self.propagation_ps,
+            injector: Injector::new(Faults::default(), 0),
+            busy_until: 0,
+            flights: VecDeque::new(),
+            pool: Vec::new(),
+            frames_sent: 0,
+            bytes_sent: 0,
+            outage_lost: 0,
+        }
+    }
+
     /// Joins `receiver`, the receiver's copy of this channel ([`Channel::hand_over`]), back
     /// into this, the sender's copy: its frames still in flight follow, and the frames it lost
     /// to [`Channel::clear`] count as this channel's.

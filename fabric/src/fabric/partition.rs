@@ -199,13 +199,8 @@ impl Chan {
     /// An idle copy of this channel's receiving end: the same wire, nothing in flight, no
     /// faults of its own (the sender's copy decides every frame's fate).
     fn receiving_copy(&self) -> Chan {
-        let ch = Channel::new(
-            self.ch.rate_gbps(),
-            self.ch.propagation_ps() as f64 / 1000.0,
-            ethlink_link::harness::Injector::new(Faults::default(), 0),
-        );
         Chan {
-            ch,
+            ch: self.ch.receiving_copy(),
             to_node: self.to_node,
             to_port: self.to_port,
             cable: self.cable,
