@@ -137,8 +137,28 @@ fn partitions_do_the_same_work_as_one_queue() {
         assert_eq!(two.ops.completed_ok, one.ops.completed_ok, "{what}");
         assert_eq!(two.integrity.writes_ok, one.integrity.writes_ok, "{what}");
         assert_eq!(two.all_links_up, one.all_links_up, "{what}");
-        let (a, b) = (one.sim.events as f64, two.sim.events as f64);
-        assert!((a - b).abs() <= 0.05 * a, "{what}: events {a} against {b}");
+        // Both partitions' counts are in the report: frames, DATA frames, and the shares of
+        // the wire that control frames and payload take.
+        for (name, a, b) in [
+            ("events", one.sim.events as f64, two.sim.events as f64),
+            (
+                "DATA frame-hops",
+                one.sim.data_frame_hops as f64,
+                two.sim.data_frame_hops as f64,
+            ),
+            (
+                "control share",
+                one.overhead.control_share,
+                two.overhead.control_share,
+            ),
+            (
+                "payload share",
+                one.overhead.data_payload_share,
+                two.overhead.data_payload_share,
+            ),
+        ] {
+            assert!((a - b).abs() <= 0.05 * a, "{what}: {name} {a} against {b}");
+        }
         let (a, b) = (one.sim.frame_hops as f64, two.sim.frame_hops as f64);
         assert!(
             (a - b).abs() <= 0.05 * a,
