@@ -244,6 +244,19 @@ pub(crate) struct Core<T = Capture> {
     completions: VecDeque<(u16, Completion)>,
     /// Per GPU: workloads waiting for room (tags or RDMA queue).
     blocked: Vec<Vec<u16>>,
+    /// What the core has counted.
+    tally: Tally,
+    capture: T,
+    /// Frames (and cut-through headers) sent on channels whose receiver another partition
+    /// simulates ([`Chan::remote`]), for it to take at the end of the window.
+    outbox: Vec<Handoff>,
+    /// In a partitioned run, the least time from sending to receiving across partitions, ps.
+    lookahead: u64,
+}
+
+/// What a core counts as it runs (the report's simulation totals); partitions add theirs.
+#[derive(Debug, Clone, Copy, Default)]
+struct Tally {
     frame_hops: u64,
     data_hops: u64,
     wire_data: u64,
@@ -251,12 +264,18 @@ pub(crate) struct Core<T = Capture> {
     data_payload: u64,
     events: u64,
     idle_wakeups: u64,
-    capture: T,
-    /// Frames (and cut-through headers) sent on channels whose receiver another partition
-    /// simulates ([`Chan::remote`]), for it to take at the end of the window.
-    outbox: Vec<Handoff>,
-    /// In a partitioned run, the least time from sending to receiving across partitions, ps.
-    lookahead: u64,
+}
+
+impl Tally {
+    fn add(&mut self, o: &Tally) {
+        self.frame_hops += o.frame_hops;
+        self.data_hops += o.data_hops;
+        self.wire_data += o.wire_data;
+        self.wire_ctl += o.wire_ctl;
+        self.data_payload += o.data_payload;
+        self.events += o.events;
+        self.idle_wakeups += o.idle_wakeups;
+    }
 }
 
 /// Collects the frames a channel hands over ([`Channel::hand_over`]) into an outbox.
@@ -412,14 +431,14 @@ impl<T: Tap> Core<T> {
         if let Some(f) = self.free_at.get_mut(gp as usize) {
             *f = chan.ch.free_at();
         }
-        self.frame_hops += 1;
+        self.tally.frame_hops += 1;
         let on_wire = (t.len + ethlink_protocol::WIRE_OVERHEAD) as u64;
         if t.kind == FrameKind::Data {
-            self.data_hops += 1;
-            self.wire_data += on_wire;
-            self.data_payload += t.len.saturating_sub(DATA_FRAMING) as u64;
+            self.tally.data_hops += 1;
+            self.tally.wire_data += on_wire;
+            self.tally.data_payload += t.len.saturating_sub(DATA_FRAMING) as u64;
         } else {
-            self.wire_ctl += on_wire;
+            self.tally.wire_ctl += on_wire;
         }
         if chan.remote {
             debug_assert!(
@@ -681,7 +700,7 @@ impl<T: Tap> Core<T> {
             if self.ports_of(n).any(|gp| !self.wire_free(gp)) {
                 return;
             }
-            self.idle_wakeups += 1;
+            self.tally.idle_wakeups += 1;
             ps = (self.now / PS_PER_NS + 1) * PS_PER_NS;
         }
         let Some(a) = self.armed.get_mut(n as usize) else {
@@ -733,6 +752,19 @@ impl<T: Tap> Core<T> {
             }
             self.mark(n);
         }
+    }
+
+    /// The next event or deadline due before `end`, taken from the queue.
+    fn take_before(&mut self, end: u64) -> Option<(u64, Ev)> {
+        if self.heap.peek_time().is_none_or(|t| t >= end) {
+            return None;
+        }
+        let (t, next) = self.heap.next()?;
+        let ev = match next {
+            Next::Event(ev) => ev,
+            Next::Deadline(n) => Ev::Timer(n),
+        };
+        Some((t, ev))
     }
 
     /// Services every node marked since the last time.
@@ -1441,13 +1473,7 @@ impl Fabric {
             ready: Vec::new(),
             completions: VecDeque::new(),
             blocked: vec![Vec::new(); g_n],
-            frame_hops: 0,
-            data_hops: 0,
-            wire_data: 0,
-            wire_ctl: 0,
-            data_payload: 0,
-            events: 0,
-            idle_wakeups: 0,
+            tally: Tally::default(),
             capture: None,
             outbox: Vec::new(),
             lookahead: 0,
@@ -1899,7 +1925,7 @@ impl Fabric {
             if self.step(t, ev) {
                 break;
             }
-            if self.core.events & 0xFFFF == 0
+            if self.core.tally.events & 0xFFFF == 0
                 && let Some(p) = progress.as_mut()
             {
                 p(self.core.now / PS_PER_NS, self.planned_end_ns());
@@ -1910,7 +1936,7 @@ impl Fabric {
     /// Runs event `ev`, fired at `t`, and what follows from it; true when the run ends here.
     fn step(&mut self, t: u64, ev: Ev) -> bool {
         self.core.now = t;
-        self.core.events += 1;
+        self.core.tally.events += 1;
         if !self.core.node_event(t, ev) {
             match ev {
                 Ev::OutageOn(k) => self.outage(k as usize, true),
@@ -2187,11 +2213,11 @@ impl Fabric {
             delivered += c.ports.iter().map(|p| p.frames_received).sum::<u64>();
         }
         let mut sim = SimTotals {
-            events: core.events,
-            frame_hops: core.frame_hops,
-            data_frame_hops: core.data_hops,
+            events: core.tally.events,
+            frame_hops: core.tally.frame_hops,
+            data_frame_hops: core.tally.data_hops,
             data_frames_delivered: delivered,
-            idle_wakeups: core.idle_wakeups,
+            idle_wakeups: core.tally.idle_wakeups,
             ..SimTotals::default()
         };
         for c in &core.chans {
@@ -2212,8 +2238,14 @@ impl Fabric {
             segment_bytes: segment,
             segment_overhead_bytes: SEGMENT_OVERHEAD,
             rdma_payload_bound: segment as f64 / (segment + SEGMENT_OVERHEAD) as f64,
-            control_share: share(core.wire_ctl, core.wire_ctl + core.wire_data),
-            data_payload_share: share(core.data_payload, core.wire_ctl + core.wire_data),
+            control_share: share(
+                core.tally.wire_ctl,
+                core.tally.wire_ctl + core.tally.wire_data,
+            ),
+            data_payload_share: share(
+                core.tally.data_payload,
+                core.tally.wire_ctl + core.tally.wire_data,
+            ),
         };
         let mut ops = self.ops.report();
         if self.time_limit_hit {

@@ -645,9 +645,17 @@ impl Channel {
     /// A free, empty channel of `rate_gbps` Gb/s whose frames take `propagation_ns` ns (rounded
     /// to the picosecond) to arrive, through `injector`.
     pub fn new(rate_gbps: f64, propagation_ns: f64, injector: Injector) -> Self {
+        Self::with_ps(
+            rate_gbps,
+            (propagation_ns * 1000.0).round() as u64,
+            injector,
+        )
+    }
+
+    fn with_ps(rate_gbps: f64, propagation_ps: u64, injector: Injector) -> Self {
         Channel {
             rate_gbps,
-            propagation_ps: (propagation_ns * 1000.0).round() as u64,
+            propagation_ps,
             injector,
             busy_until: 0,
             flights: VecDeque::new(),
@@ -871,17 +879,11 @@ impl Channel {
     /// rate and propagation delay, nothing in flight, no faults of its own (the sender's copy
     /// decides every frame's fate).
     pub fn receiving_copy(&self) -> Channel {
-        Channel {
-            rate_gbps: self.rate_gbps,
-            propagation_ps: self.propagation_ps,
-            injector: Injector::new(Faults::default(), 0),
-            busy_until: 0,
-            flights: VecDeque::new(),
-            pool: Vec::new(),
-            frames_sent: 0,
-            bytes_sent: 0,
-            outage_lost: 0,
-        }
+        Self::with_ps(
+            self.rate_gbps,
+            self.propagation_ps,
+            Injector::new(Faults::default(), 0),
+        )
     }
 
     /// Joins `receiver`, the receiver's copy of this channel ([`Channel::hand_over`]), back

@@ -67,16 +67,9 @@ impl Switches {
         }
         // What bring-up (time 0) marked.
         self.core.service_marked();
-        while self.core.heap.peek_time().is_some_and(|t| t < end) {
-            let Some((t, next)) = self.core.heap.next() else {
-                break;
-            };
-            let ev = match next {
-                Next::Event(ev) => ev,
-                Next::Deadline(n) => Ev::Timer(n),
-            };
+        while let Some((t, ev)) = self.core.take_before(end) {
             self.core.now = t;
-            self.core.events += 1;
+            self.core.tally.events += 1;
             if !self.core.node_event(t, ev) {
                 match ev {
                     Ev::OutageOn(k) => {
@@ -310,13 +303,7 @@ impl Fabric {
             ready: Vec::new(),
             completions: VecDeque::new(),
             blocked: Vec::new(),
-            frame_hops: 0,
-            data_hops: 0,
-            wire_data: 0,
-            wire_ctl: 0,
-            data_payload: 0,
-            events: 0,
-            idle_wakeups: 0,
+            tally: Tally::default(),
             capture: (),
             outbox: Vec::new(),
             lookahead,
@@ -352,13 +339,7 @@ impl Fabric {
             c.now = c.now.max(s.now);
         }
         c.sws = std::mem::take(&mut s.sws);
-        c.frame_hops += s.frame_hops;
-        c.data_hops += s.data_hops;
-        c.wire_data += s.wire_data;
-        c.wire_ctl += s.wire_ctl;
-        c.data_payload += s.data_payload;
-        c.events += s.events;
-        c.idle_wakeups += s.idle_wakeups;
+        c.tally.add(&s.tally);
         for ((chan, other), &from_switch) in c.chans.iter_mut().zip(s.chans).zip(by_switch) {
             chan.remote = false;
             if from_switch {
@@ -492,18 +473,11 @@ impl Fabric {
 
     /// Runs the GPUs' events due before `end`; true when the run ends.
     fn run_window(&mut self, end: u64, progress: &mut Option<&mut dyn FnMut(u64, u64)>) -> bool {
-        while self.core.heap.peek_time().is_some_and(|t| t < end) {
-            let Some((t, next)) = self.core.heap.next() else {
-                break;
-            };
-            let ev = match next {
-                Next::Event(ev) => ev,
-                Next::Deadline(n) => Ev::Timer(n),
-            };
+        while let Some((t, ev)) = self.core.take_before(end) {
             if self.step(t, ev) {
                 return true;
             }
-            if self.core.events & 0xFFFF == 0
+            if self.core.tally.events & 0xFFFF == 0
                 && let Some(p) = progress.as_mut()
             {
                 p(self.core.now / PS_PER_NS, self.planned_end_ns());
