@@ -5,6 +5,14 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+/// The binary's allocator. A fabric run allocates and frees a frame buffer per frame-hop, from
+/// two threads when it is partitioned; jemalloc's size classes and per-thread caches serve that
+/// faster than the system allocator (docs/performance.md, "The binary's allocator"). The
+/// libraries choose no allocator: a program embedding them keeps its own.
+#[cfg(not(target_env = "msvc"))]
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 fn main() -> ExitCode {
     let cli = ethlink_cli::Cli::parse();
     // Writes to a closed standard output would be lost without an error: say so instead.
