@@ -99,12 +99,17 @@ pub struct RunArgs {
     /// T (powers of 1024). Default: the machine's memory (MemTotal of /proc/meminfo).
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub max_memory: Option<u64>,
-    /// Run the fabric as two partitions, its GPUs and its switches, on two threads
-    /// (docs/performance.md). Results are deterministic, but differ from those of the default
-    /// single event queue in the order of events of the same picosecond. Not with --out, which
-    /// captures a cable.
+    /// Run the fabric as two partitions on two threads: the GPUs with some of the switches,
+    /// and the other switches (docs/performance.md). Results are deterministic, but differ
+    /// from those of the default single event queue in the order of events of the same
+    /// picosecond. Not with --out, which captures a cable.
     #[arg(long, conflicts_with = "out")]
     pub partitioned: bool,
+    /// With --partitioned: how many switches (the first N, as the report lists them) run in
+    /// the GPUs' partition, instead of the number chosen from the topology. The report's
+    /// "Partitions" line shows how long each partition worked.
+    #[arg(long, value_name = "N", requires = "partitioned")]
+    pub switches_with_gpus: Option<u32>,
     /// Print the effective scenario (the file or the default, with --seed applied) as TOML and
     /// exit without running it.
     #[arg(long, conflicts_with_all = ["json", "out"])]
@@ -991,8 +996,11 @@ fn execute_run(args: &RunArgs, io: &mut crate::Io<'_>) -> Result<u8, String> {
     let mut fabric = Fabric::new(&scenario).map_err(|e| e.to_string())?;
     if args.partitioned {
         fabric
-            .set_partitioned(true)
-            .map_err(|e| format!("--partitioned: {e}"))?;
+            .set_partitioned_split(true, args.switches_with_gpus)
+            .map_err(|e| match e.key.as_str() {
+                "switches_with_gpus" => format!("--switches-with-gpus: {}", e.reason),
+                _ => format!("--partitioned: {e}"),
+            })?;
     }
     let capture = match files.as_mut() {
         Some(f) => Some(start_capture(&mut fabric, args, f)?),
@@ -2237,6 +2245,18 @@ pub fn render_text(
         w.events_per_s / 1e6,
         w.sim_over_wall
     );
+    if let Some(p) = &w.partitions {
+        let _ = writeln!(
+            out,
+            "Partitions: {} windows; the GPUs and {} of the {} switches worked {:.2} s, the other \
+             switches {:.2} s",
+            p.windows,
+            p.switches_with_gpus,
+            r.switches,
+            p.gpus_busy_seconds,
+            p.switches_busy_seconds
+        );
+    }
     if let Some(dir) = out_dir {
         out.push('\n');
         let _ = writeln!(

@@ -235,6 +235,41 @@ fn partitioned_runs_are_one_run_whatever_the_threads_do() {
     );
     assert_eq!(status(&o), 2);
     assert!(stderr(&o).contains("--partitioned"), "{}", stderr(&o));
+    // The split: the default (one of the 2 planes' switches with the GPUs) or the one asked
+    // for, in the JSON and on the summary's "Partitions" line.
+    assert_eq!(ja["wall"]["partitions"]["switches_with_gpus"], 1);
+    assert!(one["wall"].get("partitions").is_none());
+    let z = parse_json(&run_ok(&[
+        "run",
+        "--scenario",
+        &file,
+        "--json",
+        "--partitioned",
+        "--switches-with-gpus",
+        "0",
+    ]));
+    assert_eq!(z["wall"]["partitions"]["switches_with_gpus"], 0);
+    assert_eq!(z["ops"]["issued"], one["ops"]["issued"]);
+    let text = run_ok(&["run", "--scenario", &file, "--partitioned"]);
+    assert!(
+        text.contains("Partitions: ") && text.contains("the GPUs and 1 of the 2 switches worked"),
+        "{text}"
+    );
+    // No switch left to the other partition, or no partitions at all: refused, naming the flag.
+    for args in [
+        &["--partitioned", "--switches-with-gpus", "2"][..],
+        &["--switches-with-gpus", "1"][..],
+    ] {
+        let mut all = vec!["run", "--scenario", &file];
+        all.extend_from_slice(args);
+        let o = ethlink(&all, "");
+        assert_eq!(status(&o), 2, "{args:?}");
+        assert!(
+            stderr(&o).contains("--switches-with-gpus"),
+            "{}",
+            stderr(&o)
+        );
+    }
 }
 
 #[test]

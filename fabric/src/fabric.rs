@@ -33,8 +33,9 @@ use crate::build::{endpoint_config, key_of, switch_config};
 use crate::check::mix64;
 use crate::queue::{EventQueue, Next};
 use crate::report::{
-    CollectiveRow, EndpointTotals, LinkTotals, Load, Operations, Overhead, PortStall, Report,
-    Series, SimTotals, SwitchReport, SwitchTotals, Throughput, Wall, peak_rss_bytes,
+    CollectiveRow, EndpointTotals, LinkTotals, Load, Operations, Overhead, PartitionWall,
+    PortStall, Report, Series, SimTotals, SwitchReport, SwitchTotals, Throughput, Wall,
+    peak_rss_bytes,
 };
 use crate::scenario::{
     ErrorsExpected, LeafUplinks, OutageTarget, Scenario, ScenarioError, TopologyKind, Workload,
@@ -215,7 +216,11 @@ pub(crate) struct Core<T = Capture> {
     /// Events by time (ps), ties in the order they were queued.
     heap: EventQueue<Ev>,
     gpus: Vec<Endpoint>,
+    /// The switches this core simulates: all of them, or in a partitioned run its partition's,
+    /// nodes `sw_lo..sw_lo + sws.len()`.
     sws: Vec<Switch>,
+    /// The node of `sws[0]`.
+    sw_lo: u32,
     n_gpus: u32,
     node_base: Vec<u32>,
     /// Per global port: its outgoing channel.
@@ -336,13 +341,21 @@ impl<T: Tap> Core<T> {
         free
     }
 
+    /// Switch node `n`, if this core simulates it.
+    fn sw(&self, n: u32) -> Option<&Switch> {
+        self.sws.get(n.checked_sub(self.sw_lo)? as usize)
+    }
+
+    /// Switch node `n`, mutably, if this core simulates it.
+    fn sw_mut(&mut self, n: u32) -> Option<&mut Switch> {
+        self.sws.get_mut(n.checked_sub(self.sw_lo)? as usize)
+    }
+
     fn poll_timeout(&self, n: u32) -> Option<Instant> {
         if n < self.n_gpus {
             self.gpus.get(n as usize).and_then(Endpoint::poll_timeout)
         } else {
-            self.sws
-                .get((n - self.n_gpus) as usize)
-                .and_then(Switch::poll_timeout)
+            self.sw(n).and_then(Switch::poll_timeout)
         }
     }
 
@@ -359,7 +372,7 @@ impl<T: Tap> Core<T> {
                 None => return false,
             }
         } else {
-            match self.sws.get_mut((n - self.n_gpus) as usize) {
+            match self.sws.get_mut(slot(n, self.sw_lo)) {
                 Some(sw) => {
                     let r = sw.poll_transmit_shared(inst, usize::from(p), &mut self.txbuf);
                     // A cut-through switch ends this frame with a stomped FCS (switch.md §6):
@@ -552,7 +565,7 @@ impl<T: Tap> Core<T> {
             let at = Instant::from_nanos(h.at_ps / PS_PER_NS);
             if let Some(sw) = self
                 .sws
-                .get_mut(n.saturating_sub(self.n_gpus) as usize)
+                .get_mut(slot(n, self.sw_lo))
                 .filter(|_| n >= self.n_gpus)
             {
                 match &h.frame {
@@ -596,7 +609,7 @@ impl<T: Tap> Core<T> {
                     }
                 }
                 chan.ch.recycle(bytes);
-            } else if let Some(sw) = self.sws.get_mut((n - self.n_gpus) as usize) {
+            } else if let Some(sw) = self.sws.get_mut(slot(n, self.sw_lo)) {
                 // A frame carried by reference stays one, moved into the switch: it takes the
                 // buffer over at the egress once the sender has let it go, instead of copying
                 // the payload.
@@ -655,7 +668,7 @@ impl<T: Tap> Core<T> {
                 }
             }
         } else {
-            let s = (n - self.n_gpus) as usize;
+            let s = slot(n, self.sw_lo);
             if timed && let Some(sw) = self.sws.get_mut(s) {
                 sw.handle_timeout(inst);
             }
@@ -743,7 +756,7 @@ impl<T: Tap> Core<T> {
                         ep.port_down(inst, p);
                     }
                 }
-            } else if let Some(sw) = self.sws.get_mut((n - self.n_gpus) as usize) {
+            } else if let Some(sw) = self.sw_mut(n) {
                 if up {
                     sw.port_up(inst, p);
                 } else {
@@ -923,6 +936,12 @@ impl<T: Tap> Core<T> {
                 (0..usize::from(sw.config().ports)).all(|p| sw.link(p).is_some_and(|l| l.is_up()))
             })
     }
+}
+
+/// Where switch node `n` lies in a core's `sws` whose first is node `lo`: out of bounds
+/// (`usize::MAX`) for a node before it.
+fn slot(n: u32, lo: u32) -> usize {
+    n.checked_sub(lo).map_or(usize::MAX, |i| i as usize)
 }
 
 fn end_of(n_gpus: u32, n: u32, p: u16) -> End {
@@ -1229,7 +1248,9 @@ pub struct Fabric {
     ran: bool,
     /// Run as two partitions ([`Fabric::set_partitioned`]): the lookahead (ps), and whether
     /// the switches' partition has a thread of its own.
-    partitioned: Option<(u64, bool)>,
+    partitioned: Option<(u64, bool, u32)>,
+    /// How the last partitioned run spent its wall time.
+    part_wall: Option<PartitionWall>,
 }
 
 impl std::fmt::Debug for Fabric {
@@ -1456,6 +1477,7 @@ impl Fabric {
             heap: EventQueue::default(),
             gpus,
             sws,
+            sw_lo: gn,
             n_gpus: gn,
             node_base,
             out_chan,
@@ -1521,6 +1543,7 @@ impl Fabric {
             last_sample: SampleState::default(),
             ran: false,
             partitioned: None,
+            part_wall: None,
         })
     }
 
@@ -1533,15 +1556,40 @@ impl Fabric {
     /// Returns the lookahead the partitions synchronise on, ps: the least time between a GPU or
     /// a switch sending anything and the other kind of node receiving it.
     pub fn set_partitioned(&mut self, threaded: bool) -> Result<u64, ScenarioError> {
+        self.set_partitioned_split(threaded, None)
+    }
+
+    /// [`Fabric::set_partitioned`], with the first `switches_with_gpus` switches (in the order
+    /// of [`Fabric::switch`]) simulated in the GPUs' partition and the others in their own;
+    /// `None` for the split [`Fabric::default_split`] chooses. Results depend on the split as
+    /// they do on the scenario: on nothing else. Refused, with the reason, when no switch would
+    /// be left to the other partition, or no cable would join the two.
+    pub fn set_partitioned_split(
+        &mut self,
+        threaded: bool,
+        switches_with_gpus: Option<u32>,
+    ) -> Result<u64, ScenarioError> {
         if self.core.capture.is_some() {
             return Err(ScenarioError {
                 key: "capture".into(),
                 reason: "a fabric run as partitions captures no cable".into(),
             });
         }
-        match partition::lookahead(&self.core) {
+        let kept = switches_with_gpus.unwrap_or_else(|| self.default_split());
+        let switches = self.core.sws.len();
+        if kept as usize >= switches.max(1) {
+            return Err(ScenarioError {
+                key: "switches_with_gpus".into(),
+                reason: format!(
+                    "{kept} switches beside the GPUs leave none of the fabric's {switches} to a \
+                     partition of their own"
+                ),
+            });
+        }
+        let lo = self.core.n_gpus + kept;
+        match partition::lookahead(&self.core, lo) {
             Some(l) if l > 0 => {
-                self.partitioned = Some((l, threaded));
+                self.partitioned = Some((l, threaded, lo));
                 Ok(l)
             }
             _ => Err(ScenarioError {
@@ -1549,6 +1597,23 @@ impl Fabric {
                 reason: "a fabric run as partitions needs cables between GPUs and switches".into(),
             }),
         }
+    }
+
+    /// How many switches a partitioned run simulates beside the GPUs by default
+    /// ([`Fabric::set_partitioned`]), so that neither partition waits long for the other.
+    ///
+    /// In a fabric of one tier, each frame crosses one switch between two GPUs, and traffic
+    /// that starts on every GPU at once moves in waves: the GPUs send, the switches forward,
+    /// the GPUs receive, so that the switches' work comes in windows of its own. A quarter of
+    /// the switches (to the nearest) go with the GPUs: the waves of switch work are then
+    /// shared by both partitions, and the GPUs' partition, which also has the endpoints'
+    /// work, is not made the busier by much. In a fabric of two tiers, each frame crosses
+    /// three switches, work overlaps, and the partitions are balanced by ports: leaves go
+    /// with the GPUs for as long as that brings the two partitions' ports closer, a GPU's port
+    /// counting as two of a switch's (an endpoint's work beside its link's). Measured in
+    /// docs/performance.md, "Which switches run beside the GPUs".
+    pub fn default_split(&self) -> u32 {
+        partition::default_split(&self.core)
     }
 
     /// The scenario.
@@ -1883,6 +1948,7 @@ impl Fabric {
             },
             peak_rss_bytes: peak_rss_bytes(),
             memory_estimate_bytes: self.scen.memory_estimate().bytes,
+            partitions: self.part_wall.take(),
         };
         if let Some(p) = progress.as_mut() {
             p(report.end_ns, report.end_ns);
@@ -1898,8 +1964,8 @@ impl Fabric {
     }
 
     fn run_events(&mut self, progress: &mut Option<&mut dyn FnMut(u64, u64)>) {
-        if let Some((lookahead, threaded)) = self.partitioned {
-            self.run_partitioned(progress, lookahead, threaded);
+        if let Some((lookahead, threaded, lo)) = self.partitioned {
+            self.run_partitioned(progress, lookahead, threaded, lo);
         } else {
             self.run_queue(progress);
         }

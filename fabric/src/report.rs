@@ -466,6 +466,24 @@ pub struct Wall {
     /// ([`crate::Scenario::memory_estimate`]), bytes: meant to be above `peak_rss_bytes` and
     /// within twice it.
     pub memory_estimate_bytes: u64,
+    /// A partitioned run's windows and how long each partition worked in them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub partitions: Option<PartitionWall>,
+}
+
+/// How a partitioned run ([`crate::Fabric::set_partitioned`]) spent its wall time: each window
+/// lasts as long as the busier partition works in it, so the closer the two busy times, the
+/// more the second core gives.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct PartitionWall {
+    /// Switches simulated beside the GPUs, in their partition.
+    pub switches_with_gpus: u32,
+    /// Windows of simulated time run.
+    pub windows: u64,
+    /// Seconds the partition of the GPUs (and of the switches kept with them) worked.
+    pub gpus_busy_seconds: f64,
+    /// Seconds the other switches' partition worked.
+    pub switches_busy_seconds: f64,
 }
 
 /// Everything a run measured.

@@ -1,7 +1,8 @@
-//! A fabric run as two partitions, its GPUs and its switches (`Fabric::set_partitioned`): the
-//! result depends on the scenario alone, not on whether the switches have a thread of their own
-//! nor on how the two threads happen to be scheduled; every operation completes and every byte
-//! lands as in the single event queue's run; a captured cable and partitions exclude each
+//! A fabric run as two partitions, its GPUs with some of its switches and the other switches
+//! (`Fabric::set_partitioned`): the result depends on the scenario and the split alone, not on
+//! whether the other switches have a thread of their own nor on how the two threads happen to
+//! be scheduled; every operation completes and every byte lands as in the single event queue's
+//! run, whichever switches go with the GPUs; a captured cable and partitions exclude each
 //! other.
 
 use ethlink_fabric::report::{Report, Wall};
@@ -97,6 +98,17 @@ fn run(s: &Scenario, partitioned: Option<bool>) -> Report {
     let mut r = f.run(None);
     r.wall = Wall::default();
     r
+}
+
+/// The run of `s` as two partitions, the first `split` switches with the GPUs, and its
+/// wall-clock figures.
+fn run_split(s: &Scenario, threaded: bool, split: u32) -> (Report, Wall) {
+    let mut f = Fabric::new(s).expect("valid scenario");
+    f.set_partitioned_split(threaded, Some(split))
+        .expect("partitions allowed");
+    let mut r = f.run(None);
+    let wall = std::mem::take(&mut r.wall);
+    (r, wall)
 }
 
 fn assert_clean(what: &str, r: &Report) {
@@ -253,4 +265,108 @@ fn a_capture_and_partitions_exclude_each_other() {
         .capture(cable, Box::new(|_| {}))
         .expect_err("a capture after");
     assert_eq!(e.key, "capture");
+}
+
+#[test]
+fn whichever_switches_go_with_the_gpus_the_work_is_the_same() {
+    for (what, s) in scenarios() {
+        let one = run(&s, None);
+        let switches = one.switches as u32;
+        assert!(switches >= 2, "{what}: {switches} switches");
+        for split in 0..switches {
+            let what = format!("{what}, {split} switches with the GPUs");
+            let (here, wall) = run_split(&s, false, split);
+            assert_clean(&what, &here);
+            let p = wall.partitions.expect("a partitioned run's figures");
+            assert_eq!(p.switches_with_gpus, split, "{what}");
+            assert!(p.windows > 0, "{what}: no window");
+            let (threaded, _) = run_split(&s, true, split);
+            assert!(threaded == here, "{what}: the threaded run differs");
+            assert_eq!(here.ops.issued, one.ops.issued, "{what}");
+            assert_eq!(here.ops.completed_ok, one.ops.completed_ok, "{what}");
+            assert_eq!(here.integrity.writes_ok, one.integrity.writes_ok, "{what}");
+            // Every switch, wherever it ran, is in the report, in its place.
+            assert_eq!(here.switches, one.switches, "{what}");
+            for (name, a, b) in [
+                ("events", one.sim.events, here.sim.events),
+                (
+                    "DATA frame-hops",
+                    one.sim.data_frame_hops,
+                    here.sim.data_frame_hops,
+                ),
+                ("forwarded", one.switch.forwarded, here.switch.forwarded),
+                (
+                    "cut through",
+                    one.switch.cut_through,
+                    here.switch.cut_through,
+                ),
+                ("frames cut", one.sim.frames_cut, here.sim.frames_cut),
+            ] {
+                assert!(a.abs_diff(b) * 20 <= a, "{what}: {name} {a} against {b}");
+            }
+            // Each switch's own row, in its place: the two partitions' switches are joined back
+            // in order.
+            assert_eq!(here.switch.switches.len(), one.switch.switches.len());
+            for (k, (a, b)) in one
+                .switch
+                .switches
+                .iter()
+                .zip(&here.switch.switches)
+                .enumerate()
+            {
+                assert_eq!(b.switch, k as u32, "{what}");
+                assert!(
+                    a.forwarded.abs_diff(b.forwarded) * 20 <= a.forwarded,
+                    "{what}: switch {k} forwarded {} against {}",
+                    a.forwarded,
+                    b.forwarded
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn a_single_queue_run_has_no_partition_figures() {
+    let mut f = Fabric::new(&two_tier()).expect("valid");
+    assert!(f.run(None).wall.partitions.is_none());
+}
+
+#[test]
+fn the_default_split_follows_the_topology() {
+    // One tier: a quarter of the planes' switches, to the nearest, go with the GPUs.
+    for (ports, split) in [(1, 0), (2, 1), (4, 1), (6, 2), (8, 2)] {
+        let s = scenario(&format!(
+            "[topology]\nkind = \"single_tier\"\ngpus = 4\nstacks = 1\nports_per_stack = {ports}\n"
+        ));
+        let f = Fabric::new(&s).expect("valid");
+        assert_eq!(f.default_split(), split, "{ports} planes");
+    }
+    // Two tiers: leaves go with the GPUs until the ports balance, a GPU port counting two.
+    // 64 GPUs of 1 port (128) against 8 leaves of 16 ports and 8 spines of 8 (192): two
+    // leaves make 160 and 160.
+    let s = scenario(
+        "[topology]\nkind = \"two_tier\"\ngpus = 64\nstacks = 1\nports_per_stack = 1\nleaves = 8\nspines = 8\n",
+    );
+    assert_eq!(Fabric::new(&s).expect("valid").default_split(), 2);
+    // 32 GPUs of 2 ports (128) against 2 planes of 4 leaves of 12 ports and 4 spines of 4
+    // (128): balanced already.
+    let s = scenario(
+        "[topology]\nkind = \"two_tier\"\ngpus = 32\nstacks = 1\nports_per_stack = 2\nleaves = 4\nspines = 4\n",
+    );
+    assert_eq!(Fabric::new(&s).expect("valid").default_split(), 0);
+}
+
+#[test]
+fn a_split_that_leaves_no_switch_to_the_other_partition_is_refused() {
+    let s = fabric(4, "store_and_forward", "");
+    let mut f = Fabric::new(&s).expect("valid");
+    for split in [2, 3, u32::MAX] {
+        let e = f
+            .set_partitioned_split(true, Some(split))
+            .expect_err("no switch left");
+        assert_eq!(e.key, "switches_with_gpus", "{split}");
+        assert!(e.reason.contains("fabric's 2"), "{split}: {}", e.reason);
+    }
+    assert!(f.set_partitioned_split(true, Some(1)).is_ok());
 }

@@ -42,6 +42,8 @@ struct Answer {
     next: u64,
     /// Every link of every switch is up.
     all_up: bool,
+    /// Wall time it worked on the window, ns.
+    busy_ns: u64,
 }
 
 /// The switches' partition.
@@ -60,6 +62,7 @@ impl Switches {
             end,
             begun,
         } = order;
+        let started = std::time::Instant::now();
         self.core.take_handoffs(&mut mail);
         if let Some(t) = begun {
             self.core.now = t;
@@ -90,6 +93,7 @@ impl Switches {
             mail,
             next: self.core.heap.peek_time().unwrap_or(NONE),
             all_up: self.core.all_up(),
+            busy_ns: ns_since(started),
         }
     }
 }
@@ -177,6 +181,11 @@ impl Peer<'_> {
     }
 }
 
+/// Wall time since `t`, ns.
+fn ns_since(t: std::time::Instant) -> u64 {
+    u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX)
+}
+
 /// The earliest time something in `mail` arrives, ps (`NONE` for none).
 fn earliest(mail: &[Handoff]) -> u64 {
     mail.iter()
@@ -186,6 +195,19 @@ fn earliest(mail: &[Handoff]) -> u64 {
         })
         .min()
         .unwrap_or(NONE)
+}
+
+impl<T: Tap> Core<T> {
+    /// Per channel, the node that sends on it (`u32::MAX` for none).
+    fn senders(&self) -> Vec<u32> {
+        let mut from = vec![u32::MAX; self.chans.len()];
+        for (gp, &ci) in self.out_chan.iter().enumerate() {
+            if let (Some(x), Some(&n)) = (from.get_mut(ci as usize), self.port_node.get(gp)) {
+                *x = n;
+            }
+        }
+        from
+    }
 }
 
 impl Chan {
@@ -208,21 +230,17 @@ impl Chan {
     }
 }
 
-/// The least time between a GPU or a switch sending anything and the other kind of node
-/// receiving it, ps: a cable's propagation delay, plus the serialisation of the shortest frame
-/// (or, toward a cut-through switch, of the header it reads). The lookahead of a partitioned
-/// run; `None` when no cable joins a GPU to a switch.
-pub(super) fn lookahead<T: Tap>(core: &Core<T>) -> Option<u64> {
-    let mut from = vec![u32::MAX; core.chans.len()];
-    for (gp, &ci) in core.out_chan.iter().enumerate() {
-        if let (Some(x), Some(&n)) = (from.get_mut(ci as usize), core.port_node.get(gp)) {
-            *x = n;
-        }
-    }
+/// The least time between a node of one partition sending anything and a node of the other
+/// receiving it, ps, when the switches' partition holds the switch nodes from `lo` on: a cable's
+/// propagation delay, plus the serialisation of the shortest frame (or, toward a cut-through
+/// switch, of the header it reads). The lookahead of a partitioned run; `None` when no cable
+/// joins the two partitions.
+pub(super) fn lookahead<T: Tap>(core: &Core<T>, lo: u32) -> Option<u64> {
+    let from = core.senders();
     core.chans
         .iter()
         .zip(&from)
-        .filter(|&(c, &f)| f != u32::MAX && (f < core.n_gpus) != (c.to_node < core.n_gpus))
+        .filter(|&(c, &f)| f != u32::MAX && (f >= lo) != (c.to_node >= lo))
         .map(|(c, _)| {
             let shortest = if c.cut_ps == NONE {
                 ethlink_protocol::MIN_FRAME_LEN
@@ -233,6 +251,36 @@ pub(super) fn lookahead<T: Tap>(core: &Core<T>) -> Option<u64> {
                 .saturating_add(c.ch.serialisation_ps(shortest))
         })
         .min()
+}
+
+/// What [`Fabric::default_split`] says: how many of `core`'s first switches to simulate
+/// beside the GPUs.
+pub(super) fn default_split<T: Tap>(core: &Core<T>) -> u32 {
+    let switches = core.sws.len() as u32;
+    let from = core.senders();
+    let two_tiers = core
+        .chans
+        .iter()
+        .zip(&from)
+        .any(|(c, &f)| f != u32::MAX && f >= core.n_gpus && c.to_node >= core.n_gpus);
+    if !two_tiers {
+        return (switches + 2) / 4;
+    }
+    let gpu_ports: u64 = core.gpus.iter().map(|ep| ep.port_count() as u64).sum();
+    let mut with_gpus = 2 * gpu_ports;
+    let mut others: u64 = core.sws.iter().map(|sw| u64::from(sw.config().ports)).sum();
+    // The first split at which moving one more switch would not bring the two closer.
+    let mut kept = 0;
+    for sw in core.sws.iter().take(switches.saturating_sub(1) as usize) {
+        let p = u64::from(sw.config().ports);
+        if (with_gpus + p).abs_diff(others - p) >= with_gpus.abs_diff(others) {
+            break;
+        }
+        with_gpus += p;
+        others -= p;
+        kept += 1;
+    }
+    kept
 }
 
 /// When the outages of `scen` begin and end for traffic begun at `start`, ps, in order.
@@ -253,39 +301,37 @@ fn outage_edges(scen: &Scenario, start: u64) -> Vec<u64> {
 }
 
 impl Fabric {
-    /// Moves the switches, and the sending end of each channel a switch sends on, to a
-    /// partition of their own. Returns it and, per channel, whether a switch sends on it.
-    fn split(&mut self, lookahead: u64) -> (Switches, Vec<bool>) {
+    /// Moves the switch nodes from `lo` on, and the sending end of each channel they send on,
+    /// to a partition of their own. Returns it and, per channel, whether that partition sends
+    /// on it.
+    fn split(&mut self, lookahead: u64, lo: u32) -> (Switches, Vec<bool>) {
         let c = &mut self.core;
         c.lookahead = lookahead;
-        let mut from = vec![u32::MAX; c.chans.len()];
-        for (gp, &ci) in c.out_chan.iter().enumerate() {
-            if let (Some(x), Some(&n)) = (from.get_mut(ci as usize), c.port_node.get(gp)) {
-                *x = n;
-            }
-        }
+        let from = c.senders();
         let n_gpus = c.n_gpus;
         let mut chans = Vec::with_capacity(c.chans.len());
-        let mut by_switch = Vec::with_capacity(c.chans.len());
+        let mut by_switches = Vec::with_capacity(c.chans.len());
         for (chan, &f) in c.chans.iter_mut().zip(&from) {
-            let from_switch = f != u32::MAX && f >= n_gpus;
-            let to_switch = chan.to_node >= n_gpus;
+            let from_switches = f != u32::MAX && f >= lo;
+            let to_switches = chan.to_node >= lo;
             let mut other = chan.receiving_copy();
-            if from_switch {
+            if from_switches {
                 std::mem::swap(&mut chan.ch, &mut other.ch);
-                other.remote = !to_switch;
+                other.remote = !to_switches;
             } else {
-                chan.remote = to_switch;
+                chan.remote = to_switches;
             }
             chans.push(other);
-            by_switch.push(from_switch);
+            by_switches.push(from_switches);
         }
+        let kept = (lo.saturating_sub(n_gpus) as usize).min(c.sws.len());
         let nodes = c.armed.len();
         let mut core = Core {
             now: c.now,
             heap: EventQueue::default(),
             gpus: Vec::new(),
-            sws: std::mem::take(&mut c.sws),
+            sws: c.sws.split_off(kept),
+            sw_lo: lo,
             n_gpus,
             node_base: c.node_base.clone(),
             out_chan: c.out_chan.clone(),
@@ -314,10 +360,10 @@ impl Fabric {
                 *d = false;
             }
         }
-        for n in 0..n_gpus {
+        for n in 0..lo {
             c.mark(n);
         }
-        for n in n_gpus..nodes as u32 {
+        for n in lo..nodes as u32 {
             core.mark(n);
         }
         let sw = Switches {
@@ -325,7 +371,7 @@ impl Fabric {
             scen: self.scen.clone(),
             outages: self.outages.clone(),
         };
-        (sw, by_switch)
+        (sw, by_switches)
     }
 
     /// Takes the switches and their channels back from their partition once the run is over;
@@ -338,7 +384,7 @@ impl Fabric {
         if !stopped {
             c.now = c.now.max(s.now);
         }
-        c.sws = std::mem::take(&mut s.sws);
+        c.sws.append(&mut s.sws);
         c.tally.add(&s.tally);
         for ((chan, other), &from_switch) in c.chans.iter_mut().zip(s.chans).zip(by_switch) {
             chan.remote = false;
@@ -358,8 +404,13 @@ impl Fabric {
         progress: &mut Option<&mut dyn FnMut(u64, u64)>,
         lookahead: u64,
         threaded: bool,
+        lo: u32,
     ) {
-        let (mut sw, by_switch) = self.split(lookahead);
+        self.part_wall = Some(PartitionWall {
+            switches_with_gpus: lo.saturating_sub(self.core.n_gpus),
+            ..PartitionWall::default()
+        });
+        let (mut sw, by_switch) = self.split(lookahead, lo);
         let stopped = if threaded {
             let orders = Mailbox::new();
             let answers = Mailbox::new();
@@ -456,10 +507,17 @@ impl Fabric {
             let end = first.saturating_add(lookahead).min(barrier).max(done);
             let mail = std::mem::take(&mut self.core.outbox);
             peer.send(Order { mail, end, begun });
+            let started = std::time::Instant::now();
             let ended = self.run_window(end, progress);
+            let busy = ns_since(started);
             let Some(answer) = peer.recv() else {
                 return true;
             };
+            if let Some(w) = self.part_wall.as_mut() {
+                w.windows += 1;
+                w.gpus_busy_seconds += busy as f64 * 1e-9;
+                w.switches_busy_seconds += answer.busy_ns as f64 * 1e-9;
+            }
             sw_next = answer.next;
             sw_up = answer.all_up;
             let mut mail = answer.mail;
