@@ -189,10 +189,15 @@ pub fn size(n: u64) -> String {
     format!("{n} B")
 }
 
-/// Refuses a scenario whose memory estimate is above `--max-memory` (or the machine's memory):
-/// the message gives the estimate, its largest part and the key that sizes it.
-pub fn check_memory(s: &Scenario, max: Option<u64>) -> Result<u64, String> {
-    let est = s.memory_estimate();
+/// Refuses a scenario whose memory estimate (run as two partitions when `partitioned`) is above
+/// `--max-memory` (or the machine's memory): the message gives the estimate, its largest part
+/// and the key that sizes it.
+pub fn check_memory(s: &Scenario, max: Option<u64>, partitioned: bool) -> Result<u64, String> {
+    let est = if partitioned {
+        s.memory_estimate().partitioned()
+    } else {
+        s.memory_estimate()
+    };
     let (limit, what) = match (max, machine_memory()) {
         (Some(m), _) => (m, "the limit of --max-memory".to_owned()),
         (None, Some(m)) => (m, "this machine's memory".to_owned()),
@@ -984,7 +989,7 @@ fn execute_run(args: &RunArgs, io: &mut crate::Io<'_>) -> Result<u8, String> {
         write_stdout(io, &text)?;
         return Ok(crate::EXIT_OK);
     }
-    let estimate = check_memory(&scenario, args.max_memory)?;
+    let estimate = check_memory(&scenario, args.max_memory, args.partitioned)?;
     if let Some(dir) = &args.out {
         std::fs::create_dir_all(dir)
             .map_err(|e| format!("--out: cannot create {}: {e}", dir.display()))?;

@@ -187,7 +187,7 @@ pub fn execute(args: &SweepArgs, io: &mut crate::Io<'_>) -> Result<u8, String> {
         .or_else(crate::run::machine_memory)
         .map(|m| m / jobs as u64);
     for (run, s) in plan.runs.iter().zip(&scenarios) {
-        check_memory(s, share).map_err(|e| {
+        check_memory(s, share, false).map_err(|e| {
             format!(
                 "{}: {e} (with --jobs {jobs} each run may use 1/{jobs} of the limit)",
                 run.name

@@ -1547,14 +1547,14 @@ impl Fabric {
         })
     }
 
-    /// Runs the fabric as two partitions, its GPUs (with the workloads) and its switches, the
-    /// switches' on a thread of their own when `threaded` (partition.rs). Results then depend on
-    /// the scenario alone, not on `threaded`, and differ from those of the single event queue
-    /// in the order of events of the same picosecond. Refused, with the reason, for a fabric
-    /// with a captured cable or without a cable between a GPU and a switch. Call before
-    /// [`Fabric::run`].
-    /// Returns the lookahead the partitions synchronise on, ps: the least time between a GPU or
-    /// a switch sending anything and the other kind of node receiving it.
+    /// Runs the fabric as two partitions, its GPUs (with the workloads) and the first
+    /// [`Fabric::default_split`] switches, and the other switches, those on a thread of their
+    /// own when `threaded` (partition.rs). Results then depend on the scenario alone, not on
+    /// `threaded`, and differ from those of the single event queue in the order of events of
+    /// the same picosecond. Refused, with the reason, for a fabric with a captured cable or
+    /// without a cable between the partitions. Call before [`Fabric::run`].
+    /// Returns the lookahead the partitions synchronise on, ps: the least time between a node
+    /// of one partition sending anything and a node of the other receiving it.
     pub fn set_partitioned(&mut self, threaded: bool) -> Result<u64, ScenarioError> {
         self.set_partitioned_split(threaded, None)
     }
@@ -1947,7 +1947,10 @@ impl Fabric {
                 0.0
             },
             peak_rss_bytes: peak_rss_bytes(),
-            memory_estimate_bytes: self.scen.memory_estimate().bytes,
+            memory_estimate_bytes: match self.partitioned {
+                Some(_) => self.scen.memory_estimate().partitioned().bytes,
+                None => self.scen.memory_estimate().bytes,
+            },
             partitions: self.part_wall.take(),
         };
         if let Some(p) = progress.as_mut() {

@@ -120,3 +120,20 @@ fn the_estimate_is_above_the_peak_and_within_twice_it() {
         &two_tier(16, 4, 16_384),
     );
 }
+
+#[test]
+fn a_partitioned_run_is_allowed_its_second_thread_and_a_tenth_more() {
+    // Not beside the test above, whose peak of allocations would count this one's.
+    let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
+    let s = single_tier(32, 2, 65_536);
+    let one = s.memory_estimate();
+    let parts: u64 = one.parts.iter().map(|p| p.bytes).sum();
+    let two = one.clone().partitioned();
+    // The same parts; the process's allowance grows by 6 MiB and a tenth of them.
+    assert_eq!(two.parts, one.parts);
+    assert_eq!(two.bytes, one.bytes + (6 << 20) + parts / 10);
+    // And a fabric run as partitions reports that estimate.
+    let mut f = ethlink_fabric::Fabric::new(&s).expect("valid");
+    f.set_partitioned(false).expect("partitions");
+    assert_eq!(f.run(None).wall.memory_estimate_bytes, two.bytes);
+}

@@ -1,4 +1,5 @@
-//! A fabric run as two partitions, its GPUs and its switches, each on a thread of its own.
+//! A fabric run as two partitions, each on a thread of its own: the GPUs with the first few
+//! switches ([`Fabric::default_split`], or as many as asked), and the other switches.
 //!
 //! The simulation is conservative and synchronous. Both partitions run the events of one window
 //! of simulated time side by side: from the first event due in either, for as long as the
@@ -9,11 +10,17 @@
 //! early at each bring-up check and at the beginning and end of each outage, and time in which
 //! neither partition has anything to do is skipped. The GPUs' partition, which
 //! also runs the workloads and the operations' tracker, decides each window and when the run
-//! ends; the switches' partition answers with what it sent, when its next event is due and
-//! whether its links are up.
+//! ends; the other answers with what it sent, when its next event is due and whether its
+//! links are up.
 //!
-//! Results depend on the scenario alone: they are the same whether the switches run on a thread
-//! of their own or on the caller's, window by window. They are not those of the single event
+//! Which switches go with the GPUs balances the two: the busier partition sets each window's
+//! wall time. Traffic that starts on every GPU at once moves in waves (the GPUs send, the
+//! switches forward a cable's delay later, the GPUs receive), and a partition of switches
+//! alone would work only while the GPUs wait; with some switches beside the GPUs, both
+//! partitions have a share of each wave of switch work.
+//!
+//! Results depend on the scenario and the split alone: they are the same whether the second
+//! partition runs on a thread of its own or on the caller's, window by window. They are not those of the single event
 //! queue ([`Fabric::run`] without [`Fabric::set_partitioned`]): there, events of the same
 //! picosecond run in the order they were queued, across the whole fabric; here a frame from the
 //! other partition is queued when the window ends, after the events its receiver queued during
@@ -46,7 +53,7 @@ struct Answer {
     busy_ns: u64,
 }
 
-/// The switches' partition.
+/// The partition of the switches that do not run beside the GPUs.
 struct Switches {
     core: Core<()>,
     scen: Scenario,
