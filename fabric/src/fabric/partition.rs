@@ -20,11 +20,12 @@
 //! partitions have a share of each wave of switch work.
 //!
 //! Results depend on the scenario and the split alone: they are the same whether the second
-//! partition runs on a thread of its own or on the caller's, window by window. They are not those of the single event
-//! queue ([`Fabric::run`] without [`Fabric::set_partitioned`]): there, events of the same
-//! picosecond run in the order they were queued, across the whole fabric; here a frame from the
-//! other partition is queued when the window ends, after the events its receiver queued during
-//! the window, and a bring-up check runs before the events of its picosecond.
+//! partition runs on a thread of its own or on the caller's, window by window. They are not
+//! those of the single event queue ([`Fabric::run`] without [`Fabric::set_partitioned`]):
+//! there, events of the same picosecond run in the order they were queued, across the whole
+//! fabric; here a frame from the other partition is queued when the window ends, after the
+//! events its receiver queued during the window, and a bring-up check runs before the events
+//! of its picosecond.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, PoisonError};
@@ -47,7 +48,7 @@ struct Answer {
     mail: Vec<Handoff>,
     /// When its next event is due, ps (`NONE`: none is queued).
     next: u64,
-    /// Every link of every switch is up.
+    /// Every link of each of its switches is up.
     all_up: bool,
     /// Wall time it worked on the window, ns.
     busy_ns: u64,
