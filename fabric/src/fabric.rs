@@ -343,12 +343,12 @@ impl<T: Tap> Core<T> {
 
     /// Switch node `n`, if this core simulates it.
     fn sw(&self, n: u32) -> Option<&Switch> {
-        self.sws.get(n.checked_sub(self.sw_lo)? as usize)
+        self.sws.get(slot(n, self.sw_lo))
     }
 
     /// Switch node `n`, mutably, if this core simulates it.
     fn sw_mut(&mut self, n: u32) -> Option<&mut Switch> {
-        self.sws.get_mut(n.checked_sub(self.sw_lo)? as usize)
+        self.sws.get_mut(slot(n, self.sw_lo))
     }
 
     fn poll_timeout(&self, n: u32) -> Option<Instant> {
@@ -1947,9 +1947,10 @@ impl Fabric {
                 0.0
             },
             peak_rss_bytes: peak_rss_bytes(),
-            memory_estimate_bytes: match self.partitioned {
-                Some(_) => self.scen.memory_estimate().partitioned().bytes,
-                None => self.scen.memory_estimate().bytes,
+            memory_estimate_bytes: if self.partitioned.is_some() {
+                self.scen.memory_estimate().partitioned().bytes
+            } else {
+                self.scen.memory_estimate().bytes
             },
             partitions: self.part_wall.take(),
         };
